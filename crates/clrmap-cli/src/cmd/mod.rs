@@ -1,0 +1,3 @@
+//! One module per command group. Printers take `&mut dyn Write`, so tests need no process.
+
+pub mod sig;

@@ -1,0 +1,56 @@
+//! `clrmap`: generic dictionary maps and IL-to-native maps of the CLR, from the command line.
+//!
+//! Exit status: 0 success, 1 bad input (the error names its kind and offset), 2 bad usage.
+//! A panic (101) is always a bug.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+mod output;
+
+use output::CliError;
+
+/// clrmap: the CLR's generic dictionary maps (GetGenericDictionaryInfo) and IL-to-native maps
+/// (GetILToNativeMapping), read from real .NET files.
+#[derive(Debug, Parser)]
+#[command(name = "clrmap", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// ECMA-335 type signatures: decode and print.
+    #[command(subcommand)]
+    Sig(cmd::sig::SigCommand),
+}
+
+fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
+    match cli.command {
+        Command::Sig(c) => cmd::sig::run(c, out),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let result = run(cli, &mut out);
+    let flushed = out.flush();
+    match (result, flushed) {
+        (Ok(()), Ok(())) => ExitCode::SUCCESS,
+        (Ok(()), Err(e)) => output::report(&CliError::Io(e)),
+        (Err(e), _) => output::report(&e),
+    }
+}

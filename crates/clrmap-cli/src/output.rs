@@ -1,0 +1,73 @@
+//! Errors and how the CLI reports them (contract §3): text or JSON on stderr, and the exit code.
+
+use std::process::ExitCode;
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad input: exit 1. `json` selects the JSON form on stderr.
+    Input { error: clrmap::Error, json: bool },
+    /// Bad input that has no byte offset (a file that cannot be read, a bad manifest line): exit 1.
+    Message(String),
+    /// Bad usage that clap cannot see (conflicting values): exit 2.
+    Usage(String),
+    /// Writing output failed.
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Io(e)
+    }
+}
+
+impl CliError {
+    /// A library error, reported as text.
+    pub fn input(error: clrmap::Error) -> Self {
+        CliError::Input { error, json: false }
+    }
+    /// A library error, reported as JSON when `json`.
+    pub fn input_json(error: clrmap::Error, json: bool) -> Self {
+        CliError::Input { error, json }
+    }
+}
+
+/// The JSON form of an error: `{"error":{"kind":...,"offset":...,"message":...}}`.
+pub fn error_json(e: &clrmap::Error) -> String {
+    serde_json::json!({
+        "error": { "kind": e.kind.as_str(), "offset": e.offset, "message": e.message() }
+    })
+    .to_string()
+}
+
+/// Print the error on stderr and give the exit code.
+pub fn report(e: &CliError) -> ExitCode {
+    match e {
+        CliError::Input { error, json: true } => {
+            eprintln!("{}", error_json(error));
+            ExitCode::from(1)
+        }
+        CliError::Input { error, json: false } => {
+            eprintln!("error: {} at offset {}: {}", error.kind, error.offset, error.message());
+            ExitCode::from(1)
+        }
+        CliError::Message(m) => {
+            eprintln!("error: {m}");
+            ExitCode::from(1)
+        }
+        CliError::Usage(m) => {
+            eprintln!("usage error: {m}");
+            ExitCode::from(2)
+        }
+        CliError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        CliError::Io(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Read a whole file, or fail with exit 1 naming the path.
+pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| CliError::Message(format!("cannot read {}: {e}", path.display())))
+}

@@ -1,0 +1,1 @@
+//! (gdmap: not yet implemented.)

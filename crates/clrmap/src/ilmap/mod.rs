@@ -1,0 +1,1 @@
+//! (ilmap: not yet implemented.)

@@ -1,0 +1,27 @@
+//! # clrmap
+//!
+//! Readers, writers and services for two of the CLR's documented debugging and profiling
+//! interfaces, over the real .NET files that feed them:
+//!
+//! * `ICorDebugSymbolProvider2::GetGenericDictionaryInfo`: the *generic dictionary map*
+//!   ([`gdmap`]), whose heap items are ECMA-335 type signatures ([`signature`]).
+//! * `ICorProfilerInfo::GetILToNativeMapping`: IL-to-native maps ([`ilmap`]), read from
+//!   ReadyToRun images ([`r2r`]), EventPipe traces ([`nettrace`]) and live profiler captures
+//!   ([`capture`]).
+//!
+//! Every read goes through one panic-free cursor ([`read::Reader`]). Errors carry a stable kind,
+//! the absolute byte offset and what was expected ([`read::Error`]).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod capture;
+pub mod gdmap;
+pub mod ilmap;
+pub mod metadata;
+pub mod nettrace;
+pub mod pe;
+pub mod r2r;
+pub mod read;
+pub mod signature;
+
+pub use read::{Error, ErrorKind, Result};

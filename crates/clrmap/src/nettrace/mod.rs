@@ -1,0 +1,1 @@
+//! (nettrace: not yet implemented.)

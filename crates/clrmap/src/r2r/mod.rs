@@ -1,0 +1,1 @@
+//! (r2r: not yet implemented.)

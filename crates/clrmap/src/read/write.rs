@@ -1,0 +1,141 @@
+//! Encoders for the ECMA-335 compressed integers (II.23.2): always the canonical, shortest form.
+
+use super::error::{Error, ErrorKind, Result};
+
+/// The largest value a compressed unsigned integer can hold.
+pub const MAX_COMPRESSED_U32: u32 = 0x1FFF_FFFF;
+
+/// Number of bytes the canonical compressed form of `v` takes (1, 2 or 4).
+pub const fn compressed_u32_len(v: u32) -> usize {
+    if v <= 0x7F {
+        1
+    } else if v <= 0x3FFF {
+        2
+    } else {
+        4
+    }
+}
+
+/// Append the canonical compressed form of `v`; `out_of_range` above 0x1FFFFFFF.
+pub fn push_compressed_u32(out: &mut Vec<u8>, v: u32) -> Result<()> {
+    if v <= 0x7F {
+        out.push(v as u8);
+    } else if v <= 0x3FFF {
+        out.extend_from_slice(&[0x80 | (v >> 8) as u8, v as u8]);
+    } else if v <= MAX_COMPRESSED_U32 {
+        out.extend_from_slice(&(v | 0xC000_0000).to_be_bytes());
+    } else {
+        return Err(Error::new(ErrorKind::OutOfRange, 0, "a value of at most 0x1FFFFFFF"));
+    }
+    Ok(())
+}
+
+/// Append the canonical compressed signed form of `v` (II.23.2); `out_of_range` outside
+/// −2^28..2^28−1. The width is chosen by the *signed* range, as cor.h `CorSigCompressSignedInt`
+/// insists: −64..63 in 1 byte, −8192..8191 in 2, the rest in 4.
+pub fn push_compressed_i32(out: &mut Vec<u8>, v: i32) -> Result<()> {
+    let (bits, width_mask) = if (-64..=63).contains(&v) {
+        (7u32, 0x7Fu32)
+    } else if (-8192..=8191).contains(&v) {
+        (14, 0x3FFF)
+    } else if (-0x1000_0000..=0x0FFF_FFFF).contains(&v) {
+        (29, 0x1FFF_FFFF)
+    } else {
+        return Err(Error::new(ErrorKind::OutOfRange, 0, "a lower bound in -2^28..2^28-1"));
+    };
+    // Rotate the `bits`-wide two's-complement value left by one: the sign lands in bit 0.
+    let raw = (v as u32) & width_mask;
+    let sign = u32::from(v < 0);
+    let rotated = ((raw << 1) & width_mask) | sign;
+    match bits {
+        7 => out.push(rotated as u8),
+        14 => out.extend_from_slice(&[0x80 | (rotated >> 8) as u8, rotated as u8]),
+        _ => out.extend_from_slice(&(rotated | 0xC000_0000).to_be_bytes()),
+    }
+    Ok(())
+}
+
+/// Append a TypeDefOrRefOrSpecEncoded form of a TypeDef, TypeRef or TypeSpec token (II.23.2.8).
+pub fn push_coded_type_token(out: &mut Vec<u8>, token: u32) -> Result<()> {
+    let tag = match token >> 24 {
+        0x02 => 0,
+        0x01 => 1,
+        0x1B => 2,
+        _ => return Err(Error::new(ErrorKind::BadToken, 0, "a TypeDef, TypeRef or TypeSpec token")),
+    };
+    let row = token & 0x00FF_FFFF;
+    if row == 0 {
+        return Err(Error::new(ErrorKind::BadToken, 0, "a non-nil token"));
+    }
+    push_compressed_u32(out, (row << 2) | tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Reader;
+    use super::*;
+
+    #[test]
+    fn unsigned_vectors() {
+        let cases: &[(u32, &[u8])] = &[
+            (0x03, &[0x03]),
+            (0x7F, &[0x7F]),
+            (0x80, &[0x80, 0x80]),
+            (0x2E57, &[0xAE, 0x57]),
+            (0x3FFF, &[0xBF, 0xFF]),
+            (0x4000, &[0xC0, 0x00, 0x40, 0x00]),
+            (0x1FFF_FFFF, &[0xDF, 0xFF, 0xFF, 0xFF]),
+        ];
+        for &(v, b) in cases {
+            let mut out = Vec::new();
+            push_compressed_u32(&mut out, v).unwrap();
+            assert_eq!(out, b);
+            assert_eq!(compressed_u32_len(v), b.len());
+        }
+        assert_eq!(push_compressed_u32(&mut Vec::new(), 0x2000_0000).unwrap_err().kind, ErrorKind::OutOfRange);
+    }
+
+    #[test]
+    fn signed_vectors() {
+        let cases: &[(i32, &[u8])] = &[
+            (3, &[0x06]),
+            (-3, &[0x7B]),
+            (64, &[0x80, 0x80]),
+            (-64, &[0x01]),
+            (8192, &[0xC0, 0x00, 0x40, 0x00]),
+            (-8192, &[0x80, 0x01]),
+            (268_435_455, &[0xDF, 0xFF, 0xFF, 0xFE]),
+            (-268_435_456, &[0xC0, 0x00, 0x00, 0x01]),
+            (-1, &[0x7F]),
+            (63, &[0x7E]),
+            (-65, &[0xBF, 0x7F]),
+        ];
+        for &(v, b) in cases {
+            let mut out = Vec::new();
+            push_compressed_i32(&mut out, v).unwrap();
+            assert_eq!(out, b, "{v}");
+        }
+        assert!(push_compressed_i32(&mut Vec::new(), 0x1000_0000).is_err());
+        assert!(push_compressed_i32(&mut Vec::new(), -0x1000_0001).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn unsigned_round_trip(v in 0u32..=MAX_COMPRESSED_U32) {
+            let mut out = Vec::new();
+            push_compressed_u32(&mut out, v).unwrap();
+            let mut r = Reader::new(&out, 0);
+            proptest::prop_assert_eq!(r.compressed_u32("v").unwrap(), v);
+            proptest::prop_assert!(r.is_empty());
+        }
+
+        #[test]
+        fn signed_round_trip(v in -0x1000_0000i32..=0x0FFF_FFFF) {
+            let mut out = Vec::new();
+            push_compressed_i32(&mut out, v).unwrap();
+            let mut r = Reader::new(&out, 0);
+            proptest::prop_assert_eq!(r.compressed_i32("v").unwrap(), v);
+            proptest::prop_assert!(r.is_empty());
+        }
+    }
+}

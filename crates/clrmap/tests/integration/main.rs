@@ -1,0 +1,5 @@
+//! clrmap's integration tests: one test binary (link time matters on 2 cores), one module per area.
+//! Tests that need a real .NET runtime use `support::runtimes()`: in CI (`CI=true`) a missing
+//! runtime fails them; elsewhere they say SKIPPED and return.
+
+mod support;

@@ -1,0 +1,106 @@
+//! Shared test support: the repository root, fixtures, and the real .NET runtimes installed by
+//! `scripts/install-dotnet.sh`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// A file under the repository root.
+pub fn fixture(rel: &str) -> PathBuf {
+    repo_root().join(rel)
+}
+
+/// True when running in CI: real-runtime tests are mandatory there.
+pub fn in_ci() -> bool {
+    std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false)
+}
+
+/// A real .NET runtime installed by `scripts/install-dotnet.sh`.
+#[derive(Clone, Debug)]
+pub struct Runtime {
+    /// "3.1.23" or "8.0.4".
+    pub version: &'static str,
+    /// The `dotnet` host.
+    pub dotnet: PathBuf,
+    /// The shared framework directory (`.../shared/Microsoft.NETCore.App/<version>`).
+    pub framework: PathBuf,
+    /// The `tfm` for a runtimeconfig.json.
+    pub tfm: &'static str,
+}
+
+impl Runtime {
+    /// The framework's assemblies (`*.dll`), sorted.
+    pub fn assemblies(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&self.framework)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "dll"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The runtimeconfig.json text for a program run on this runtime (invariant globalization).
+    pub fn runtimeconfig(&self) -> String {
+        format!(
+            r#"{{ "runtimeOptions": {{ "tfm": "{}", "framework": {{ "name": "Microsoft.NETCore.App", "version": "{}" }}, "configProperties": {{ "System.Globalization.Invariant": true }} }} }}"#,
+            self.tfm, self.version
+        )
+    }
+}
+
+fn dotnet_home() -> PathBuf {
+    std::env::var_os("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".dotnet"))
+}
+
+fn probe(version: &'static str, tfm: &'static str, dotnet: PathBuf, framework: PathBuf) -> Option<Runtime> {
+    if dotnet.is_file() && framework.join("System.Private.CoreLib.dll").is_file() {
+        Some(Runtime { version, dotnet, framework, tfm })
+    } else {
+        None
+    }
+}
+
+/// CoreCLR 3.1.23 (ReadyToRun 3.1 framework).
+pub fn runtime31() -> Option<Runtime> {
+    let base = dotnet_home().join("3.1/dotnetcore2/bin");
+    probe("3.1.23", "netcoreapp3.1", base.join("dotnet"), base.join("shared/Microsoft.NETCore.App/3.1.23"))
+}
+
+/// .NET 8.0.4 (ReadyToRun 9.1 framework).
+pub fn runtime80() -> Option<Runtime> {
+    let base = dotnet_home().join("8.0/dnv/net/runtime/.net");
+    probe("8.0.4", "net8.0", base.join("dotnet"), base.join("shared/Microsoft.NETCore.App/8.0.4"))
+}
+
+/// Both real runtimes. In CI a missing one panics (the tests are mandatory); elsewhere the test
+/// prints SKIPPED and gets an empty list.
+pub fn runtimes(test: &str) -> Vec<Runtime> {
+    let found: Vec<Runtime> = [runtime31(), runtime80()].into_iter().flatten().collect();
+    if found.len() < 2 {
+        if in_ci() {
+            panic!("{test}: a real .NET runtime is missing (CI=true makes it mandatory): run scripts/install-dotnet.sh");
+        }
+        eprintln!("SKIPPED {test}: run scripts/install-dotnet.sh to install the real runtimes");
+        return Vec::new();
+    }
+    found
+}
+
+/// The `mcs` C# compiler, required like the runtimes.
+pub fn mcs(test: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths).map(|p| p.join("mcs")).find(|p| p.is_file())
+    });
+    if found.is_none() {
+        if in_ci() {
+            panic!("{test}: mcs is missing (CI=true makes it mandatory): run scripts/install-dotnet.sh");
+        }
+        eprintln!("SKIPPED {test}: mcs is missing");
+    }
+    found
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite: what `.ci/run` runs and what the README tells newcomers to run.
+#   1. install the real .NET runtimes and mcs (scripts/install-dotnet.sh)
+#   2. build everything, clippy with -D warnings
+#   3. all tests (real-runtime tests are mandatory when CI=true)
+#   4. C ABI tests (when present), fuzz targets built and run briefly when a nightly toolchain exists
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+
+echo "== install real runtimes"
+bash scripts/install-dotnet.sh
+
+echo "== build"
+cargo build --workspace --all-targets --locked
+
+echo "== clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== tests"
+cargo test --workspace --locked
+
+if [ -x scripts/fuzz.sh ]; then
+  echo "== fuzz (${FUZZ_SECONDS}s per target)"
+  bash scripts/fuzz.sh "$FUZZ_SECONDS"
+fi
+echo "== all tests passed"
