@@ -1,0 +1,3 @@
+//! CLI tests: the real `clrmap` binary, its stdout, stderr and exit codes. One module per command group.
+
+mod support;
