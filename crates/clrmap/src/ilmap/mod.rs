@@ -1,1 +1,7 @@
-//! (ilmap: not yet implemented.)
+//! IL-to-native maps (`ICorProfilerInfo::GetILToNativeMapping`): the model shared by every source.
+
+mod model;
+
+pub use model::{
+    Bound, CodeBody, CorDebugIlToNativeMap, CorDebugIlToNativeMappingTypes, IlOffset, MapEntry, SourceTypes,
+};

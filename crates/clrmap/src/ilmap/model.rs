@@ -1,0 +1,203 @@
+//! The public shapes of an IL-to-native map (cordebug.idl / corprof.idl) and of a code body.
+
+use core::fmt;
+
+use serde::Serialize;
+
+/// `COR_DEBUG_IL_TO_NATIVE_MAP` (cordebug.idl, corprof.idl): three `ULONG32`, 12 bytes, no padding.
+/// `il_offset` holds either a real IL offset or a [`CorDebugIlToNativeMappingTypes`] value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CorDebugIlToNativeMap {
+    /// IL offset, or NO_MAPPING (-1), PROLOG (-2), EPILOG (-3) as unsigned.
+    pub il_offset: u32,
+    /// First native byte of the range, relative to the code start.
+    pub native_start_offset: u32,
+    /// One past the last native byte of the range (half-open).
+    pub native_end_offset: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<CorDebugIlToNativeMap>() == 12);
+const _: () = assert!(core::mem::align_of::<CorDebugIlToNativeMap>() == 4);
+
+/// `CorDebugIlToNativeMappingTypes` values, as stored in the unsigned `ilOffset` field.
+#[derive(Debug)]
+pub struct CorDebugIlToNativeMappingTypes;
+
+impl CorDebugIlToNativeMappingTypes {
+    /// NO_MAPPING = -1.
+    pub const NO_MAPPING: u32 = 0xFFFF_FFFF;
+    /// PROLOG = -2.
+    pub const PROLOG: u32 = 0xFFFF_FFFE;
+    /// EPILOG = -3.
+    pub const EPILOG: u32 = 0xFFFF_FFFD;
+}
+
+/// An IL offset that keeps the special regions distinct from real offsets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IlOffset {
+    /// The method's prolog (`PROLOG`, -2).
+    Prolog,
+    /// A real IL offset.
+    Il(u32),
+    /// An epilog (`EPILOG`, -3).
+    Epilog,
+    /// Code that maps to no IL (`NO_MAPPING`, -1).
+    NoMapping,
+}
+
+impl IlOffset {
+    /// From the raw `ilOffset` field. Every value other than -1, -2 and -3 is a real offset.
+    pub const fn from_raw(raw: u32) -> Self {
+        match raw {
+            CorDebugIlToNativeMappingTypes::NO_MAPPING => IlOffset::NoMapping,
+            CorDebugIlToNativeMappingTypes::PROLOG => IlOffset::Prolog,
+            CorDebugIlToNativeMappingTypes::EPILOG => IlOffset::Epilog,
+            v => IlOffset::Il(v),
+        }
+    }
+
+    /// To the raw `ilOffset` field.
+    pub const fn to_raw(self) -> u32 {
+        match self {
+            IlOffset::NoMapping => CorDebugIlToNativeMappingTypes::NO_MAPPING,
+            IlOffset::Prolog => CorDebugIlToNativeMappingTypes::PROLOG,
+            IlOffset::Epilog => CorDebugIlToNativeMappingTypes::EPILOG,
+            IlOffset::Il(v) => v,
+        }
+    }
+
+    /// The runtime's sort rank (`MapSortIL`, debugger.h): PROLOG, IL ascending, EPILOG, NO_MAPPING.
+    /// The derived `Ord` already follows it; this names the rule.
+    pub fn sort_key(self) -> (u8, u32) {
+        match self {
+            IlOffset::Prolog => (0, 0),
+            IlOffset::Il(v) => (1, v),
+            IlOffset::Epilog => (2, 0),
+            IlOffset::NoMapping => (3, 0),
+        }
+    }
+}
+
+impl fmt::Display for IlOffset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IlOffset::Prolog => f.write_str("PROLOG"),
+            IlOffset::Epilog => f.write_str("EPILOG"),
+            IlOffset::NoMapping => f.write_str("NO_MAPPING"),
+            IlOffset::Il(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// Contract §4: `il` is a number, or one of the strings `PROLOG`, `EPILOG`, `NO_MAPPING`.
+impl Serialize for IlOffset {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            IlOffset::Il(v) => s.serialize_u32(*v),
+            IlOffset::Prolog => s.serialize_str("PROLOG"),
+            IlOffset::Epilog => s.serialize_str("EPILOG"),
+            IlOffset::NoMapping => s.serialize_str("NO_MAPPING"),
+        }
+    }
+}
+
+/// `ICorDebugInfo::SourceTypes` (cordebuginfo.h): flags on a raw bounds entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SourceTypes(pub u32);
+
+impl SourceTypes {
+    /// SOURCE_TYPE_INVALID: nothing else applies.
+    pub const SOURCE_TYPE_INVALID: u32 = 0x00;
+    /// SEQUENCE_POINT: a debugger-requested boundary.
+    pub const SEQUENCE_POINT: u32 = 0x01;
+    /// STACK_EMPTY: the IL evaluation stack is empty here.
+    pub const STACK_EMPTY: u32 = 0x02;
+    /// CALL_SITE: a call site.
+    pub const CALL_SITE: u32 = 0x04;
+    /// NATIVE_END_OFFSET_UNKNOWN: internal to the debugger, never stored.
+    pub const NATIVE_END_OFFSET_UNKNOWN: u32 = 0x08;
+    /// CALL_INSTRUCTION: the native instruction of a call.
+    pub const CALL_INSTRUCTION: u32 = 0x10;
+    /// ASYNC: runtime-async suspension point (newest runtimes).
+    pub const ASYNC: u32 = 0x20;
+
+    /// True if CALL_INSTRUCTION is set.
+    pub const fn is_call_instruction(self) -> bool {
+        self.0 & Self::CALL_INSTRUCTION != 0
+    }
+}
+
+/// A raw bounds entry (`ICorDebugInfo::OffsetMapping`): as the JIT reports it and as debug info
+/// stores it, in native order, before the runtime turns it into the public map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Bound {
+    /// Native offset from the code start.
+    pub native_offset: u32,
+    /// IL offset (or a special value).
+    pub il_offset: IlOffset,
+    /// Source flags.
+    pub source: SourceTypes,
+}
+
+/// One entry of a public map, in the form of contract §4's JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct MapEntry {
+    /// The IL offset.
+    pub il: IlOffset,
+    /// Range start (native offset from the code start).
+    pub native_start: u32,
+    /// Range end (exclusive).
+    pub native_end: u32,
+}
+
+impl From<CorDebugIlToNativeMap> for MapEntry {
+    fn from(m: CorDebugIlToNativeMap) -> Self {
+        MapEntry {
+            il: IlOffset::from_raw(m.il_offset),
+            native_start: m.native_start_offset,
+            native_end: m.native_end_offset,
+        }
+    }
+}
+
+impl From<MapEntry> for CorDebugIlToNativeMap {
+    fn from(m: MapEntry) -> Self {
+        CorDebugIlToNativeMap {
+            il_offset: m.il.to_raw(),
+            native_start_offset: m.native_start,
+            native_end_offset: m.native_end,
+        }
+    }
+}
+
+/// One native code body and its public IL-to-native map: what every source (ReadyToRun image,
+/// trace, live capture) produces, and what `clrmap il dump --json` prints (contract §4).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CodeBody {
+    /// The MethodDef token.
+    pub token: u32,
+    /// The body's code start RVA within its module (for an R2R body: the entry RUNTIME_FUNCTION's
+    /// BeginAddress). `None` for jitted code, which has no RVA.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rva: Option<u32>,
+    /// Code size in bytes (what GetCodeInfo2 reports for the body).
+    pub code_size: u32,
+    /// `Ns.Type::Method`, when names are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The module's file name (traces and captures), e.g. `System.Private.CoreLib.dll`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// The runtime's FunctionID (= a trace's MethodID), for traces and captures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function_id: Option<u64>,
+    /// The body's absolute code start address, for traces and captures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+    /// The code version's tier, where the source knows it (e.g. "tier0", "tier1", "r2r", "osr").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+    /// The public map, exactly as `GetILToNativeMapping3(start)` returns it.
+    pub map: Vec<MapEntry>,
+}
