@@ -1,3 +1,5 @@
 //! CLI tests: the real `clrmap` binary, its stdout, stderr and exit codes. One module per command group.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
 
 mod support;
