@@ -3,6 +3,9 @@
 use std::io::Write;
 
 use clap::Subcommand;
+use clrmap::read::Reader;
+use clrmap::signature::{decode_type, write_type, HexTokens, TreeProvider};
+use clrmap::ErrorKind;
 
 use crate::output::CliError;
 
@@ -11,23 +14,60 @@ use crate::output::CliError;
 pub enum SigCommand {
     /// Decode one type signature given as hex bytes and print it in ILAsm notation.
     ///
+    /// The rules are the strict ones of the output contract (§2): a bad byte exits 1 with the
+    /// error's kind and offset.
+    ///
     /// Example: `clrmap sig decode 15 12 15 01 08` prints `class 0x01000005<int32>`.
+    #[command(verbatim_doc_comment)]
     Decode {
         /// The signature bytes in hex: separate bytes (`15 12 15 01 08`) or one string (`1512150108`).
         #[arg(required = true)]
         hex: Vec<String>,
-        /// Print a structural JSON tree instead of the ILAsm text.
+        /// Print a JSON object: the text and the structural tree.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Parse hex bytes from the command line: pairs of hex digits, spaces and an `0x` prefix allowed.
+pub fn parse_hex(words: &[String]) -> Result<Vec<u8>, CliError> {
+    let mut digits = String::new();
+    for w in words {
+        for part in w.split_whitespace() {
+            digits.push_str(part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")).unwrap_or(part));
+        }
+    }
+    if digits.len() % 2 != 0 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(CliError::Usage(format!("not hex bytes: {}", words.join(" "))));
+    }
+    let mut out = Vec::with_capacity(digits.len() / 2);
+    let mut chars = digits.as_bytes().chunks_exact(2);
+    for pair in &mut chars {
+        let text = std::str::from_utf8(pair).unwrap_or("");
+        out.push(u8::from_str_radix(text, 16).map_err(|_| CliError::Usage(format!("not a hex byte: {text}")))?);
+    }
+    Ok(out)
 }
 
 /// Run a `sig` command.
 pub fn run(cmd: SigCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
         SigCommand::Decode { hex, json } => {
-            let _ = (hex, json, &out);
-            Err(CliError::Message("not yet implemented".into()))
+            let bytes = parse_hex(&hex)?;
+            let mut r = Reader::new(&bytes, 0);
+            let tree = decode_type(&mut r, &mut TreeProvider).map_err(|e| CliError::input_json(e, json))?;
+            if !r.is_empty() {
+                let e = r.error(ErrorKind::ItemLengthMismatch, "no bytes after the type");
+                return Err(CliError::input_json(e, json));
+            }
+            let text = write_type(&tree, &HexTokens);
+            if json {
+                let v = serde_json::json!({ "text": text, "type": tree });
+                writeln!(out, "{v}")?;
+            } else {
+                writeln!(out, "{text}")?;
+            }
+            Ok(())
         }
     }
 }

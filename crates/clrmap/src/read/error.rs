@@ -70,6 +70,10 @@ pub enum ErrorKind {
     NotFound,
     /// A value is out of the range its encoding can hold (writers).
     OutOfRange,
+
+    // --- Text ----------------------------------------------------------------------------------
+    /// Text in the type notation (a manifest) does not parse; the offset is a byte index in it.
+    BadNotation,
 }
 
 impl ErrorKind {
@@ -100,6 +104,7 @@ impl ErrorKind {
             ErrorKind::BadCapture => "bad_capture",
             ErrorKind::NotFound => "not_found",
             ErrorKind::OutOfRange => "out_of_range",
+            ErrorKind::BadNotation => "bad_notation",
         }
     }
 }

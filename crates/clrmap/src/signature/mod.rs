@@ -1,10 +1,27 @@
 //! ECMA-335 type signatures (II.23.2.12, with the corrections of dotnet/runtime
 //! `docs/design/specs/Ecma-335-Augments.md`): decode, encode, print, parse.
+//!
+//! * [`decode_type`] walks one type strictly (the rules of `contract.md` §2) and hands each
+//!   production to a [`TypeProvider`]: [`TreeProvider`] builds owned [`Type`] trees, [`Renderer`]
+//!   builds ILAsm text, and `()` only validates ([`skip_type`]).
+//! * [`encode_type`] writes canonical bytes; [`parse_type`] reads the printer's notation back.
+//! * Token names go through [`TypeNames`]; [`HexTokens`] prints `0x01000012`.
 
+mod decode;
+mod encode;
 mod names;
+mod parse;
+mod print;
 mod provider;
 mod types;
 
+pub use decode::{decode_local_type, decode_type, skip_type, MAX_ARRAY_RANK, MAX_DEPTH};
+pub use encode::encode_type;
 pub use names::{HexTokens, TypeNames};
+pub use parse::{parse_type, parse_type_list};
+pub use print::{fold, render, write_type, Renderer};
 pub use provider::{TreeProvider, TypeProvider};
 pub use types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
+
+#[cfg(test)]
+mod tests;

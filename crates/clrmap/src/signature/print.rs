@@ -1,0 +1,236 @@
+//! The ILAsm-notation printer (`contract.md` §1).
+//!
+//! [`Renderer`] is a [`TypeProvider`] whose types are strings, so decoding and printing happen in
+//! one walk. Modifiers and array forms are suffixes (`int32 modreq(N)`, `int32[]`), which is why
+//! the text is built bottom-up.
+
+use core::fmt::Write as _;
+
+use super::decode::decode_type;
+use super::names::TypeNames;
+use super::provider::TypeProvider;
+use super::types::{ArrayShape, MethodSignature, Primitive, Type};
+use crate::read::{Reader, Result};
+
+/// A provider that renders each type as ILAsm text, naming tokens through a [`TypeNames`].
+pub struct Renderer<'n> {
+    names: &'n dyn TypeNames,
+}
+
+impl core::fmt::Debug for Renderer<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Renderer")
+    }
+}
+
+impl<'n> Renderer<'n> {
+    /// A renderer naming tokens through `names` ([`super::HexTokens`] for `0x01000012`).
+    pub fn new(names: &'n dyn TypeNames) -> Self {
+        Renderer { names }
+    }
+
+    fn push_name(&self, out: &mut String, token: u32) {
+        let mark = out.len();
+        if self.names.write_type_name(token, out).is_err() {
+            // A resolver that cannot name a token must not lose it: fall back to the raw token.
+            out.truncate(mark);
+            let _ = write!(out, "0x{token:08X}");
+        }
+    }
+}
+
+/// The text of one ARRAY dimension (contract §1): `L...H` with H = L+S-1, `0...H` for a size
+/// alone, `L...` for a bound alone, `...` for neither.
+fn push_dimension(out: &mut String, size: Option<u32>, lower: Option<i32>) {
+    let _ = match (lower, size) {
+        (Some(l), Some(s)) => write!(out, "{}...{}", l, i64::from(l).saturating_add(i64::from(s)).saturating_sub(1)),
+        (None, Some(s)) => write!(out, "0...{}", i64::from(s).saturating_sub(1)),
+        (Some(l), None) => write!(out, "{l}..."),
+        (None, None) => write!(out, "..."),
+    };
+}
+
+/// The calling-convention word of an FNPTR (contract §1), with its trailing space.
+fn calling_convention_word(kind: u8) -> &'static str {
+    match kind {
+        1 => "unmanaged cdecl ",
+        2 => "unmanaged stdcall ",
+        3 => "unmanaged thiscall ",
+        4 => "unmanaged fastcall ",
+        5 => "vararg ",
+        9 => "unmanaged ",
+        _ => "",
+    }
+}
+
+impl TypeProvider for Renderer<'_> {
+    type Type = String;
+
+    fn primitive(&mut self, primitive: Primitive) -> String {
+        primitive.keyword().to_owned()
+    }
+
+    fn named(&mut self, value_type: bool, token: u32) -> String {
+        let mut s = String::from(if value_type { "valuetype " } else { "class " });
+        self.push_name(&mut s, token);
+        s
+    }
+
+    fn generic_inst(&mut self, value_type: bool, token: u32, args: Vec<String>) -> String {
+        let mut s = self.named(value_type, token);
+        s.push('<');
+        s.push_str(&args.join(","));
+        s.push('>');
+        s
+    }
+
+    fn sz_array(&mut self, mut element: String) -> String {
+        element.push_str("[]");
+        element
+    }
+
+    fn array(&mut self, mut element: String, shape: ArrayShape) -> String {
+        element.push('[');
+        for i in 0..shape.rank as usize {
+            if i > 0 {
+                element.push(',');
+            }
+            push_dimension(&mut element, shape.sizes.get(i).copied(), shape.lower_bounds.get(i).copied());
+        }
+        element.push(']');
+        element
+    }
+
+    fn ptr(&mut self, mut element: String) -> String {
+        element.push('*');
+        element
+    }
+
+    fn by_ref(&mut self, mut element: String) -> String {
+        element.push('&');
+        element
+    }
+
+    fn pinned(&mut self, mut element: String) -> String {
+        element.push_str(" pinned");
+        element
+    }
+
+    fn modified(&mut self, required: bool, modifier: u32, mut element: String) -> String {
+        element.push_str(if required { " modreq(" } else { " modopt(" });
+        self.push_name(&mut element, modifier);
+        element.push(')');
+        element
+    }
+
+    fn var(&mut self, index: u32) -> String {
+        format!("!{index}")
+    }
+
+    fn mvar(&mut self, index: u32) -> String {
+        format!("!!{index}")
+    }
+
+    fn fn_ptr(&mut self, sig: MethodSignature<String>) -> String {
+        let cc = sig.calling_convention;
+        let mut s = String::from("method ");
+        if cc.has_this() {
+            s.push_str("instance ");
+        }
+        if cc.explicit_this() {
+            s.push_str("explicit ");
+        }
+        s.push_str(calling_convention_word(cc.kind()));
+        s.push_str(&sig.return_type);
+        s.push_str(" *(");
+        let mut first = true;
+        for (i, p) in sig.parameters.iter().enumerate() {
+            if sig.sentinel == Some(i) {
+                if !first {
+                    s.push(',');
+                }
+                s.push_str("...");
+                first = false;
+            }
+            if !first {
+                s.push(',');
+            }
+            s.push_str(p);
+            first = false;
+        }
+        s.push(')');
+        s
+    }
+}
+
+/// Decode exactly one type from `bytes` and render it. Trailing bytes are an error
+/// (`item_length_mismatch` at the first one): a signature is all of its bytes.
+pub fn render(bytes: &[u8], names: &dyn TypeNames) -> Result<String> {
+    let mut r = Reader::new(bytes, 0);
+    let s = decode_type(&mut r, &mut Renderer::new(names))?;
+    if !r.is_empty() {
+        return Err(r.error(crate::ErrorKind::ItemLengthMismatch, "no bytes after the type"));
+    }
+    Ok(s)
+}
+
+/// Rebuild an owned tree through any provider (for example a [`Renderer`]).
+pub fn fold<P: TypeProvider>(ty: &Type, p: &mut P) -> P::Type {
+    match ty {
+        Type::Primitive { primitive } => p.primitive(*primitive),
+        Type::Named { value_type, token } => p.named(*value_type, *token),
+        Type::GenericInst { value_type, token, args } => {
+            let args = args.iter().map(|a| fold(a, p)).collect();
+            p.generic_inst(*value_type, *token, args)
+        }
+        Type::SzArray { element } => {
+            let e = fold(element, p);
+            p.sz_array(e)
+        }
+        Type::Array { element, shape } => {
+            let e = fold(element, p);
+            p.array(e, shape.clone())
+        }
+        Type::Ptr { element } => {
+            let e = fold(element, p);
+            p.ptr(e)
+        }
+        Type::ByRef { element } => {
+            let e = fold(element, p);
+            p.by_ref(e)
+        }
+        Type::Pinned { element } => {
+            let e = fold(element, p);
+            p.pinned(e)
+        }
+        Type::Modified { required, modifier, element } => {
+            let e = fold(element, p);
+            p.modified(*required, *modifier, e)
+        }
+        Type::Var { index } => p.var(*index),
+        Type::MVar { index } => p.mvar(*index),
+        Type::FnPtr { signature } => {
+            let return_type = fold(&signature.return_type, p);
+            let parameters = signature.parameters.iter().map(|a| fold(a, p)).collect();
+            p.fn_ptr(MethodSignature {
+                calling_convention: signature.calling_convention,
+                generic_parameter_count: signature.generic_parameter_count,
+                return_type,
+                parameters,
+                sentinel: signature.sentinel,
+            })
+        }
+    }
+}
+
+/// Render an owned tree in ILAsm notation.
+pub fn write_type(ty: &Type, names: &dyn TypeNames) -> String {
+    fold(ty, &mut Renderer::new(names))
+}
+
+impl core::fmt::Display for Type {
+    /// ILAsm notation with tokens as `0x01000012`.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&write_type(self, &super::HexTokens))
+    }
+}
