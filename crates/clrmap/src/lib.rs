@@ -13,6 +13,8 @@
 //! the absolute byte offset and what was expected ([`read::Error`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// Tests may do plain arithmetic (unwrap, indexing and panics are allowed in tests by clippy.toml).
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects))]
 
 pub mod capture;
 pub mod gdmap;

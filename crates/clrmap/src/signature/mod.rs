@@ -25,3 +25,5 @@ pub use types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type}
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) use tests::roundtrip as tests_support;

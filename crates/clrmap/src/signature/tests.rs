@@ -228,7 +228,7 @@ fn parser_rejects_garbage_and_accepts_spaces_after_commas() {
     assert_eq!(list.len(), 3);
 }
 
-mod roundtrip {
+pub(crate) mod roundtrip {
     use super::super::*;
     use crate::read::Reader;
     use proptest::prelude::*;
@@ -251,7 +251,7 @@ mod roundtrip {
         ]
     }
 
-    pub(super) fn ty() -> impl Strategy<Value = Type> {
+    pub(crate) fn ty() -> impl Strategy<Value = Type> {
         leaf().prop_recursive(6, 48, 4, |inner| {
             prop_oneof![
                 inner.clone().prop_map(|t| Type::SzArray { element: Box::new(t) }),

@@ -1,0 +1,95 @@
+//! Lookup by RVA.
+
+use super::map::{DictionaryMap, Entry};
+use crate::read::{Error, ErrorKind, Result};
+
+/// How to treat the sorted flag when looking up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortedFlag {
+    /// Believe the flag: binary-search the directory in place when it is set. A map that lies
+    /// gives wrong answers (never a panic).
+    Trust,
+    /// Check the flag once (O(N), no allocation) and fail with `unsorted` if it lies.
+    Verify,
+    /// Ignore the flag and always build an index.
+    Ignore,
+}
+
+/// Finds a dictionary's entry by RVA.
+///
+/// A sorted map is binary-searched in place: O(log N), no memory. An unsorted map gets an index,
+/// built once: a sorted copy of (RVA, entry index) pairs, 8 bytes per entry and O(N log N) time,
+/// then O(log N) per lookup. When an RVA appears more than once, the first entry in directory order
+/// answers.
+#[derive(Clone, Debug)]
+pub struct Lookup<'a> {
+    map: DictionaryMap<'a>,
+    index: Option<Vec<u64>>,
+}
+
+impl<'a> Lookup<'a> {
+    /// Prepare lookups over `map`.
+    pub fn new(map: DictionaryMap<'a>, flag: SortedFlag) -> Result<Self> {
+        let in_place = match flag {
+            SortedFlag::Trust => map.is_sorted_flag_set(),
+            SortedFlag::Ignore => false,
+            SortedFlag::Verify => {
+                if map.is_sorted_flag_set() {
+                    let mut prev = 0u32;
+                    for e in map.entries() {
+                        if e.rva < prev {
+                            return Err(Error::new(ErrorKind::Unsorted, e.rva_field(), "RVAs in ascending order"));
+                        }
+                        prev = e.rva;
+                    }
+                }
+                map.is_sorted_flag_set()
+            }
+        };
+        let index = if in_place {
+            None
+        } else {
+            let mut keys: Vec<u64> = map.entries().map(|e| (u64::from(e.rva) << 32) | u64::from(e.index)).collect();
+            keys.sort_unstable();
+            Some(keys)
+        };
+        Ok(Lookup { map, index })
+    }
+
+    /// The map.
+    pub fn map(&self) -> &DictionaryMap<'a> {
+        &self.map
+    }
+
+    /// True when lookups search the directory in place (no index was built).
+    pub fn is_in_place(&self) -> bool {
+        self.index.is_none()
+    }
+
+    /// The first entry with this RVA.
+    pub fn find(&self, rva: u32) -> Option<Entry> {
+        match &self.index {
+            None => {
+                // partition_point over entry indexes: the first entry whose RVA is not below `rva`.
+                let (mut lo, mut hi) = (0u32, self.map.len());
+                while lo < hi {
+                    let mid = lo.midpoint(hi);
+                    if self.map.rva_at(mid)? < rva {
+                        lo = mid.saturating_add(1);
+                    } else {
+                        hi = mid;
+                    }
+                }
+                self.map.entry(lo).filter(|e| e.rva == rva)
+            }
+            Some(keys) => {
+                let at = keys.partition_point(|k| (k >> 32) < u64::from(rva));
+                let k = *keys.get(at)?;
+                if (k >> 32) as u32 != rva {
+                    return None;
+                }
+                self.map.entry(k as u32)
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Strict validation (contract §3, "Which fault is first") and the lint report.
+
+use serde::Serialize;
+
+use super::map::{DictionaryMap, Entry, Item};
+use crate::read::{Error, ErrorKind, Result};
+use crate::read::write::{compressed_u32_len, push_compressed_u32};
+use crate::signature::{encode_type, TreeProvider};
+
+/// A bitset over heap offsets: which items have been read. One bit per heap byte.
+struct Seen(Vec<u64>);
+
+impl Seen {
+    fn new(bits: usize) -> Self {
+        Seen(vec![0; bits.div_ceil(64)])
+    }
+    /// Mark `i`; true if it was not marked before.
+    fn insert(&mut self, i: u32) -> bool {
+        let (word, bit) = ((i / 64) as usize, i % 64);
+        match self.0.get_mut(word) {
+            Some(w) => {
+                let fresh = *w & (1 << bit) == 0;
+                *w |= 1 << bit;
+                fresh
+            }
+            None => false,
+        }
+    }
+}
+
+/// The index of the first entry (in directory order) whose RVA appeared earlier with another heap
+/// offset, for an unsorted directory. Sorting (RVA, index) keys costs 8 bytes per entry, once.
+fn first_conflicting_rva(map: &DictionaryMap<'_>) -> Option<u32> {
+    let mut keys: Vec<u64> = map.entries().map(|e| (u64::from(e.rva) << 32) | u64::from(e.index)).collect();
+    keys.sort_unstable();
+    let mut first: Option<u32> = None;
+    let mut group_offset: Option<(u32, u32)> = None; // (rva, offset of the group's first entry)
+    let mut group_done = false;
+    for k in keys {
+        let (rva, index) = ((k >> 32) as u32, k as u32);
+        let offset = map.entry(index).map(|e| e.offset).unwrap_or(0);
+        match group_offset {
+            Some((g, o)) if g == rva => {
+                // Every earlier entry of the group had offset `o` (else the group is done), so the
+                // first entry with another offset is the group's first conflict.
+                if !group_done && offset != o {
+                    first = Some(first.map_or(index, |f| f.min(index)));
+                    group_done = true;
+                }
+            }
+            _ => {
+                group_offset = Some((rva, offset));
+                group_done = false;
+            }
+        }
+    }
+    first
+}
+
+impl<'a> DictionaryMap<'a> {
+    /// Validate the whole map strictly and report the first fault, in the order contract §3
+    /// defines: for each entry in directory order, (a) `unsorted`, (b) `duplicate_rva`,
+    /// (c) `offset_out_of_heap`, (d) its item, unless an earlier entry already read it.
+    ///
+    /// Memory: one bit per heap byte to read each item once, plus, for a directory whose sorted
+    /// flag is clear, 8 bytes per entry to find repeated RVAs. With the flag set, sortedness is
+    /// checked as we go and repeats are neighbours, so nothing more is needed.
+    pub fn validate(&self) -> Result<()> {
+        let conflict = if self.is_sorted_flag_set() { None } else { first_conflicting_rva(self) };
+        let mut seen = Seen::new(self.heap_size());
+        let mut prev: Option<Entry> = None;
+        for e in self.entries() {
+            if let Some(p) = prev {
+                if self.is_sorted_flag_set() {
+                    if e.rva < p.rva {
+                        return Err(Error::new(ErrorKind::Unsorted, e.rva_field(), "RVAs in ascending order"));
+                    }
+                    if e.rva == p.rva && e.offset != p.offset {
+                        return Err(duplicate(&e));
+                    }
+                }
+            }
+            // With the flag set the check above finds every repeat: equal RVAs are neighbours.
+            // A sorted run of one RVA shares one offset, so the first differing one is adjacent.
+            if conflict == Some(e.index) {
+                return Err(duplicate(&e));
+            }
+            if e.offset as usize >= self.heap_size() {
+                return Err(Error::new(ErrorKind::OffsetOutOfHeap, e.offset_field(), "a heap offset inside the heap"));
+            }
+            if seen.insert(e.offset) {
+                self.item(e.offset)?.validate()?;
+            }
+            prev = Some(e);
+        }
+        Ok(())
+    }
+
+    /// Everything [`DictionaryMap::validate`] checks, and on success the findings that are not
+    /// faults (gdmap.md §10): unreferenced heap bytes, overlapping items, non-canonical
+    /// compressed integers, duplicate entries.
+    pub fn lint(&self) -> Result<Vec<Lint>> {
+        self.validate()?;
+        let mut lints = Vec::new();
+        // Items, by heap offset, each once.
+        let mut offsets: Vec<u32> = self.entries().map(|e| e.offset).collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        let mut items: Vec<Item<'a>> = Vec::with_capacity(offsets.len());
+        for &o in &offsets {
+            items.push(self.item(o)?);
+        }
+        // Coverage: gaps between items are unreferenced; an item starting inside another overlaps.
+        let heap_start = self.heap_start();
+        let heap_end = heap_start.saturating_add(self.heap_size() as u64);
+        let mut covered_to = heap_start;
+        for it in &items {
+            if it.start > covered_to {
+                lints.push(Lint::new(LintKind::UnreferencedBytes, covered_to, it.start.saturating_sub(covered_to)));
+            } else if it.start < covered_to {
+                lints.push(Lint::new(LintKind::OverlappingItems, it.start, covered_to.saturating_sub(it.start)));
+            }
+            covered_to = covered_to.max(it.end());
+        }
+        if heap_end > covered_to {
+            lints.push(Lint::new(LintKind::UnreferencedBytes, covered_to, heap_end.saturating_sub(covered_to)));
+        }
+        // Canonical forms: L and T by their widths; the types by re-encoding them canonically.
+        for it in &items {
+            let types = it.decode(&mut TreeProvider)?;
+            let mut canonical = Vec::new();
+            push_compressed_u32(&mut canonical, it.count)?;
+            for t in &types {
+                encode_type(t, &mut canonical)?;
+            }
+            let non_canonical =
+                usize::from(it.length_width) != compressed_u32_len(it.length) || canonical != it.body();
+            if non_canonical {
+                lints.push(Lint::new(LintKind::NonCanonicalInteger, it.start, u64::from(it.length)));
+            }
+        }
+        // Duplicate entries: the same RVA and the same offset more than once.
+        let mut keys: Vec<(u32, u32, u32)> = self.entries().map(|e| (e.rva, e.offset, e.index)).collect();
+        keys.sort_unstable();
+        for w in keys.windows(2) {
+            if let [a, b] = w {
+                if a.0 == b.0 && a.1 == b.1 {
+                    let e = Entry { index: b.2, rva: b.0, offset: b.1 };
+                    lints.push(Lint::new(LintKind::DuplicateEntry, e.rva_field(), 8));
+                }
+            }
+        }
+        lints.sort_by_key(|l| (l.offset, l.kind));
+        Ok(lints)
+    }
+}
+
+fn duplicate(e: &Entry) -> Error {
+    Error::new(ErrorKind::DuplicateRva, e.rva_field(), "each RVA with one heap offset")
+}
+
+/// What a lint finding is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LintKind {
+    /// Heap bytes that no entry's item covers.
+    UnreferencedBytes,
+    /// An item that starts inside another item.
+    OverlappingItems,
+    /// An item whose compressed integers are not all in their shortest form.
+    NonCanonicalInteger,
+    /// An entry repeating an earlier entry's RVA and heap offset.
+    DuplicateEntry,
+}
+
+impl LintKind {
+    /// The snake_case id.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LintKind::UnreferencedBytes => "unreferenced_bytes",
+            LintKind::OverlappingItems => "overlapping_items",
+            LintKind::NonCanonicalInteger => "non_canonical_integer",
+            LintKind::DuplicateEntry => "duplicate_entry",
+        }
+    }
+}
+
+/// A lint finding: not a fault, but worth knowing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Lint {
+    /// What.
+    pub kind: LintKind,
+    /// Absolute offset where it starts.
+    pub offset: u64,
+    /// How many bytes it covers.
+    pub length: u64,
+}
+
+impl Lint {
+    fn new(kind: LintKind, offset: u64, length: u64) -> Self {
+        Lint { kind, offset, length }
+    }
+}
