@@ -27,11 +27,15 @@ enum Command {
     /// ECMA-335 type signatures: decode and print.
     #[command(subcommand)]
     Sig(cmd::sig::SigCommand),
+    /// Generic dictionary maps (GetGenericDictionaryInfo): show, look up, validate, build.
+    #[command(subcommand)]
+    Dict(cmd::dict::DictCommand),
 }
 
 fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
         Command::Sig(c) => cmd::sig::run(c, out),
+        Command::Dict(c) => cmd::dict::run(c, out),
     }
 }
 

@@ -34,10 +34,18 @@ impl CliError {
 
 /// The JSON form of an error: `{"error":{"kind":...,"offset":...,"message":...}}`.
 pub fn error_json(e: &clrmap::Error) -> String {
-    serde_json::json!({
-        "error": { "kind": e.kind.as_str(), "offset": e.offset, "message": e.message() }
-    })
-    .to_string()
+    #[derive(serde::Serialize)]
+    struct Inner {
+        kind: &'static str,
+        offset: u64,
+        message: String,
+    }
+    #[derive(serde::Serialize)]
+    struct Outer {
+        error: Inner,
+    }
+    let v = Outer { error: Inner { kind: e.kind.as_str(), offset: e.offset, message: e.message() } };
+    serde_json::to_string(&v).unwrap_or_default()
 }
 
 /// Print the error on stderr and give the exit code.

@@ -1,3 +1,4 @@
 //! One module per command group. Printers take `&mut dyn Write`, so tests need no process.
 
 pub mod sig;
+pub mod dict;

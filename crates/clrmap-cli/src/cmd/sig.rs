@@ -62,7 +62,13 @@ pub fn run(cmd: SigCommand, out: &mut dyn Write) -> Result<(), CliError> {
             }
             let text = write_type(&tree, &HexTokens);
             if json {
-                let v = serde_json::json!({ "text": text, "type": tree });
+                #[derive(serde::Serialize)]
+                struct Json<'a> {
+                    text: &'a str,
+                    #[serde(rename = "type")]
+                    ty: &'a clrmap::signature::Type,
+                }
+                let v = serde_json::to_string(&Json { text: &text, ty: &tree }).map_err(std::io::Error::other)?;
                 writeln!(out, "{v}")?;
             } else {
                 writeln!(out, "{text}")?;
