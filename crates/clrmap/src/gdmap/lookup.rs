@@ -15,9 +15,15 @@ pub enum SortedFlag {
     Ignore,
 }
 
+/// Entries per block of the fence index.
+const BLOCK: u32 = 32;
+
 /// Finds a dictionary's entry by RVA.
 ///
-/// A sorted map is binary-searched in place: O(log N), no memory. An unsorted map gets an index,
+/// A sorted map is binary-searched in place, through a fence index: the RVA of every 32nd entry
+/// (4 bytes per 32 entries, 125 KiB for a million entries, built in one strided pass). The fences
+/// stay in cache, so a look-up costs one binary search there and one inside a 256-byte block of
+/// the directory, instead of ~20 scattered reads. An unsorted map gets an index,
 /// built once: a sorted copy of (RVA, entry index) pairs, 8 bytes per entry and O(N log N) time,
 /// then O(log N) per lookup. When an RVA appears more than once, the first entry in directory order
 /// answers.
@@ -25,6 +31,7 @@ pub enum SortedFlag {
 pub struct Lookup<'a> {
     map: DictionaryMap<'a>,
     index: Option<Vec<u64>>,
+    fences: Vec<u32>,
 }
 
 impl<'a> Lookup<'a> {
@@ -46,14 +53,16 @@ impl<'a> Lookup<'a> {
                 map.is_sorted_flag_set()
             }
         };
+        let mut fences = Vec::new();
         let index = if in_place {
+            fences = (0..map.len()).step_by(BLOCK as usize).filter_map(|i| map.rva_at(i)).collect();
             None
         } else {
             let mut keys: Vec<u64> = map.entries().map(|e| (u64::from(e.rva) << 32) | u64::from(e.index)).collect();
             keys.sort_unstable();
             Some(keys)
         };
-        Ok(Lookup { map, index })
+        Ok(Lookup { map, index, fences })
     }
 
     /// The map.
@@ -70,8 +79,14 @@ impl<'a> Lookup<'a> {
     pub fn find(&self, rva: u32) -> Option<Entry> {
         match &self.index {
             None => {
+                // `block` fences are below `rva`. Every entry up to the last of them is below it too
+                // (the directory is sorted), and the entry at the next fence is not: the answer
+                // lies in ((block-1)·32, block·32].
+                let block = self.fences.partition_point(|&f| f < rva);
+                let first = (block.saturating_sub(1) as u32).saturating_mul(BLOCK);
+                let last = (block as u32).saturating_mul(BLOCK).saturating_add(1).min(self.map.len());
                 // partition_point over entry indexes: the first entry whose RVA is not below `rva`.
-                let (mut lo, mut hi) = (0u32, self.map.len());
+                let (mut lo, mut hi) = (first, last);
                 while lo < hi {
                     let mid = lo.midpoint(hi);
                     if self.map.rva_at(mid)? < rva {

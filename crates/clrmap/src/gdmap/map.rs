@@ -129,6 +129,11 @@ impl<'a> DictionaryMap<'a> {
         self.heap
     }
 
+    /// The directory's bytes (N entries of 8 bytes).
+    pub(crate) fn directory_bytes(&self) -> &'a [u8] {
+        self.directory
+    }
+
     /// Entry `index`, if it exists.
     #[inline]
     pub fn entry(&self, index: u32) -> Option<Entry> {

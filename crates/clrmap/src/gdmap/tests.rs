@@ -322,3 +322,26 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn fenced_lookup_agrees_with_a_linear_scan() {
+    // 5,000 sorted entries with runs of equal RVAs (same item) that cross block boundaries.
+    let mut entries = Vec::new();
+    let mut rva = 100u32;
+    for i in 0..5_000u32 {
+        if i % 7 != 0 {
+            rva += 1 + i % 5;
+        }
+        entries.push((rva, 0));
+    }
+    let bytes = map(0x8000_0000 | entries.len() as u32, &entries, &hex("02 01 08"));
+    let m = DictionaryMap::parse(&bytes).unwrap();
+    m.validate().unwrap();
+    let l = Lookup::new(m, SortedFlag::Verify).unwrap();
+    assert!(l.is_in_place());
+    for probe in 0..rva + 3 {
+        let want = entries.iter().position(|e| e.0 == probe).map(|i| i as u32);
+        assert_eq!(l.find(probe).map(|e| e.index), want, "rva {probe}");
+    }
+    assert!(l.find(u32::MAX).is_none());
+}

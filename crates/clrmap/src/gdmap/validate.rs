@@ -15,6 +15,7 @@ impl Seen {
         Seen(vec![0; bits.div_ceil(64)])
     }
     /// Mark `i`; true if it was not marked before.
+    #[inline]
     fn insert(&mut self, i: u32) -> bool {
         let (word, bit) = ((i / 64) as usize, i % 64);
         match self.0.get_mut(word) {
@@ -66,32 +67,49 @@ impl<'a> DictionaryMap<'a> {
     /// flag is clear, 8 bytes per entry to find repeated RVAs. With the flag set, sortedness is
     /// checked as we go and repeats are neighbours, so nothing more is needed.
     pub fn validate(&self) -> Result<()> {
-        let conflict = if self.is_sorted_flag_set() { None } else { first_conflicting_rva(self) };
-        let mut seen = Seen::new(self.heap_size());
-        let mut prev: Option<Entry> = None;
-        for e in self.entries() {
-            if let Some(p) = prev {
-                if self.is_sorted_flag_set() {
-                    if e.rva < p.rva {
-                        return Err(Error::new(ErrorKind::Unsorted, e.rva_field(), "RVAs in ascending order"));
-                    }
-                    if e.rva == p.rva && e.offset != p.offset {
-                        return Err(duplicate(&e));
-                    }
+        let sorted = self.is_sorted_flag_set();
+        let conflict = if sorted { None } else { first_conflicting_rva(self) };
+        let heap_size = self.heap_size();
+        let mut seen = Seen::new(heap_size);
+        // Offsets above every offset read so far cannot have been read: producers lay items out
+        // in first-use order, so most entries take this branch and skip the bitset look-up.
+        let mut high: Option<u32> = None;
+        let (mut prev_rva, mut prev_offset) = (0u32, 0u32);
+        for (index, raw) in (0u32..).zip(self.directory_bytes().chunks_exact(8)) {
+            let (rva, offset) = match raw {
+                &[a, b, c, d, e, f, g, h] => (u32::from_le_bytes([a, b, c, d]), u32::from_le_bytes([e, f, g, h])),
+                _ => break,
+            };
+            let entry = Entry { index, rva, offset };
+            // a, b. With the flag set, equal RVAs are neighbours, so comparing with the previous
+            // entry finds every repeat; without it, `first_conflicting_rva` found the first one.
+            if sorted && index > 0 {
+                if rva < prev_rva {
+                    return Err(Error::new(ErrorKind::Unsorted, entry.rva_field(), "RVAs in ascending order"));
+                }
+                if rva == prev_rva && offset != prev_offset {
+                    return Err(duplicate(&entry));
                 }
             }
-            // With the flag set the check above finds every repeat: equal RVAs are neighbours.
-            // A sorted run of one RVA shares one offset, so the first differing one is adjacent.
-            if conflict == Some(e.index) {
-                return Err(duplicate(&e));
+            if conflict == Some(index) {
+                return Err(duplicate(&entry));
             }
-            if e.offset as usize >= self.heap_size() {
-                return Err(Error::new(ErrorKind::OffsetOutOfHeap, e.offset_field(), "a heap offset inside the heap"));
+            // c.
+            if offset as usize >= heap_size {
+                return Err(Error::new(ErrorKind::OffsetOutOfHeap, entry.offset_field(), "a heap offset inside the heap"));
             }
-            if seen.insert(e.offset) {
-                self.item(e.offset)?.validate()?;
+            // d. Each item once.
+            let fresh = match high {
+                Some(h) if offset <= h => seen.insert(offset),
+                _ => {
+                    high = Some(offset);
+                    seen.insert(offset)
+                }
+            };
+            if fresh {
+                self.item(offset)?.validate()?;
             }
-            prev = Some(e);
+            (prev_rva, prev_offset) = (rva, offset);
         }
         Ok(())
     }

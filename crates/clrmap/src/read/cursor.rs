@@ -11,28 +11,22 @@ use super::error::{Error, ErrorKind, Result};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reader<'a> {
     data: &'a [u8],
-    /// Absolute offset of `data[0]`.
-    offset: u64,
-}
-
-/// Add a length to an absolute offset. Offsets are `u64` and inputs are in memory, so this
-/// cannot overflow in practice; saturate rather than panic all the same.
-#[inline]
-fn advance(offset: u64, n: usize) -> u64 {
-    offset.saturating_add(n as u64)
+    /// Absolute offset one past the last byte of `data`. Keeping the *end* means a read only
+    /// shrinks the slice; the current offset is `end - data.len()`, computed when asked.
+    end: u64,
 }
 
 impl<'a> Reader<'a> {
     /// A reader over `data`, whose first byte is at absolute offset `offset`.
     #[inline]
     pub const fn new(data: &'a [u8], offset: u64) -> Self {
-        Reader { data, offset }
+        Reader { data, end: offset.saturating_add(data.len() as u64) }
     }
 
     /// Absolute offset of the next byte to be read.
     #[inline]
     pub const fn offset(&self) -> u64 {
-        self.offset
+        self.end.saturating_sub(self.data.len() as u64)
     }
 
     /// Bytes left.
@@ -56,7 +50,7 @@ impl<'a> Reader<'a> {
     /// An error of `kind` at the current offset.
     #[inline]
     pub const fn error(&self, kind: ErrorKind, expected: &'static str) -> Error {
-        Error::new(kind, self.offset, expected)
+        Error::new(kind, self.offset(), expected)
     }
 
     /// Fail at the current offset and empty the cursor.
@@ -73,7 +67,6 @@ impl<'a> Reader<'a> {
         match (self.data.get(..n), self.data.get(n..)) {
             (Some(head), Some(tail)) => {
                 self.data = tail;
-                self.offset = advance(self.offset, n);
                 Ok(head)
             }
             _ => self.fail(ErrorKind::Truncated, expected),
@@ -83,9 +76,9 @@ impl<'a> Reader<'a> {
     /// Consume `n` bytes as a bounded sub-reader that keeps absolute offsets.
     #[inline]
     pub fn split(&mut self, n: usize, expected: &'static str) -> Result<Reader<'a>> {
-        let offset = self.offset;
+        let offset = self.offset();
         let data = self.bytes(n, expected)?;
-        Ok(Reader { data, offset })
+        Ok(Reader::new(data, offset))
     }
 
     /// Skip `n` bytes.
@@ -118,7 +111,6 @@ impl<'a> Reader<'a> {
         match self.data.split_first() {
             Some((&b, tail)) => {
                 self.data = tail;
-                self.offset = advance(self.offset, 1);
                 Ok(b)
             }
             None => self.fail(ErrorKind::Truncated, expected),
@@ -209,7 +201,7 @@ impl<'a> Reader<'a> {
     /// on the position, so callers check [`token_table`] themselves.
     #[inline]
     pub fn coded_type_token(&mut self, expected: &'static str) -> Result<u32> {
-        let start = self.offset;
+        let start = self.offset();
         let c = self.compressed_u32(expected)?;
         let table = match c & 3 {
             0 => 0x0200_0000,

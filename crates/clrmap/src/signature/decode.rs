@@ -140,7 +140,7 @@ impl<P: TypeProvider> Decoder<'_, P> {
                 if count == 0 {
                     return Err(Error::new(ErrorKind::EmptyInstantiation, count_at, "at least one generic argument"));
                 }
-                let mut args = Vec::with_capacity((count as usize).min(r.len()));
+                let mut args = list(count, r);
                 for _ in 0..count {
                     args.push(self.ty(r, deeper(depth), Position::Plain)?);
                 }
@@ -183,7 +183,7 @@ impl<P: TypeProvider> Decoder<'_, P> {
         };
         let count = r.compressed_u32("a parameter count")?;
         let return_type = self.ty(r, deeper(depth), Position::VoidAllowed)?;
-        let mut parameters = Vec::with_capacity((count as usize).min(r.len()));
+        let mut parameters = list(count, r);
         let mut sentinel = None;
         for i in 0..count {
             let at = r.offset();
@@ -197,6 +197,17 @@ impl<P: TypeProvider> Decoder<'_, P> {
             parameters.push(self.ty(r, deeper(depth), Position::Plain)?);
         }
         Ok(MethodSignature { calling_convention, generic_parameter_count, return_type, parameters, sentinel })
+    }
+}
+
+/// A list for `count` elements of at least one byte each: capacity capped by the bytes left, and
+/// no allocator call at all for zero-sized element types (validation with the `()` provider).
+#[inline]
+fn list<T>(count: u32, r: &Reader<'_>) -> Vec<T> {
+    if core::mem::size_of::<T>() == 0 {
+        Vec::new()
+    } else {
+        Vec::with_capacity((count as usize).min(r.len()))
     }
 }
 

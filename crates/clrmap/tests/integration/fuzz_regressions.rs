@@ -1,0 +1,60 @@
+//! Replays every input kept in `fuzz/regressions/<target>/` (crashes the fuzzers once found) and
+//! `fuzz/seeds/<target>/` through the same checks as the fuzz targets, on stable.
+
+use clrmap::gdmap::{DictionaryMap, DictionaryMapBuilder, Lookup, SortedFlag};
+use clrmap::read::Reader;
+use clrmap::signature::{decode_type, encode_type, parse_type, write_type, HexTokens, TreeProvider};
+
+use crate::support::repo_root;
+
+fn inputs(target: &str) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for dir in ["regressions", "seeds"] {
+        let d = repo_root().join("fuzz").join(dir).join(target);
+        if let Ok(rd) = std::fs::read_dir(d) {
+            for e in rd {
+                out.push(std::fs::read(e.unwrap().path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn signature_inputs() {
+    let all = inputs("signature");
+    assert!(!all.is_empty());
+    for data in all {
+        if let Ok(tree) = decode_type(&mut Reader::new(&data, 0), &mut TreeProvider) {
+            let mut bytes = Vec::new();
+            encode_type(&tree, &mut bytes).unwrap();
+            assert_eq!(decode_type(&mut Reader::new(&bytes, 0), &mut TreeProvider).unwrap(), tree);
+            let text = write_type(&tree, &HexTokens);
+            assert_eq!(write_type(&parse_type(&text).unwrap(), &HexTokens), text);
+        }
+    }
+}
+
+#[test]
+fn gdmap_inputs() {
+    let all = inputs("gdmap");
+    assert!(!all.is_empty());
+    for data in all {
+        let Ok(map) = DictionaryMap::parse(&data) else { continue };
+        let valid = map.validate().is_ok();
+        let _ = map.lint();
+        if let Ok(l) = Lookup::new(map, SortedFlag::Trust) {
+            for e in map.entries() {
+                if let Some(f) = l.find(e.rva) {
+                    if let Ok(i) = map.item_of(&f) {
+                        let _ = i.render(&HexTokens);
+                    }
+                }
+            }
+        }
+        if valid {
+            let rebuilt = DictionaryMapBuilder::from_map(&map).unwrap().build().unwrap();
+            DictionaryMap::parse(&rebuilt).unwrap().validate().unwrap();
+        }
+    }
+}
