@@ -1,6 +1,6 @@
 //! The generic dictionary map at 1,000,000 entries (~30% shared items, realistic type mix):
 //! full strict validation throughput, and lookup latency on the sorted map.
-#![allow(clippy::unwrap_used, clippy::arithmetic_side_effects)]
+#![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 

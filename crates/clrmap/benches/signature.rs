@@ -1,5 +1,5 @@
 //! Decoding a realistic mix of type signatures: validate only, build trees, render text.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 
