@@ -197,8 +197,10 @@ impl<'a> Reader<'a> {
     ///
     /// The compressed value carries the table in its two low bits (0 TypeDef, 1 TypeRef,
     /// 2 TypeSpec) and the row above them. Tag 3 is not a table, and row 0 is the nil token: both
-    /// are [`ErrorKind::BadToken`] at the token's first byte. Whether TypeSpec is allowed depends
-    /// on the position, so callers check [`token_table`] themselves.
+    /// are [`ErrorKind::BadToken`] at the token's first byte. So is a row above 0xFFFFFF: the
+    /// compressed form can carry rows up to 0x07FFFFFF (gdmap.md §2.4), but a metadata token has
+    /// 24 bits of row, and such a row would spill into the table byte. Whether TypeSpec is
+    /// allowed depends on the position, so callers check [`token_table`] themselves.
     #[inline]
     pub fn coded_type_token(&mut self, expected: &'static str) -> Result<u32> {
         let start = self.offset();
@@ -213,7 +215,7 @@ impl<'a> Reader<'a> {
             }
         };
         let row = c >> 2;
-        if row == 0 {
+        if row == 0 || row > 0x00FF_FFFF {
             self.data = &[];
             return Err(Error::new(ErrorKind::BadToken, start, expected));
         }
@@ -300,6 +302,10 @@ mod tests {
         assert_eq!(Reader::new(&[0x49], 0).coded_type_token("t").unwrap(), 0x0100_0012);
         assert_eq!(Reader::new(&[0x08], 0).coded_type_token("t").unwrap(), 0x0200_0002);
         assert_eq!(Reader::new(&[0x06], 0).coded_type_token("t").unwrap(), 0x1B00_0001);
+        // Row 0x03A3A3AE does not fit a token's 24 bits (found by the signature fuzzer).
+        let err = Reader::new(&[0xCE, 0x8E, 0x8E, 0xB9], 0).coded_type_token("t").unwrap_err();
+        assert_eq!((err.kind, err.offset), (ErrorKind::BadToken, 0));
+        assert_eq!(Reader::new(&[0xC3, 0xFF, 0xFF, 0xFD], 0).coded_type_token("t").unwrap(), 0x0100_0000 | 0x00FF_FFFF);
         for bad in [0x03u8, 0x00, 0x01, 0x02] {
             let bytes = [0x55, bad];
             let mut e = Reader::new(&bytes, 0);

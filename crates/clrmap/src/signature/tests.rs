@@ -144,6 +144,8 @@ fn errors() {
         ("11 06", BadToken, 1),
         ("15 12 06 01 08", BadToken, 2),
         ("1F 03 08", BadToken, 1),
+        // A row past 24 bits (fuzzer regression fuzz/regressions/signature/row-past-24-bits).
+        ("20 CE 8E 8E B9 08", BadToken, 1),
         ("08 08", ItemLengthMismatch, 1),
         // Compressed integers: lead byte 0xE0-0xFF.
         ("13 E0 00 00 00", BadCompressedInteger, 1),
