@@ -145,22 +145,23 @@ impl<'a> Reader<'a> {
     /// of bytes actually consumed, never a recomputed one.
     #[inline]
     pub fn compressed_u32_sized(&mut self, expected: &'static str) -> Result<(u32, u8)> {
-        let lead = self.peek_u8(expected)?;
-        if lead & 0x80 == 0 {
-            self.u8(expected)?;
-            Ok((u32::from(lead), 1))
-        } else if lead & 0xC0 == 0x80 {
-            let [a, b] = self.array::<2>(expected)?;
-            Ok(((u32::from(a & 0x3F) << 8) | u32::from(b), 2))
-        } else if lead & 0xE0 == 0xC0 {
-            let [a, b, c, d] = self.array::<4>(expected)?;
-            let v = (u32::from(a & 0x1F) << 24)
-                | (u32::from(b) << 16)
-                | (u32::from(c) << 8)
-                | u32::from(d);
-            Ok((v, 4))
-        } else {
-            self.fail(ErrorKind::BadCompressedInteger, expected)
+        // One slice pattern per form: the length check and the read are one step.
+        match *self.data {
+            [a, ref rest @ ..] if a & 0x80 == 0 => {
+                self.data = rest;
+                Ok((u32::from(a), 1))
+            }
+            [a, b, ref rest @ ..] if a & 0xC0 == 0x80 => {
+                self.data = rest;
+                Ok(((u32::from(a & 0x3F) << 8) | u32::from(b), 2))
+            }
+            [a, b, c, d, ref rest @ ..] if a & 0xE0 == 0xC0 => {
+                self.data = rest;
+                let v = (u32::from(a & 0x1F) << 24) | (u32::from(b) << 16) | (u32::from(c) << 8) | u32::from(d);
+                Ok((v, 4))
+            }
+            [a, ..] if a & 0xE0 == 0xE0 => self.fail(ErrorKind::BadCompressedInteger, expected),
+            _ => self.fail(ErrorKind::Truncated, expected),
         }
     }
 
