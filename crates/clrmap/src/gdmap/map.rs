@@ -1,7 +1,7 @@
 //! The zero-copy reader: header, directory entries, heap items.
 
 use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{decode_type, skip_type, Renderer, TypeNames, TypeProvider};
+use crate::signature::{decode_type, skip_type, Renderer, TypeNames, TypeProvider, TypeSig};
 
 /// Bit 31 of the header word: the entries are sorted by RVA, ascending.
 pub const SORTED_FLAG: u32 = 0x8000_0000;
@@ -235,6 +235,12 @@ impl<'a> Item<'a> {
         Ok(out)
     }
 
+    /// The T types, lazily: each is validated and borrowed as it is reached, and the last is
+    /// followed by a check that nothing is left inside L.
+    pub fn types(&self) -> Types<'a> {
+        Types { r: self.types, left: self.count, done: false }
+    }
+
     /// Check the T types and the length, allocating nothing.
     pub fn validate(&self) -> Result<()> {
         let mut r = self.types;
@@ -250,6 +256,37 @@ impl<'a> Item<'a> {
     /// The types in ILAsm notation.
     pub fn render(&self, names: &dyn TypeNames) -> Result<Vec<String>> {
         self.decode(&mut Renderer::new(names))
+    }
+}
+
+/// The types of an item, in order (see [`Item::types`]).
+#[derive(Clone, Debug)]
+pub struct Types<'a> {
+    r: Reader<'a>,
+    left: u32,
+    done: bool,
+}
+
+impl<'a> Iterator for Types<'a> {
+    type Item = Result<TypeSig<'a>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.left == 0 {
+            self.done = true;
+            return if self.r.is_empty() {
+                None
+            } else {
+                Some(Err(self.r.error(ErrorKind::ItemLengthMismatch, "no bytes after the T types inside L")))
+            };
+        }
+        self.left = self.left.saturating_sub(1);
+        let t = TypeSig::read(&mut self.r).map_err(in_item);
+        if t.is_err() {
+            self.done = true;
+        }
+        Some(t)
     }
 }
 

@@ -345,3 +345,21 @@ fn fenced_lookup_agrees_with_a_linear_scan() {
     }
     assert!(l.find(u32::MAX).is_none());
 }
+
+#[test]
+fn lazy_types_borrow_each_signature() {
+    let bytes = map(1, &[(0x10, 0)], &hex("07 02 0E 15 12 15 01 08"));
+    let m = DictionaryMap::parse(&bytes).unwrap();
+    let item = m.item(0).unwrap();
+    let sigs: Vec<_> = item.types().map(|t| t.unwrap()).collect();
+    assert_eq!(sigs.len(), 2);
+    assert_eq!((sigs[0].offset(), sigs[0].bytes()), (14, &[0x0E][..]));
+    assert_eq!((sigs[1].offset(), sigs[1].bytes()), (15, &[0x15, 0x12, 0x15, 0x01, 0x08][..]));
+    assert_eq!(sigs[1].render(&HexTokens).unwrap(), "class 0x01000005<int32>");
+    // Leftover bytes show up after the last type; a bad type stops the iteration.
+    let bytes = map(1, &[(0x10, 0)], &hex("03 01 08 08"));
+    let m = DictionaryMap::parse(&bytes).unwrap();
+    let r: Vec<_> = m.item(0).unwrap().types().collect();
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[1].as_ref().unwrap_err().kind, ItemLengthMismatch);
+}

@@ -13,6 +13,7 @@ mod names;
 mod parse;
 mod print;
 mod provider;
+mod sig;
 mod types;
 
 pub use decode::{decode_local_type, decode_type, skip_type, MAX_ARRAY_RANK, MAX_DEPTH};
@@ -21,6 +22,7 @@ pub use names::{HexTokens, TypeNames};
 pub use parse::{parse_type, parse_type_list};
 pub use print::{fold, render, write_type, Renderer};
 pub use provider::{TreeProvider, TypeProvider};
+pub use sig::TypeSig;
 pub use types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
 
 #[cfg(test)]
