@@ -17,6 +17,9 @@ cargo build --workspace --all-targets --locked
 echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+echo "== rustdoc"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
+
 echo "== tests"
 cargo test --workspace --locked
 
