@@ -30,12 +30,16 @@ enum Command {
     /// Generic dictionary maps (GetGenericDictionaryInfo): show, look up, validate, build.
     #[command(subcommand)]
     Dict(cmd::dict::DictCommand),
+    /// ECMA-335 metadata of .NET assemblies: TypeSpecs and MethodSpecs with real names.
+    #[command(subcommand)]
+    Meta(cmd::meta::MetaCommand),
 }
 
 fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
         Command::Sig(c) => cmd::sig::run(c, out),
         Command::Dict(c) => cmd::dict::run(c, out),
+        Command::Meta(c) => cmd::meta::run(c, out),
     }
 }
 

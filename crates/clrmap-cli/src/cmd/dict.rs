@@ -26,6 +26,9 @@ pub enum DictCommand {
         /// One JSON object, as the output contract §3 gives it.
         #[arg(long)]
         json: bool,
+        /// Name tokens from this assembly's metadata (contract §1) instead of printing 0x... tokens.
+        #[arg(long, value_name = "ASSEMBLY")]
+        metadata: Option<PathBuf>,
     },
     /// Print the types of the dictionary at one RVA, one type per line.
     ///
@@ -40,6 +43,9 @@ pub enum DictCommand {
         /// A JSON object {"rva","offset","types"}.
         #[arg(long)]
         json: bool,
+        /// Name tokens from this assembly's metadata.
+        #[arg(long, value_name = "ASSEMBLY")]
+        metadata: Option<PathBuf>,
     },
     /// Check a map strictly (output contract §3); exit 0 if valid, 1 with the first fault.
     ///
@@ -76,6 +82,35 @@ pub enum DictCommand {
         #[arg(long)]
         sort: bool,
     },
+    /// Build a realistic map from an assembly: one entry per MethodSpec (its blob after 0x0A) and
+    /// per GENERICINST TypeSpec (its argument list); identical instantiations share one item.
+    /// RVAs are synthetic: 0x01000000 + 16·row for TypeSpecs, 0x02000000 + 16·row for MethodSpecs.
+    ///
+    /// Example: `clrmap dict from-assembly System.Linq.dll -o linq.gdmap`, then
+    /// `clrmap dict show linq.gdmap --metadata System.Linq.dll`
+    #[command(verbatim_doc_comment)]
+    FromAssembly {
+        /// The assembly.
+        assembly: PathBuf,
+        /// Where to write the map.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Put MethodSpecs before TypeSpecs, so the directory is out of RVA order (flag clear).
+        #[arg(long)]
+        unsorted: bool,
+    },
+}
+
+/// Run `f` with the token namer chosen by `--metadata`: real names, or 0x... tokens.
+fn with_names<T>(metadata: Option<&PathBuf>, f: impl FnOnce(&dyn TypeNames) -> Result<T, CliError>) -> Result<T, CliError> {
+    match metadata {
+        None => f(&HexTokens),
+        Some(path) => {
+            let bytes = read_file(path)?;
+            let md = clrmap::metadata::Metadata::parse(&bytes).map_err(CliError::input)?;
+            f(&md)
+        }
+    }
 }
 
 /// `0x`-prefixed hex or decimal.
@@ -256,8 +291,24 @@ fn build(manifest: &[u8], sort: bool) -> Result<Vec<u8>, CliError> {
 /// Run a `dict` command.
 pub fn run(cmd: DictCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        DictCommand::Show { file, json } => show(&read_file(&file)?, json, &HexTokens, out),
-        DictCommand::Lookup { file, rva, json } => lookup(&read_file(&file)?, rva, json, &HexTokens, out),
+        DictCommand::Show { file, json, metadata } => {
+            let bytes = read_file(&file)?;
+            with_names(metadata.as_ref(), |names| show(&bytes, json, names, out))
+        }
+        DictCommand::Lookup { file, rva, json, metadata } => {
+            let bytes = read_file(&file)?;
+            with_names(metadata.as_ref(), |names| lookup(&bytes, rva, json, names, out))
+        }
+        DictCommand::FromAssembly { assembly, output, unsorted } => {
+            let bytes = read_file(&assembly)?;
+            let md = clrmap::metadata::Metadata::parse(&bytes).map_err(CliError::input)?;
+            let map = clrmap::metadata::instantiation_map(&md, !unsorted).map_err(CliError::input)?;
+            std::fs::write(&output, &map)
+                .map_err(|e| CliError::Message(format!("cannot write {}: {e}", output.display())))?;
+            let parsed = DictionaryMap::parse(&map).map_err(CliError::input)?;
+            writeln!(out, "wrote {} ({} entries, {} bytes)", output.display(), parsed.len(), map.len())?;
+            Ok(())
+        }
         DictCommand::Validate { file, lint, json } => validate(&read_file(&file)?, lint, json, out),
         DictCommand::Build { manifest, output, sort } => {
             let bytes = build(&read_file(&manifest)?, sort)?;

@@ -2,3 +2,4 @@
 
 pub mod sig;
 pub mod dict;
+pub mod meta;

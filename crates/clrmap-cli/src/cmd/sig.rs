@@ -26,6 +26,9 @@ pub enum SigCommand {
         /// Print a JSON object: the text and the structural tree.
         #[arg(long)]
         json: bool,
+        /// Name tokens from this assembly's metadata (contract §1) instead of printing 0x... tokens.
+        #[arg(long, value_name = "ASSEMBLY")]
+        metadata: Option<std::path::PathBuf>,
     },
 }
 
@@ -52,7 +55,7 @@ pub fn parse_hex(words: &[String]) -> Result<Vec<u8>, CliError> {
 /// Run a `sig` command.
 pub fn run(cmd: SigCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        SigCommand::Decode { hex, json } => {
+        SigCommand::Decode { hex, json, metadata } => {
             let bytes = parse_hex(&hex)?;
             let mut r = Reader::new(&bytes, 0);
             let tree = decode_type(&mut r, &mut TreeProvider).map_err(|e| CliError::input_json(e, json))?;
@@ -60,7 +63,14 @@ pub fn run(cmd: SigCommand, out: &mut dyn Write) -> Result<(), CliError> {
                 let e = r.error(ErrorKind::ItemLengthMismatch, "no bytes after the type");
                 return Err(CliError::input_json(e, json));
             }
-            let text = write_type(&tree, &HexTokens);
+            let text = match &metadata {
+                None => write_type(&tree, &HexTokens),
+                Some(path) => {
+                    let bytes = crate::output::read_file(path)?;
+                    let md = clrmap::metadata::Metadata::parse(&bytes).map_err(CliError::input)?;
+                    write_type(&tree, &md)
+                }
+            };
             if json {
                 #[derive(serde::Serialize)]
                 struct Json<'a> {

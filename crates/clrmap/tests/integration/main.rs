@@ -6,3 +6,4 @@
 
 mod support;
 mod fuzz_regressions;
+mod metadata;

@@ -104,3 +104,44 @@ pub fn mcs(test: &str) -> Option<PathBuf> {
     }
     found
 }
+
+/// Run a command and return stdout; panic with stderr on failure.
+pub fn run(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Compile C# sources with mcs. `refs` are passed as `-r:`; extra args go first.
+pub fn mcs_compile(mcs: &Path, out: &Path, args: &[&str], sources: &[PathBuf]) {
+    let mut c = std::process::Command::new(mcs);
+    c.args(args).arg(format!("-out:{}", out.display())).args(sources);
+    run(&mut c);
+}
+
+/// The System.Reflection.Metadata oracle (tests/dotnet/srm-oracle), compiled once per test run
+/// against the 3.1 framework's own SRM, and a function running it with the 3.1 host.
+pub fn srm_oracle(rt31: &Runtime, mcs: &Path) -> PathBuf {
+    static ORACLE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ORACLE
+        .get_or_init(|| {
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("srm-oracle");
+            std::fs::create_dir_all(&dir).unwrap();
+            let dll = dir.join("SrmOracle.dll");
+            let fw = &rt31.framework;
+            let refs: Vec<String> = [
+                "System.Private.CoreLib", "System.Runtime", "System.Reflection.Metadata",
+                "System.Collections.Immutable", "System.Console", "System.Collections",
+                "System.Runtime.Extensions", "System.IO", "System.IO.FileSystem", "System.Text.Encoding.Extensions",
+            ]
+            .iter()
+            .map(|a| format!("-r:{}", fw.join(format!("{a}.dll")).display()))
+            .collect();
+            let mut args = vec!["-nostdlib", "-noconfig", "-target:exe", "-nowarn:1702"];
+            args.extend(refs.iter().map(String::as_str));
+            mcs_compile(mcs, &dll, &args, &[repo_root().join("tests/dotnet/srm-oracle/SrmOracle.cs")]);
+            std::fs::write(dir.join("SrmOracle.runtimeconfig.json"), rt31.runtimeconfig()).unwrap();
+            dll
+        })
+        .clone()
+}

@@ -1,0 +1,186 @@
+//! The table stream `#~` / `#-` (ECMA-335 II.24.2.6): row counts, column widths, row access.
+
+use super::schema::{columns, Column, TABLE_COUNT};
+use crate::read::{Error, ErrorKind, Reader, Result};
+
+/// The largest number of columns in any table (Assembly, AssemblyRef).
+const MAX_COLUMNS: usize = 9;
+
+fn bad(at: u64, expected: &'static str) -> Error {
+    Error::new(ErrorKind::BadMetadata, at, expected)
+}
+
+/// A 2- or 4-byte index.
+const fn width(wide: bool) -> u8 {
+    if wide {
+        4
+    } else {
+        2
+    }
+}
+
+/// Where one table lives and how its rows are laid out.
+#[derive(Clone, Copy, Debug, Default)]
+struct Layout {
+    rows: u32,
+    row_size: u32,
+    /// (offset in row, width) of each column.
+    columns: [(u8, u8); MAX_COLUMNS],
+}
+
+/// The parsed table stream.
+#[derive(Clone, Debug)]
+pub struct Tables<'a> {
+    layouts: [Layout; TABLE_COUNT],
+    data: [Reader<'a>; TABLE_COUNT],
+}
+
+/// One table: `rows` rows of `row_size` bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Table<'a> {
+    data: Reader<'a>,
+    layout: Layout,
+}
+
+/// One row: its columns, each read as a `u32` (2- and 4-byte columns alike).
+#[derive(Clone, Copy, Debug)]
+pub struct Row<'a> {
+    bytes: &'a [u8],
+    layout: Layout,
+}
+
+impl<'a> Tables<'a> {
+    /// Parse the table stream header and lay out every present table.
+    pub fn parse(stream: Reader<'a>) -> Result<Self> {
+        let mut r = stream;
+        // II.24.2.6: Reserved u32, MajorVersion u8, MinorVersion u8, HeapSizes u8, Reserved u8,
+        // Valid u64, Sorted u64, Rows u32 × popcount(Valid), then the tables.
+        let _reserved = r.u32("Reserved")?;
+        let _major = r.u8("MajorVersion")?;
+        let _minor = r.u8("MinorVersion")?;
+        let heap_sizes = r.u8("HeapSizes")?;
+        let _reserved2 = r.u8("Reserved")?;
+        let valid_at = r.offset();
+        let valid = r.u64("the Valid mask")?;
+        let _sorted = r.u64("the Sorted mask")?;
+        let mut rows = [0u32; TABLE_COUNT];
+        for (id, slot) in rows.iter_mut().enumerate() {
+            if valid & (1u64 << id) != 0 {
+                if columns(id as u8).is_none() {
+                    return Err(bad(valid_at, "only tables 0x00-0x2C (ECMA-335 II.22)"));
+                }
+                *slot = r.u32("a row count")?;
+            }
+        }
+        // Bit 0x40 of HeapSizes: 4 extra bytes follow the row counts (written by EnC-era
+        // compilers; SRM honours it as `HeapSizes.ExtraData`).
+        if heap_sizes & 0x40 != 0 {
+            r.skip(4, "extra data after the row counts")?;
+        }
+        let string_wide = heap_sizes & 0x01 != 0;
+        let guid_wide = heap_sizes & 0x02 != 0;
+        let blob_wide = heap_sizes & 0x04 != 0;
+        let table_wide = |id: u8| rows.get(id as usize).is_some_and(|&n| n > 0xFFFF);
+        let mut layouts = [Layout::default(); TABLE_COUNT];
+        let mut data = [Reader::default(); TABLE_COUNT];
+        for id in 0..TABLE_COUNT {
+            let Some(cols) = columns(id as u8) else { continue };
+            let mut layout = Layout { rows: rows.get(id).copied().unwrap_or(0), ..Layout::default() };
+            let mut size = 0u8;
+            for (slot, col) in layout.columns.iter_mut().zip(cols) {
+                let width = match *col {
+                    Column::Fixed(w) => w,
+                    Column::String => width(string_wide),
+                    Column::Guid => width(guid_wide),
+                    Column::Blob => width(blob_wide),
+                    Column::Table(t) => width(table_wide(t)),
+                    Column::Coded(c) => {
+                        // II.24.2.6: 2 bytes if every named table has fewer than 2^(16 - tag bits) rows.
+                        let limit = 1u32 << 16u32.saturating_sub(c.tag_bits());
+                        let wide = c.tables().iter().flatten().any(|&t| rows.get(t as usize).is_some_and(|&n| n >= limit));
+                        width(wide)
+                    }
+                };
+                *slot = (size, width);
+                size = size.saturating_add(width);
+            }
+            layout.row_size = u32::from(size);
+            let at = r.offset();
+            let total = u64::from(layout.rows).saturating_mul(u64::from(layout.row_size));
+            if total > r.len() as u64 {
+                return Err(bad(at, "tables that fit in the table stream"));
+            }
+            if let (Some(l), Some(d)) = (layouts.get_mut(id), data.get_mut(id)) {
+                *d = r.split(total as usize, "a table")?;
+                *l = layout;
+            }
+        }
+        Ok(Tables { layouts, data })
+    }
+
+    /// Row count of table `id` (0 for absent tables).
+    pub fn rows(&self, id: u8) -> u32 {
+        self.layouts.get(id as usize).map_or(0, |l| l.rows)
+    }
+
+    /// Table `id`.
+    pub fn table(&self, id: u8) -> Table<'a> {
+        Table {
+            data: self.data.get(id as usize).copied().unwrap_or_default(),
+            layout: self.layouts.get(id as usize).copied().unwrap_or_default(),
+        }
+    }
+
+    /// Row `rid` (1-based) of table `id`.
+    pub fn row(&self, id: u8, rid: u32) -> Result<Row<'a>> {
+        self.table(id).row(rid)
+    }
+}
+
+impl<'a> Table<'a> {
+    /// Number of rows.
+    pub fn len(&self) -> u32 {
+        self.layout.rows
+    }
+
+    /// True when the table has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.layout.rows == 0
+    }
+
+    /// Bytes per row.
+    pub fn row_size(&self) -> u32 {
+        self.layout.row_size
+    }
+
+    /// Row `rid`, 1-based as in tokens; `not_found` outside 1..=len.
+    pub fn row(&self, rid: u32) -> Result<Row<'a>> {
+        if rid == 0 || rid > self.layout.rows {
+            return Err(Error::new(ErrorKind::NotFound, self.data.offset(), "a row number inside the table"));
+        }
+        let mut r = self.data;
+        let size = self.layout.row_size as usize;
+        r.skip((rid as usize).saturating_sub(1).saturating_mul(size), "a row")?;
+        Ok(Row { bytes: r.bytes(size, "a row")?, layout: self.layout })
+    }
+
+    /// Every row, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Row<'a>> + 'a {
+        let layout = self.layout;
+        let size = (layout.row_size as usize).max(1);
+        self.data.as_slice().chunks_exact(size).map(move |bytes| Row { bytes, layout })
+    }
+}
+
+impl Row<'_> {
+    /// Column `i` as a `u32` (0 if the table has no such column).
+    pub fn get(&self, i: usize) -> u32 {
+        let Some(&(offset, width)) = self.layout.columns.get(i) else { return 0 };
+        let at = offset as usize;
+        match (width, self.bytes.get(at..at.saturating_add(width as usize))) {
+            (2, Some(&[a, b])) => u32::from(u16::from_le_bytes([a, b])),
+            (4, Some(&[a, b, c, d])) => u32::from_le_bytes([a, b, c, d]),
+            _ => 0,
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Metadata against the real runtimes: every assembly of both shared frameworks parses, every
+//! table iterates, every TypeSpec/MethodSpec decodes, and the rendering equals an independent
+//! oracle (System.Reflection.Metadata with a provider written from the contract) line for line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clrmap::gdmap::DictionaryMap;
+use clrmap::metadata::{instantiation_map, method_spec_rva, schema, spec_lines, table, type_spec_rva, Metadata};
+
+use crate::support::{self, run, runtime31, runtimes, Runtime};
+
+/// clrmap's `meta specs` text for one file, as the oracle prints it.
+fn clrmap_lines(path: &Path) -> Vec<String> {
+    let bytes = std::fs::read(path).unwrap();
+    let md = Metadata::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    spec_lines(&md, &md)
+        .into_iter()
+        .map(|l| match l.text {
+            Ok(t) => format!("0x{:08X}\t{t}", l.token),
+            Err(e) => panic!("{}: 0x{:08X} does not decode: {e}", path.display(), l.token),
+        })
+        .collect()
+}
+
+/// The oracle's output, split per file.
+fn oracle_lines(rt31: &Runtime, oracle: &Path, files: &[PathBuf]) -> HashMap<PathBuf, Vec<String>> {
+    let text = run(Command::new(&rt31.dotnet).arg(oracle).args(files));
+    let mut out: HashMap<PathBuf, Vec<String>> = HashMap::new();
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(p) = line.strip_prefix("== ") {
+            current = Some(PathBuf::from(p));
+            out.entry(PathBuf::from(p)).or_default();
+        } else if let Some(p) = &current {
+            out.get_mut(p).unwrap().push(line.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_spec_of_both_frameworks_matches_the_srm_oracle() {
+    let rts = runtimes("metadata::every_spec_of_both_frameworks_matches_the_srm_oracle");
+    let Some(mcs) = support::mcs("metadata oracle") else { return };
+    if rts.is_empty() {
+        return;
+    }
+    let rt31 = runtime31().unwrap();
+    let oracle = support::srm_oracle(&rt31, &mcs);
+    for rt in &rts {
+        let files = rt.assemblies();
+        let expected = oracle_lines(&rt31, &oracle, &files);
+        let (mut type_specs, mut method_specs) = (0usize, 0usize);
+        for f in &files {
+            let ours = clrmap_lines(f);
+            let theirs = expected.get(f).unwrap_or_else(|| panic!("oracle skipped {}", f.display()));
+            assert!(!theirs.iter().any(|l| l.contains("!error") || l.contains("!not-an-assembly")), "{}", f.display());
+            assert_eq!(&ours, theirs, "{}", f.display());
+            type_specs += ours.iter().filter(|l| l.starts_with("0x1B")).count();
+            method_specs += ours.iter().filter(|l| l.starts_with("0x2B")).count();
+        }
+        println!(
+            "{}: {} assemblies, {type_specs} TypeSpecs and {method_specs} MethodSpecs equal to SRM",
+            rt.version,
+            files.len()
+        );
+        assert!(files.len() > 150 && type_specs > 5_000 && method_specs > 3_000, "too little data");
+    }
+}
+
+#[test]
+fn every_table_of_every_assembly_iterates_and_every_method_has_a_name() {
+    for rt in runtimes("metadata::every_table_of_every_assembly_iterates") {
+        let (mut rows, mut methods) = (0u64, 0u64);
+        for f in rt.assemblies() {
+            let bytes = std::fs::read(&f).unwrap();
+            let md = Metadata::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            for id in 0..=table::GENERIC_PARAM_CONSTRAINT {
+                let t = md.tables().table(id);
+                let n = schema::columns(id).unwrap().len();
+                let mut count = 0;
+                for row in t.iter() {
+                    for c in 0..n {
+                        let _ = row.get(c);
+                    }
+                    count += 1;
+                }
+                assert_eq!(count, t.len(), "{} table 0x{id:02X}", f.display());
+                rows += u64::from(t.len());
+            }
+            // Every TypeDef and TypeRef has a name, and every MethodDef an owner and a name.
+            for rid in 1..=md.tables().rows(table::TYPE_DEF) {
+                md.type_name(0x0200_0000 | rid).unwrap();
+            }
+            for rid in 1..=md.tables().rows(table::TYPE_REF) {
+                md.type_name(0x0100_0000 | rid).unwrap();
+            }
+            for rid in 1..=md.tables().rows(table::METHOD_DEF) {
+                let name = md.method_name(0x0600_0000 | rid).unwrap();
+                assert!(name.contains("::"), "{name}");
+                methods += 1;
+            }
+        }
+        println!("{}: {rows} rows in all tables, {methods} method names", rt.version);
+        assert!(methods > 100_000);
+    }
+}
+
+#[test]
+fn corelib_instantiation_map_renders_like_the_oracle() {
+    let rts = runtimes("metadata::corelib_instantiation_map_renders_like_the_oracle");
+    let Some(mcs) = support::mcs("metadata oracle") else { return };
+    if rts.is_empty() {
+        return;
+    }
+    let rt31 = runtime31().unwrap();
+    let oracle = support::srm_oracle(&rt31, &mcs);
+    for rt in &rts {
+        let corelib = rt.framework.join("System.Private.CoreLib.dll");
+        let expected = oracle_lines(&rt31, &oracle, std::slice::from_ref(&corelib));
+        let by_token: HashMap<u32, &str> = expected[&corelib]
+            .iter()
+            .map(|l| {
+                let (tok, text) = l.split_once('\t').unwrap();
+                (u32::from_str_radix(tok.trim_start_matches("0x"), 16).unwrap(), text)
+            })
+            .collect();
+        let bytes = std::fs::read(&corelib).unwrap();
+        let md = Metadata::parse(&bytes).unwrap();
+        for sorted in [true, false] {
+            let map_bytes = instantiation_map(&md, sorted).unwrap();
+            let map = DictionaryMap::parse(&map_bytes).unwrap();
+            map.validate().unwrap();
+            assert_eq!(map.is_sorted_flag_set(), sorted);
+            let mut checked = 0;
+            for e in map.entries() {
+                let types = map.item_of(&e).unwrap().render(&md).unwrap().join(",");
+                let (token, want) = if e.rva >= method_spec_rva(0) {
+                    let t = 0x2B00_0000 | ((e.rva - method_spec_rva(0)) / 16);
+                    (t, format!("<{types}>"))
+                } else {
+                    let t = 0x1B00_0000 | ((e.rva - type_spec_rva(0)) / 16);
+                    (t, format!("<{types}>"))
+                };
+                let theirs = by_token[&token];
+                // A TypeSpec renders as `class G<args>`: its argument list is the entry's item.
+                assert!(theirs.ends_with(&want), "0x{token:08X}: oracle {theirs}, map {want}");
+                checked += 1;
+            }
+            println!("{}: CoreLib map (sorted={sorted}) {checked} entries equal to SRM", rt.version);
+            assert!(checked > 1000);
+        }
+    }
+}
+
+#[test]
+fn every_name_form_matches_the_oracle_on_a_compiled_fixture() {
+    let rts = runtimes("metadata::every_name_form");
+    let Some(mcs) = support::mcs("metadata names fixture") else { return };
+    if rts.is_empty() {
+        return;
+    }
+    let rt31 = runtime31().unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("names-fixture");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = support::repo_root().join("tests/dotnet/names");
+    let module = dir.join("Mod.netmodule");
+    support::mcs_compile(&mcs, &module, &["-target:module"], &[src.join("Mod.cs")]);
+    let dll = dir.join("Names.dll");
+    support::mcs_compile(&mcs, &dll, &["-target:library", &format!("-addmodule:{}", module.display())], &[src.join("Names.cs")]);
+    let oracle = support::srm_oracle(&rt31, &mcs);
+    let expected = oracle_lines(&rt31, &oracle, std::slice::from_ref(&dll));
+    let ours = clrmap_lines(&dll);
+    assert_eq!(&ours, &expected[&dll]);
+    let text = ours.join("\n");
+    // Hand-checked forms of contract §1.
+    for want in [
+        "<class NoNamespace`1/Nested`1<int32,string>>",
+        "<class Fixture.Outer`1/Inner`1<int32,int64>>",
+        // mcs writes `[,]` with explicit lower bounds 0 and no sizes.
+        "<valuetype Fixture.Outer`1/Inner`1/Deepest<int32,int64>[0...,0...]>",
+        "<valuetype [mscorlib]System.Collections.Generic.Dictionary`2/Enumerator<string,class [mscorlib]System.Collections.Generic.List`1<int32>>>",
+        // mcs scopes a linked netmodule's types to the assembly itself (an AssemblyRef named
+        // after it), not to a ModuleRef.
+        "<class [Names]ModNs.Helper`1<int32>>",
+        "<class [Names]ModNs.Helper`1/Inner<string>>",
+        "<int32[][]>",
+    ] {
+        assert!(text.contains(want), "missing {want} in:\n{text}");
+    }
+}
