@@ -1,7 +1,7 @@
 //! The zero-copy reader: header, directory entries, heap items.
 
 use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{decode_type, skip_type, Renderer, TypeNames, TypeProvider, TypeSig};
+use crate::signature::{decode_type, render_one, skip_type, SpanRenderer, TypeNames, TypeProvider, TypeSig};
 
 /// Bit 31 of the header word: the entries are sorted by RVA, ascending.
 pub const SORTED_FLAG: u32 = 0x8000_0000;
@@ -255,7 +255,16 @@ impl<'a> Item<'a> {
 
     /// The types in ILAsm notation.
     pub fn render(&self, names: &dyn TypeNames) -> Result<Vec<String>> {
-        self.decode(&mut Renderer::new(names))
+        let mut r = self.types;
+        let mut renderer = SpanRenderer::new(names);
+        let mut out = Vec::with_capacity((self.count as usize).min(r.len()));
+        for _ in 0..self.count {
+            out.push(render_one(&mut r, &mut renderer).map_err(in_item)?);
+        }
+        if !r.is_empty() {
+            return Err(r.error(ErrorKind::ItemLengthMismatch, "no bytes after the T types inside L"));
+        }
+        Ok(out)
     }
 }
 

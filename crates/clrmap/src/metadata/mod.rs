@@ -5,7 +5,8 @@
 //! demand, zero-copy. [`Metadata`] implements [`crate::signature::TypeNames`], so signatures
 //! print with real names.
 
-use core::cell::Cell;
+use core::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 mod heaps;
 mod names;
@@ -34,6 +35,9 @@ pub struct Metadata<'a> {
     nested: Vec<u32>,
     /// Depth of TypeSpec names being rendered inside each other (cycle guard).
     name_depth: Cell<u32>,
+    /// TypeDef and TypeRef names already rendered, by token: signatures name the same few types
+    /// over and over. At most one entry per row, so bounded by the file.
+    name_cache: RefCell<HashMap<u32, Box<str>>>,
 }
 
 impl<'a> Metadata<'a> {
@@ -63,7 +67,15 @@ impl<'a> Metadata<'a> {
                 *slot = row.get(1);
             }
         }
-        Ok(Metadata { version: root.version, tables, strings, blobs, nested, name_depth: Cell::new(0) })
+        Ok(Metadata {
+            version: root.version,
+            tables,
+            strings,
+            blobs,
+            nested,
+            name_depth: Cell::new(0),
+            name_cache: RefCell::new(HashMap::new()),
+        })
     }
 
     /// The metadata version string (`v4.0.30319`).

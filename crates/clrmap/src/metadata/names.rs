@@ -147,11 +147,25 @@ impl Metadata<'_> {
 impl TypeNames for Metadata<'_> {
     fn write_type_name(&self, token: u32, out: &mut dyn fmt::Write) -> fmt::Result {
         let rid = token & 0x00FF_FFFF;
-        match (token >> 24) as u8 {
-            table::TYPE_DEF => self.typedef_name(rid, out, 0),
-            table::TYPE_REF => self.typeref_name(rid, out, 0),
-            table::TYPE_SPEC => self.typespec_name(rid, out),
-            _ => Err(fmt::Error),
+        let kind = (token >> 24) as u8;
+        if kind == table::TYPE_SPEC {
+            return self.typespec_name(rid, out);
         }
+        if let Ok(cache) = self.name_cache.try_borrow() {
+            if let Some(name) = cache.get(&token) {
+                return out.write_str(name);
+            }
+        }
+        let mut name = String::new();
+        match kind {
+            table::TYPE_DEF => self.typedef_name(rid, &mut name, 0)?,
+            table::TYPE_REF => self.typeref_name(rid, &mut name, 0)?,
+            _ => return Err(fmt::Error),
+        }
+        out.write_str(&name)?;
+        if let Ok(mut cache) = self.name_cache.try_borrow_mut() {
+            cache.insert(token, name.into_boxed_str());
+        }
+        Ok(())
     }
 }

@@ -4,7 +4,7 @@
 use super::schema::table;
 use super::Metadata;
 use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{decode_type, Renderer, TypeNames};
+use crate::signature::{decode_type, render_one, SpanRenderer, TypeNames};
 
 /// One line of `meta specs`: a token and its rendering (or why it failed).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,8 +29,9 @@ pub fn method_spec_args(blob: Reader<'_>, names: &dyn TypeNames) -> Result<Vec<S
         return Err(Error::new(ErrorKind::EmptyInstantiation, count_at, "at least one generic argument"));
     }
     let mut out = Vec::with_capacity((count as usize).min(r.len()));
+    let mut renderer = SpanRenderer::new(names);
     for _ in 0..count {
-        out.push(decode_type(&mut r, &mut Renderer::new(names))?);
+        out.push(render_one(&mut r, &mut renderer)?);
     }
     if !r.is_empty() {
         return Err(r.error(ErrorKind::ItemLengthMismatch, "no bytes after the arguments"));
@@ -38,13 +39,47 @@ pub fn method_spec_args(blob: Reader<'_>, names: &dyn TypeNames) -> Result<Vec<S
     Ok(out)
 }
 
+/// `<A1,A2,...>` for a MethodSpec blob, built from spans of one reused renderer.
+fn method_spec_text(blob: Reader<'_>, renderer: &mut SpanRenderer<'_>) -> Result<String> {
+    let mut r = blob;
+    let at = r.offset();
+    if r.u8("the MethodSpec header 0x0A")? != 0x0A {
+        return Err(Error::new(ErrorKind::BadCallingConvention, at, "the MethodSpec header 0x0A"));
+    }
+    let count_at = r.offset();
+    let count = r.compressed_u32("a generic argument count")?;
+    if count == 0 {
+        return Err(Error::new(ErrorKind::EmptyInstantiation, count_at, "at least one generic argument"));
+    }
+    renderer.clear();
+    let mut spans = Vec::with_capacity((count as usize).min(r.len()));
+    for _ in 0..count {
+        spans.push(decode_type(&mut r, renderer)?);
+    }
+    if !r.is_empty() {
+        return Err(r.error(ErrorKind::ItemLengthMismatch, "no bytes after the arguments"));
+    }
+    let mut text = String::with_capacity(spans.iter().map(|s| renderer.text(*s).len().saturating_add(1)).sum::<usize>().saturating_add(2));
+    text.push('<');
+    for (i, s) in spans.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(renderer.text(*s));
+    }
+    text.push('>');
+    Ok(text)
+}
+
 /// Every TypeSpec, then every MethodSpec, in token order, rendered with `names`.
 pub fn spec_lines(md: &Metadata<'_>, names: &dyn TypeNames) -> Vec<SpecLine> {
-    let mut out = Vec::new();
-    for rid in 1..=md.tables().rows(table::TYPE_SPEC) {
+    let (specs, methods) = (md.tables().rows(table::TYPE_SPEC), md.tables().rows(table::METHOD_SPEC));
+    let mut out = Vec::with_capacity((specs as usize).saturating_add(methods as usize));
+    let mut renderer = SpanRenderer::new(names);
+    for rid in 1..=specs {
         let text = md.type_spec(rid).and_then(|blob| {
             let mut r = blob;
-            let t = decode_type(&mut r, &mut Renderer::new(names))?;
+            let t = render_one(&mut r, &mut renderer)?;
             if !r.is_empty() {
                 return Err(r.error(ErrorKind::ItemLengthMismatch, "no bytes after the type"));
             }
@@ -52,13 +87,12 @@ pub fn spec_lines(md: &Metadata<'_>, names: &dyn TypeNames) -> Vec<SpecLine> {
         });
         out.push(SpecLine { token: 0x1B00_0000 | rid, text });
     }
-    for rid in 1..=md.tables().rows(table::METHOD_SPEC) {
+    for rid in 1..=methods {
         let text = md
             .tables()
             .row(table::METHOD_SPEC, rid)
             .and_then(|row| md.blobs().get(row.get(1)))
-            .and_then(|blob| method_spec_args(blob, names))
-            .map(|args| format!("<{}>", args.join(",")));
+            .and_then(|blob| method_spec_text(blob, &mut renderer));
         out.push(SpecLine { token: 0x2B00_0000 | rid, text });
     }
     out

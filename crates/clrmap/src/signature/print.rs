@@ -41,7 +41,7 @@ impl<'n> Renderer<'n> {
 
 /// The text of one ARRAY dimension (contract §1): `L...H` with H = L+S-1, `0...H` for a size
 /// alone, `L...` for a bound alone, `...` for neither.
-fn push_dimension(out: &mut String, size: Option<u32>, lower: Option<i32>) {
+fn push_dimension(out: &mut dyn core::fmt::Write, size: Option<u32>, lower: Option<i32>) {
     let _ = match (lower, size) {
         (Some(l), Some(s)) => write!(out, "{}...{}", l, i64::from(l).saturating_add(i64::from(s)).saturating_sub(1)),
         (None, Some(s)) => write!(out, "0...{}", i64::from(s).saturating_sub(1)),
@@ -163,11 +163,227 @@ impl TypeProvider for Renderer<'_> {
     }
 }
 
+/// A span of [`SpanRenderer`]'s buffer: one rendered type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    start: usize,
+    end: usize,
+}
+
+/// A renderer that writes every type into one growing buffer and hands back spans of it, so a
+/// whole signature renders with one allocation instead of one per node. When a suffix applies to
+/// the span at the end of the buffer (the usual case) it is appended in place; otherwise the
+/// pieces are copied to the end.
+pub struct SpanRenderer<'n> {
+    names: &'n dyn TypeNames,
+    /// Always UTF-8: only `str`s are ever appended, and spans start and end at their boundaries.
+    buf: Vec<u8>,
+}
+
+/// `fmt::Write` into the byte buffer.
+struct Sink<'b>(&'b mut Vec<u8>);
+
+impl core::fmt::Write for Sink<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+impl core::fmt::Debug for SpanRenderer<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("SpanRenderer")
+    }
+}
+
+impl<'n> SpanRenderer<'n> {
+    /// A renderer naming tokens through `names`.
+    pub fn new(names: &'n dyn TypeNames) -> Self {
+        SpanRenderer { names, buf: Vec::with_capacity(256) }
+    }
+
+    /// The text of a span.
+    pub fn text(&self, s: Span) -> &str {
+        self.buf.get(s.start..s.end).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("")
+    }
+
+    fn push_str(&mut self, s: &str) {
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+
+    /// Forget all spans, keeping the buffer's capacity.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+    }
+
+    fn open(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn close(&self, start: usize) -> Span {
+        Span { start, end: self.buf.len() }
+    }
+
+    /// Make `s` the last thing in the buffer (copying it there if it is not) and return its start.
+    fn to_end(&mut self, s: Span) -> usize {
+        if s.end == self.buf.len() {
+            return s.start;
+        }
+        let start = self.buf.len();
+        self.push_span(s);
+        start
+    }
+
+    fn push_name(&mut self, token: u32) {
+        let mark = self.buf.len();
+        if self.names.write_type_name(token, &mut Sink(&mut self.buf)).is_err() {
+            self.buf.truncate(mark);
+            let _ = write!(Sink(&mut self.buf), "0x{token:08X}");
+        }
+    }
+
+    fn push_span(&mut self, s: Span) {
+        // Copy within the buffer: the span lies before the current end.
+        if s.start <= s.end && s.end <= self.buf.len() {
+            self.buf.extend_from_within(s.start..s.end);
+        }
+    }
+}
+
+impl TypeProvider for SpanRenderer<'_> {
+    type Type = Span;
+
+    fn primitive(&mut self, primitive: Primitive) -> Span {
+        let start = self.open();
+        self.push_str(primitive.keyword());
+        self.close(start)
+    }
+
+    fn named(&mut self, value_type: bool, token: u32) -> Span {
+        let start = self.open();
+        self.push_str(if value_type { "valuetype " } else { "class " });
+        self.push_name(token);
+        self.close(start)
+    }
+
+    fn generic_inst(&mut self, value_type: bool, token: u32, args: Vec<Span>) -> Span {
+        let start = self.open();
+        self.push_str(if value_type { "valuetype " } else { "class " });
+        self.push_name(token);
+        self.buf.push(b'<');
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            self.push_span(*a);
+        }
+        self.buf.push(b'>');
+        self.close(start)
+    }
+
+    fn sz_array(&mut self, element: Span) -> Span {
+        let start = self.to_end(element);
+        self.push_str("[]");
+        self.close(start)
+    }
+
+    fn array(&mut self, element: Span, shape: ArrayShape) -> Span {
+        let start = self.to_end(element);
+        self.buf.push(b'[');
+        for i in 0..shape.rank as usize {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            push_dimension(&mut Sink(&mut self.buf), shape.sizes.get(i).copied(), shape.lower_bounds.get(i).copied());
+        }
+        self.buf.push(b']');
+        self.close(start)
+    }
+
+    fn ptr(&mut self, element: Span) -> Span {
+        let start = self.to_end(element);
+        self.buf.push(b'*');
+        self.close(start)
+    }
+
+    fn by_ref(&mut self, element: Span) -> Span {
+        let start = self.to_end(element);
+        self.buf.push(b'&');
+        self.close(start)
+    }
+
+    fn pinned(&mut self, element: Span) -> Span {
+        let start = self.to_end(element);
+        self.push_str(" pinned");
+        self.close(start)
+    }
+
+    fn modified(&mut self, required: bool, modifier: u32, element: Span) -> Span {
+        let start = self.to_end(element);
+        self.push_str(if required { " modreq(" } else { " modopt(" });
+        self.push_name(modifier);
+        self.buf.push(b')');
+        self.close(start)
+    }
+
+    fn var(&mut self, index: u32) -> Span {
+        let start = self.open();
+        let _ = write!(Sink(&mut self.buf), "!{index}");
+        self.close(start)
+    }
+
+    fn mvar(&mut self, index: u32) -> Span {
+        let start = self.open();
+        let _ = write!(Sink(&mut self.buf), "!!{index}");
+        self.close(start)
+    }
+
+    fn fn_ptr(&mut self, sig: MethodSignature<Span>) -> Span {
+        let start = self.open();
+        let cc = sig.calling_convention;
+        self.push_str("method ");
+        if cc.has_this() {
+            self.push_str("instance ");
+        }
+        if cc.explicit_this() {
+            self.push_str("explicit ");
+        }
+        self.push_str(calling_convention_word(cc.kind()));
+        self.push_span(sig.return_type);
+        self.push_str(" *(");
+        let mut first = true;
+        for (i, p) in sig.parameters.iter().enumerate() {
+            if sig.sentinel == Some(i) {
+                if !first {
+                    self.buf.push(b',');
+                }
+                self.push_str("...");
+                first = false;
+            }
+            if !first {
+                self.buf.push(b',');
+            }
+            self.push_span(*p);
+            first = false;
+        }
+        self.buf.push(b')');
+        self.close(start)
+    }
+}
+
+/// Decode one type from `r` and render it with a reusable [`SpanRenderer`]: one allocation for
+/// the returned string.
+pub fn render_one(r: &mut Reader<'_>, renderer: &mut SpanRenderer<'_>) -> Result<String> {
+    renderer.clear();
+    let span = decode_type(r, renderer)?;
+    Ok(renderer.text(span).to_owned())
+}
+
 /// Decode exactly one type from `bytes` and render it. Trailing bytes are an error
 /// (`item_length_mismatch` at the first one): a signature is all of its bytes.
 pub fn render(bytes: &[u8], names: &dyn TypeNames) -> Result<String> {
     let mut r = Reader::new(bytes, 0);
-    let s = decode_type(&mut r, &mut Renderer::new(names))?;
+    let s = render_one(&mut r, &mut SpanRenderer::new(names))?;
     if !r.is_empty() {
         return Err(r.error(crate::ErrorKind::ItemLengthMismatch, "no bytes after the type"));
     }
