@@ -225,7 +225,7 @@ impl<'n> SpanRenderer<'n> {
     }
 
     /// Make `s` the last thing in the buffer (copying it there if it is not) and return its start.
-    fn to_end(&mut self, s: Span) -> usize {
+    fn move_to_end(&mut self, s: Span) -> usize {
         if s.end == self.buf.len() {
             return s.start;
         }
@@ -282,13 +282,13 @@ impl TypeProvider for SpanRenderer<'_> {
     }
 
     fn sz_array(&mut self, element: Span) -> Span {
-        let start = self.to_end(element);
+        let start = self.move_to_end(element);
         self.push_str("[]");
         self.close(start)
     }
 
     fn array(&mut self, element: Span, shape: ArrayShape) -> Span {
-        let start = self.to_end(element);
+        let start = self.move_to_end(element);
         self.buf.push(b'[');
         for i in 0..shape.rank as usize {
             if i > 0 {
@@ -301,25 +301,25 @@ impl TypeProvider for SpanRenderer<'_> {
     }
 
     fn ptr(&mut self, element: Span) -> Span {
-        let start = self.to_end(element);
+        let start = self.move_to_end(element);
         self.buf.push(b'*');
         self.close(start)
     }
 
     fn by_ref(&mut self, element: Span) -> Span {
-        let start = self.to_end(element);
+        let start = self.move_to_end(element);
         self.buf.push(b'&');
         self.close(start)
     }
 
     fn pinned(&mut self, element: Span) -> Span {
-        let start = self.to_end(element);
+        let start = self.move_to_end(element);
         self.push_str(" pinned");
         self.close(start)
     }
 
     fn modified(&mut self, required: bool, modifier: u32, element: Span) -> Span {
-        let start = self.to_end(element);
+        let start = self.move_to_end(element);
         self.push_str(if required { " modreq(" } else { " modopt(" });
         self.push_name(modifier);
         self.buf.push(b')');
