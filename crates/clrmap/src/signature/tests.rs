@@ -310,6 +310,13 @@ pub(crate) mod roundtrip {
         }
 
         #[test]
+        fn span_renderer_equals_tree_renderer(t in ty()) {
+            let mut bytes = Vec::new();
+            encode_type(&t, &mut bytes).unwrap();
+            prop_assert_eq!(render(&bytes, &HexTokens).unwrap(), write_type(&t, &HexTokens));
+        }
+
+        #[test]
         fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
             let _ = render(&bytes, &HexTokens);
         }
