@@ -1,7 +1,16 @@
 //! IL-to-native maps (`ICorProfilerInfo::GetILToNativeMapping`): the model shared by every source.
 
 mod model;
+mod protocol;
+mod symbolize;
+mod transform;
 
 pub use model::{
     Bound, CodeBody, CorDebugIlToNativeMap, CorDebugIlToNativeMappingTypes, IlOffset, MapEntry, SourceTypes,
 };
+pub use transform::public_map;
+pub use protocol::{MapStore, E_INVALIDARG, S_OK};
+pub use symbolize::{il_to_native, native_to_il, Policy, Resolved};
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,14 @@
-//! (r2r: not yet implemented.)
+//! ReadyToRun images: where the runtime gets the IL-to-native maps of precompiled code
+//! (ilmap.md §2-3; dotnet/runtime `docs/design/coreclr/botr/readytorun-format.md`).
+//!
+//! Supported: majors 3 (3.1) to 15 with nibble-encoded bounds (3.x and 9.x are tested on real
+//! framework images), 16 with bit-packed bounds and 2-bit sources, 17+ with 3-bit sources and the
+//! fat header. Variables are decoded for majors below 16 (their layout changed later).
+
+mod debuginfo;
+mod image;
+mod methodsig;
+pub mod native;
+
+pub use debuginfo::{bitpacked_bounds, decode as decode_debug_info, nibble_bounds, nibble_vars, DebugInfo, Var, VarLoc};
+pub use image::{section, EntryPoint, ReadyToRunImage, RuntimeFunction, MAX_KNOWN_MAJOR, READYTORUN_SIGNATURE};

@@ -31,6 +31,11 @@ const MVAR: u8 = 0x1E;
 const CMOD_REQD: u8 = 0x1F;
 const CMOD_OPT: u8 = 0x20;
 const SENTINEL: u8 = 0x41;
+const VAR_ZAPSIG: u8 = 0x3B;
+const NATIVE_ARRAY_TEMPLATE_ZAPSIG: u8 = 0x3C;
+const NATIVE_VALUETYPE_ZAPSIG: u8 = 0x3D;
+const CANON_ZAPSIG: u8 = 0x3E;
+const MODULE_ZAPSIG: u8 = 0x3F;
 const PINNED: u8 = 0x45;
 
 /// Where a type stands, for the rules that depend on position (contract §2 "Where modifiers may
@@ -47,13 +52,23 @@ enum Position {
 /// absolute offset of the field at fault; the cursor's generic [`ErrorKind::Truncated`] is left for
 /// the caller to map (a heap item maps it to `item_length_mismatch`).
 pub fn decode_type<P: TypeProvider>(r: &mut Reader<'_>, provider: &mut P) -> Result<P::Type> {
-    Decoder { provider }.ty(r, 1, Position::Plain)
+    Decoder { provider, zapsig: false }.ty(r, 1, Position::Plain)
+}
+
+/// Skip one type written in the runtime's *zapsig* flavour (ReadyToRun method signatures): the
+/// ECMA grammar plus VAR_ZAPSIG 0x3B (a RID), NATIVE_ARRAY_TEMPLATE 0x3C and NATIVE_VALUETYPE
+/// 0x3D (each followed by a type), CANON 0x3E (`System.__Canon`) and MODULE_ZAPSIG 0x3F (a module
+/// index, then a type, also where GENERICINST expects CLASS/VALUETYPE). corhdr.h
+/// `CorElementTypeZapSig`; ilmap.md "Reading InstanceMethodEntryPoints". A dictionary map never
+/// accepts these codes.
+pub fn skip_zapsig_type(r: &mut Reader<'_>) -> Result<()> {
+    Decoder { provider: &mut (), zapsig: true }.ty(r, 1, Position::Plain)
 }
 
 /// Decode a local variable's type (II.23.2.6): like [`decode_type`], but a leading PINNED is
 /// allowed (`PINNED? BYREF? Type`, with custom modifiers first).
 pub fn decode_local_type<P: TypeProvider>(r: &mut Reader<'_>, provider: &mut P) -> Result<P::Type> {
-    let mut d = Decoder { provider };
+    let mut d = Decoder { provider, zapsig: false };
     if r.peek_u8("an element type")? == PINNED {
         r.u8("PINNED")?;
         let inner = d.ty(r, 2, Position::Plain)?;
@@ -69,6 +84,8 @@ pub fn skip_type(r: &mut Reader<'_>) -> Result<()> {
 
 struct Decoder<'p, P> {
     provider: &'p mut P,
+    /// Accept the runtime's zapsig codes (only ever with the `()` provider: [`skip_zapsig_type`]).
+    zapsig: bool,
 }
 
 /// `depth + 1`, saturating (the limit check stops the walk long before overflow).
@@ -129,8 +146,13 @@ impl<P: TypeProvider> Decoder<'_, P> {
             }
             // GENERICINST (CLASS | VALUETYPE) TypeDefOrRefEncoded GenArgCount Type+ (Augments 1, 2).
             GENERICINST => {
-                let kind_at = r.offset();
-                let kind = r.u8("CLASS or VALUETYPE")?;
+                let mut kind_at = r.offset();
+                let mut kind = r.u8("CLASS or VALUETYPE")?;
+                if self.zapsig && kind == MODULE_ZAPSIG {
+                    r.compressed_u32("a module index")?;
+                    kind_at = r.offset();
+                    kind = r.u8("CLASS or VALUETYPE")?;
+                }
                 if kind != CLASS && kind != VALUETYPE {
                     return Err(Error::new(ErrorKind::BadElementType, kind_at, "CLASS or VALUETYPE after GENERICINST"));
                 }
@@ -161,6 +183,20 @@ impl<P: TypeProvider> Decoder<'_, P> {
                 let modifier = r.coded_type_token("a modifier's TypeDefOrRefOrSpecEncoded token")?;
                 let inner = self.ty(r, deeper(depth), pos)?;
                 Ok(self.provider.modified(code == CMOD_REQD, modifier, inner))
+            }
+            // Zapsig codes, in zapsig mode only. The provider sees `object` in their place: this
+            // mode is only reachable through `skip_zapsig_type`, whose provider is `()`.
+            VAR_ZAPSIG if self.zapsig => {
+                r.compressed_u32("a type RID")?;
+                Ok(self.provider.primitive(Primitive::Object))
+            }
+            NATIVE_ARRAY_TEMPLATE_ZAPSIG | NATIVE_VALUETYPE_ZAPSIG if self.zapsig => {
+                self.ty(r, deeper(depth), Position::Plain)
+            }
+            CANON_ZAPSIG if self.zapsig => Ok(self.provider.primitive(Primitive::Object)),
+            MODULE_ZAPSIG if self.zapsig => {
+                r.compressed_u32("a module index")?;
+                self.ty(r, deeper(depth), pos)
             }
             // END 0x00, the obsolete 0x17/0x1A, the runtime-internal 0x21/0x22/0x3B-0x3F, SENTINEL
             // outside a parameter list, PINNED in a type, and everything unknown (contract §2).

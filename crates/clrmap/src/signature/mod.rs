@@ -16,7 +16,7 @@ mod provider;
 mod sig;
 mod types;
 
-pub use decode::{decode_local_type, decode_type, skip_type, MAX_ARRAY_RANK, MAX_DEPTH};
+pub use decode::{decode_local_type, decode_type, skip_type, skip_zapsig_type, MAX_ARRAY_RANK, MAX_DEPTH};
 pub use encode::encode_type;
 pub use names::{HexTokens, TypeNames};
 pub use parse::{parse_type, parse_type_list};

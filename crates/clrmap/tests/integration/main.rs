@@ -7,3 +7,4 @@
 mod support;
 mod fuzz_regressions;
 mod metadata;
+mod r2r;

@@ -1,0 +1,106 @@
+//! Native offset → IL offset, and IL offset → native ranges (ilmap.md §5.3).
+
+use super::model::{IlOffset, MapEntry};
+
+/// How to answer for code that maps to a special region.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// The offset is a return address (any frame but the leaf): look up `offset − 1`, the call
+    /// instruction itself (x86/x64; ilmap.md edge case 13).
+    pub return_address: bool,
+}
+
+/// What a native offset maps to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolved {
+    /// A real IL offset.
+    Il(u32),
+    /// The prolog: the runtime reports IL 0.
+    Prolog,
+    /// An epilog: the runtime reports the greatest real IL offset of the method (`il`, if any).
+    Epilog(Option<u32>),
+    /// Code that maps to no IL; a profiler should show no line.
+    NoMapping,
+    /// The offset is outside the body.
+    Outside,
+}
+
+/// Resolve a native offset against a body's public map (`code_size` bounds the body).
+///
+/// The map is searched in native order by floor: the last range start ≤ offset. Among ranges
+/// starting at that same native offset the lowest real IL offset wins; a special value only when
+/// there is no real one (§5.3 rule 3, for profiling). Below the first start: the prolog.
+pub fn native_to_il(map: &[MapEntry], code_size: u32, offset: u32, policy: Policy) -> Resolved {
+    let offset = if policy.return_address { offset.saturating_sub(1) } else { offset };
+    if offset >= code_size {
+        return Resolved::Outside;
+    }
+    let floor = map.iter().filter(|e| e.native_start <= offset).map(|e| e.native_start).max();
+    let Some(start) = floor else { return Resolved::Prolog };
+    let group = map.iter().filter(|e| e.native_start == start);
+    let real = group.clone().filter_map(|e| match e.il {
+        IlOffset::Il(v) => Some(v),
+        _ => None,
+    });
+    if let Some(v) = real.min() {
+        return Resolved::Il(v);
+    }
+    let max_real = map.iter().filter_map(|e| if let IlOffset::Il(v) = e.il { Some(v) } else { None }).max();
+    let mut specials = group.map(|e| e.il);
+    if specials.clone().any(|i| i == IlOffset::Epilog) {
+        Resolved::Epilog(max_real)
+    } else if specials.any(|i| i == IlOffset::Prolog) {
+        Resolved::Prolog
+    } else {
+        Resolved::NoMapping
+    }
+}
+
+/// The native ranges of one IL offset, in native order.
+pub fn il_to_native(map: &[MapEntry], il: IlOffset) -> Vec<(u32, u32)> {
+    let mut v: Vec<(u32, u32)> = map.iter().filter(|e| e.il == il).map(|e| (e.native_start, e.native_end)).collect();
+    v.sort_unstable();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use IlOffset::*;
+
+    fn m(il: IlOffset, s: u32, e: u32) -> MapEntry {
+        MapEntry { il, native_start: s, native_end: e }
+    }
+
+    #[test]
+    fn floor_zero_length_interleaved_and_return_addresses() {
+        // The runtime's Max<T> example shape (ilmap.md): interleaved ranges, a zero-length range.
+        let map = [
+            m(Prolog, 0x0, 0x4),
+            m(Il(0), 0x4, 0x1d),
+            m(Il(0), 0x56, 0x5c),
+            m(Il(8), 0x1d, 0x27),
+            m(Il(15), 0x27, 0x3d),
+            m(Il(15), 0x5c, 0x62),
+            m(Il(67), 0x54, 0x54),
+            m(Epilog, 0x54, 0x56),
+            m(NoMapping, 0x68, 0x6e),
+        ];
+        let p = Policy::default();
+        assert_eq!(native_to_il(&map, 0x6e, 0x0, p), Resolved::Prolog);
+        assert_eq!(native_to_il(&map, 0x6e, 0x4, p), Resolved::Il(0));
+        assert_eq!(native_to_il(&map, 0x6e, 0x1c, p), Resolved::Il(0));
+        assert_eq!(native_to_il(&map, 0x6e, 0x1d, p), Resolved::Il(8));
+        // Zero-length IL 67 and EPILOG share 0x54: the real IL offset wins.
+        assert_eq!(native_to_il(&map, 0x6e, 0x55, p), Resolved::Il(67));
+        assert_eq!(native_to_il(&map, 0x6e, 0x5d, p), Resolved::Il(15));
+        assert_eq!(native_to_il(&map, 0x6e, 0x69, p), Resolved::NoMapping);
+        assert_eq!(native_to_il(&map, 0x6e, 0x6e, p), Resolved::Outside);
+        // A return address at the start of IL 8's range belongs to the call in IL 0's range.
+        let ra = Policy { return_address: true };
+        assert_eq!(native_to_il(&map, 0x6e, 0x1d, ra), Resolved::Il(0));
+        assert_eq!(il_to_native(&map, Il(15)), [(0x27, 0x3d), (0x5c, 0x62)]);
+        let epilog_only = [m(Il(3), 0, 2), m(Epilog, 2, 4)];
+        assert_eq!(native_to_il(&epilog_only, 4, 3, p), Resolved::Epilog(Some(3)));
+    }
+}

@@ -1,0 +1,210 @@
+//! A ReadyToRun image (ilmap.md §3): READYTORUN_HEADER, sections, RUNTIME_FUNCTIONs, method
+//! entry points (103 by MethodDef, 109 for instantiations), and each method's debug info (105).
+
+use super::debuginfo::{self, DebugInfo};
+use super::native::{self, NativeArray, NativeHashtable};
+use crate::ilmap::{public_map, CodeBody};
+use crate::pe::PeImage;
+use crate::read::{Error, ErrorKind, Reader, Result};
+
+/// `RTR\0`.
+pub const READYTORUN_SIGNATURE: u32 = 0x0052_5452;
+/// Section ids (readytorun.h).
+#[allow(missing_docs)]
+pub mod section {
+    pub const RUNTIME_FUNCTIONS: u32 = 102;
+    pub const METHOD_DEF_ENTRY_POINTS: u32 = 103;
+    pub const DEBUG_INFO: u32 = 105;
+    pub const INSTANCE_METHOD_ENTRY_POINTS: u32 = 109;
+}
+
+/// The highest major this reader knows; images above it are `unsupported_version`.
+pub const MAX_KNOWN_MAJOR: u16 = 27;
+
+fn bad(at: u64, expected: &'static str) -> Error {
+    Error::new(ErrorKind::BadReadyToRun, at, expected)
+}
+
+/// One RUNTIME_FUNCTION (x64 layout: BeginAddress, EndAddress, UnwindData).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuntimeFunction {
+    /// Code start RVA.
+    pub begin: u32,
+    /// Code end RVA (exclusive).
+    pub end: u32,
+}
+
+/// A method entry point: which method, and its entry RUNTIME_FUNCTION.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryPoint {
+    /// The MethodDef token.
+    pub token: u32,
+    /// Index of the entry RUNTIME_FUNCTION.
+    pub runtime_function: u32,
+    /// True for an instantiation from section 109.
+    pub instantiation: bool,
+}
+
+/// A parsed ReadyToRun image.
+#[derive(Debug)]
+pub struct ReadyToRunImage<'a> {
+    pe: PeImage<'a>,
+    /// Major version.
+    pub major: u16,
+    /// Minor version.
+    pub minor: u16,
+    /// Flags.
+    pub flags: u32,
+    sections: Vec<(u32, u32, u32)>,
+    functions: Vec<RuntimeFunction>,
+}
+
+impl<'a> ReadyToRunImage<'a> {
+    /// Parse an R2R image from its file bytes.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self> {
+        let pe = PeImage::parse(bytes)?;
+        let cor20 = *pe.require_cor20()?;
+        let dir = cor20.managed_native_header;
+        if dir.rva == 0 {
+            return Err(bad(0, "a ManagedNativeHeader (this is not a ReadyToRun image)"));
+        }
+        let mut r = pe.reader_at(dir.rva, dir.size).map_err(|e| e.with_kind(ErrorKind::BadReadyToRun))?;
+        let at = r.offset();
+        if r.u32("the READYTORUN_HEADER signature")? != READYTORUN_SIGNATURE {
+            return Err(bad(at, "the READYTORUN_HEADER signature RTR\\0"));
+        }
+        let major = r.u16("MajorVersion")?;
+        let minor = r.u16("MinorVersion")?;
+        if !(3..=MAX_KNOWN_MAJOR).contains(&major) {
+            return Err(Error::new(ErrorKind::UnsupportedVersion, at.saturating_add(4), "a ReadyToRun major from 3 to 27"));
+        }
+        let flags = r.u32("Flags")?;
+        let count = r.u32("NumberOfSections")?;
+        let mut sections = Vec::with_capacity((count as usize).min(r.len() / 12));
+        for _ in 0..count {
+            sections.push((r.u32("a section type")?, r.u32("a section RVA")?, r.u32("a section size")?));
+        }
+        let mut image = ReadyToRunImage { pe, major, minor, flags, sections, functions: Vec::new() };
+        if let Some(mut rf) = image.section(section::RUNTIME_FUNCTIONS)? {
+            let n = rf.len() / 12;
+            image.functions.reserve(n);
+            for _ in 0..n {
+                let begin = rf.u32("BeginAddress")?;
+                let end = rf.u32("EndAddress")?;
+                let _unwind = rf.u32("UnwindData")?;
+                image.functions.push(RuntimeFunction { begin, end });
+            }
+        }
+        Ok(image)
+    }
+
+    /// The PE image.
+    pub fn pe(&self) -> &PeImage<'a> {
+        &self.pe
+    }
+
+    /// A section's bytes, by id.
+    pub fn section(&self, id: u32) -> Result<Option<Reader<'a>>> {
+        match self.sections.iter().find(|s| s.0 == id) {
+            None => Ok(None),
+            Some(&(_, rva, size)) => self.pe.reader_at(rva, size).map(Some).map_err(|e| e.with_kind(ErrorKind::BadReadyToRun)),
+        }
+    }
+
+    /// Section ids present.
+    pub fn section_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.sections.iter().map(|s| s.0)
+    }
+
+    /// The RUNTIME_FUNCTIONs, sorted by BeginAddress.
+    pub fn runtime_functions(&self) -> &[RuntimeFunction] {
+        &self.functions
+    }
+
+    /// Decode an entry-point `id` (§3.2): bit 0 clear → index = id >> 1; set → fixups follow and
+    /// index = id >> 2.
+    fn entry_index(id: u32) -> u32 {
+        if id & 1 == 0 {
+            id >> 1
+        } else {
+            id >> 2
+        }
+    }
+
+    /// Every method entry point: section 103 by MethodDef RID, then section 109's instantiations.
+    pub fn entry_points(&self) -> Result<Vec<EntryPoint>> {
+        let mut out = Vec::new();
+        if let Some(sec) = self.section(section::METHOD_DEF_ENTRY_POINTS)? {
+            let arr = NativeArray::parse(sec, sec.offset())?;
+            for i in 0..arr.len() {
+                if let Some(at) = arr.get(i)? {
+                    let mut r = native::at(sec, at)?;
+                    let id = native::unsigned(&mut r)?;
+                    out.push(EntryPoint { token: 0x0600_0000 | i.saturating_add(1), runtime_function: Self::entry_index(id), instantiation: false });
+                }
+            }
+        }
+        if let Some(sec) = self.section(section::INSTANCE_METHOD_ENTRY_POINTS)? {
+            let table = NativeHashtable::parse(sec, sec.offset())?;
+            for at in table.entries()? {
+                let mut r = native::at(sec, at)?;
+                let token = super::methodsig::skip_method_signature(&mut r)?;
+                let id = native::unsigned(&mut r)?;
+                out.push(EntryPoint { token, runtime_function: Self::entry_index(id), instantiation: true });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The debug info of the method whose entry RUNTIME_FUNCTION is `index` (§3.4), if any.
+    pub fn debug_info(&self, index: u32) -> Result<Option<DebugInfo>> {
+        let Some(sec) = self.section(section::DEBUG_INFO)? else { return Ok(None) };
+        let arr = NativeArray::parse(sec, sec.offset())?;
+        let Some(at) = arr.get(index)? else { return Ok(None) };
+        let mut r = native::at(sec, at)?;
+        // A lookback: 0 → the blob follows; k → the blob is shared and starts k bytes before.
+        let lookback = native::unsigned(&mut r)?;
+        let blob = if lookback == 0 {
+            r
+        } else {
+            let start = at.checked_sub(u64::from(lookback)).ok_or(bad(at, "a lookback inside the section"))?;
+            native::at(sec, start)?
+        };
+        debuginfo::decode(blob, self.major).map(Some)
+    }
+
+    /// Every code body with debug info, with its public map. FunctionID for an image source is
+    /// the body's code-start RVA (documented in `ilmap::MapStore`).
+    pub fn code_bodies(&self) -> Result<Vec<CodeBody>> {
+        let entries = self.entry_points()?;
+        let mut is_entry = vec![false; self.functions.len()];
+        for e in &entries {
+            if let Some(slot) = is_entry.get_mut(e.runtime_function as usize) {
+                *slot = true;
+            }
+        }
+        let mut out = Vec::with_capacity(entries.len());
+        for e in entries {
+            let Some(entry) = self.functions.get(e.runtime_function as usize) else {
+                return Err(bad(0, "an entry point's RUNTIME_FUNCTION index inside the table"));
+            };
+            // Code size: the entry and the funclets that follow it, up to the next entry point.
+            let mut end = entry.end;
+            let mut i = (e.runtime_function as usize).saturating_add(1);
+            while let (Some(f), Some(false)) = (self.functions.get(i), is_entry.get(i)) {
+                end = f.end;
+                i = i.saturating_add(1);
+            }
+            let code_size = end.saturating_sub(entry.begin);
+            let Some(info) = self.debug_info(e.runtime_function)? else { continue };
+            out.push(CodeBody {
+                token: e.token,
+                rva: Some(entry.begin),
+                code_size,
+                map: public_map(&info.bounds, code_size),
+                ..CodeBody::default()
+            });
+        }
+        Ok(out)
+    }
+}
