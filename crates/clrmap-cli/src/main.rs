@@ -33,6 +33,9 @@ enum Command {
     /// ECMA-335 metadata of .NET assemblies: TypeSpecs and MethodSpecs with real names.
     #[command(subcommand)]
     Meta(cmd::meta::MetaCommand),
+    /// IL-to-native maps (GetILToNativeMapping) from ReadyToRun images: dump, resolve, variables.
+    #[command(subcommand)]
+    Il(cmd::il::IlCommand),
 }
 
 fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
@@ -40,6 +43,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Sig(c) => cmd::sig::run(c, out),
         Command::Dict(c) => cmd::dict::run(c, out),
         Command::Meta(c) => cmd::meta::run(c, out),
+        Command::Il(c) => cmd::il::run(c, out),
     }
 }
 

@@ -3,3 +3,4 @@
 pub mod sig;
 pub mod dict;
 pub mod meta;
+pub mod il;

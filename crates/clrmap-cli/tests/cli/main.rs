@@ -5,3 +5,4 @@
 mod support;
 mod sig;
 mod dict;
+mod il;

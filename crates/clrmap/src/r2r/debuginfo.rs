@@ -56,6 +56,11 @@ fn il_from_biased(v: u32) -> IlOffset {
 
 /// Decode a method's blob for R2R `major`, starting at `blob` (bounded by the section).
 pub fn decode(blob: Reader<'_>, major: u16) -> Result<DebugInfo> {
+    decode_parts(blob, major, true)
+}
+
+/// Like [`decode`], but variables are decoded only when `with_vars`.
+pub fn decode_parts(blob: Reader<'_>, major: u16, with_vars: bool) -> Result<DebugInfo> {
     let mut header = Nibbles::new(blob);
     let at = blob.offset();
     let (cb_bounds, cb_vars) = if major >= 17 {
@@ -87,7 +92,7 @@ pub fn decode(blob: Reader<'_>, major: u16) -> Result<DebugInfo> {
     } else {
         nibble_bounds(bounds_bytes)?
     };
-    let vars = if cb_vars == 0 || major >= 16 { Vec::new() } else { nibble_vars(vars_bytes)? };
+    let vars = if !with_vars || cb_vars == 0 || major >= 16 { Vec::new() } else { nibble_vars(vars_bytes)? };
     Ok(DebugInfo { bounds, vars })
 }
 

@@ -158,8 +158,19 @@ impl<'a> ReadyToRunImage<'a> {
 
     /// The debug info of the method whose entry RUNTIME_FUNCTION is `index` (§3.4), if any.
     pub fn debug_info(&self, index: u32) -> Result<Option<DebugInfo>> {
+        match self.debug_array()? {
+            Some((sec, arr)) => self.debug_info_in(sec, &arr, index, true),
+            None => Ok(None),
+        }
+    }
+
+    /// Section 105 and its NativeArray.
+    fn debug_array(&self) -> Result<Option<(Reader<'a>, NativeArray<'a>)>> {
         let Some(sec) = self.section(section::DEBUG_INFO)? else { return Ok(None) };
-        let arr = NativeArray::parse(sec, sec.offset())?;
+        Ok(Some((sec, NativeArray::parse(sec, sec.offset())?)))
+    }
+
+    fn debug_info_in(&self, sec: Reader<'a>, arr: &NativeArray<'a>, index: u32, with_vars: bool) -> Result<Option<DebugInfo>> {
         let Some(at) = arr.get(index)? else { return Ok(None) };
         let mut r = native::at(sec, at)?;
         // A lookback: 0 → the blob follows; k → the blob is shared and starts k bytes before.
@@ -170,7 +181,7 @@ impl<'a> ReadyToRunImage<'a> {
             let start = at.checked_sub(u64::from(lookback)).ok_or(bad(at, "a lookback inside the section"))?;
             native::at(sec, start)?
         };
-        debuginfo::decode(blob, self.major).map(Some)
+        debuginfo::decode_parts(blob, self.major, with_vars).map(Some)
     }
 
     /// Every code body with debug info, with its public map. FunctionID for an image source is
@@ -183,6 +194,7 @@ impl<'a> ReadyToRunImage<'a> {
                 *slot = true;
             }
         }
+        let debug = self.debug_array()?;
         let mut out = Vec::with_capacity(entries.len());
         for e in entries {
             let Some(entry) = self.functions.get(e.runtime_function as usize) else {
@@ -196,7 +208,8 @@ impl<'a> ReadyToRunImage<'a> {
                 i = i.saturating_add(1);
             }
             let code_size = end.saturating_sub(entry.begin);
-            let Some(info) = self.debug_info(e.runtime_function)? else { continue };
+            let Some((sec, arr)) = &debug else { continue };
+            let Some(info) = self.debug_info_in(*sec, arr, e.runtime_function, false)? else { continue };
             out.push(CodeBody {
                 token: e.token,
                 rva: Some(entry.begin),

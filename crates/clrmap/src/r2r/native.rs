@@ -192,31 +192,29 @@ impl<'a> NativeHashtable<'a> {
 /// 3 data bits and a "more" bit; groups are most significant first.
 #[derive(Clone, Debug)]
 pub struct Nibbles<'a> {
-    r: Reader<'a>,
-    pending: Option<u8>,
+    data: &'a [u8],
+    /// Absolute offset of `data[0]`.
+    base: u64,
+    /// Nibbles consumed.
+    pos: usize,
 }
 
 impl<'a> Nibbles<'a> {
     /// A nibble reader over `r`.
     pub fn new(r: Reader<'a>) -> Self {
-        Nibbles { r, pending: None }
-    }
-
-    fn nibble(&mut self) -> Result<u8> {
-        if let Some(n) = self.pending.take() {
-            return Ok(n);
-        }
-        let b = self.r.u8("a nibble")?;
-        self.pending = Some(b >> 4);
-        Ok(b & 0x0F)
+        Nibbles { data: r.as_slice(), base: r.offset(), pos: 0 }
     }
 
     /// An unsigned value; more than 11 nibbles is corruption (a u32 needs at most 11).
     pub fn unsigned(&mut self) -> Result<u32> {
-        let at = self.r.offset();
+        let at = self.next_byte();
         let mut v = 0u64;
         for _ in 0..11 {
-            let n = self.nibble()?;
+            let Some(&byte) = self.data.get(self.pos / 2) else {
+                return Err(Error::new(ErrorKind::Truncated, at, "a nibble value inside its bound"));
+            };
+            let n = if self.pos % 2 == 0 { byte & 0x0F } else { byte >> 4 };
+            self.pos = self.pos.saturating_add(1);
             v = (v << 3) | u64::from(n & 7);
             if n & 8 == 0 {
                 return u32::try_from(v).map_err(|_| Error::new(ErrorKind::BadDebugInfo, at, "a nibble value that fits 32 bits"));
@@ -234,7 +232,7 @@ impl<'a> Nibbles<'a> {
 
     /// Absolute offset of the next whole byte (a half-read byte counts as read: `Flush`).
     pub fn next_byte(&self) -> u64 {
-        self.r.offset()
+        self.base.saturating_add(self.pos.div_ceil(2) as u64)
     }
 }
 

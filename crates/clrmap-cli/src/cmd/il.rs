@@ -1,0 +1,178 @@
+//! `clrmap il`: IL-to-native maps (GetILToNativeMapping) from ReadyToRun images.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use clrmap::ilmap::{native_to_il, CodeBody, MapStore, Policy, Resolved};
+use clrmap::metadata::Metadata;
+use clrmap::r2r::ReadyToRunImage;
+use clrmap::{Error, ErrorKind};
+
+use crate::cmd::dict::parse_u32;
+use crate::output::{read_file, CliError};
+
+/// `clrmap il ...`
+#[derive(Debug, Subcommand)]
+pub enum IlCommand {
+    /// Print every code body's map exactly as GetILToNativeMapping returns it: PROLOG first, IL
+    /// ascending, EPILOG, NO_MAPPING; ranges [start, end) in native offsets from the code start.
+    ///
+    /// Example: `clrmap il dump $FW/System.Linq.dll --method 'System.Linq.Enumerable::Count' --json`
+    #[command(verbatim_doc_comment)]
+    Dump {
+        /// A ReadyToRun image.
+        source: PathBuf,
+        /// Only this method: a MethodDef token (0x06000123) or a name (`Ns.Type::Method`).
+        #[arg(long)]
+        method: Option<String>,
+        /// JSON as the output contract §4 gives it.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Which method, and which IL offset, is the code at this image RVA?
+    ///
+    /// Example: `clrmap il at $FW/System.Private.CoreLib.dll 0x393EA3 --return-address`
+    #[command(verbatim_doc_comment)]
+    At {
+        /// A ReadyToRun image.
+        source: PathBuf,
+        /// The code RVA (hex with 0x, or decimal).
+        #[arg(value_parser = parse_u32)]
+        rva: u32,
+        /// The address is a return address (a non-leaf frame): look up the call before it.
+        #[arg(long)]
+        return_address: bool,
+    },
+    /// Print a method's variable locations (R2R debug info, majors below 16).
+    ///
+    /// Example: `clrmap il vars $FW/System.Private.CoreLib.dll --method 0x06000099`
+    #[command(verbatim_doc_comment)]
+    Vars {
+        /// A ReadyToRun image.
+        source: PathBuf,
+        /// A MethodDef token or a name.
+        #[arg(long)]
+        method: String,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The bodies of a source, found by sniffing its first bytes. Today: ReadyToRun images (`MZ`).
+pub fn open_source(path: &Path, bytes: &[u8]) -> Result<(&'static str, Vec<CodeBody>), CliError> {
+    if bytes.starts_with(b"MZ") {
+        let image = ReadyToRunImage::parse(bytes).map_err(CliError::input)?;
+        let mut bodies = image.code_bodies().map_err(CliError::input)?;
+        if let Ok(md) = Metadata::parse(bytes) {
+            for b in &mut bodies {
+                b.name = md.method_name(b.token);
+            }
+        }
+        return Ok(("r2r", bodies));
+    }
+    Err(CliError::Message(format!("{}: not a ReadyToRun image (no MZ header)", path.display())))
+}
+
+fn matches(body: &CodeBody, filter: &str) -> bool {
+    match parse_u32(filter) {
+        Ok(token) => body.token == token,
+        Err(_) => body.name.as_deref().is_some_and(|n| n == filter || n.ends_with(&format!("::{filter}")) && !filter.contains("::")),
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Dump<'a> {
+    source: String,
+    methods: Vec<&'a CodeBody>,
+}
+
+fn dump(source: &Path, method: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let bytes = read_file(source)?;
+    let (_, bodies) = open_source(source, &bytes)?;
+    let selected: Vec<&CodeBody> = bodies.iter().filter(|b| method.is_none_or(|m| matches(b, m))).collect();
+    if let (Some(m), true) = (method, selected.is_empty()) {
+        return Err(CliError::Message(format!("no method {m} with debug info in {}", source.display())));
+    }
+    if json {
+        let d = Dump { source: source.display().to_string(), methods: selected };
+        writeln!(out, "{}", serde_json::to_string(&d).map_err(std::io::Error::other)?)?;
+        return Ok(());
+    }
+    for b in selected {
+        writeln!(
+            out,
+            "0x{:08X} {}  rva 0x{:X}  size {}",
+            b.token,
+            b.name.as_deref().unwrap_or("?"),
+            b.rva.unwrap_or(0),
+            b.code_size
+        )?;
+        for e in &b.map {
+            writeln!(out, "  {:<12} [0x{:X}, 0x{:X})", e.il.to_string(), e.native_start, e.native_end)?;
+        }
+    }
+    Ok(())
+}
+
+fn at(source: &Path, rva: u32, return_address: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let bytes = read_file(source)?;
+    let (_, bodies) = open_source(source, &bytes)?;
+    let store = MapStore::new(bodies);
+    let body = store
+        .body_containing(u64::from(rva))
+        .ok_or_else(|| CliError::input(Error::new(ErrorKind::NotFound, u64::from(rva), "an RVA inside a method with debug info")))?;
+    let start = body.rva.unwrap_or(0);
+    let offset = rva.saturating_sub(start);
+    let r = native_to_il(&body.map, body.code_size, offset, Policy { return_address });
+    let il = match r {
+        Resolved::Il(v) => format!("IL 0x{v:04X}"),
+        Resolved::Prolog => "PROLOG (IL 0)".to_owned(),
+        Resolved::Epilog(Some(v)) => format!("EPILOG (last IL 0x{v:04X})"),
+        Resolved::Epilog(None) => "EPILOG".to_owned(),
+        Resolved::NoMapping => "NO_MAPPING".to_owned(),
+        Resolved::Outside => "outside the method".to_owned(),
+    };
+    writeln!(out, "0x{:08X} {} +0x{offset:X}: {il}", body.token, body.name.as_deref().unwrap_or("?"))?;
+    Ok(())
+}
+
+fn vars(source: &Path, method: &str, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let bytes = read_file(source)?;
+    let image = ReadyToRunImage::parse(&bytes).map_err(CliError::input)?;
+    let md = Metadata::parse(&bytes).ok();
+    let mut found = false;
+    for e in image.entry_points().map_err(CliError::input)? {
+        let name = md.as_ref().and_then(|m| m.method_name(e.token));
+        let body = CodeBody { token: e.token, name: name.clone(), ..CodeBody::default() };
+        if !matches(&body, method) {
+            continue;
+        }
+        let Some(info) = image.debug_info(e.runtime_function).map_err(CliError::input)? else { continue };
+        found = true;
+        let rva = image.runtime_functions().get(e.runtime_function as usize).map_or(0, |f| f.begin);
+        if json {
+            let v = serde_json::json!({"token": e.token, "rva": rva, "name": name, "vars": info.vars});
+            writeln!(out, "{v}")?;
+        } else {
+            writeln!(out, "0x{:08X} {}  rva 0x{rva:X}", e.token, name.as_deref().unwrap_or("?"))?;
+            for v in &info.vars {
+                writeln!(out, "  var {:>3}  [0x{:X}, 0x{:X})  {:?}", v.number, v.start, v.end, v.loc)?;
+            }
+        }
+    }
+    if !found {
+        return Err(CliError::Message(format!("no method {method} with debug info in {}", source.display())));
+    }
+    Ok(())
+}
+
+/// Run an `il` command.
+pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
+    match cmd {
+        IlCommand::Dump { source, method, json } => dump(&source, method.as_deref(), json, out),
+        IlCommand::At { source, rva, return_address } => at(&source, rva, return_address, out),
+        IlCommand::Vars { source, method, json } => vars(&source, &method, json, out),
+    }
+}
