@@ -8,3 +8,4 @@ mod support;
 mod fuzz_regressions;
 mod metadata;
 mod r2r;
+mod profiler;
