@@ -36,10 +36,15 @@ enum Command {
     /// IL-to-native maps (GetILToNativeMapping) from ReadyToRun images: dump, resolve, variables.
     #[command(subcommand)]
     Il(cmd::il::IlCommand),
+    /// Run a .NET command with the clrmap profiler attached and capture every body's map.
+    ///
+    /// Example: `clrmap profile -o app.capture -- dotnet app.dll`
+    Profile(cmd::profile::ProfileArgs),
 }
 
 fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
+        Command::Profile(_) => Ok(()),
         Command::Sig(c) => cmd::sig::run(c, out),
         Command::Dict(c) => cmd::dict::run(c, out),
         Command::Meta(c) => cmd::meta::run(c, out),
@@ -56,6 +61,12 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    if let Command::Profile(args) = cli.command {
+        return match cmd::profile::run(args) {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(e) => output::report(&e),
+        };
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let result = run(cli, &mut out);

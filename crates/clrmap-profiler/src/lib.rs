@@ -123,16 +123,23 @@ fn profiler() -> &'static ComObject {
     static PROFILER: OnceLock<ComObject> = OnceLock::new();
     PROFILER.get_or_init(|| {
         let mut v = vec![stub as *const () as usize; CB_SLOTS];
-        v[0] = query_interface as *const () as usize;
-        v[1] = add_ref as *const () as usize;
-        v[2] = release as *const () as usize;
-        v[CB_INITIALIZE] = initialize as *const () as usize;
-        v[CB_SHUTDOWN] = shutdown as *const () as usize;
-        v[CB_JIT_COMPILATION_FINISHED] = jit_compilation_finished as *const () as usize;
-        v[CB_JIT_CACHED_FUNCTION_SEARCH_STARTED] = jit_cached_function_search_started as *const () as usize;
-        v[CB_JIT_CACHED_FUNCTION_SEARCH_FINISHED] = jit_cached_function_search_finished as *const () as usize;
-        v[CB_JIT_INLINING] = jit_inlining as *const () as usize;
-        v[CB_LOAD_AS_NOTIFICATION_ONLY] = load_as_notification_only as *const () as usize;
+        let handled: [(usize, usize); 10] = [
+            (0, query_interface as *const () as usize),
+            (1, add_ref as *const () as usize),
+            (2, release as *const () as usize),
+            (CB_INITIALIZE, initialize as *const () as usize),
+            (CB_SHUTDOWN, shutdown as *const () as usize),
+            (CB_JIT_COMPILATION_FINISHED, jit_compilation_finished as *const () as usize),
+            (CB_JIT_CACHED_FUNCTION_SEARCH_STARTED, jit_cached_function_search_started as *const () as usize),
+            (CB_JIT_CACHED_FUNCTION_SEARCH_FINISHED, jit_cached_function_search_finished as *const () as usize),
+            (CB_JIT_INLINING, jit_inlining as *const () as usize),
+            (CB_LOAD_AS_NOTIFICATION_ONLY, load_as_notification_only as *const () as usize),
+        ];
+        for (slot, f) in handled {
+            if let Some(s) = v.get_mut(slot) {
+                *s = f;
+            }
+        }
         ComObject { vtbl: Box::leak(v.into_boxed_slice()).as_ptr() }
     })
 }
@@ -311,7 +318,7 @@ fn function_info(info: *mut c_void, fid: usize) -> Option<(String, usize, u32)> 
         return None;
     }
     let n = (len as usize).min(name.len());
-    let path = String::from_utf16_lossy(&name[..n]).trim_end_matches('\0').to_owned();
+    let path = String::from_utf16_lossy(name.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned();
     Some((path, base as usize, token))
 }
 
@@ -349,8 +356,8 @@ fn code_info(info: *mut c_void, by_start: bool, key: usize) -> Option<(usize, us
     if hr != S_OK || n == 0 {
         return None;
     }
-    let used = &ranges[..(n as usize).min(ranges.len())];
-    Some((used[0].start, used.iter().map(|r| r.size).sum()))
+    let used = ranges.get(..(n as usize).min(ranges.len()))?;
+    Some((used.first()?.start, used.iter().fold(0usize, |a, r| a.saturating_add(r.size))))
 }
 
 fn json_map(map: &[IlMap]) -> String {

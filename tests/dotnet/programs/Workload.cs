@@ -64,6 +64,16 @@ static class Workload
         }
         Console.WriteLine("hot " + hot);
         Console.WriteLine("dict " + dict.Count + " " + string.Join(",", dict.Keys.Take(3)));
+        // More framework code: formatting, parsing, sorting, grouping, sets, StringBuilder.
+        var sb = new System.Text.StringBuilder();
+        foreach (var grp in Enumerable.Range(0, 30).GroupBy(i => i % 4).OrderBy(grp0 => grp0.Key))
+            sb.Append(grp.Key).Append(':').Append(grp.Count()).Append(' ');
+        var arr = ints.ToArray();
+        Array.Sort(arr);
+        var set = new HashSet<string>(strs);
+        Console.WriteLine("more " + sb.ToString().Trim() + " " + arr[arr.Length - 1] + " " + set.Count + " "
+            + int.Parse("123").ToString("X") + " " + string.Format("{0:D4}", 42) + " " + 3.5.ToString(System.Globalization.CultureInfo.InvariantCulture)
+            + " " + string.Concat(strs.Skip(5).Take(2)) + " " + "Hello".ToUpperInvariant().Replace('L', 'l').IndexOf('l'));
         return 0;
     }
 }

@@ -21,7 +21,7 @@ pub enum IlCommand {
     /// Example: `clrmap il dump $FW/System.Linq.dll --method 'System.Linq.Enumerable::Count' --json`
     #[command(verbatim_doc_comment)]
     Dump {
-        /// A ReadyToRun image.
+        /// A ReadyToRun image, or a capture written by `clrmap profile`.
         source: PathBuf,
         /// Only this method: a MethodDef token (0x06000123) or a name (`Ns.Type::Method`).
         #[arg(long)]
@@ -60,8 +60,25 @@ pub enum IlCommand {
     },
 }
 
-/// The bodies of a source, found by sniffing its first bytes. Today: ReadyToRun images (`MZ`).
+/// The bodies of a source, found by sniffing its first bytes: ReadyToRun images (`MZ`) and
+/// profiler captures (`{"format":"clrmap-capture"`).
 pub fn open_source(path: &Path, bytes: &[u8]) -> Result<(&'static str, Vec<CodeBody>), CliError> {
+    if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
+        let text = std::str::from_utf8(bytes).map_err(|_| CliError::Message(format!("{}: not UTF-8", path.display())))?;
+        let captured = clrmap::capture::read_captured(text).map_err(CliError::input)?;
+        // Names come from each module's own metadata, read once per module.
+        let mut modules: std::collections::HashMap<String, Option<Vec<u8>>> = std::collections::HashMap::new();
+        let mut bodies = Vec::with_capacity(captured.len());
+        for c in captured {
+            let mut body = c.body;
+            let file = modules.entry(c.module_path.clone()).or_insert_with(|| std::fs::read(&c.module_path).ok());
+            if let Some(md) = file.as_deref().and_then(|b| Metadata::parse(b).ok()) {
+                body.name = md.method_name(body.token);
+            }
+            bodies.push(body);
+        }
+        return Ok(("capture", bodies));
+    }
     if bytes.starts_with(b"MZ") {
         let image = ReadyToRunImage::parse(bytes).map_err(CliError::input)?;
         let mut bodies = image.code_bodies().map_err(CliError::input)?;
@@ -72,7 +89,7 @@ pub fn open_source(path: &Path, bytes: &[u8]) -> Result<(&'static str, Vec<CodeB
         }
         return Ok(("r2r", bodies));
     }
-    Err(CliError::Message(format!("{}: not a ReadyToRun image (no MZ header)", path.display())))
+    Err(CliError::Message(format!("{}: neither a ReadyToRun image nor a clrmap capture", path.display())))
 }
 
 fn matches(body: &CodeBody, filter: &str) -> bool {

@@ -4,3 +4,4 @@ pub mod sig;
 pub mod dict;
 pub mod meta;
 pub mod il;
+pub mod profile;

@@ -27,8 +27,9 @@ fn profiler_path() -> Option<PathBuf> {
 }
 
 /// Compile the workload for `rt` into its own directory.
-fn workload(rt: &Runtime, mcs: &Path) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("workload-{}", rt.version));
+fn workload(rt: &Runtime, mcs: &Path, test: &str) -> PathBuf {
+    // One directory per test and runtime: the tests run in parallel.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("workload-{test}-{}", rt.version));
     std::fs::create_dir_all(&dir).unwrap();
     let dll = dir.join("Workload.dll");
     support::mcs_compile(mcs, &dll, &["-r:System.Core.dll"], &[support::repo_root().join("tests/dotnet/programs/Workload.cs")]);
@@ -79,7 +80,7 @@ fn live_runtime_maps_equal_clrmaps_maps_on_both_runtimes() {
     let rts = runtimes("profiler::live_runtime_maps_equal_clrmaps_maps");
     let (Some(mcs), Some(so)) = (support::mcs("profiler workload"), profiler_path()) else { return };
     for rt in &rts {
-        let dll = workload(rt, &mcs);
+        let dll = workload(rt, &mcs, "equal");
         let bodies = capture(rt, &dll, &so, false);
         let mut cache = HashMap::new();
         let (mut equal, mut modules) = (0usize, std::collections::BTreeSet::new());
@@ -119,7 +120,7 @@ fn jitted_maps_of_r2r_methods_differ_from_the_image() {
     let rts = runtimes("profiler::jitted_maps_of_r2r_methods_differ");
     let (Some(mcs), Some(so)) = (support::mcs("profiler workload"), profiler_path()) else { return };
     for rt in &rts {
-        let dll = workload(rt, &mcs);
+        let dll = workload(rt, &mcs, "jit");
         let bodies = capture(rt, &dll, &so, true);
         assert!(!bodies.iter().any(|b| b.kind == "r2r"), "{}: R2R code ran although disabled", rt.version);
         let mut cache = HashMap::new();

@@ -1,0 +1,77 @@
+//! `clrmap profile`: run a .NET command with the clrmap profiler attached.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::Args;
+
+use crate::output::CliError;
+
+/// The profiler's CLSID (any GUID works; CoreCLR needs the braces).
+pub const PROFILER_CLSID: &str = "{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A11}";
+
+/// `clrmap profile -o CAPTURE [--disable-r2r] -- CMD...`
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// Where the profiler writes its capture (JSON lines; docs/capture-format.md).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Jit everything, ReadyToRun code included (COR_PRF_DISABLE_ALL_NGEN_IMAGES).
+    #[arg(long)]
+    disable_r2r: bool,
+    /// The profiler library; by default `libclrmap_profiler.so` next to this executable, or
+    /// $CLRMAP_PROFILER_PATH.
+    #[arg(long)]
+    profiler: Option<PathBuf>,
+    /// The command, e.g. `dotnet app.dll`.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+fn default_profiler() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("CLRMAP_PROFILER_PATH") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.join("libclrmap_profiler.so"), dir.join("../libclrmap_profiler.so")].into_iter().find(|p| p.is_file())
+}
+
+/// Run the command; returns its exit status (passed through by `main`).
+///
+/// Example: `clrmap profile -o app.capture -- dotnet app.dll`, then `clrmap il dump app.capture`.
+pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
+    let profiler = args
+        .profiler
+        .or_else(default_profiler)
+        .ok_or_else(|| CliError::Usage("cannot find libclrmap_profiler.so: pass --profiler or set CLRMAP_PROFILER_PATH".into()))?;
+    let profiler = std::fs::canonicalize(&profiler)
+        .map_err(|e| CliError::Usage(format!("profiler {}: {e}", profiler.display())))?;
+    let output = absolute(&args.output)?;
+    let _ = std::fs::remove_file(&output);
+    let (program, rest) = args.command.split_first().ok_or_else(|| CliError::Usage("no command given".into()))?;
+    let mut c = Command::new(program);
+    c.args(rest)
+        .env("CORECLR_ENABLE_PROFILING", "1")
+        .env("CORECLR_PROFILER", PROFILER_CLSID)
+        .env("CORECLR_PROFILER_PATH", &profiler)
+        .env("CLRMAP_PROFILER_OUTPUT", &output);
+    if args.disable_r2r {
+        c.env("CLRMAP_PROFILER_DISABLE_R2R", "1");
+    }
+    let status = c.status().map_err(|e| CliError::Message(format!("cannot run {program}: {e}")))?;
+    // CoreCLR fails silently when a profiler does not load: the capture's header proves it did.
+    let loaded = std::fs::read(&output).map(|b| b.starts_with(b"{\"format\":\"clrmap-capture\"")).unwrap_or(false);
+    if !loaded {
+        eprintln!("clrmap: the profiler did not load (no capture at {}); is the command a .NET app?", output.display());
+        return Ok(status.code().unwrap_or(1).max(1));
+    }
+    Ok(status.code().unwrap_or(1))
+}
+
+fn absolute(p: &Path) -> Result<PathBuf, CliError> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    Ok(std::env::current_dir().map_err(CliError::Io)?.join(p))
+}
