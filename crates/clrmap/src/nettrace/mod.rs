@@ -1,1 +1,11 @@
-//! (nettrace: not yet implemented.)
+//! EventPipe traces (`.nettrace`): where jitted code's IL-to-native maps live (ilmap.md §4).
+//!
+//! [`read_events`] streams the container; [`MethodTable`] pairs MethodLoadVerbose/DCEnd events
+//! with their IL maps; [`read_code_bodies`] gives every jitted body with the map
+//! `GetILToNativeMapping3(start)` returns, FunctionID = the trace's MethodID.
+
+mod clr;
+mod stream;
+
+pub use clr::{il_map, method_load, read_code_bodies, rebuild_map, tier_name, IlMapEvent, MethodLoad, MethodTable, RUNDOWN, RUNTIME};
+pub use stream::{read_events, utf16z, Event, EventMeta, Stats, MAX_BLOCK};

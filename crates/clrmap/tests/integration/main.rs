@@ -9,3 +9,4 @@ mod fuzz_regressions;
 mod metadata;
 mod r2r;
 mod profiler;
+mod nettrace;

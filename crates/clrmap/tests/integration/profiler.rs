@@ -13,9 +13,9 @@ use clrmap::r2r::ReadyToRunImage;
 
 use crate::support::{self, runtimes, Runtime};
 
-const CLSID: &str = "{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A11}";
+pub(crate) const CLSID: &str = "{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A11}";
 
-fn profiler_path() -> Option<PathBuf> {
+pub(crate) fn profiler_path() -> Option<PathBuf> {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().to_path_buf();
     let so = target.join("debug/libclrmap_profiler.so");
     if so.is_file() {
@@ -27,7 +27,7 @@ fn profiler_path() -> Option<PathBuf> {
 }
 
 /// Compile the workload for `rt` into its own directory.
-fn workload(rt: &Runtime, mcs: &Path, test: &str) -> PathBuf {
+pub(crate) fn workload(rt: &Runtime, mcs: &Path, test: &str) -> PathBuf {
     // One directory per test and runtime: the tests run in parallel.
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("workload-{test}-{}", rt.version));
     std::fs::create_dir_all(&dir).unwrap();

@@ -1,0 +1,221 @@
+//! The CLR's method events in a trace (ilmap.md §4.1-4.2, and "Checked against traces"):
+//! MethodLoadVerbose 143 / MethodDCEndVerbose 144 and the IL maps 190 / 150, paired into code
+//! bodies whose maps equal what `GetILToNativeMapping3(start)` returns.
+
+use std::collections::HashMap;
+
+use super::stream::{utf16z, Event};
+use crate::ilmap::{CodeBody, IlOffset, MapEntry};
+use crate::read::{Reader, Result};
+
+/// `Microsoft-Windows-DotNETRuntime`.
+pub const RUNTIME: &str = "Microsoft-Windows-DotNETRuntime";
+/// `Microsoft-Windows-DotNETRuntimeRundown`.
+pub const RUNDOWN: &str = "Microsoft-Windows-DotNETRuntimeRundown";
+
+/// MethodLoadVerbose / MethodDCEndVerbose (versions 0-2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodLoad {
+    /// MethodID (the MethodDesc; the profiler's FunctionID).
+    pub method_id: u64,
+    /// ModuleID.
+    pub module_id: u64,
+    /// Code start.
+    pub start: u64,
+    /// Code size.
+    pub size: u32,
+    /// MethodDef token.
+    pub token: u32,
+    /// MethodFlags (bits 7-9: optimization tier).
+    pub flags: u32,
+    /// `Namespace` (the type's full name) and `Name`.
+    pub namespace: String,
+    /// The method's name.
+    pub name: String,
+}
+
+/// MethodILToNativeMap / MethodDCEndILToNativeMap: IL-sorted starts, no ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IlMapEvent {
+    /// MethodID.
+    pub method_id: u64,
+    /// ReJITID (on .NET 7+, the native code version id).
+    pub rejit_id: u64,
+    /// (IL offset, native start) pairs in event order.
+    pub entries: Vec<(u32, u32)>,
+}
+
+/// Decode a method load/unload/DCEnd payload.
+pub fn method_load(p: Reader<'_>) -> Result<MethodLoad> {
+    let mut r = p;
+    Ok(MethodLoad {
+        method_id: r.u64("MethodID")?,
+        module_id: r.u64("ModuleID")?,
+        start: r.u64("MethodStartAddress")?,
+        size: r.u32("MethodSize")?,
+        token: r.u32("MethodToken")?,
+        flags: r.u32("MethodFlags")?,
+        namespace: utf16z(&mut r)?,
+        name: utf16z(&mut r)?,
+    })
+}
+
+/// Decode an IL-map payload: u64 MethodID, u64 ReJITID, u8 extent, u16 count, u32 IL[count],
+/// u32 native[count], u16 ClrInstanceID (version 1 adds a u64 after it).
+pub fn il_map(p: Reader<'_>) -> Result<IlMapEvent> {
+    let mut r = p;
+    let method_id = r.u64("MethodID")?;
+    let rejit_id = r.u64("ReJITID")?;
+    let _extent = r.u8("MethodExtent")?;
+    let count = usize::from(r.u16("CountOfMapEntries")?);
+    let mut ils = r.split(count.saturating_mul(4), "the IL offsets")?;
+    let mut natives = r.split(count.saturating_mul(4), "the native offsets")?;
+    let mut entries = Vec::with_capacity(count);
+    for _ in 0..count {
+        entries.push((ils.u32("an IL offset")?, natives.u32("a native offset")?));
+    }
+    Ok(IlMapEvent { method_id, rejit_id, entries })
+}
+
+/// Rebuild end offsets ("Checked against traces"): stable-sort by native start, each range ends
+/// where the next starts, the last at the method's size; then keep the event's IL order.
+pub fn rebuild_map(entries: &[(u32, u32)], size: u32) -> Vec<MapEntry> {
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|&i| entries.get(i).map_or(0, |e| e.1));
+    let mut ends = vec![size; entries.len()];
+    for w in order.windows(2) {
+        if let ([a, b], Some(next)) = (w, w.get(1).and_then(|&b| entries.get(b))) {
+            let _ = b;
+            if let Some(slot) = ends.get_mut(*a) {
+                *slot = next.1;
+            }
+        }
+    }
+    entries
+        .iter()
+        .zip(ends)
+        .map(|(&(il, start), end)| MapEntry { il: IlOffset::from_raw(il), native_start: start, native_end: end })
+        .collect()
+}
+
+/// The optimization tier of MethodFlags bits 7-9.
+pub fn tier_name(flags: u32) -> &'static str {
+    match (flags >> 7) & 7 {
+        1 => "minopt",
+        2 => "optimized",
+        3 => "tier0",
+        4 => "tier1",
+        5 => "tier1-osr",
+        6 => "tier-instrumented",
+        7 => "tier1-instrumented",
+        _ => "unknown",
+    }
+}
+
+/// Pairs maps with bodies while events stream by.
+#[derive(Debug, Default)]
+pub struct MethodTable {
+    bodies: Vec<CodeBody>,
+    /// (MethodID, start) → body index.
+    by_key: HashMap<(u64, u64), usize>,
+    /// Last runtime-provider load per (MethodID, capture thread): where a JIT-time map goes.
+    last_load: HashMap<(u64, u64), usize>,
+    /// Rundown maps waiting for their DCEnd event (the map comes first).
+    pending_rundown: HashMap<(u64, u64), IlMapEvent>,
+}
+
+impl MethodTable {
+    fn body(&mut self, m: &MethodLoad) -> usize {
+        let key = (m.method_id, m.start);
+        if let Some(&i) = self.by_key.get(&key) {
+            return i;
+        }
+        let name = if m.namespace.is_empty() { m.name.clone() } else { format!("{}::{}", m.namespace, m.name) };
+        self.bodies.push(CodeBody {
+            token: m.token,
+            rva: None,
+            code_size: m.size,
+            name: Some(name),
+            module: None,
+            function_id: Some(m.method_id),
+            start: Some(m.start),
+            tier: Some(tier_name(m.flags).to_owned()),
+            map: Vec::new(),
+        });
+        let i = self.bodies.len().saturating_sub(1);
+        self.by_key.insert(key, i);
+        i
+    }
+
+    fn attach(&mut self, i: usize, map: &IlMapEvent) {
+        if let Some(b) = self.bodies.get_mut(i) {
+            if b.map.is_empty() {
+                b.map = rebuild_map(&map.entries, b.code_size);
+            }
+        }
+    }
+
+    /// Feed one event.
+    pub fn event(&mut self, e: &Event<'_>) {
+        let (provider, id) = (e.meta.provider.as_str(), e.meta.event_id);
+        match (provider, id) {
+            // JIT time: MethodLoadVerbose, then its map on the same thread.
+            (RUNTIME, 143) => {
+                if let Ok(m) = method_load(e.payload) {
+                    let i = self.body(&m);
+                    self.last_load.insert((m.method_id, e.capture_thread_id), i);
+                }
+            }
+            (RUNTIME, 190) => {
+                if let Ok(map) = il_map(e.payload) {
+                    if let Some(&i) = self.last_load.get(&(map.method_id, e.capture_thread_id)) {
+                        self.attach(i, &map);
+                    }
+                }
+            }
+            // Rundown: the map (150) comes before its MethodDCEndVerbose (144).
+            (RUNDOWN, 150) => {
+                if let Ok(map) = il_map(e.payload) {
+                    self.pending_rundown.insert((map.method_id, e.capture_thread_id), map);
+                }
+            }
+            (RUNDOWN, 144) => {
+                if let Ok(m) = method_load(e.payload) {
+                    let i = self.body(&m);
+                    if let Some(map) = self.pending_rundown.remove(&(m.method_id, e.capture_thread_id)) {
+                        self.attach(i, &map);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The bodies that have a map (jitted code; R2R methods get no map events).
+    pub fn into_bodies(self) -> Vec<CodeBody> {
+        self.bodies.into_iter().filter(|b| !b.map.is_empty()).collect()
+    }
+}
+
+/// Every jitted body of a trace, with its rebuilt map.
+pub fn read_code_bodies<R: std::io::Read>(r: R) -> Result<Vec<CodeBody>> {
+    let mut table = MethodTable::default();
+    super::stream::read_events(r, |e| table.event(e))?;
+    Ok(table.into_bodies())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_are_rebuilt_in_native_order_and_il_order_is_kept() {
+        // IL-sorted as the event carries it: PROLOG, 0, 0 (second range), 8, EPILOG, NO_MAPPING.
+        let e = [(0xFFFF_FFFE, 0), (0, 4), (0, 0x20), (8, 0x10), (0xFFFF_FFFD, 0x1C), (0xFFFF_FFFF, 0x1C)];
+        let m = rebuild_map(&e, 0x30);
+        let got: Vec<(u32, u32)> = m.iter().map(|x| (x.native_start, x.native_end)).collect();
+        // Native order: 0, 4, 0x10, 0x1C (EPILOG), 0x1C (NO_MAPPING; ties keep event order), 0x20.
+        assert_eq!(got, [(0, 4), (4, 0x10), (0x20, 0x30), (0x10, 0x1C), (0x1C, 0x1C), (0x1C, 0x20)]);
+        assert_eq!(m[0].il, IlOffset::Prolog);
+    }
+}

@@ -1,0 +1,301 @@
+//! The `.nettrace` container (V4/V5; microsoft/perfview `NetTraceFormat_v5.md`, ilmap.md §4.4):
+//! the `Nettrace` magic, FastSerialization objects, and the events inside Metadata and Event
+//! blocks. Streaming: one block is in memory at a time, so memory is bounded by the largest block.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use crate::read::{Error, ErrorKind, Reader, Result};
+
+const MAGIC: &[u8] = b"Nettrace";
+const SERIALIZATION: &[u8] = b"!FastSerialization.1";
+const TAG_NULL: u8 = 1;
+const TAG_BEGIN_PRIVATE_OBJECT: u8 = 5;
+const TAG_END_OBJECT: u8 = 6;
+/// Blocks larger than this are refused (the runtime writes blocks of at most a few hundred KB).
+pub const MAX_BLOCK: u32 = 1 << 28;
+
+fn bad(at: u64, expected: &'static str) -> Error {
+    Error::new(ErrorKind::BadTrace, at, expected)
+}
+
+/// What a metadata record says about an event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventMeta {
+    /// Provider name.
+    pub provider: String,
+    /// Event id.
+    pub event_id: u32,
+    /// Event version.
+    pub version: u32,
+}
+
+/// One event: its metadata, header fields, and payload (borrowed from the current block).
+#[derive(Clone, Copy, Debug)]
+pub struct Event<'a> {
+    /// Provider, id and version.
+    pub meta: &'a EventMeta,
+    /// The capture thread.
+    pub capture_thread_id: u64,
+    /// The thread.
+    pub thread_id: u64,
+    /// Timestamp (QPC ticks).
+    pub timestamp: u64,
+    /// The payload, with absolute offsets.
+    pub payload: Reader<'a>,
+}
+
+/// Counts of what was read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Events decoded, by (provider, event id, version).
+    pub events: HashMap<(String, u32, u32), u64>,
+    /// Blocks read, by type name.
+    pub blocks: HashMap<String, u64>,
+    /// Events whose metadata id is unknown (skipped).
+    pub unknown_events: u64,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+struct Input<R> {
+    r: R,
+    offset: u64,
+}
+
+impl<R: Read> Input<R> {
+    fn exact(&mut self, buf: &mut [u8], expected: &'static str) -> Result<()> {
+        let at = self.offset;
+        self.r.read_exact(buf).map_err(|_| Error::new(ErrorKind::Truncated, at, expected))?;
+        self.offset = self.offset.saturating_add(buf.len() as u64);
+        Ok(())
+    }
+    fn u8(&mut self, expected: &'static str) -> Result<u8> {
+        let mut b = [0u8; 1];
+        self.exact(&mut b, expected)?;
+        let [v] = b;
+        Ok(v)
+    }
+    fn i32(&mut self, expected: &'static str) -> Result<i32> {
+        let mut b = [0u8; 4];
+        self.exact(&mut b, expected)?;
+        Ok(i32::from_le_bytes(b))
+    }
+    fn skip(&mut self, n: u64, expected: &'static str) -> Result<()> {
+        let at = self.offset;
+        let copied = std::io::copy(&mut (&mut self.r).take(n), &mut std::io::sink()).map_err(|_| Error::new(ErrorKind::Truncated, at, expected))?;
+        self.offset = self.offset.saturating_add(copied);
+        if copied != n {
+            return Err(Error::new(ErrorKind::Truncated, at, expected));
+        }
+        Ok(())
+    }
+    fn tag(&mut self, want: u8, expected: &'static str) -> Result<()> {
+        let at = self.offset;
+        if self.u8(expected)? != want {
+            return Err(bad(at, expected));
+        }
+        Ok(())
+    }
+}
+
+/// LEB128 unsigned (7 bits per byte, least significant first), at most 10 bytes.
+fn varint(r: &mut Reader<'_>) -> Result<u64> {
+    let at = r.offset();
+    let mut v = 0u64;
+    for shift in (0..70).step_by(7) {
+        let b = r.u8("a varint")?;
+        v |= u64::from(b & 0x7F).checked_shl(shift).unwrap_or(0);
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(bad(at, "a varint of at most 10 bytes"))
+}
+
+/// A NUL-terminated UTF-16 string.
+pub fn utf16z(r: &mut Reader<'_>) -> Result<String> {
+    let mut units = Vec::new();
+    loop {
+        let u = r.u16("a UTF-16 string")?;
+        if u == 0 {
+            return Ok(String::from_utf16_lossy(&units));
+        }
+        units.push(u);
+    }
+}
+
+/// Read a whole trace, calling `f` for every event in file order. On a truncated file every whole
+/// event before the cut has been delivered when the error (`truncated` or `bad_trace`, with the
+/// absolute offset) is returned.
+pub fn read_events<R: Read>(r: R, mut f: impl FnMut(&Event<'_>)) -> Result<Stats> {
+    let mut input = Input { r, offset: 0 };
+    let mut stats = Stats::default();
+    let mut magic = [0u8; 8];
+    input.exact(&mut magic, "the Nettrace magic")?;
+    if magic != MAGIC {
+        return Err(bad(0, "the Nettrace magic"));
+    }
+    let at = input.offset;
+    let len = input.i32("the serialization signature length")?;
+    if usize::try_from(len).ok() != Some(SERIALIZATION.len()) {
+        return Err(bad(at, "!FastSerialization.1"));
+    }
+    let mut sig = [0u8; 20];
+    input.exact(&mut sig, "!FastSerialization.1")?;
+    if sig != SERIALIZATION {
+        return Err(bad(at, "!FastSerialization.1"));
+    }
+    let mut metadata: HashMap<u32, EventMeta> = HashMap::new();
+    // Events counted by metadata id while reading (no allocation per event), named at the end.
+    let mut counts: HashMap<u32, u64> = HashMap::new();
+    loop {
+        // An object: BeginPrivateObject, its type (BeginPrivateObject NullReference version
+        // minReaderVersion name EndObject), its payload, EndObject. A lone NullReference ends it.
+        let at = input.offset;
+        let tag = input.u8("an object or the end of the stream")?;
+        if tag == TAG_NULL {
+            stats.bytes = input.offset;
+            for (id, n) in counts {
+                if let Some(m) = metadata.get(&id) {
+                    let c = stats.events.entry((m.provider.clone(), m.event_id, m.version)).or_default();
+                    *c = c.saturating_add(n);
+                }
+            }
+            return Ok(stats);
+        }
+        if tag != TAG_BEGIN_PRIVATE_OBJECT {
+            return Err(bad(at, "BeginPrivateObject"));
+        }
+        input.tag(TAG_BEGIN_PRIVATE_OBJECT, "the type's BeginPrivateObject")?;
+        input.tag(TAG_NULL, "the type's NullReference")?;
+        let _version = input.i32("the type version")?;
+        let _min_reader = input.i32("the minimum reader version")?;
+        let name_at = input.offset;
+        let name_len = input.i32("the type name length")?;
+        let name_len = usize::try_from(name_len).ok().filter(|&n| n <= 64).ok_or(bad(name_at, "a type name of at most 64 bytes"))?;
+        let mut name = vec![0u8; name_len];
+        input.exact(&mut name, "the type name")?;
+        let name = String::from_utf8_lossy(&name).into_owned();
+        input.tag(TAG_END_OBJECT, "the type's EndObject")?;
+        if name == "Trace" {
+            // SYSTEMTIME (16), syncTimeQPC, qpcFrequency (16), pointerSize, processId,
+            // numProcessors, expectedCPUSamplingRate (16).
+            input.skip(48, "the Trace object")?;
+        } else {
+            // Every other V4/V5 object is a block: i32 size, padding to a 4-byte file offset, body.
+            let size_at = input.offset;
+            let size = input.i32("a block size")?;
+            let size = u32::try_from(size).ok().filter(|&s| s <= MAX_BLOCK).ok_or(bad(size_at, "a block size under 256 MiB"))?;
+            let pad = (4u64.wrapping_sub(input.offset % 4)) % 4;
+            input.skip(pad, "block padding")?;
+            let body_at = input.offset;
+            // Read what there is: a file cut inside a block still yields that block's whole events.
+            let mut body = Vec::new();
+            (&mut input.r).take(u64::from(size)).read_to_end(&mut body).map_err(|_| Error::new(ErrorKind::Truncated, body_at, "a block body"))?;
+            input.offset = input.offset.saturating_add(body.len() as u64);
+            let cut = body.len() < size as usize;
+            let c = stats.blocks.entry(name.clone()).or_default();
+            *c = c.saturating_add(1);
+            let r = Reader::new(&body, body_at);
+            match name.as_str() {
+                "MetadataBlock" => {
+                    let mut fresh = Vec::new();
+                    let done = block_events(r, &metadata, &mut counts, &mut stats, |e| fresh.extend(parse_metadata(e.payload).ok()), true);
+                    metadata.extend(fresh);
+                    if !cut {
+                        done?;
+                    }
+                }
+                "EventBlock" => {
+                    let done = block_events(r, &metadata, &mut counts, &mut stats, &mut f, false);
+                    if !cut {
+                        done?;
+                    }
+                }
+                _ => {} // StackBlock, SPBlock and unknown blocks are skipped.
+            }
+            if cut {
+                return Err(Error::new(ErrorKind::Truncated, input.offset, "the rest of a block (the file is cut)"));
+            }
+        }
+        input.tag(TAG_END_OBJECT, "the object's EndObject")?;
+    }
+}
+
+/// A metadata event's payload: metadata id, provider, event id, name, keywords, version, level...
+fn parse_metadata(p: Reader<'_>) -> Result<(u32, EventMeta)> {
+    let mut r = p;
+    let id = r.u32("a metadata id")?;
+    let provider = utf16z(&mut r)?;
+    let event_id = r.u32("an event id")?;
+    let _name = utf16z(&mut r)?;
+    let _keywords = r.u64("keywords")?;
+    let version = r.u32("an event version")?;
+    Ok((id, EventMeta { provider, event_id, version }))
+}
+
+static METADATA_META: std::sync::OnceLock<EventMeta> = std::sync::OnceLock::new();
+
+/// The events of one Metadata or Event block (compressed headers; ilmap.md §4.4).
+fn block_events(
+    body: Reader<'_>,
+    metadata: &HashMap<u32, EventMeta>,
+    counts: &mut HashMap<u32, u64>,
+    stats: &mut Stats,
+    mut f: impl FnMut(&Event<'_>),
+    is_metadata: bool,
+) -> Result<()> {
+    let mut r = body;
+    let at = r.offset();
+    let header_size = r.u16("the block header size")?;
+    let flags = r.u16("the block flags")?;
+    r.skip(usize::from(header_size).saturating_sub(4), "the block header")?;
+    if flags & 1 == 0 {
+        // Uncompressed headers (not written by 3.1 or 8.0): skip the block.
+        let _ = at;
+        return Ok(());
+    }
+    let meta_meta = METADATA_META.get_or_init(|| EventMeta { provider: String::new(), event_id: 0, version: 0 });
+    let (mut metadata_id, mut capture_thread_id, mut thread_id, mut timestamp, mut payload_size) = (0u32, 0u64, 0u64, 0u64, 0u32);
+    while !r.is_empty() {
+        let flags = r.u8("event header flags")?;
+        if flags & 0x01 != 0 {
+            metadata_id = varint(&mut r)? as u32;
+        }
+        if flags & 0x02 != 0 {
+            varint(&mut r)?; // sequence number delta
+            capture_thread_id = varint(&mut r)?;
+            varint(&mut r)?; // processor number
+        }
+        if flags & 0x04 != 0 {
+            thread_id = varint(&mut r)?;
+        }
+        if flags & 0x08 != 0 {
+            varint(&mut r)?; // stack id
+        }
+        timestamp = timestamp.wrapping_add(varint(&mut r)?);
+        if flags & 0x10 != 0 {
+            r.skip(16, "an activity id")?;
+        }
+        if flags & 0x20 != 0 {
+            r.skip(16, "a related activity id")?;
+        }
+        if flags & 0x80 != 0 {
+            payload_size = varint(&mut r)? as u32;
+        }
+        let payload = r.split(payload_size as usize, "an event payload").map_err(|e| e.with_kind(ErrorKind::BadTrace))?;
+        let meta = if is_metadata { Some(meta_meta) } else { metadata.get(&metadata_id) };
+        match meta {
+            Some(m) => {
+                if !is_metadata {
+                    let c = counts.entry(metadata_id).or_default();
+                    *c = c.saturating_add(1);
+                }
+                f(&Event { meta: m, capture_thread_id, thread_id, timestamp, payload });
+            }
+            None => stats.unknown_events = stats.unknown_events.saturating_add(1),
+        }
+    }
+    Ok(())
+}
