@@ -36,6 +36,9 @@ enum Command {
     /// IL-to-native maps (GetILToNativeMapping) from ReadyToRun images: dump, resolve, variables.
     #[command(subcommand)]
     Il(cmd::il::IlCommand),
+    /// EventPipe traces: event statistics.
+    #[command(subcommand)]
+    Trace(cmd::trace::TraceCommand),
     /// Run a .NET command with the clrmap profiler attached and capture every body's map.
     ///
     /// Example: `clrmap profile -o app.capture -- dotnet app.dll`
@@ -49,6 +52,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Dict(c) => cmd::dict::run(c, out),
         Command::Meta(c) => cmd::meta::run(c, out),
         Command::Il(c) => cmd::il::run(c, out),
+        Command::Trace(c) => cmd::trace::run(c, out),
     }
 }
 

@@ -21,7 +21,7 @@ pub enum IlCommand {
     /// Example: `clrmap il dump $FW/System.Linq.dll --method 'System.Linq.Enumerable::Count' --json`
     #[command(verbatim_doc_comment)]
     Dump {
-        /// A ReadyToRun image, or a capture written by `clrmap profile`.
+        /// A ReadyToRun image, an EventPipe trace (.nettrace), or a capture written by `clrmap profile`.
         source: PathBuf,
         /// Only this method: a MethodDef token (0x06000123) or a name (`Ns.Type::Method`).
         #[arg(long)]
@@ -30,16 +30,17 @@ pub enum IlCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Which method, and which IL offset, is the code at this image RVA?
+    /// Which method, and which IL offset, is the code at this address? For an image the address is
+    /// an RVA; for a trace or a capture it is an absolute address in the traced process.
     ///
-    /// Example: `clrmap il at $FW/System.Private.CoreLib.dll 0x393EA3 --return-address`
+    /// Example: `clrmap il at $FW/System.Private.CoreLib.dll 0x39349C --return-address`
     #[command(verbatim_doc_comment)]
     At {
-        /// A ReadyToRun image.
+        /// A ReadyToRun image, a .nettrace, or a capture.
         source: PathBuf,
-        /// The code RVA (hex with 0x, or decimal).
-        #[arg(value_parser = parse_u32)]
-        rva: u32,
+        /// The address (hex with 0x, or decimal).
+        #[arg(value_parser = parse_u64)]
+        rva: u64,
         /// The address is a return address (a non-leaf frame): look up the call before it.
         #[arg(long)]
         return_address: bool,
@@ -60,9 +61,13 @@ pub enum IlCommand {
     },
 }
 
-/// The bodies of a source, found by sniffing its first bytes: ReadyToRun images (`MZ`) and
-/// profiler captures (`{"format":"clrmap-capture"`).
+/// The bodies of a source, found by sniffing its first bytes: ReadyToRun images (`MZ`), EventPipe
+/// traces (`Nettrace`) and profiler captures (`{"format":"clrmap-capture"`).
 pub fn open_source(path: &Path, bytes: &[u8]) -> Result<(&'static str, Vec<CodeBody>), CliError> {
+    if bytes.starts_with(b"Nettrace") {
+        let bodies = clrmap::nettrace::read_code_bodies(bytes).map_err(CliError::input)?;
+        return Ok(("trace", bodies));
+    }
     if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
         let text = std::str::from_utf8(bytes).map_err(|_| CliError::Message(format!("{}: not UTF-8", path.display())))?;
         let captured = clrmap::capture::read_captured(text).map_err(CliError::input)?;
@@ -118,14 +123,12 @@ fn dump(source: &Path, method: Option<&str>, json: bool, out: &mut dyn Write) ->
         return Ok(());
     }
     for b in selected {
-        writeln!(
-            out,
-            "0x{:08X} {}  rva 0x{:X}  size {}",
-            b.token,
-            b.name.as_deref().unwrap_or("?"),
-            b.rva.unwrap_or(0),
-            b.code_size
-        )?;
+        let place = match (b.rva, b.start) {
+            (Some(rva), _) => format!("rva 0x{rva:X}"),
+            (None, Some(start)) => format!("start 0x{start:X}"),
+            (None, None) => String::new(),
+        };
+        writeln!(out, "0x{:08X} {}  {place}  size {}", b.token, b.name.as_deref().unwrap_or("?"), b.code_size)?;
         for e in &b.map {
             writeln!(out, "  {:<12} [0x{:X}, 0x{:X})", e.il.to_string(), e.native_start, e.native_end)?;
         }
@@ -133,15 +136,24 @@ fn dump(source: &Path, method: Option<&str>, json: bool, out: &mut dyn Write) ->
     Ok(())
 }
 
-fn at(source: &Path, rva: u32, return_address: bool, out: &mut dyn Write) -> Result<(), CliError> {
+/// `0x`-prefixed hex or decimal, 64 bits.
+pub fn parse_u64(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|e| format!("not a 64-bit number: {s} ({e})"))
+}
+
+fn at(source: &Path, address: u64, return_address: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let bytes = read_file(source)?;
     let (_, bodies) = open_source(source, &bytes)?;
     let store = MapStore::new(bodies);
     let body = store
-        .body_containing(u64::from(rva))
-        .ok_or_else(|| CliError::input(Error::new(ErrorKind::NotFound, u64::from(rva), "an RVA inside a method with debug info")))?;
-    let start = body.rva.unwrap_or(0);
-    let offset = rva.saturating_sub(start);
+        .body_containing(address)
+        .ok_or_else(|| CliError::input(Error::new(ErrorKind::NotFound, address, "an address inside a method with a map")))?;
+    let start = body.start.or(body.rva.map(u64::from)).unwrap_or(0);
+    let offset = u32::try_from(address.saturating_sub(start)).unwrap_or(u32::MAX);
     let r = native_to_il(&body.map, body.code_size, offset, Policy { return_address });
     let il = match r {
         Resolved::Il(v) => format!("IL 0x{v:04X}"),

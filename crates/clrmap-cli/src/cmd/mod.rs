@@ -5,3 +5,4 @@ pub mod dict;
 pub mod meta;
 pub mod il;
 pub mod profile;
+pub mod trace;
