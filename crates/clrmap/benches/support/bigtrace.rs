@@ -1,6 +1,6 @@
 //! Build a large `.nettrace` from a real one: its block objects are written again and again, each
 //! with the padding its new file offset needs (a block's body is 4-byte aligned in the file).
-#![allow(dead_code, clippy::arithmetic_side_effects, clippy::indexing_slicing, clippy::unwrap_used)]
+#![allow(dead_code, clippy::arithmetic_side_effects, clippy::indexing_slicing, clippy::unwrap_used, clippy::type_complexity)]
 
 fn i32_at(b: &[u8], at: usize) -> usize {
     i32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize
