@@ -23,6 +23,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
 echo "== tests"
 cargo test --workspace --locked
 
+echo "== C ABI tests (gcc, valgrind)"
+bash scripts/c-tests.sh
+
 if [ -x scripts/fuzz.sh ]; then
   echo "== fuzz (${FUZZ_SECONDS}s per target)"
   bash scripts/fuzz.sh "$FUZZ_SECONDS"

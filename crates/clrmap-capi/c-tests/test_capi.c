@@ -1,0 +1,142 @@
+/* The C ABI as a C user sees it: vtables, the two-call protocol, truncation, bad arguments and
+ * reference counts down to zero. Usage: test_capi MAP RVA_COUNT RVA... IMAGE ADDRESS...
+ * Prints each dictionary's types and each image body's map, for scripts/c-tests.sh to compare
+ * with the CLI and with a live profiler capture. Exits 1 on any failed check. */
+#include <assert.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clrmap.h"
+
+_Static_assert(offsetof(ICorProfilerInfoVtbl, GetILToNativeMapping) == 35 * sizeof(void *), "slot 35");
+_Static_assert(offsetof(ICorProfilerInfoVtbl, GetILToNativeMapping2) == 78 * sizeof(void *), "slot 78");
+_Static_assert(offsetof(ICorProfilerInfoVtbl, GetILToNativeMapping3) == 91 * sizeof(void *), "slot 91");
+_Static_assert(sizeof(ICorProfilerInfoVtbl) == 93 * sizeof(void *), "93 slots");
+_Static_assert(offsetof(ICorDebugSymbolProvider2Vtbl, GetGenericDictionaryInfo) == 3 * sizeof(void *), "IDL slot 3");
+_Static_assert(sizeof(COR_DEBUG_IL_TO_NATIVE_MAP) == 12, "12 bytes");
+
+static int failures = 0;
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
+
+static const GUID IID_IUnknown = {0, 0, 0, {0xC0, 0, 0, 0, 0, 0, 0, 0x46}};
+static const GUID IID_SymbolProvider2 = {0xF9801807, 0x4764, 0x4330, {0x9E, 0x67, 0x4F, 0x68, 0x50, 0x94, 0x16, 0x5E}};
+static const GUID IID_Other = {1, 2, 3, {4, 5, 6, 7, 8, 9, 10, 11}};
+
+static void test_map(const char *path, int n, char **rvas) {
+    ICorDebugSymbolProvider2 *p = NULL;
+    CHECK(clrmap_symbol_provider_open(path, &p) == CLRMAP_S_OK && p);
+    /* QueryInterface and reference counts. */
+    void *q = NULL;
+    CHECK(p->lpVtbl->QueryInterface(p, &IID_SymbolProvider2, &q) == CLRMAP_S_OK && q == p);
+    CHECK(p->lpVtbl->QueryInterface(p, &IID_IUnknown, &q) == CLRMAP_S_OK);
+    CHECK(p->lpVtbl->QueryInterface(p, &IID_Other, &q) == CLRMAP_E_NOINTERFACE && q == NULL);
+    CHECK(p->lpVtbl->QueryInterface(p, &IID_Other, NULL) == CLRMAP_E_POINTER);
+    CHECK(p->lpVtbl->Release(p) == 2);
+    CHECK(p->lpVtbl->Release(p) == 1);
+    uint32_t a, b;
+    CHECK(p->lpVtbl->GetFrameProps(p, 0, &a, &b) == CLRMAP_E_NOTIMPL);
+    /* The buffer: the file's bytes, alive after the provider is gone. */
+    ICorDebugMemoryBuffer *buf = NULL;
+    CHECK(p->lpVtbl->GetGenericDictionaryInfo(p, &buf) == CLRMAP_S_OK && buf);
+    CHECK(p->lpVtbl->GetGenericDictionaryInfo(p, NULL) == CLRMAP_E_POINTER);
+    /* Lookups through the two-call protocol. */
+    for (int i = 0; i < n; i++) {
+        uint32_t rva = (uint32_t)strtoul(rvas[i], NULL, 0), need = 0;
+        CHECK(clrmap_dict_lookup(p, rva, NULL, 0, &need) == CLRMAP_S_FALSE && need > 1);
+        char small[2];
+        CHECK(clrmap_dict_lookup(p, rva, small, sizeof small, &need) == CLRMAP_S_FALSE);
+        char *text = malloc(need);
+        CHECK(clrmap_dict_lookup(p, rva, text, need, &need) == CLRMAP_S_OK && strlen(text) + 1 == need);
+        printf("dict %s\n%s\n", rvas[i], text);
+        free(text);
+    }
+    uint32_t need = 0;
+    CHECK(clrmap_dict_lookup(p, 0xFFFFFFF0u, NULL, 0, &need) == CLRMAP_E_INVALIDARG);
+    CHECK(p->lpVtbl->Release(p) == 0); /* the provider is freed; the buffer keeps the map */
+    const void *start = NULL;
+    uint32_t size = 0;
+    CHECK(buf->lpVtbl->GetStartAddress(buf, &start) == CLRMAP_S_OK && start);
+    CHECK(buf->lpVtbl->GetSize(buf, &size) == CLRMAP_S_OK);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (f) {
+        unsigned char *file = malloc(size + 1);
+        size_t got = fread(file, 1, size + 1, f);
+        fclose(f);
+        CHECK(got == size && memcmp(file, start, size) == 0);
+        free(file);
+    }
+    CHECK(buf->lpVtbl->Release(buf) == 0);
+    /* Bad arguments and bad maps. */
+    CHECK(clrmap_symbol_provider_open("/nonexistent/map", &p) == CLRMAP_E_FILE_NOT_FOUND);
+    CHECK(clrmap_symbol_provider_open(path, NULL) == CLRMAP_E_POINTER);
+    CHECK(clrmap_symbol_provider_from_memory(NULL, 0, &p) == CLRMAP_E_POINTER);
+    const uint8_t bad[] = {0xFF, 0xFF, 0xFF, 0x7F, 0, 0, 0, 0};
+    CHECK(clrmap_symbol_provider_from_memory(bad, sizeof bad, &p) == CLRMAP_META_E_BAD_SIGNATURE);
+    const uint8_t good[] = {2, 0, 0, 0x80, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 2, 1, 8};
+    CHECK(clrmap_symbol_provider_from_memory(good, sizeof good, &p) == CLRMAP_S_OK);
+    char text[32];
+    CHECK(clrmap_dict_lookup(p, 0x2000, text, sizeof text, &need) == CLRMAP_S_OK && strcmp(text, "int32") == 0);
+    CHECK(p->lpVtbl->Release(p) == 0);
+}
+
+static void test_image(const char *path, int n, char **addresses) {
+    ICorProfilerInfo *info = NULL;
+    CHECK(clrmap_profiler_info_open(path, &info) == CLRMAP_S_OK && info);
+    uint32_t count = 0;
+    CHECK(clrmap_profiler_info_function_ids(info, NULL, 0, &count) == CLRMAP_S_FALSE && count > 1000);
+    uint64_t *ids = malloc(count * sizeof *ids);
+    CHECK(clrmap_profiler_info_function_ids(info, ids, count, &count) == CLRMAP_S_OK);
+    free(ids);
+    for (int i = 0; i < n; i++) {
+        uintptr_t fid = (uintptr_t)strtoull(addresses[i], NULL, 0);
+        uint32_t total = 0, got = 0;
+        CHECK(info->lpVtbl->GetILToNativeMapping(info, fid, 0, &total, NULL) == CLRMAP_S_OK && total > 0);
+        COR_DEBUG_IL_TO_NATIVE_MAP *map = calloc(total + 1, sizeof *map);
+        /* Truncation: S_OK, the full count, and nothing written past cMap. */
+        map[1].ilOffset = 0xABCDEF;
+        CHECK(info->lpVtbl->GetILToNativeMapping(info, fid, 1, &got, map) == CLRMAP_S_OK && got == total);
+        CHECK(total < 2 || map[1].ilOffset == 0xABCDEF);
+        CHECK(info->lpVtbl->GetILToNativeMapping(info, fid, total, &got, map) == CLRMAP_S_OK && got == total);
+        COR_DEBUG_IL_TO_NATIVE_MAP *map3 = calloc(total, sizeof *map3);
+        CHECK(info->lpVtbl->GetILToNativeMapping3(info, fid, total, &got, map3) == CLRMAP_S_OK && got == total);
+        CHECK(memcmp(map, map3, total * sizeof *map) == 0);
+        CHECK(info->lpVtbl->GetILToNativeMapping2(info, fid, 7, total, &got, map3) == CLRMAP_S_OK && got == total);
+        printf("map %s", addresses[i]);
+        for (uint32_t j = 0; j < total; j++) printf(" %u,%u,%u", map[j].ilOffset, map[j].nativeStartOffset, map[j].nativeEndOffset);
+        printf("\n");
+        uint64_t sym_fid = 0;
+        uint32_t il = 0;
+        CHECK(clrmap_profiler_info_symbolize(info, fid, &sym_fid, &il) == CLRMAP_S_OK && sym_fid == fid);
+        free(map);
+        free(map3);
+    }
+    /* The runtime's E_INVALIDARG cases. */
+    uint32_t got = 0;
+    COR_DEBUG_IL_TO_NATIVE_MAP one;
+    CHECK(info->lpVtbl->GetILToNativeMapping(info, 0, 0, &got, NULL) == CLRMAP_E_INVALIDARG);
+    CHECK(info->lpVtbl->GetILToNativeMapping(info, 1, 1, NULL, &one) == CLRMAP_E_INVALIDARG);
+    CHECK(info->lpVtbl->GetILToNativeMapping(info, 1, 1, &got, NULL) == CLRMAP_E_INVALIDARG);
+    CHECK(info->lpVtbl->GetILToNativeMapping3(info, 0, 0, &got, NULL) == CLRMAP_E_INVALIDARG);
+    void *any = NULL;
+    CHECK(info->lpVtbl->QueryInterface(info, &IID_Other, &any) == CLRMAP_E_NOINTERFACE);
+    CHECK(info->lpVtbl->Release(info) == 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_capi MAP N RVA... IMAGE ADDRESS...\n");
+        return 2;
+    }
+    int n = atoi(argv[2]);
+    test_map(argv[1], n, argv + 3);
+    if (argc > 3 + n) test_image(argv[3 + n], argc - 4 - n, argv + 4 + n);
+    if (failures) {
+        fprintf(stderr, "%d checks failed\n", failures);
+        return 1;
+    }
+    fprintf(stderr, "c-tests: all checks passed\n");
+    return 0;
+}
