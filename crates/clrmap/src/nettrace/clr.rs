@@ -60,8 +60,8 @@ pub fn method_load(p: Reader<'_>) -> Result<MethodLoad> {
     })
 }
 
-/// Decode an IL-map payload: u64 MethodID, u64 ReJITID, u8 extent, u16 count, u32 IL[count],
-/// u32 native[count], u16 ClrInstanceID (version 1 adds a u64 after it).
+/// Decode an IL-map payload: `u64 MethodID, u64 ReJITID, u8 extent, u16 count, u32 IL[count],
+/// u32 native[count], u16 ClrInstanceID` (version 1 adds a u64 after it).
 pub fn il_map(p: Reader<'_>) -> Result<IlMapEvent> {
     let mut r = p;
     let method_id = r.u64("MethodID")?;
