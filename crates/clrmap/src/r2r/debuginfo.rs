@@ -104,7 +104,9 @@ pub fn nibble_bounds(bytes: Reader<'_>) -> Result<Vec<Bound>> {
     let mut out = Vec::with_capacity((count as usize).min(bytes.len().saturating_mul(2) / 3));
     let mut native = 0u32;
     for _ in 0..count {
-        native = native.wrapping_add(n.unsigned()?);
+        let at = n.next_byte();
+        // Deltas are unsigned: offsets only grow. A sum past 32 bits is corruption.
+        native = native.checked_add(n.unsigned()?).ok_or(bad(at, "native offsets that fit 32 bits"))?;
         let il = il_from_biased(n.unsigned()?);
         let source = SourceTypes(n.unsigned()?);
         out.push(Bound { native_offset: native, il_offset: il, source });
@@ -149,7 +151,7 @@ pub fn bitpacked_bounds(bytes: Reader<'_>, source_bits: u32) -> Result<Vec<Bound
         let delta = field(bit.saturating_add(u64::from(source_bits)), native_bits);
         let il = field(bit.saturating_add(u64::from(source_bits.saturating_add(native_bits))), il_bits);
         bit = bit.saturating_add(u64::from(record));
-        native = native.wrapping_add(delta);
+        native = native.checked_add(delta).ok_or(bad(at, "native offsets that fit 32 bits"))?;
         // S=2/3 flags: bit0 CALL_INSTRUCTION, bit1 STACK_EMPTY, bit2 ASYNC.
         let mut flags = 0;
         if source & 1 != 0 {

@@ -210,6 +210,11 @@ impl<'a> ReadyToRunImage<'a> {
             let code_size = end.saturating_sub(entry.begin);
             let Some((sec, arr)) = &debug else { continue };
             let Some(info) = self.debug_info_in(*sec, arr, e.runtime_function, false)? else { continue };
+            // Bounds lie inside the body (offsets from its start, funclets included); anything
+            // past its code is corrupt debug info (found by the r2r fuzz target).
+            if info.bounds.iter().any(|b| b.native_offset > code_size) {
+                return Err(Error::new(ErrorKind::BadDebugInfo, u64::from(entry.begin), "bounds inside the method's code"));
+            }
             out.push(CodeBody {
                 token: e.token,
                 rva: Some(entry.begin),

@@ -58,3 +58,29 @@ fn gdmap_inputs() {
         }
     }
 }
+
+#[test]
+fn r2r_inputs() {
+    // Every map of every image that decodes keeps the contract's invariants.
+    let all = inputs("r2r");
+    assert!(!all.is_empty());
+    for data in all {
+        let Ok(image) = clrmap::r2r::ReadyToRunImage::parse(&data) else { continue };
+        if let Ok(bodies) = image.code_bodies() {
+            for b in bodies {
+                for e in &b.map {
+                    assert!(e.native_start <= e.native_end && e.native_end <= b.code_size);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bounds_inputs() {
+    for data in inputs("bounds") {
+        for major in [3u16, 9, 16, 17] {
+            let _ = clrmap::r2r::decode_debug_info(clrmap::read::Reader::new(&data, 0), major);
+        }
+    }
+}
