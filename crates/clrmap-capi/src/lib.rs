@@ -131,40 +131,61 @@ pub struct MemoryBufferVtbl {
 }
 
 static SYMBOL_PROVIDER_VTBL: SymbolProviderVtbl = SymbolProviderVtbl {
-    query_interface: sp_query_interface,
-    add_ref: sp_add_ref,
-    release: sp_release,
+    query_interface: query_interface::<SymbolProvider>,
+    add_ref: add_ref::<SymbolProvider>,
+    release: release::<SymbolProvider>,
     get_generic_dictionary_info: sp_get_generic_dictionary_info,
     get_frame_props: sp_get_frame_props,
 };
 
 static MEMORY_BUFFER_VTBL: MemoryBufferVtbl = MemoryBufferVtbl {
-    query_interface: mb_query_interface,
-    add_ref: mb_add_ref,
-    release: mb_release,
+    query_interface: query_interface::<MemoryBuffer>,
+    add_ref: add_ref::<MemoryBuffer>,
+    release: release::<MemoryBuffer>,
     get_start_address: mb_get_start_address,
     get_size: mb_get_size,
 };
 
-/// Compare a caller's IID.
-///
-/// SAFETY (callers): `iid` is null or points to a GUID.
-unsafe fn iid_is(iid: *const GUID, want: &GUID) -> bool {
-    // SAFETY: per the caller's contract.
-    !iid.is_null() && unsafe { *iid } == *want
+/// What the shared IUnknown implementation needs from an object.
+trait Unknown {
+    /// The interface besides IUnknown that QueryInterface answers.
+    const IID: GUID;
+    fn refs(&self) -> &AtomicU32;
 }
 
-unsafe extern "C" fn sp_query_interface(this: *mut SymbolProvider, iid: *const GUID, out: *mut *mut c_void) -> HRESULT {
+impl Unknown for SymbolProvider {
+    const IID: GUID = IID_ICORDEBUGSYMBOLPROVIDER2;
+    fn refs(&self) -> &AtomicU32 {
+        &self.refs
+    }
+}
+
+impl Unknown for MemoryBuffer {
+    const IID: GUID = IID_ICORDEBUGMEMORYBUFFER;
+    fn refs(&self) -> &AtomicU32 {
+        &self.refs
+    }
+}
+
+impl Unknown for ProfilerInfo {
+    const IID: GUID = IID_ICORPROFILERINFO;
+    fn refs(&self) -> &AtomicU32 {
+        &self.refs
+    }
+}
+
+/// IUnknown::QueryInterface: IUnknown and `T::IID`; E_NOINTERFACE (and a null out) otherwise.
+unsafe extern "C" fn query_interface<T: Unknown>(this: *mut T, iid: *const GUID, out: *mut *mut c_void) -> HRESULT {
     guard(|| {
         if out.is_null() {
             return E_POINTER;
         }
         // SAFETY: `iid` comes from the caller as a GUID pointer (checked for null inside).
-        let ok = unsafe { iid_is(iid, &IID_IUNKNOWN) || iid_is(iid, &IID_ICORDEBUGSYMBOLPROVIDER2) };
+        let ok = unsafe { iid_is(iid, &IID_IUNKNOWN) || iid_is(iid, &T::IID) };
         // SAFETY: `out` is non-null; `this` is a live object the caller holds a reference to.
         unsafe {
             if ok {
-                sp_add_ref(this);
+                add_ref(this);
                 *out = this.cast();
                 S_OK
             } else {
@@ -175,27 +196,37 @@ unsafe extern "C" fn sp_query_interface(this: *mut SymbolProvider, iid: *const G
     })
 }
 
-unsafe extern "C" fn sp_add_ref(this: *mut SymbolProvider) -> u32 {
+/// IUnknown::AddRef.
+unsafe extern "C" fn add_ref<T: Unknown>(this: *mut T) -> u32 {
     if this.is_null() {
         return 0;
     }
     // SAFETY: a non-null `this` is a live object created by `Box::into_raw`.
-    unsafe { (*this).refs.fetch_add(1, Ordering::Relaxed).saturating_add(1) }
+    unsafe { (*this).refs().fetch_add(1, Ordering::Relaxed).saturating_add(1) }
 }
 
-unsafe extern "C" fn sp_release(this: *mut SymbolProvider) -> u32 {
+/// IUnknown::Release: the call that brings the count to 0 frees the object.
+unsafe extern "C" fn release<T: Unknown>(this: *mut T) -> u32 {
     if this.is_null() {
         return 0;
     }
-    // SAFETY: a non-null `this` is a live object created by `Box::into_raw`; the last release
-    // (the count reaching 0) is the only one that frees it.
+    // SAFETY: a non-null `this` is a live object created by `Box::into_raw`; only the release
+    // that reaches 0 frees it, and no reference remains to use it afterwards.
     unsafe {
-        let left = (*this).refs.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
+        let left = (*this).refs().fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
         if left == 0 {
             drop(Box::from_raw(this));
         }
         left
     }
+}
+
+/// Compare a caller's IID.
+///
+/// SAFETY (callers): `iid` is null or points to a GUID.
+unsafe fn iid_is(iid: *const GUID, want: &GUID) -> bool {
+    // SAFETY: per the caller's contract.
+    !iid.is_null() && unsafe { *iid } == *want
 }
 
 unsafe extern "C" fn sp_get_generic_dictionary_info(this: *mut SymbolProvider, out: *mut *mut MemoryBuffer) -> HRESULT {
@@ -214,49 +245,6 @@ unsafe extern "C" fn sp_get_generic_dictionary_info(this: *mut SymbolProvider, o
 
 unsafe extern "C" fn sp_get_frame_props(_this: *mut SymbolProvider, _rva: u32, _start: *mut u32, _parent: *mut u32) -> HRESULT {
     E_NOTIMPL
-}
-
-unsafe extern "C" fn mb_query_interface(this: *mut MemoryBuffer, iid: *const GUID, out: *mut *mut c_void) -> HRESULT {
-    guard(|| {
-        if out.is_null() {
-            return E_POINTER;
-        }
-        // SAFETY: as in `sp_query_interface`.
-        let ok = unsafe { iid_is(iid, &IID_IUNKNOWN) || iid_is(iid, &IID_ICORDEBUGMEMORYBUFFER) };
-        // SAFETY: `out` is non-null; `this` is live.
-        unsafe {
-            if ok {
-                mb_add_ref(this);
-                *out = this.cast();
-                S_OK
-            } else {
-                *out = std::ptr::null_mut();
-                E_NOINTERFACE
-            }
-        }
-    })
-}
-
-unsafe extern "C" fn mb_add_ref(this: *mut MemoryBuffer) -> u32 {
-    if this.is_null() {
-        return 0;
-    }
-    // SAFETY: a non-null `this` is a live buffer from `Box::into_raw`.
-    unsafe { (*this).refs.fetch_add(1, Ordering::Relaxed).saturating_add(1) }
-}
-
-unsafe extern "C" fn mb_release(this: *mut MemoryBuffer) -> u32 {
-    if this.is_null() {
-        return 0;
-    }
-    // SAFETY: as in `sp_release`.
-    unsafe {
-        let left = (*this).refs.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
-        if left == 0 {
-            drop(Box::from_raw(this));
-        }
-        left
-    }
 }
 
 unsafe extern "C" fn mb_get_start_address(this: *mut MemoryBuffer, out: *mut *const c_void) -> HRESULT {
@@ -377,49 +365,6 @@ unsafe extern "C" fn pi_not_impl(_this: *mut ProfilerInfo) -> HRESULT {
     E_NOTIMPL
 }
 
-unsafe extern "C" fn pi_query_interface(this: *mut ProfilerInfo, iid: *const GUID, out: *mut *mut c_void) -> HRESULT {
-    guard(|| {
-        if out.is_null() {
-            return E_POINTER;
-        }
-        // SAFETY: as in `sp_query_interface`.
-        let ok = unsafe { iid_is(iid, &IID_IUNKNOWN) || iid_is(iid, &IID_ICORPROFILERINFO) };
-        // SAFETY: `out` is non-null; `this` is live.
-        unsafe {
-            if ok {
-                pi_add_ref(this);
-                *out = this.cast();
-                S_OK
-            } else {
-                *out = std::ptr::null_mut();
-                E_NOINTERFACE
-            }
-        }
-    })
-}
-
-unsafe extern "C" fn pi_add_ref(this: *mut ProfilerInfo) -> u32 {
-    if this.is_null() {
-        return 0;
-    }
-    // SAFETY: a non-null `this` is live.
-    unsafe { (*this).refs.fetch_add(1, Ordering::Relaxed).saturating_add(1) }
-}
-
-unsafe extern "C" fn pi_release(this: *mut ProfilerInfo) -> u32 {
-    if this.is_null() {
-        return 0;
-    }
-    // SAFETY: as in `sp_release`.
-    unsafe {
-        let left = (*this).refs.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
-        if left == 0 {
-            drop(Box::from_raw(this));
-        }
-        left
-    }
-}
-
 /// Turn the C arguments into the store's: `map` is null or holds `c_map` entries.
 ///
 /// SAFETY (callers): `pc_map` is null or writable; `map` is null or valid for `c_map` entries.
@@ -473,9 +418,9 @@ fn info_vtable() -> *const usize {
     VTBL.get_or_init(|| {
         let mut v = vec![pi_not_impl as *const () as usize; INFO_SLOTS];
         for (slot, f) in [
-            (0usize, pi_query_interface as *const () as usize),
-            (1, pi_add_ref as *const () as usize),
-            (2, pi_release as *const () as usize),
+            (0usize, query_interface::<ProfilerInfo> as *const () as usize),
+            (1, add_ref::<ProfilerInfo> as *const () as usize),
+            (2, release::<ProfilerInfo> as *const () as usize),
             (35, pi_map1 as *const () as usize),
             (78, pi_map2 as *const () as usize),
             (91, pi_map3 as *const () as usize),

@@ -7,15 +7,11 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 use clrmap::metadata::{spec_lines, Metadata};
 
+#[path = "support/dotnet.rs"]
+mod dotnet;
+
 fn bench(c: &mut Criterion) {
-    let home = std::env::var_os("CLRMAP_DOTNET_HOME")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.dotnet"));
-    let corelib = home.join("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
-    let Ok(bytes) = std::fs::read(&corelib) else {
-        eprintln!("skipping: {} not found (run scripts/install-dotnet.sh)", corelib.display());
-        return;
-    };
+    let Some(bytes) = dotnet::corelib31() else { return };
     c.bench_function("metadata/corelib_open_and_render_all_specs", |b| {
         b.iter(|| {
             let md = Metadata::parse(black_box(&bytes)).unwrap();

@@ -15,10 +15,8 @@ pub struct SpecLine {
     pub text: Result<String>,
 }
 
-/// A MethodSpec blob's arguments (II.23.2.15: `0x0A GenArgCount Type+`), rendered. The payload
-/// after 0x0A is exactly a dictionary-map heap item's body.
-pub fn method_spec_args(blob: Reader<'_>, names: &dyn TypeNames) -> Result<Vec<String>> {
-    let mut r = blob;
+/// A MethodSpec blob's header (II.23.2.15): the 0x0A byte and GenArgCount (≥ 1).
+fn method_spec_header(r: &mut Reader<'_>) -> Result<u32> {
     let at = r.offset();
     if r.u8("the MethodSpec header 0x0A")? != 0x0A {
         return Err(Error::new(ErrorKind::BadCallingConvention, at, "the MethodSpec header 0x0A"));
@@ -28,6 +26,14 @@ pub fn method_spec_args(blob: Reader<'_>, names: &dyn TypeNames) -> Result<Vec<S
     if count == 0 {
         return Err(Error::new(ErrorKind::EmptyInstantiation, count_at, "at least one generic argument"));
     }
+    Ok(count)
+}
+
+/// A MethodSpec blob's arguments (II.23.2.15: `0x0A GenArgCount Type+`), rendered. The payload
+/// after 0x0A is exactly a dictionary-map heap item's body.
+pub fn method_spec_args(blob: Reader<'_>, names: &dyn TypeNames) -> Result<Vec<String>> {
+    let mut r = blob;
+    let count = method_spec_header(&mut r)?;
     let mut out = Vec::with_capacity((count as usize).min(r.len()));
     let mut renderer = SpanRenderer::new(names);
     for _ in 0..count {
@@ -42,15 +48,7 @@ pub fn method_spec_args(blob: Reader<'_>, names: &dyn TypeNames) -> Result<Vec<S
 /// `<A1,A2,...>` for a MethodSpec blob, built from spans of one reused renderer.
 fn method_spec_text(blob: Reader<'_>, renderer: &mut SpanRenderer<'_>) -> Result<String> {
     let mut r = blob;
-    let at = r.offset();
-    if r.u8("the MethodSpec header 0x0A")? != 0x0A {
-        return Err(Error::new(ErrorKind::BadCallingConvention, at, "the MethodSpec header 0x0A"));
-    }
-    let count_at = r.offset();
-    let count = r.compressed_u32("a generic argument count")?;
-    if count == 0 {
-        return Err(Error::new(ErrorKind::EmptyInstantiation, count_at, "at least one generic argument"));
-    }
+    let count = method_spec_header(&mut r)?;
     renderer.clear();
     let mut spans = Vec::with_capacity((count as usize).min(r.len()));
     for _ in 0..count {
