@@ -34,6 +34,29 @@ pub struct MethodLoad {
     pub name: String,
 }
 
+/// ModuleLoad (152) / ModuleDCEnd (rundown 154): `u64 ModuleID, u64 AssemblyID, u32 ModuleFlags,
+/// u32 Reserved1, utf16z ModuleILPath, utf16z ModuleNativePath, ...` (ClrEtwAll.man).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleLoad {
+    /// ModuleID (the MethodLoad events' ModuleID).
+    pub module_id: u64,
+    /// AssemblyID.
+    pub assembly_id: u64,
+    /// The module's IL path.
+    pub il_path: String,
+}
+
+/// Decode a module load/DCEnd payload.
+pub fn module_load(p: Reader<'_>) -> Result<ModuleLoad> {
+    let mut r = p;
+    let module_id = r.u64("ModuleID")?;
+    let assembly_id = r.u64("AssemblyID")?;
+    let _flags = r.u32("ModuleFlags")?;
+    let _reserved = r.u32("Reserved1")?;
+    let il_path = utf16z(&mut r)?;
+    Ok(ModuleLoad { module_id, assembly_id, il_path })
+}
+
 /// MethodILToNativeMap / MethodDCEndILToNativeMap: IL-sorted starts, no ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IlMapEvent {
@@ -122,6 +145,10 @@ pub struct MethodTable {
     last_load: HashMap<(u64, u64), usize>,
     /// Rundown maps waiting for their DCEnd event (the map comes first).
     pending_rundown: HashMap<(u64, u64), IlMapEvent>,
+    /// ModuleID → the module's file name.
+    modules: HashMap<u64, String>,
+    /// Body index → its ModuleID.
+    body_module: Vec<u64>,
 }
 
 impl MethodTable {
@@ -142,6 +169,7 @@ impl MethodTable {
             tier: Some(tier_name(m.flags).to_owned()),
             map: Vec::new(),
         });
+        self.body_module.push(m.module_id);
         let i = self.bodies.len().saturating_sub(1);
         self.by_key.insert(key, i);
         i
@@ -187,13 +215,29 @@ impl MethodTable {
                     }
                 }
             }
+            // ModuleLoad (runtime 152) and ModuleDCEnd (rundown 154): names for ModuleIDs.
+            (RUNTIME, 152) | (RUNDOWN, 154) | (RUNDOWN, 153) => {
+                if let Ok(m) = module_load(e.payload) {
+                    let name = m.il_path.rsplit(['/', '\\']).next().unwrap_or("").to_owned();
+                    self.modules.insert(m.module_id, name);
+                }
+            }
             _ => {}
         }
     }
 
     /// The bodies that have a map (jitted code; R2R methods get no map events).
     pub fn into_bodies(self) -> Vec<CodeBody> {
-        self.bodies.into_iter().filter(|b| !b.map.is_empty()).collect()
+        let modules = self.modules;
+        self.bodies
+            .into_iter()
+            .zip(self.body_module)
+            .filter(|(b, _)| !b.map.is_empty())
+            .map(|(mut b, m)| {
+                b.module = modules.get(&m).cloned();
+                b
+            })
+            .collect()
     }
 }
 

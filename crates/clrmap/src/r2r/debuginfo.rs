@@ -197,6 +197,104 @@ pub fn nibble_vars(bytes: Reader<'_>) -> Result<Vec<Var>> {
     Ok(out)
 }
 
+/// Writes the nibble stream (§2.2): low nibble first; 3 data bits per nibble, most significant
+/// group first, bit 3 = "more follows".
+#[derive(Debug, Default)]
+pub struct NibbleWriter {
+    bytes: Vec<u8>,
+    half: bool,
+}
+
+impl NibbleWriter {
+    fn nibble(&mut self, n: u8) {
+        if self.half {
+            if let Some(last) = self.bytes.last_mut() {
+                *last |= n << 4;
+            }
+        } else {
+            self.bytes.push(n & 0x0F);
+        }
+        self.half = !self.half;
+    }
+
+    /// Append an unsigned value.
+    pub fn unsigned(&mut self, v: u32) {
+        let groups = (32u32.saturating_sub(v.leading_zeros())).div_ceil(3).max(1);
+        for i in (0..groups).rev() {
+            let data = ((v >> i.saturating_mul(3)) & 7) as u8;
+            self.nibble(if i > 0 { data | 8 } else { data });
+        }
+    }
+
+    /// The bytes, the last half byte padded with 0 (`Flush`).
+    pub fn finish(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+fn biased(il: IlOffset) -> u32 {
+    il.to_raw().wrapping_add(3)
+}
+
+/// Encode bounds in the 3.x nibble format (§2.3): count, then (native delta, IL + 3, source).
+pub fn encode_nibble_bounds(bounds: &[Bound]) -> Vec<u8> {
+    let mut w = NibbleWriter::default();
+    w.unsigned(u32::try_from(bounds.len()).unwrap_or(u32::MAX));
+    let mut prev = 0u32;
+    for b in bounds {
+        w.unsigned(b.native_offset.wrapping_sub(prev));
+        w.unsigned(biased(b.il_offset));
+        w.unsigned(b.source.0);
+        prev = b.native_offset;
+    }
+    w.finish()
+}
+
+/// Encode bounds in the bit-packed format of R2R ≥ 16 (§2.5), with `source_bits` of 2 or 3:
+/// N and I are the bit lengths of the largest native delta and biased IL value (at least 1).
+pub fn encode_bitpacked_bounds(bounds: &[Bound], source_bits: u32) -> Vec<u8> {
+    let bits = |v: u32| (32u32.saturating_sub(v.leading_zeros())).max(1);
+    let mut prev = 0u32;
+    let mut records = Vec::with_capacity(bounds.len());
+    for b in bounds {
+        let mut flags = 0u32;
+        if b.source.0 & SourceTypes::CALL_INSTRUCTION != 0 {
+            flags |= 1;
+        }
+        if b.source.0 & SourceTypes::STACK_EMPTY != 0 {
+            flags |= 2;
+        }
+        if b.source.0 & SourceTypes::ASYNC != 0 {
+            flags |= 4;
+        }
+        records.push((flags, b.native_offset.wrapping_sub(prev), biased(b.il_offset)));
+        prev = b.native_offset;
+    }
+    let n = records.iter().map(|r| bits(r.1)).max().unwrap_or(1);
+    let i = records.iter().map(|r| bits(r.2)).max().unwrap_or(1);
+    let mut w = NibbleWriter::default();
+    w.unsigned(u32::try_from(bounds.len()).unwrap_or(u32::MAX));
+    w.unsigned(n.saturating_sub(1));
+    w.unsigned(i.saturating_sub(1));
+    let mut out = w.finish();
+    // Records LSB-first across bytes: [S bits source][N bits delta][I bits IL].
+    let (mut acc, mut used) = (0u128, 0u32);
+    for (s, d, il) in records {
+        let record = u128::from(s) | u128::from(d) << source_bits | u128::from(il) << (source_bits.saturating_add(n));
+        acc |= record << used;
+        used = used.saturating_add(source_bits.saturating_add(n).saturating_add(i));
+        while used >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            used = used.saturating_sub(8);
+        }
+    }
+    if used > 0 {
+        out.push(acc as u8);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +322,37 @@ mod tests {
         let blob = [0x07, 0x34, 0x03, 0x40, 0x88, 0x03, 0xa7, 0x0c];
         let d = decode(Reader::new(&blob, 0), 16).unwrap();
         assert_eq!(d.bounds, prolog_example());
+    }
+
+    #[test]
+    fn encoders_write_the_worked_blobs() {
+        // §2.3: bounds bytes `04 01 09 23 49 19 90 04 02`; §2.5: `34 03 40 88 03 a7 0c`.
+        assert_eq!(encode_nibble_bounds(&prolog_example()), [0x04, 0x01, 0x09, 0x23, 0x49, 0x19, 0x90, 0x04, 0x02]);
+        assert_eq!(encode_bitpacked_bounds(&prolog_example(), 2), [0x34, 0x03, 0x40, 0x88, 0x03, 0xa7, 0x0c]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn bounds_round_trip(
+            raw in proptest::collection::vec((0u32..5000, 0u32..0x2_0000, 0usize..4, 0u32..8), 1..40),
+            three in proptest::bool::ANY,
+        ) {
+            let mut native = 0u32;
+            let bounds: Vec<Bound> = raw.iter().map(|&(delta, il, special, flags)| {
+                native += delta;
+                let il_offset = match special { 0 => IlOffset::Prolog, 1 => IlOffset::Epilog, 2 => IlOffset::NoMapping, _ => IlOffset::Il(il) };
+                let mut source = 0;
+                if flags & 1 != 0 { source |= SourceTypes::CALL_INSTRUCTION; }
+                if flags & 2 != 0 { source |= SourceTypes::STACK_EMPTY; }
+                if three && flags & 4 != 0 { source |= SourceTypes::ASYNC; }
+                Bound { native_offset: native, il_offset, source: SourceTypes(source) }
+            }).collect();
+            let nibbles = encode_nibble_bounds(&bounds);
+            proptest::prop_assert_eq!(&nibble_bounds(Reader::new(&nibbles, 0)).unwrap(), &bounds);
+            let s = if three { 3 } else { 2 };
+            let packed = encode_bitpacked_bounds(&bounds, s);
+            proptest::prop_assert_eq!(&bitpacked_bounds(Reader::new(&packed, 0), s).unwrap(), &bounds);
+        }
     }
 
     #[test]

@@ -10,5 +10,8 @@ mod image;
 mod methodsig;
 pub mod native;
 
-pub use debuginfo::{bitpacked_bounds, decode as decode_debug_info, nibble_bounds, nibble_vars, DebugInfo, Var, VarLoc};
+pub use debuginfo::{
+    bitpacked_bounds, decode as decode_debug_info, encode_bitpacked_bounds, encode_nibble_bounds, nibble_bounds, nibble_vars, DebugInfo,
+    NibbleWriter, Var, VarLoc,
+};
 pub use image::{section, EntryPoint, ReadyToRunImage, RuntimeFunction, MAX_KNOWN_MAJOR, READYTORUN_SIGNATURE};

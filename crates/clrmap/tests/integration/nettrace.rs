@@ -65,6 +65,8 @@ fn trace_maps_equal_the_live_runtime_on_both_runtimes() {
             let Some(l) = live.get(&key) else { continue };
             assert_eq!(b.map, l.map, "{}: {:?} at 0x{:X}", rt.version, b.name, key.1);
             assert_eq!(b.code_size, l.code_size, "{}: {:?} code size", rt.version, b.name);
+            // The module, from the trace's module load events, is the one the profiler saw.
+            assert_eq!(b.module, l.module, "{}: {:?} module", rt.version, b.name);
             equal += 1;
             *tiers.entry(b.tier.clone().unwrap_or_default()).or_insert(0) += 1;
         }
