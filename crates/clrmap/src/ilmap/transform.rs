@@ -12,24 +12,25 @@ use super::model::{Bound, MapEntry};
 /// 4. Order: PROLOG, IL ascending (ties by native start), EPILOG, NO_MAPPING. Zero-length ranges
 ///    are kept.
 pub fn public_map(bounds: &[Bound], code_size: u32) -> Vec<MapEntry> {
-    let mut kept: Vec<Bound> = Vec::with_capacity(bounds.len());
+    let mut map: Vec<MapEntry> = Vec::with_capacity(bounds.len());
     for b in bounds.iter().filter(|b| !b.source.is_call_instruction()) {
-        if kept.last().is_some_and(|last| last.il_offset == b.il_offset) {
-            continue;
+        if let Some(last) = map.last_mut() {
+            if last.il == b.il_offset {
+                continue;
+            }
+            // The previous kept range ends where this one starts (native order).
+            last.native_end = b.native_offset;
         }
-        kept.push(*b);
+        map.push(MapEntry { il: b.il_offset, native_start: b.native_offset, native_end: code_size });
     }
-    let mut map: Vec<MapEntry> = kept
-        .iter()
-        .enumerate()
-        .map(|(i, b)| MapEntry {
-            il: b.il_offset,
-            native_start: b.native_offset,
-            native_end: kept.get(i.saturating_add(1)).map_or(code_size, |n| n.native_offset),
-        })
-        .collect();
-    // A stable sort keeps native order among equal (IL, start) pairs, as the runtime's does.
-    map.sort_by_key(|m| (m.il.sort_key(), m.native_start));
+    // The runtime sorts stably by (IL rank, start). Two entries with equal IL and start come from
+    // one native-start group, and the earlier one in native order is then zero-length, so its end
+    // is not greater: an unstable sort on (IL rank, start, end) gives the same order, without the
+    // stable sort's scratch buffer.
+    let key = |m: &MapEntry| (m.il.sort_key(), m.native_start, m.native_end);
+    if !map.is_sorted_by_key(key) {
+        map.sort_unstable_by_key(key);
+    }
     map
 }
 
@@ -70,5 +71,14 @@ mod tests {
                 (NoMapping, 0x18, 0x1C),
             ]
         );
+    }
+
+    #[test]
+    fn equal_il_and_start_keep_native_order() {
+        use IlOffset::*;
+        // Three entries at 4: the first IL 2 is zero-length and must precede the second.
+        let bounds = [b(0, Prolog, 0), b(4, Il(2), 0), b(4, Epilog, 0), b(4, Il(2), 0), b(8, Il(3), 0)];
+        let got: Vec<(IlOffset, u32, u32)> = public_map(&bounds, 0x10).iter().map(|e| (e.il, e.native_start, e.native_end)).collect();
+        assert_eq!(got, [(Prolog, 0, 4), (Il(2), 4, 4), (Il(2), 4, 8), (Il(3), 8, 0x10), (Epilog, 4, 4)]);
     }
 }
