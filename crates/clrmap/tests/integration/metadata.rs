@@ -11,6 +11,19 @@ use clrmap::metadata::{instantiation_map, method_spec_rva, schema, spec_lines, t
 
 use crate::support::{self, run, runtime31, runtimes, Runtime};
 
+/// Both runtimes, the 3.1 runtime that hosts the oracle, mcs, and the compiled oracle; `None`
+/// (after support's SKIPPED note) when something is missing outside CI.
+fn oracle_setup(test: &str) -> Option<(Vec<Runtime>, Runtime, PathBuf, PathBuf)> {
+    let rts = runtimes(test);
+    let mcs = support::mcs(test)?;
+    if rts.is_empty() {
+        return None;
+    }
+    let rt31 = runtime31().unwrap();
+    let oracle = support::srm_oracle(&rt31, &mcs);
+    Some((rts, rt31, mcs, oracle))
+}
+
 /// clrmap's `meta specs` text for one file, as the oracle prints it.
 fn clrmap_lines(path: &Path) -> Vec<String> {
     let bytes = std::fs::read(path).unwrap();
@@ -42,13 +55,7 @@ fn oracle_lines(rt31: &Runtime, oracle: &Path, files: &[PathBuf]) -> HashMap<Pat
 
 #[test]
 fn every_spec_of_both_frameworks_matches_the_srm_oracle() {
-    let rts = runtimes("metadata::every_spec_of_both_frameworks_matches_the_srm_oracle");
-    let Some(mcs) = support::mcs("metadata oracle") else { return };
-    if rts.is_empty() {
-        return;
-    }
-    let rt31 = runtime31().unwrap();
-    let oracle = support::srm_oracle(&rt31, &mcs);
+    let Some((rts, rt31, _, oracle)) = oracle_setup("metadata::every_spec_of_both_frameworks_matches_the_srm_oracle") else { return };
     for rt in &rts {
         let files = rt.assemblies();
         let expected = oracle_lines(&rt31, &oracle, &files);
@@ -110,13 +117,7 @@ fn every_table_of_every_assembly_iterates_and_every_method_has_a_name() {
 
 #[test]
 fn corelib_instantiation_map_renders_like_the_oracle() {
-    let rts = runtimes("metadata::corelib_instantiation_map_renders_like_the_oracle");
-    let Some(mcs) = support::mcs("metadata oracle") else { return };
-    if rts.is_empty() {
-        return;
-    }
-    let rt31 = runtime31().unwrap();
-    let oracle = support::srm_oracle(&rt31, &mcs);
+    let Some((rts, rt31, _, oracle)) = oracle_setup("metadata::corelib_instantiation_map_renders_like_the_oracle") else { return };
     for rt in &rts {
         let corelib = rt.framework.join("System.Private.CoreLib.dll");
         let expected = oracle_lines(&rt31, &oracle, std::slice::from_ref(&corelib));
@@ -137,13 +138,12 @@ fn corelib_instantiation_map_renders_like_the_oracle() {
             let mut checked = 0;
             for e in map.entries() {
                 let types = map.item_of(&e).unwrap().render(&md).unwrap().join(",");
-                let (token, want) = if e.rva >= method_spec_rva(0) {
-                    let t = 0x2B00_0000 | ((e.rva - method_spec_rva(0)) / 16);
-                    (t, format!("<{types}>"))
+                let token = if e.rva >= method_spec_rva(0) {
+                    0x2B00_0000 | ((e.rva - method_spec_rva(0)) / 16)
                 } else {
-                    let t = 0x1B00_0000 | ((e.rva - type_spec_rva(0)) / 16);
-                    (t, format!("<{types}>"))
+                    0x1B00_0000 | ((e.rva - type_spec_rva(0)) / 16)
                 };
+                let want = format!("<{types}>");
                 let theirs = by_token[&token];
                 // A TypeSpec renders as `class G<args>`: its argument list is the entry's item.
                 assert!(theirs.ends_with(&want), "0x{token:08X}: oracle {theirs}, map {want}");
@@ -157,12 +157,7 @@ fn corelib_instantiation_map_renders_like_the_oracle() {
 
 #[test]
 fn every_name_form_matches_the_oracle_on_a_compiled_fixture() {
-    let rts = runtimes("metadata::every_name_form");
-    let Some(mcs) = support::mcs("metadata names fixture") else { return };
-    if rts.is_empty() {
-        return;
-    }
-    let rt31 = runtime31().unwrap();
+    let Some((_, rt31, mcs, oracle)) = oracle_setup("metadata::every_name_form") else { return };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("names-fixture");
     std::fs::create_dir_all(&dir).unwrap();
     let src = support::repo_root().join("tests/dotnet/names");
@@ -170,7 +165,6 @@ fn every_name_form_matches_the_oracle_on_a_compiled_fixture() {
     support::mcs_compile(&mcs, &module, &["-target:module"], &[src.join("Mod.cs")]);
     let dll = dir.join("Names.dll");
     support::mcs_compile(&mcs, &dll, &["-target:library", &format!("-addmodule:{}", module.display())], &[src.join("Names.cs")]);
-    let oracle = support::srm_oracle(&rt31, &mcs);
     let expected = oracle_lines(&rt31, &oracle, std::slice::from_ref(&dll));
     let ours = clrmap_lines(&dll);
     assert_eq!(&ours, &expected[&dll]);
