@@ -17,6 +17,12 @@ if ! command -v valgrind >/dev/null 2>&1; then
     echo "c-tests: valgrind is missing" >&2; exit 1
   fi
 fi
+# The generated header is plain C99, and C++ can include it (tests/header.rs checks it is fresh).
+gcc -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_capi.c
+if command -v g++ >/dev/null 2>&1; then
+  printf '#include "clrmap.h"\nint main() { ICorProfilerInfo *p = nullptr; (void)p; return CLRMAP_S_OK; }\n' |
+    g++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -x c++ -I crates/clrmap-capi/include -
+fi
 gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_capi.c \
   -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/test_capi"
 

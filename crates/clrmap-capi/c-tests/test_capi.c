@@ -20,17 +20,31 @@ _Static_assert(sizeof(COR_DEBUG_IL_TO_NATIVE_MAP) == 12, "12 bytes");
 static int failures = 0;
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
 
-static const GUID IID_IUnknown = {0, 0, 0, {0xC0, 0, 0, 0, 0, 0, 0, 0x46}};
-static const GUID IID_SymbolProvider2 = {0xF9801807, 0x4764, 0x4330, {0x9E, 0x67, 0x4F, 0x68, 0x50, 0x94, 0x16, 0x5E}};
+/* The IIDs as cordebug.idl and corprof.idl spell them, typed here independently of the header. */
+static const GUID IDL_IUnknown = {0, 0, 0, {0xC0, 0, 0, 0, 0, 0, 0, 0x46}};
+static const GUID IDL_SymbolProvider2 = {0xF9801807, 0x4764, 0x4330, {0x9E, 0x67, 0x4F, 0x68, 0x50, 0x94, 0x16, 0x5E}};
+static const GUID IDL_MemoryBuffer = {0x677888B3, 0xD160, 0x4B8C, {0xA7, 0x3B, 0xD7, 0x9E, 0x6A, 0xAA, 0x1D, 0x13}};
+static const GUID IDL_ProfilerInfo = {0x28B5557D, 0x3F3F, 0x48b4, {0x90, 0xB2, 0x5F, 0x9E, 0xEA, 0x2F, 0x6C, 0x48}};
 static const GUID IID_Other = {1, 2, 3, {4, 5, 6, 7, 8, 9, 10, 11}};
+
+static int same_guid(const GUID *a, const GUID *b) { return memcmp(a, b, sizeof *a) == 0; }
+
+static void test_iids(void) {
+    CHECK(same_guid(&IID_IUnknown, &IDL_IUnknown));
+    CHECK(same_guid(&IID_ICorDebugSymbolProvider2, &IDL_SymbolProvider2));
+    CHECK(same_guid(&IID_ICorDebugMemoryBuffer, &IDL_MemoryBuffer));
+    CHECK(same_guid(&IID_ICorProfilerInfo, &IDL_ProfilerInfo));
+    CHECK(sizeof(GUID) == 16);
+}
 
 static void test_map(const char *path, int n, char **rvas) {
     ICorDebugSymbolProvider2 *p = NULL;
     CHECK(clrmap_symbol_provider_open(path, &p) == CLRMAP_S_OK && p);
     /* QueryInterface and reference counts. */
     void *q = NULL;
-    CHECK(p->lpVtbl->QueryInterface(p, &IID_SymbolProvider2, &q) == CLRMAP_S_OK && q == p);
-    CHECK(p->lpVtbl->QueryInterface(p, &IID_IUnknown, &q) == CLRMAP_S_OK);
+    CHECK(p->lpVtbl->QueryInterface(p, &IID_ICorDebugSymbolProvider2, &q) == CLRMAP_S_OK && q == p);
+    CHECK(p->lpVtbl->QueryInterface(p, &IID_IUnknown, &q) == CLRMAP_S_OK && q == p);
+    CHECK(p->lpVtbl->QueryInterface(p, &IID_ICorDebugMemoryBuffer, &q) == CLRMAP_E_NOINTERFACE && q == NULL);
     CHECK(p->lpVtbl->QueryInterface(p, &IID_Other, &q) == CLRMAP_E_NOINTERFACE && q == NULL);
     CHECK(p->lpVtbl->QueryInterface(p, &IID_Other, NULL) == CLRMAP_E_POINTER);
     CHECK(p->lpVtbl->Release(p) == 2);
@@ -41,6 +55,8 @@ static void test_map(const char *path, int n, char **rvas) {
     ICorDebugMemoryBuffer *buf = NULL;
     CHECK(p->lpVtbl->GetGenericDictionaryInfo(p, &buf) == CLRMAP_S_OK && buf);
     CHECK(p->lpVtbl->GetGenericDictionaryInfo(p, NULL) == CLRMAP_E_POINTER);
+    CHECK(buf->lpVtbl->QueryInterface(buf, &IID_ICorDebugMemoryBuffer, &q) == CLRMAP_S_OK && q == buf);
+    CHECK(buf->lpVtbl->AddRef(buf) == 3 && buf->lpVtbl->Release(buf) == 2 && buf->lpVtbl->Release(buf) == 1);
     /* Lookups through the two-call protocol. */
     for (int i = 0; i < n; i++) {
         uint32_t rva = (uint32_t)strtoul(rvas[i], NULL, 0), need = 0;
@@ -122,6 +138,12 @@ static void test_image(const char *path, int n, char **addresses) {
     CHECK(info->lpVtbl->GetILToNativeMapping3(info, 0, 0, &got, NULL) == CLRMAP_E_INVALIDARG);
     void *any = NULL;
     CHECK(info->lpVtbl->QueryInterface(info, &IID_Other, &any) == CLRMAP_E_NOINTERFACE);
+    CHECK(info->lpVtbl->QueryInterface(info, &IID_ICorProfilerInfo, &any) == CLRMAP_S_OK && any == info);
+    CHECK(info->lpVtbl->Release(info) == 1);
+    /* Every slot clrmap does not serve answers E_NOTIMPL. */
+    CHECK(info->lpVtbl->reserved_3_34[0](info) == CLRMAP_E_NOTIMPL);
+    CHECK(info->lpVtbl->reserved_36_77[41](info) == CLRMAP_E_NOTIMPL);
+    CHECK(info->lpVtbl->reserved_92[0](info) == CLRMAP_E_NOTIMPL);
     CHECK(info->lpVtbl->Release(info) == 0);
 }
 
@@ -131,6 +153,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     int n = atoi(argv[2]);
+    test_iids();
     test_map(argv[1], n, argv + 3);
     if (argc > 3 + n) test_image(argv[3 + n], argc - 4 - n, argv + 4 + n);
     if (failures) {

@@ -15,6 +15,8 @@
 #![allow(clippy::missing_safety_doc)]
 // COM objects and vtables are opaque to Rust callers; Debug would print raw pointers only.
 #![allow(missing_debug_implementations)]
+// The C names of cordebug.idl and corprof.idl, so that cbindgen writes the header C users expect.
+#![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -25,45 +27,86 @@ use clrmap::gdmap::{DictionaryMap, Lookup, SortedFlag};
 use clrmap::ilmap::{CorDebugIlToNativeMap, MapStore};
 use clrmap::signature::HexTokens;
 
-/// A COM HRESULT.
+/// A COM `HRESULT`.
 pub type HRESULT = i32;
-/// S_OK.
-pub const S_OK: HRESULT = 0;
-/// S_FALSE: the two-call protocol's "buffer too small; the size is in the out-count".
-pub const S_FALSE: HRESULT = 1;
-/// E_NOTIMPL.
-pub const E_NOTIMPL: HRESULT = 0x8000_4001_u32 as i32;
-/// E_NOINTERFACE.
-pub const E_NOINTERFACE: HRESULT = 0x8000_4002_u32 as i32;
-/// E_POINTER.
-pub const E_POINTER: HRESULT = 0x8000_4003_u32 as i32;
-/// E_FAIL.
-pub const E_FAIL: HRESULT = 0x8000_4005_u32 as i32;
-/// E_INVALIDARG.
-pub const E_INVALIDARG: HRESULT = 0x8007_0057_u32 as i32;
-/// META_E_BAD_SIGNATURE: a malformed map or image (corerror.h).
-pub const META_E_BAD_SIGNATURE: HRESULT = 0x8013_1192_u32 as i32;
-/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND).
-pub const E_FILE_NOT_FOUND: HRESULT = 0x8007_0002_u32 as i32;
+/// corprof.idl `FunctionID`: for an image, the code-start RVA of the body.
+pub type FunctionID = usize;
+/// corprof.idl `ReJITID`.
+pub type ReJITID = usize;
 
-/// A COM GUID.
+/// S_OK.
+pub const CLRMAP_S_OK: HRESULT = 0;
+/// S_FALSE: the two-call protocol's "buffer too small; the size is in the out-count".
+pub const CLRMAP_S_FALSE: HRESULT = 1;
+/// E_NOTIMPL.
+pub const CLRMAP_E_NOTIMPL: HRESULT = 0x8000_4001_u32 as HRESULT;
+/// E_NOINTERFACE.
+pub const CLRMAP_E_NOINTERFACE: HRESULT = 0x8000_4002_u32 as HRESULT;
+/// E_POINTER.
+pub const CLRMAP_E_POINTER: HRESULT = 0x8000_4003_u32 as HRESULT;
+/// E_FAIL.
+pub const CLRMAP_E_FAIL: HRESULT = 0x8000_4005_u32 as HRESULT;
+/// E_INVALIDARG.
+pub const CLRMAP_E_INVALIDARG: HRESULT = 0x8007_0057_u32 as HRESULT;
+/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND).
+pub const CLRMAP_E_FILE_NOT_FOUND: HRESULT = 0x8007_0002_u32 as HRESULT;
+/// META_E_BAD_SIGNATURE (corerror.h): a malformed map or image.
+pub const CLRMAP_META_E_BAD_SIGNATURE: HRESULT = 0x8013_1192_u32 as HRESULT;
+
+use CLRMAP_E_FAIL as E_FAIL;
+use CLRMAP_E_FILE_NOT_FOUND as E_FILE_NOT_FOUND;
+use CLRMAP_E_INVALIDARG as E_INVALIDARG;
+use CLRMAP_E_NOINTERFACE as E_NOINTERFACE;
+use CLRMAP_E_NOTIMPL as E_NOTIMPL;
+use CLRMAP_E_POINTER as E_POINTER;
+use CLRMAP_META_E_BAD_SIGNATURE as META_E_BAD_SIGNATURE;
+use CLRMAP_S_FALSE as S_FALSE;
+use CLRMAP_S_OK as S_OK;
+
+/// A COM `GUID`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GUID {
-    /// Data1.
-    pub data1: u32,
-    /// Data2.
-    pub data2: u16,
-    /// Data3.
-    pub data3: u16,
-    /// Data4.
-    pub data4: [u8; 8],
+    /// The first 32 bits.
+    pub Data1: u32,
+    /// The next 16 bits.
+    pub Data2: u16,
+    /// The next 16 bits.
+    pub Data3: u16,
+    /// The last 64 bits, as bytes.
+    pub Data4: [u8; 8],
 }
 
-const IID_IUNKNOWN: GUID = GUID { data1: 0, data2: 0, data3: 0, data4: [0xC0, 0, 0, 0, 0, 0, 0, 0x46] };
-const IID_ICORDEBUGMEMORYBUFFER: GUID = GUID { data1: 0x6778_88B3, data2: 0xD160, data3: 0x4B8C, data4: [0xA7, 0x3B, 0xD7, 0x9E, 0x6A, 0xAA, 0x1D, 0x13] };
-const IID_ICORDEBUGSYMBOLPROVIDER2: GUID = GUID { data1: 0xF980_1807, data2: 0x4764, data3: 0x4330, data4: [0x9E, 0x67, 0x4F, 0x68, 0x50, 0x94, 0x16, 0x5E] };
-const IID_ICORPROFILERINFO: GUID = GUID { data1: 0x28B5_557D, data2: 0x3F3F, data3: 0x48b4, data4: [0x90, 0xB2, 0x5F, 0x9E, 0xEA, 0x2F, 0x6C, 0x48] };
+/// `IID_IUnknown` {00000000-0000-0000-C000-000000000046}.
+pub const IID_IUnknown: GUID = GUID { Data1: 0, Data2: 0, Data3: 0, Data4: [0xC0, 0, 0, 0, 0, 0, 0, 0x46] };
+/// `IID_ICorDebugMemoryBuffer` {677888B3-D160-4B8C-A73B-D79E6AAA1D13} (cordebug.idl).
+pub const IID_ICorDebugMemoryBuffer: GUID = GUID { Data1: 0x6778_88B3, Data2: 0xD160, Data3: 0x4B8C, Data4: [0xA7, 0x3B, 0xD7, 0x9E, 0x6A, 0xAA, 0x1D, 0x13] };
+/// `IID_ICorDebugSymbolProvider2` {F9801807-4764-4330-9E67-4F685094165E} (cordebug.idl).
+pub const IID_ICorDebugSymbolProvider2: GUID = GUID { Data1: 0xF980_1807, Data2: 0x4764, Data3: 0x4330, Data4: [0x9E, 0x67, 0x4F, 0x68, 0x50, 0x94, 0x16, 0x5E] };
+/// `IID_ICorProfilerInfo` {28B5557D-3F3F-48b4-90B2-5F9EEA2F6C48} (corprof.idl).
+pub const IID_ICorProfilerInfo: GUID = GUID { Data1: 0x28B5_557D, Data2: 0x3F3F, Data3: 0x48b4, Data4: [0x90, 0xB2, 0x5F, 0x9E, 0xEA, 0x2F, 0x6C, 0x48] };
+
+/// `COR_DEBUG_IL_TO_NATIVE_MAP` (cordebug.idl): `ilOffset` is a real IL offset or NO_MAPPING
+/// (0xFFFFFFFF), PROLOG (0xFFFFFFFE) or EPILOG (0xFFFFFFFD); the native range is half-open and
+/// relative to the code start.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct COR_DEBUG_IL_TO_NATIVE_MAP {
+    /// The IL offset, or a `CorDebugIlToNativeMappingTypes` value.
+    pub ilOffset: u32,
+    /// The first native byte of the range.
+    pub nativeStartOffset: u32,
+    /// One past the last native byte of the range.
+    pub nativeEndOffset: u32,
+}
+
+// The C struct and the library's are the same three u32 fields in the same order, so a pointer to
+// one may be used as a pointer to the other (`protocol_args` relies on it).
+const _: () = assert!(std::mem::size_of::<COR_DEBUG_IL_TO_NATIVE_MAP>() == std::mem::size_of::<CorDebugIlToNativeMap>());
+const _: () = assert!(std::mem::align_of::<COR_DEBUG_IL_TO_NATIVE_MAP>() == std::mem::align_of::<CorDebugIlToNativeMap>());
+const _: () = assert!(std::mem::offset_of!(COR_DEBUG_IL_TO_NATIVE_MAP, ilOffset) == std::mem::offset_of!(CorDebugIlToNativeMap, il_offset));
+const _: () = assert!(std::mem::offset_of!(COR_DEBUG_IL_TO_NATIVE_MAP, nativeStartOffset) == std::mem::offset_of!(CorDebugIlToNativeMap, native_start_offset));
+const _: () = assert!(std::mem::offset_of!(COR_DEBUG_IL_TO_NATIVE_MAP, nativeEndOffset) == std::mem::offset_of!(CorDebugIlToNativeMap, native_end_offset));
 
 fn guard(f: impl FnOnce() -> HRESULT) -> HRESULT {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(E_FAIL)
@@ -84,108 +127,218 @@ impl Storage {
     }
 }
 
-/// `ICorDebugSymbolProvider2`-shaped object. Layout: the vtable pointer first, as COM requires.
+// ----------------------------------------------------------------------------------------------
+// The interfaces as C sees them: an object is a pointer to its vtable pointer (`lpVtbl`), and the
+// vtables list the methods in IDL order (cordebug.idl, corprof.idl), not the docs' alphabetical
+// order (gdmap.md §5.2).
+
+/// A COM `ICorDebugMemoryBuffer` object: call through `lpVtbl`.
 #[repr(C)]
-pub struct SymbolProvider {
-    vtbl: *const SymbolProviderVtbl,
+pub struct ICorDebugMemoryBuffer {
+    /// The vtable.
+    pub lpVtbl: *const ICorDebugMemoryBufferVtbl,
+}
+
+/// The vtable of `ICorDebugMemoryBuffer`, IDL order: IUnknown, GetStartAddress, GetSize.
+#[repr(C)]
+pub struct ICorDebugMemoryBufferVtbl {
+    /// `IUnknown::QueryInterface`: IUnknown and ICorDebugMemoryBuffer.
+    pub QueryInterface: unsafe extern "C" fn(*mut ICorDebugMemoryBuffer, *const GUID, *mut *mut c_void) -> HRESULT,
+    /// `IUnknown::AddRef`.
+    pub AddRef: unsafe extern "C" fn(*mut ICorDebugMemoryBuffer) -> u32,
+    /// `IUnknown::Release`: the last release frees the buffer, and the map if no provider holds it.
+    pub Release: unsafe extern "C" fn(*mut ICorDebugMemoryBuffer) -> u32,
+    /// `GetStartAddress(LPCVOID *address)`: the map's first byte, valid while the buffer lives.
+    pub GetStartAddress: unsafe extern "C" fn(*mut ICorDebugMemoryBuffer, *mut *const c_void) -> HRESULT,
+    /// `GetSize(ULONG32 *pcbBufferLength)`: the map's size in bytes.
+    pub GetSize: unsafe extern "C" fn(*mut ICorDebugMemoryBuffer, *mut u32) -> HRESULT,
+}
+
+/// A COM `ICorDebugSymbolProvider2` object: call through `lpVtbl`.
+#[repr(C)]
+pub struct ICorDebugSymbolProvider2 {
+    /// The vtable.
+    pub lpVtbl: *const ICorDebugSymbolProvider2Vtbl,
+}
+
+/// The vtable of `ICorDebugSymbolProvider2`, IDL order: IUnknown, GetGenericDictionaryInfo (slot
+/// 3), GetFrameProps (slot 4).
+#[repr(C)]
+pub struct ICorDebugSymbolProvider2Vtbl {
+    /// `IUnknown::QueryInterface`: IUnknown and ICorDebugSymbolProvider2.
+    pub QueryInterface: unsafe extern "C" fn(*mut ICorDebugSymbolProvider2, *const GUID, *mut *mut c_void) -> HRESULT,
+    /// `IUnknown::AddRef`.
+    pub AddRef: unsafe extern "C" fn(*mut ICorDebugSymbolProvider2) -> u32,
+    /// `IUnknown::Release`.
+    pub Release: unsafe extern "C" fn(*mut ICorDebugSymbolProvider2) -> u32,
+    /// `GetGenericDictionaryInfo(ICorDebugMemoryBuffer **ppMemoryBuffer)`: the generic dictionary
+    /// map. The buffer keeps the map alive after the provider's release.
+    pub GetGenericDictionaryInfo: unsafe extern "C" fn(*mut ICorDebugSymbolProvider2, *mut *mut ICorDebugMemoryBuffer) -> HRESULT,
+    /// `GetFrameProps(ULONG32 codeRva, ULONG32 *pCodeStartRva, ULONG32 *pParentFrameStartRva)`:
+    /// E_NOTIMPL.
+    pub GetFrameProps: unsafe extern "C" fn(*mut ICorDebugSymbolProvider2, u32, *mut u32, *mut u32) -> HRESULT,
+}
+
+/// A COM `ICorProfilerInfo`-shaped object: call through `lpVtbl`.
+#[repr(C)]
+pub struct ICorProfilerInfo {
+    /// The vtable.
+    pub lpVtbl: *const ICorProfilerInfoVtbl,
+}
+
+/// A slot of `ICorProfilerInfo9` that clrmap does not serve: it returns E_NOTIMPL.
+pub type ClrmapReservedSlot = unsafe extern "C" fn(*mut ICorProfilerInfo) -> HRESULT;
+
+/// The vtable of `ICorProfilerInfo` through `ICorProfilerInfo9` (93 slots, corprof.idl order),
+/// with the three slots that serve IL-to-native maps; every other slot returns E_NOTIMPL.
+///
+/// The three calls follow the runtime (ilmap.md §1.3): `cMap` and `*pcMap` count entries, not
+/// bytes (the docs' "multiply by the struct size" is wrong); `*pcMap` always gets the full count; a
+/// short buffer gets a partial copy and S_OK; `(0, &n, NULL)` is the size query; an unknown
+/// function or code start, a null `pcMap`, or a null `map` with `cMap > 0` is E_INVALIDARG.
+#[repr(C)]
+pub struct ICorProfilerInfoVtbl {
+    /// Slot 0, `IUnknown::QueryInterface`: IUnknown and ICorProfilerInfo.
+    pub QueryInterface: unsafe extern "C" fn(*mut ICorProfilerInfo, *const GUID, *mut *mut c_void) -> HRESULT,
+    /// Slot 1, `IUnknown::AddRef`.
+    pub AddRef: unsafe extern "C" fn(*mut ICorProfilerInfo) -> u32,
+    /// Slot 2, `IUnknown::Release`.
+    pub Release: unsafe extern "C" fn(*mut ICorProfilerInfo) -> u32,
+    /// Slots 3 to 34.
+    pub reserved_3_34: [ClrmapReservedSlot; 32],
+    /// Slot 35, `GetILToNativeMapping(FunctionID, ULONG32 cMap, ULONG32 *pcMap,
+    /// COR_DEBUG_IL_TO_NATIVE_MAP map[])`: the function's first body.
+    pub GetILToNativeMapping: unsafe extern "C" fn(*mut ICorProfilerInfo, FunctionID, u32, *mut u32, *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT,
+    /// Slots 36 to 77.
+    pub reserved_36_77: [ClrmapReservedSlot; 42],
+    /// Slot 78, `GetILToNativeMapping2(FunctionID, ReJITID, ...)`: the ReJITID is ignored, as the
+    /// runtime ignores it; the first body answers.
+    pub GetILToNativeMapping2: unsafe extern "C" fn(*mut ICorProfilerInfo, FunctionID, ReJITID, u32, *mut u32, *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT,
+    /// Slots 79 to 90.
+    pub reserved_79_90: [ClrmapReservedSlot; 12],
+    /// Slot 91, `GetILToNativeMapping3(UINT_PTR pNativeCodeStartAddress, ...)`: one code body, by
+    /// its code start.
+    pub GetILToNativeMapping3: unsafe extern "C" fn(*mut ICorProfilerInfo, usize, u32, *mut u32, *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT,
+    /// Slot 92.
+    pub reserved_92: [ClrmapReservedSlot; 1],
+}
+
+// The slots the C header promises (its `_Static_assert`s in c-tests check the same from C).
+const SLOT: usize = std::mem::size_of::<usize>();
+const _: () = assert!(std::mem::offset_of!(ICorDebugSymbolProvider2Vtbl, GetGenericDictionaryInfo) == 3 * SLOT);
+const _: () = assert!(std::mem::offset_of!(ICorProfilerInfoVtbl, GetILToNativeMapping) == 35 * SLOT);
+const _: () = assert!(std::mem::offset_of!(ICorProfilerInfoVtbl, GetILToNativeMapping2) == 78 * SLOT);
+const _: () = assert!(std::mem::offset_of!(ICorProfilerInfoVtbl, GetILToNativeMapping3) == 91 * SLOT);
+const _: () = assert!(std::mem::size_of::<ICorProfilerInfoVtbl>() == 93 * SLOT);
+
+// ----------------------------------------------------------------------------------------------
+// The objects behind the interfaces. Each is `#[repr(C)]` with its interface first, so the
+// interface pointer handed to C is also a pointer to the object.
+
+/// The object behind an `ICorDebugSymbolProvider2`.
+#[repr(C)]
+struct SymbolProvider {
+    iface: ICorDebugSymbolProvider2,
     refs: AtomicU32,
     map: Arc<Storage>,
 }
 
-/// `ICorDebugMemoryBuffer`-shaped object; holds a reference to the map's storage.
+/// The object behind an `ICorDebugMemoryBuffer`; it holds a reference to the map's storage.
 #[repr(C)]
-pub struct MemoryBuffer {
-    vtbl: *const MemoryBufferVtbl,
+struct MemoryBuffer {
+    iface: ICorDebugMemoryBuffer,
     refs: AtomicU32,
     map: Arc<Storage>,
 }
 
-/// Vtable of `ICorDebugSymbolProvider2` (cordebug.idl order).
+/// The object behind an `ICorProfilerInfo`.
 #[repr(C)]
-pub struct SymbolProviderVtbl {
-    /// IUnknown::QueryInterface.
-    pub query_interface: unsafe extern "C" fn(*mut SymbolProvider, *const GUID, *mut *mut c_void) -> HRESULT,
-    /// IUnknown::AddRef.
-    pub add_ref: unsafe extern "C" fn(*mut SymbolProvider) -> u32,
-    /// IUnknown::Release.
-    pub release: unsafe extern "C" fn(*mut SymbolProvider) -> u32,
-    /// GetGenericDictionaryInfo(ICorDebugMemoryBuffer**).
-    pub get_generic_dictionary_info: unsafe extern "C" fn(*mut SymbolProvider, *mut *mut MemoryBuffer) -> HRESULT,
-    /// GetFrameProps(codeRva, pCodeStartRva, pParentFrameStartRva): E_NOTIMPL.
-    pub get_frame_props: unsafe extern "C" fn(*mut SymbolProvider, u32, *mut u32, *mut u32) -> HRESULT,
+struct ProfilerInfo {
+    iface: ICorProfilerInfo,
+    refs: AtomicU32,
+    store: MapStore,
 }
 
-/// Vtable of `ICorDebugMemoryBuffer` (cordebug.idl order).
-#[repr(C)]
-pub struct MemoryBufferVtbl {
-    /// IUnknown::QueryInterface.
-    pub query_interface: unsafe extern "C" fn(*mut MemoryBuffer, *const GUID, *mut *mut c_void) -> HRESULT,
-    /// IUnknown::AddRef.
-    pub add_ref: unsafe extern "C" fn(*mut MemoryBuffer) -> u32,
-    /// IUnknown::Release.
-    pub release: unsafe extern "C" fn(*mut MemoryBuffer) -> u32,
-    /// GetStartAddress(LPCVOID*).
-    pub get_start_address: unsafe extern "C" fn(*mut MemoryBuffer, *mut *const c_void) -> HRESULT,
-    /// GetSize(ULONG32*).
-    pub get_size: unsafe extern "C" fn(*mut MemoryBuffer, *mut u32) -> HRESULT,
-}
-
-static SYMBOL_PROVIDER_VTBL: SymbolProviderVtbl = SymbolProviderVtbl {
-    query_interface: query_interface::<SymbolProvider>,
-    add_ref: add_ref::<SymbolProvider>,
-    release: release::<SymbolProvider>,
-    get_generic_dictionary_info: sp_get_generic_dictionary_info,
-    get_frame_props: sp_get_frame_props,
+static SYMBOL_PROVIDER_VTBL: ICorDebugSymbolProvider2Vtbl = ICorDebugSymbolProvider2Vtbl {
+    QueryInterface: query_interface::<SymbolProvider>,
+    AddRef: add_ref::<SymbolProvider>,
+    Release: release::<SymbolProvider>,
+    GetGenericDictionaryInfo: sp_get_generic_dictionary_info,
+    GetFrameProps: sp_get_frame_props,
 };
 
-static MEMORY_BUFFER_VTBL: MemoryBufferVtbl = MemoryBufferVtbl {
-    query_interface: query_interface::<MemoryBuffer>,
-    add_ref: add_ref::<MemoryBuffer>,
-    release: release::<MemoryBuffer>,
-    get_start_address: mb_get_start_address,
-    get_size: mb_get_size,
+static MEMORY_BUFFER_VTBL: ICorDebugMemoryBufferVtbl = ICorDebugMemoryBufferVtbl {
+    QueryInterface: query_interface::<MemoryBuffer>,
+    AddRef: add_ref::<MemoryBuffer>,
+    Release: release::<MemoryBuffer>,
+    GetStartAddress: mb_get_start_address,
+    GetSize: mb_get_size,
+};
+
+static PROFILER_INFO_VTBL: ICorProfilerInfoVtbl = ICorProfilerInfoVtbl {
+    QueryInterface: query_interface::<ProfilerInfo>,
+    AddRef: add_ref::<ProfilerInfo>,
+    Release: release::<ProfilerInfo>,
+    reserved_3_34: [pi_not_impl; 32],
+    GetILToNativeMapping: pi_map1,
+    reserved_36_77: [pi_not_impl; 42],
+    GetILToNativeMapping2: pi_map2,
+    reserved_79_90: [pi_not_impl; 12],
+    GetILToNativeMapping3: pi_map3,
+    reserved_92: [pi_not_impl; 1],
 };
 
 /// What the shared IUnknown implementation needs from an object.
 trait Unknown {
+    /// The interface struct at the object's start.
+    type Iface;
     /// The interface besides IUnknown that QueryInterface answers.
     const IID: GUID;
     fn refs(&self) -> &AtomicU32;
 }
 
 impl Unknown for SymbolProvider {
-    const IID: GUID = IID_ICORDEBUGSYMBOLPROVIDER2;
+    type Iface = ICorDebugSymbolProvider2;
+    const IID: GUID = IID_ICorDebugSymbolProvider2;
     fn refs(&self) -> &AtomicU32 {
         &self.refs
     }
 }
 
 impl Unknown for MemoryBuffer {
-    const IID: GUID = IID_ICORDEBUGMEMORYBUFFER;
+    type Iface = ICorDebugMemoryBuffer;
+    const IID: GUID = IID_ICorDebugMemoryBuffer;
     fn refs(&self) -> &AtomicU32 {
         &self.refs
     }
 }
 
 impl Unknown for ProfilerInfo {
-    const IID: GUID = IID_ICORPROFILERINFO;
+    type Iface = ICorProfilerInfo;
+    const IID: GUID = IID_ICorProfilerInfo;
     fn refs(&self) -> &AtomicU32 {
         &self.refs
     }
 }
 
+/// The object behind an interface pointer. Sound because every interface pointer clrmap hands out
+/// points at the first field of a `#[repr(C)]` object of type `T` (see the structs above).
+fn object<T: Unknown>(this: *mut T::Iface) -> *mut T {
+    this.cast()
+}
+
 /// IUnknown::QueryInterface: IUnknown and `T::IID`; E_NOINTERFACE (and a null out) otherwise.
-unsafe extern "C" fn query_interface<T: Unknown>(this: *mut T, iid: *const GUID, out: *mut *mut c_void) -> HRESULT {
+unsafe extern "C" fn query_interface<T: Unknown>(this: *mut T::Iface, iid: *const GUID, out: *mut *mut c_void) -> HRESULT {
     guard(|| {
         if out.is_null() {
             return E_POINTER;
         }
         // SAFETY: `iid` comes from the caller as a GUID pointer (checked for null inside).
-        let ok = unsafe { iid_is(iid, &IID_IUNKNOWN) || iid_is(iid, &T::IID) };
+        let ok = unsafe { iid_is(iid, &IID_IUnknown) || iid_is(iid, &T::IID) };
         // SAFETY: `out` is non-null; `this` is a live object the caller holds a reference to.
         unsafe {
             if ok {
-                add_ref(this);
+                add_ref::<T>(this);
                 *out = this.cast();
                 S_OK
             } else {
@@ -197,7 +350,8 @@ unsafe extern "C" fn query_interface<T: Unknown>(this: *mut T, iid: *const GUID,
 }
 
 /// IUnknown::AddRef.
-unsafe extern "C" fn add_ref<T: Unknown>(this: *mut T) -> u32 {
+unsafe extern "C" fn add_ref<T: Unknown>(this: *mut T::Iface) -> u32 {
+    let this = object::<T>(this);
     if this.is_null() {
         return 0;
     }
@@ -206,7 +360,8 @@ unsafe extern "C" fn add_ref<T: Unknown>(this: *mut T) -> u32 {
 }
 
 /// IUnknown::Release: the call that brings the count to 0 frees the object.
-unsafe extern "C" fn release<T: Unknown>(this: *mut T) -> u32 {
+unsafe extern "C" fn release<T: Unknown>(this: *mut T::Iface) -> u32 {
+    let this = object::<T>(this);
     if this.is_null() {
         return 0;
     }
@@ -229,25 +384,27 @@ unsafe fn iid_is(iid: *const GUID, want: &GUID) -> bool {
     !iid.is_null() && unsafe { *iid } == *want
 }
 
-unsafe extern "C" fn sp_get_generic_dictionary_info(this: *mut SymbolProvider, out: *mut *mut MemoryBuffer) -> HRESULT {
+unsafe extern "C" fn sp_get_generic_dictionary_info(this: *mut ICorDebugSymbolProvider2, out: *mut *mut ICorDebugMemoryBuffer) -> HRESULT {
     guard(|| {
+        let this = object::<SymbolProvider>(this);
         if this.is_null() || out.is_null() {
             return E_POINTER;
         }
         // SAFETY: `this` is a live provider; the buffer shares its storage through the Arc.
         let map = unsafe { Arc::clone(&(*this).map) };
-        let buffer = Box::new(MemoryBuffer { vtbl: &MEMORY_BUFFER_VTBL, refs: AtomicU32::new(1), map });
-        // SAFETY: `out` is non-null.
-        unsafe { *out = Box::into_raw(buffer) };
+        let buffer = Box::new(MemoryBuffer { iface: ICorDebugMemoryBuffer { lpVtbl: &MEMORY_BUFFER_VTBL }, refs: AtomicU32::new(1), map });
+        // SAFETY: `out` is non-null; the interface is the object's first field.
+        unsafe { *out = Box::into_raw(buffer).cast() };
         S_OK
     })
 }
 
-unsafe extern "C" fn sp_get_frame_props(_this: *mut SymbolProvider, _rva: u32, _start: *mut u32, _parent: *mut u32) -> HRESULT {
+unsafe extern "C" fn sp_get_frame_props(_this: *mut ICorDebugSymbolProvider2, _rva: u32, _start: *mut u32, _parent: *mut u32) -> HRESULT {
     E_NOTIMPL
 }
 
-unsafe extern "C" fn mb_get_start_address(this: *mut MemoryBuffer, out: *mut *const c_void) -> HRESULT {
+unsafe extern "C" fn mb_get_start_address(this: *mut ICorDebugMemoryBuffer, out: *mut *const c_void) -> HRESULT {
+    let this = object::<MemoryBuffer>(this);
     if this.is_null() || out.is_null() {
         return E_POINTER;
     }
@@ -256,7 +413,8 @@ unsafe extern "C" fn mb_get_start_address(this: *mut MemoryBuffer, out: *mut *co
     S_OK
 }
 
-unsafe extern "C" fn mb_get_size(this: *mut MemoryBuffer, out: *mut u32) -> HRESULT {
+unsafe extern "C" fn mb_get_size(this: *mut ICorDebugMemoryBuffer, out: *mut u32) -> HRESULT {
+    let this = object::<MemoryBuffer>(this);
     if this.is_null() || out.is_null() {
         return E_POINTER;
     }
@@ -265,23 +423,27 @@ unsafe extern "C" fn mb_get_size(this: *mut MemoryBuffer, out: *mut u32) -> HRES
     S_OK
 }
 
-/// Check a map's header and directory bounds (strictly: a full validation) and make a provider.
-fn new_provider(storage: Storage, out: *mut *mut SymbolProvider) -> HRESULT {
+/// Check a map strictly (a full validation) and make a provider.
+///
+/// SAFETY (callers): `out` is non-null and writable.
+unsafe fn new_provider(storage: Storage, out: *mut *mut ICorDebugSymbolProvider2) -> HRESULT {
     let ok = DictionaryMap::parse(storage.bytes()).and_then(|m| m.validate()).is_ok() && u32::try_from(storage.bytes().len()).is_ok();
     if !ok {
         return META_E_BAD_SIGNATURE;
     }
-    let p = Box::new(SymbolProvider { vtbl: &SYMBOL_PROVIDER_VTBL, refs: AtomicU32::new(1), map: Arc::new(storage) });
-    // SAFETY: callers checked `out` for null.
-    unsafe { *out = Box::into_raw(p) };
+    let p = Box::new(SymbolProvider { iface: ICorDebugSymbolProvider2 { lpVtbl: &SYMBOL_PROVIDER_VTBL }, refs: AtomicU32::new(1), map: Arc::new(storage) });
+    // SAFETY: per the caller's contract; the interface is the object's first field.
+    unsafe { *out = Box::into_raw(p).cast() };
     S_OK
 }
 
-/// Open a dictionary map file (memory-mapped) as an `ICorDebugSymbolProvider2`. The map is
-/// validated strictly; a malformed one gives META_E_BAD_SIGNATURE, a missing file
-/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND). Release the object with its `Release`.
+/// Open a dictionary map file (memory-mapped) as an `ICorDebugSymbolProvider2`.
+///
+/// The map is validated strictly: a malformed one gives META_E_BAD_SIGNATURE, a missing file
+/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a null argument E_POINTER. Release the object with
+/// its `Release`.
 #[no_mangle]
-pub unsafe extern "C" fn clrmap_symbol_provider_open(path: *const c_char, out: *mut *mut SymbolProvider) -> HRESULT {
+pub unsafe extern "C" fn clrmap_symbol_provider_open(path: *const c_char, out: *mut *mut ICorDebugSymbolProvider2) -> HRESULT {
     guard(|| {
         if path.is_null() || out.is_null() {
             return E_POINTER;
@@ -298,30 +460,35 @@ pub unsafe extern "C" fn clrmap_symbol_provider_open(path: *const c_char, out: *
                 Err(_) => return E_FAIL,
             },
         };
-        new_provider(storage, out)
+        // SAFETY: `out` is non-null.
+        unsafe { new_provider(storage, out) }
     })
 }
 
-/// Make an `ICorDebugSymbolProvider2` over a copy of `len` bytes at `data`.
+/// Make an `ICorDebugSymbolProvider2` over a copy of the `len` bytes at `data`, validated as
+/// `clrmap_symbol_provider_open` validates a file.
 #[no_mangle]
-pub unsafe extern "C" fn clrmap_symbol_provider_from_memory(data: *const u8, len: usize, out: *mut *mut SymbolProvider) -> HRESULT {
+pub unsafe extern "C" fn clrmap_symbol_provider_from_memory(data: *const u8, len: usize, out: *mut *mut ICorDebugSymbolProvider2) -> HRESULT {
     guard(|| {
         if data.is_null() || out.is_null() {
             return E_POINTER;
         }
         // SAFETY: the caller passes `len` readable bytes at `data`.
         let bytes = unsafe { std::slice::from_raw_parts(data, len) }.to_vec();
-        new_provider(Storage::Owned(bytes), out)
+        // SAFETY: `out` is non-null.
+        unsafe { new_provider(Storage::Owned(bytes), out) }
     })
 }
 
-/// The types of the dictionary at `rva`, rendered with `0x` tokens and joined by `\n`, through
-/// the two-call protocol: `*pcb` always receives the size needed (NUL included); with `cb` too
-/// small (or `buf` null) nothing is written and the result is S_FALSE; E_INVALIDARG if no entry
-/// has this RVA.
+/// The types of the dictionary at `rva`, rendered as contract.md §1 says with `0x` tokens, one
+/// per line (joined by `\n`), through the two-call protocol.
+///
+/// `*pcb` always receives the size needed, NUL included. With `buf` null or `cb` too small,
+/// nothing is written and the result is S_FALSE. E_INVALIDARG if no entry has this RVA.
 #[no_mangle]
-pub unsafe extern "C" fn clrmap_dict_lookup(provider: *mut SymbolProvider, rva: u32, buf: *mut c_char, cb: u32, pcb: *mut u32) -> HRESULT {
+pub unsafe extern "C" fn clrmap_dict_lookup(provider: *mut ICorDebugSymbolProvider2, rva: u32, buf: *mut c_char, cb: u32, pcb: *mut u32) -> HRESULT {
     guard(|| {
+        let provider = object::<SymbolProvider>(provider);
         if provider.is_null() || pcb.is_null() {
             return E_POINTER;
         }
@@ -350,94 +517,62 @@ pub unsafe extern "C" fn clrmap_dict_lookup(provider: *mut SymbolProvider, rva: 
 // ----------------------------------------------------------------------------------------------
 // The profiler-info-shaped object.
 
-/// Number of ICorProfilerInfo9 vtable slots served (0..=92).
-const INFO_SLOTS: usize = 93;
-
-/// `ICorProfilerInfo`-shaped object over a map store.
-#[repr(C)]
-pub struct ProfilerInfo {
-    vtbl: *const usize,
-    refs: AtomicU32,
-    store: MapStore,
-}
-
-unsafe extern "C" fn pi_not_impl(_this: *mut ProfilerInfo) -> HRESULT {
+unsafe extern "C" fn pi_not_impl(_this: *mut ICorProfilerInfo) -> HRESULT {
     E_NOTIMPL
 }
 
 /// Turn the C arguments into the store's: `map` is null or holds `c_map` entries.
 ///
 /// SAFETY (callers): `pc_map` is null or writable; `map` is null or valid for `c_map` entries.
-unsafe fn protocol_args<'a>(c_map: u32, pc_map: *mut u32, map: *mut CorDebugIlToNativeMap) -> (Option<&'a mut u32>, Option<&'a mut [CorDebugIlToNativeMap]>) {
-    // SAFETY: per the caller's contract.
+unsafe fn protocol_args<'a>(c_map: u32, pc_map: *mut u32, map: *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> (Option<&'a mut u32>, Option<&'a mut [CorDebugIlToNativeMap]>) {
+    // SAFETY: per the caller's contract; the two map structs have one layout (asserted above).
     unsafe {
         let pc = pc_map.as_mut();
-        let m = if map.is_null() { None } else { Some(std::slice::from_raw_parts_mut(map, c_map as usize)) };
+        let m = if map.is_null() { None } else { Some(std::slice::from_raw_parts_mut(map.cast::<CorDebugIlToNativeMap>(), c_map as usize)) };
         (pc, m)
     }
 }
 
-unsafe extern "C" fn pi_map1(this: *mut ProfilerInfo, fid: usize, c_map: u32, pc_map: *mut u32, map: *mut CorDebugIlToNativeMap) -> HRESULT {
+/// The store behind a profiler-info pointer.
+///
+/// SAFETY (callers): `this` is null or a live `ICorProfilerInfo` made by clrmap.
+unsafe fn store<'a>(this: *mut ICorProfilerInfo) -> Option<&'a MapStore> {
+    // SAFETY: per the caller's contract.
+    unsafe { object::<ProfilerInfo>(this).as_ref() }.map(|o| &o.store)
+}
+
+unsafe extern "C" fn pi_map1(this: *mut ICorProfilerInfo, fid: FunctionID, c_map: u32, pc_map: *mut u32, map: *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT {
     guard(|| {
-        if this.is_null() {
-            return E_POINTER;
-        }
         // SAFETY: COM arguments as documented for GetILToNativeMapping.
-        let (pc, m) = unsafe { protocol_args(c_map, pc_map, map) };
-        // SAFETY: `this` is live.
-        unsafe { (*this).store.get_il_to_native_mapping(fid as u64, c_map, pc, m) }
+        let (Some(store), (pc, m)) = (unsafe { store(this) }, unsafe { protocol_args(c_map, pc_map, map) }) else { return E_POINTER };
+        store.get_il_to_native_mapping(fid as u64, c_map, pc, m)
     })
 }
 
-unsafe extern "C" fn pi_map2(this: *mut ProfilerInfo, fid: usize, rejit: usize, c_map: u32, pc_map: *mut u32, map: *mut CorDebugIlToNativeMap) -> HRESULT {
+unsafe extern "C" fn pi_map2(this: *mut ICorProfilerInfo, fid: FunctionID, rejit: ReJITID, c_map: u32, pc_map: *mut u32, map: *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT {
     guard(|| {
-        if this.is_null() {
-            return E_POINTER;
-        }
-        // SAFETY: as in `pi_map1`.
-        let (pc, m) = unsafe { protocol_args(c_map, pc_map, map) };
-        // SAFETY: `this` is live.
-        unsafe { (*this).store.get_il_to_native_mapping2(fid as u64, rejit as u64, c_map, pc, m) }
+        // SAFETY: COM arguments as documented for GetILToNativeMapping2.
+        let (Some(store), (pc, m)) = (unsafe { store(this) }, unsafe { protocol_args(c_map, pc_map, map) }) else { return E_POINTER };
+        store.get_il_to_native_mapping2(fid as u64, rejit as u64, c_map, pc, m)
     })
 }
 
-unsafe extern "C" fn pi_map3(this: *mut ProfilerInfo, start: usize, c_map: u32, pc_map: *mut u32, map: *mut CorDebugIlToNativeMap) -> HRESULT {
+unsafe extern "C" fn pi_map3(this: *mut ICorProfilerInfo, start: usize, c_map: u32, pc_map: *mut u32, map: *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT {
     guard(|| {
-        if this.is_null() {
-            return E_POINTER;
-        }
-        // SAFETY: as in `pi_map1`.
-        let (pc, m) = unsafe { protocol_args(c_map, pc_map, map) };
-        // SAFETY: `this` is live.
-        unsafe { (*this).store.get_il_to_native_mapping3(start as u64, c_map, pc, m) }
+        // SAFETY: COM arguments as documented for GetILToNativeMapping3.
+        let (Some(store), (pc, m)) = (unsafe { store(this) }, unsafe { protocol_args(c_map, pc_map, map) }) else { return E_POINTER };
+        store.get_il_to_native_mapping3(start as u64, c_map, pc, m)
     })
-}
-
-fn info_vtable() -> *const usize {
-    static VTBL: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
-    VTBL.get_or_init(|| {
-        let mut v = vec![pi_not_impl as *const () as usize; INFO_SLOTS];
-        for (slot, f) in [
-            (0usize, query_interface::<ProfilerInfo> as *const () as usize),
-            (1, add_ref::<ProfilerInfo> as *const () as usize),
-            (2, release::<ProfilerInfo> as *const () as usize),
-            (35, pi_map1 as *const () as usize),
-            (78, pi_map2 as *const () as usize),
-            (91, pi_map3 as *const () as usize),
-        ] {
-            if let Some(s) = v.get_mut(slot) {
-                *s = f;
-            }
-        }
-        v
-    })
-    .as_ptr()
 }
 
 /// Open a ReadyToRun image, a `.nettrace` or a clrmap capture as an `ICorProfilerInfo`-shaped
 /// object. For an image, a body's FunctionID and code start are both its code-start RVA.
+///
+/// All bodies are decoded when the file is opened, so each later call is a lookup (BENCHMARKS.md
+/// has both costs). A missing file is HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a malformed one
+/// META_E_BAD_SIGNATURE.
 #[no_mangle]
-pub unsafe extern "C" fn clrmap_profiler_info_open(path: *const c_char, out: *mut *mut ProfilerInfo) -> HRESULT {
+pub unsafe extern "C" fn clrmap_profiler_info_open(path: *const c_char, out: *mut *mut ICorProfilerInfo) -> HRESULT {
     guard(|| {
         if path.is_null() || out.is_null() {
             return E_POINTER;
@@ -455,23 +590,24 @@ pub unsafe extern "C" fn clrmap_profiler_info_open(path: *const c_char, out: *mu
             clrmap::r2r::ReadyToRunImage::parse(&bytes).and_then(|i| i.code_bodies())
         };
         let Ok(bodies) = bodies else { return META_E_BAD_SIGNATURE };
-        let info = Box::new(ProfilerInfo { vtbl: info_vtable(), refs: AtomicU32::new(1), store: MapStore::new(bodies) });
-        // SAFETY: `out` is non-null.
-        unsafe { *out = Box::into_raw(info) };
+        let info = Box::new(ProfilerInfo { iface: ICorProfilerInfo { lpVtbl: &PROFILER_INFO_VTBL }, refs: AtomicU32::new(1), store: MapStore::new(bodies) });
+        // SAFETY: `out` is non-null; the interface is the object's first field.
+        unsafe { *out = Box::into_raw(info).cast() };
         S_OK
     })
 }
 
-/// The FunctionIDs, sorted, through the two-call protocol (`*pc` always gets the count; S_FALSE
-/// if `c` is too small).
+/// The FunctionIDs, sorted, through the two-call protocol: `*pc` always gets the count; S_FALSE
+/// if `ids` is null or `c` is too small.
 #[no_mangle]
-pub unsafe extern "C" fn clrmap_profiler_info_function_ids(info: *mut ProfilerInfo, ids: *mut u64, c: u32, pc: *mut u32) -> HRESULT {
+pub unsafe extern "C" fn clrmap_profiler_info_function_ids(info: *mut ICorProfilerInfo, ids: *mut u64, c: u32, pc: *mut u32) -> HRESULT {
     guard(|| {
-        if info.is_null() || pc.is_null() {
+        // SAFETY: `info` is null or live.
+        let Some(store) = (unsafe { store(info) }) else { return E_POINTER };
+        if pc.is_null() {
             return E_POINTER;
         }
-        // SAFETY: `info` is live.
-        let all = unsafe { (*info).store.function_ids() };
+        let all = store.function_ids();
         let n = u32::try_from(all.len()).unwrap_or(u32::MAX);
         // SAFETY: `pc` is non-null.
         unsafe { *pc = n };
@@ -485,15 +621,16 @@ pub unsafe extern "C" fn clrmap_profiler_info_function_ids(info: *mut ProfilerIn
 }
 
 /// Symbolize an address (an RVA for an image): the FunctionID of the body containing it and the
-/// IL offset (PROLOG/EPILOG/NO_MAPPING as their ULONG32 values). E_INVALIDARG outside every body.
+/// IL offset there (ilmap.md §5.3; PROLOG/EPILOG/NO_MAPPING as their ULONG32 values).
+/// E_INVALIDARG outside every body.
 #[no_mangle]
-pub unsafe extern "C" fn clrmap_profiler_info_symbolize(info: *mut ProfilerInfo, address: u64, function_id: *mut u64, il_offset: *mut u32) -> HRESULT {
+pub unsafe extern "C" fn clrmap_profiler_info_symbolize(info: *mut ICorProfilerInfo, address: u64, functionId: *mut u64, ilOffset: *mut u32) -> HRESULT {
     guard(|| {
-        if info.is_null() || function_id.is_null() || il_offset.is_null() {
+        // SAFETY: `info` is null or live.
+        let Some(store) = (unsafe { store(info) }) else { return E_POINTER };
+        if functionId.is_null() || ilOffset.is_null() {
             return E_POINTER;
         }
-        // SAFETY: `info` is live.
-        let store = unsafe { &(*info).store };
         let Some(body) = store.body_containing(address) else { return E_INVALIDARG };
         let start = body.start.or(body.rva.map(u64::from)).unwrap_or(0);
         let offset = u32::try_from(address.saturating_sub(start)).unwrap_or(u32::MAX);
@@ -505,8 +642,8 @@ pub unsafe extern "C" fn clrmap_profiler_info_symbolize(info: *mut ProfilerInfo,
         };
         // SAFETY: both out-pointers are non-null.
         unsafe {
-            *function_id = body.function_id.or(Some(start)).unwrap_or(0);
-            *il_offset = il;
+            *functionId = body.function_id.or(Some(start)).unwrap_or(0);
+            *ilOffset = il;
         }
         S_OK
     })
