@@ -61,10 +61,20 @@ pub fn decode(blob: Reader<'_>, major: u16) -> Result<DebugInfo> {
 
 /// Like [`decode`], but variables are decoded only when `with_vars`.
 pub fn decode_parts(blob: Reader<'_>, major: u16, with_vars: bool) -> Result<DebugInfo> {
+    let (bounds_bytes, vars_bytes) = split(blob, major)?;
+    let mut bounds = Vec::new();
+    bounds_into(bounds_bytes, major, &mut bounds)?;
+    let vars = if !with_vars || vars_bytes.is_empty() || major >= 16 { Vec::new() } else { nibble_vars(vars_bytes)? };
+    Ok(DebugInfo { bounds, vars })
+}
+
+/// A method's blob split into its bounds and its variables, after the header of sizes (§2.3;
+/// the fat header of majors ≥ 17, §2.4).
+pub fn split(blob: Reader<'_>, major: u16) -> Result<(Reader<'_>, Reader<'_>)> {
     let mut header = Nibbles::new(blob);
     let at = blob.offset();
     let (cb_bounds, cb_vars) = if major >= 17 {
-        // §2.4: a first value 0 marks the fat header (six sizes); check that it fits, else slim.
+        // §2.4: a first value 0 marks the fat header (six sizes); otherwise the slim one.
         let first = header.unsigned()?;
         if first == 0 {
             let bounds = header.unsigned()?;
@@ -83,25 +93,36 @@ pub fn decode_parts(blob: Reader<'_>, major: u16, with_vars: bool) -> Result<Deb
     };
     let mut r = blob;
     r.skip(usize::try_from(header.next_byte().saturating_sub(at)).unwrap_or(usize::MAX), "the debug info header")?;
-    let bounds_bytes = r.split(cb_bounds as usize, "the bounds").map_err(|_| bad(at, "bounds inside the section"))?;
-    let vars_bytes = r.split(cb_vars as usize, "the variables").map_err(|_| bad(at, "variables inside the section"))?;
-    let bounds = if cb_bounds == 0 {
-        Vec::new()
+    let bounds = r.split(cb_bounds as usize, "the bounds").map_err(|_| bad(at, "bounds inside the section"))?;
+    let vars = r.split(cb_vars as usize, "the variables").map_err(|_| bad(at, "variables inside the section"))?;
+    Ok((bounds, vars))
+}
+
+/// Decode the bounds part of a blob for R2R `major` into `out` (cleared first), so that a caller
+/// decoding many methods reuses one buffer.
+pub fn bounds_into(bytes: Reader<'_>, major: u16, out: &mut Vec<Bound>) -> Result<()> {
+    out.clear();
+    if bytes.is_empty() {
+        Ok(())
     } else if major >= 16 {
-        bitpacked_bounds(bounds_bytes, if major >= 17 { 3 } else { 2 })?
+        bitpacked_bounds_into(bytes, if major >= 17 { 3 } else { 2 }, out)
     } else {
-        nibble_bounds(bounds_bytes)?
-    };
-    let vars = if !with_vars || cb_vars == 0 || major >= 16 { Vec::new() } else { nibble_vars(vars_bytes)? };
-    Ok(DebugInfo { bounds, vars })
+        nibble_bounds_into(bytes, out)
+    }
 }
 
 /// §2.3: count, then (native delta, biased IL, source) per entry.
 pub fn nibble_bounds(bytes: Reader<'_>) -> Result<Vec<Bound>> {
+    let mut out = Vec::new();
+    nibble_bounds_into(bytes, &mut out)?;
+    Ok(out)
+}
+
+fn nibble_bounds_into(bytes: Reader<'_>, out: &mut Vec<Bound>) -> Result<()> {
     let mut n = Nibbles::new(bytes);
     let count = n.unsigned()?;
     // Each entry takes at least three nibbles.
-    let mut out = Vec::with_capacity((count as usize).min(bytes.len().saturating_mul(2) / 3));
+    out.reserve((count as usize).min(bytes.len().saturating_mul(2) / 3));
     let mut native = 0u32;
     for _ in 0..count {
         let at = n.next_byte();
@@ -111,11 +132,17 @@ pub fn nibble_bounds(bytes: Reader<'_>) -> Result<Vec<Bound>> {
         let source = SourceTypes(n.unsigned()?);
         out.push(Bound { native_offset: native, il_offset: il, source });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// §2.5: count, N−1, I−1 as nibbles, then count records of S+N+I bits, LSB first.
 pub fn bitpacked_bounds(bytes: Reader<'_>, source_bits: u32) -> Result<Vec<Bound>> {
+    let mut out = Vec::new();
+    bitpacked_bounds_into(bytes, source_bits, &mut out)?;
+    Ok(out)
+}
+
+fn bitpacked_bounds_into(bytes: Reader<'_>, source_bits: u32, out: &mut Vec<Bound>) -> Result<()> {
     let at = bytes.offset();
     let mut n = Nibbles::new(bytes);
     let count = n.unsigned()?;
@@ -132,7 +159,7 @@ pub fn bitpacked_bounds(bytes: Reader<'_>, source_bits: u32) -> Result<Vec<Bound
         return Err(bad(r.offset(), "bit-packed records inside the bounds"));
     }
     let data = r.as_slice();
-    let mut out = Vec::with_capacity(count as usize);
+    out.reserve(count as usize);
     let mut native = 0u32;
     let mut bit = 0u64;
     let field = |bit: u64, width: u32| -> u32 {
@@ -165,7 +192,7 @@ pub fn bitpacked_bounds(bytes: Reader<'_>, source_bits: u32) -> Result<Vec<Bound
         }
         out.push(Bound { native_offset: native, il_offset: il_from_biased(il), source: SourceTypes(flags) });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// §2.3 vars (3.1 layout): start, length, number + 4, location kind and its fields.

@@ -171,17 +171,23 @@ impl<'a> ReadyToRunImage<'a> {
     }
 
     fn debug_info_in(&self, sec: Reader<'a>, arr: &NativeArray<'a>, index: u32, with_vars: bool) -> Result<Option<DebugInfo>> {
+        match self.debug_blob(sec, arr, index)? {
+            Some(blob) => debuginfo::decode_parts(blob, self.major, with_vars).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The debug info blob of the method whose entry RUNTIME_FUNCTION is `index` (§3.4).
+    fn debug_blob(&self, sec: Reader<'a>, arr: &NativeArray<'a>, index: u32) -> Result<Option<Reader<'a>>> {
         let Some(at) = arr.get(index)? else { return Ok(None) };
         let mut r = native::at(sec, at)?;
         // A lookback: 0 → the blob follows; k → the blob is shared and starts k bytes before.
         let lookback = native::unsigned(&mut r)?;
-        let blob = if lookback == 0 {
-            r
-        } else {
-            let start = at.checked_sub(u64::from(lookback)).ok_or(bad(at, "a lookback inside the section"))?;
-            native::at(sec, start)?
-        };
-        debuginfo::decode_parts(blob, self.major, with_vars).map(Some)
+        if lookback == 0 {
+            return Ok(Some(r));
+        }
+        let start = at.checked_sub(u64::from(lookback)).ok_or(bad(at, "a lookback inside the section"))?;
+        native::at(sec, start).map(Some)
     }
 
     /// Every code body with debug info, with its public map. FunctionID for an image source is
@@ -196,6 +202,8 @@ impl<'a> ReadyToRunImage<'a> {
         }
         let debug = self.debug_array()?;
         let mut out = Vec::with_capacity(entries.len());
+        // One buffer for every method's raw bounds: only the public maps are kept.
+        let mut bounds = Vec::new();
         for e in entries {
             let Some(entry) = self.functions.get(e.runtime_function as usize) else {
                 return Err(bad(0, "an entry point's RUNTIME_FUNCTION index inside the table"));
@@ -209,17 +217,19 @@ impl<'a> ReadyToRunImage<'a> {
             }
             let code_size = end.saturating_sub(entry.begin);
             let Some((sec, arr)) = &debug else { continue };
-            let Some(info) = self.debug_info_in(*sec, arr, e.runtime_function, false)? else { continue };
+            let Some(blob) = self.debug_blob(*sec, arr, e.runtime_function)? else { continue };
+            debuginfo::bounds_into(debuginfo::split(blob, self.major)?.0, self.major, &mut bounds)?;
             // Bounds lie inside the body (offsets from its start, funclets included); anything
-            // past its code is corrupt debug info (found by the r2r fuzz target).
-            if info.bounds.iter().any(|b| b.native_offset > code_size) {
+            // past its code is corrupt debug info (found by the r2r fuzz target). Native offsets
+            // only grow, so the last one is the largest.
+            if bounds.last().is_some_and(|b| b.native_offset > code_size) {
                 return Err(Error::new(ErrorKind::BadDebugInfo, u64::from(entry.begin), "bounds inside the method's code"));
             }
             out.push(CodeBody {
                 token: e.token,
                 rva: Some(entry.begin),
                 code_size,
-                map: public_map(&info.bounds, code_size),
+                map: public_map(&bounds, code_size),
                 ..CodeBody::default()
             });
         }

@@ -205,16 +205,36 @@ impl<'a> Nibbles<'a> {
         Nibbles { data: r.as_slice(), base: r.offset(), pos: 0 }
     }
 
+    /// The next nibble: the low half of a byte first (nibblestream.h `ReadNibble`).
+    #[inline(always)]
+    fn nibble(&mut self) -> Option<u8> {
+        let byte = *self.data.get(self.pos >> 1)?;
+        let n = (byte >> ((self.pos & 1) << 2)) & 0x0F;
+        // `pos` < 2·len ≤ usize::MAX, so this cannot wrap.
+        self.pos = self.pos.wrapping_add(1);
+        Some(n)
+    }
+
     /// An unsigned value; more than 11 nibbles is corruption (a u32 needs at most 11).
+    #[inline]
     pub fn unsigned(&mut self) -> Result<u32> {
+        // Most values in bounds and headers are below 8: one nibble, no loop (this is the hot
+        // path of decoding a whole image's debug info).
         let at = self.next_byte();
-        let mut v = 0u64;
-        for _ in 0..11 {
-            let Some(&byte) = self.data.get(self.pos / 2) else {
+        match self.nibble() {
+            Some(n) if n & 8 == 0 => Ok(u32::from(n)),
+            Some(n) => self.unsigned_rest(at, u64::from(n & 7)),
+            None => Err(Error::new(ErrorKind::Truncated, at, "a nibble value inside its bound")),
+        }
+    }
+
+    /// The nibbles after a first one with its "more" bit set.
+    #[inline(never)]
+    fn unsigned_rest(&mut self, at: u64, mut v: u64) -> Result<u32> {
+        for _ in 1..11 {
+            let Some(n) = self.nibble() else {
                 return Err(Error::new(ErrorKind::Truncated, at, "a nibble value inside its bound"));
             };
-            let n = if self.pos % 2 == 0 { byte & 0x0F } else { byte >> 4 };
-            self.pos = self.pos.saturating_add(1);
             v = (v << 3) | u64::from(n & 7);
             if n & 8 == 0 {
                 return u32::try_from(v).map_err(|_| Error::new(ErrorKind::BadDebugInfo, at, "a nibble value that fits 32 bits"));
