@@ -324,26 +324,49 @@ mod properties {
 }
 
 #[test]
-fn fenced_lookup_agrees_with_a_linear_scan() {
-    // 5,000 sorted entries with runs of equal RVAs (same item) that cross block boundaries.
-    let mut entries = Vec::new();
-    let mut rva = 100u32;
-    for i in 0..5_000u32 {
-        if i % 7 != 0 {
-            rva += 1 + i % 5;
+fn sorted_lookup_agrees_with_a_linear_scan() {
+    // Sorted maps with runs of equal RVAs (same item) that cross bucket boundaries, at sizes
+    // around the radix table's powers of two.
+    for size in [0u32, 1, 2, 31, 32, 33, 64, 1023, 1024, 1025, 5_000, 32_768, 33_000, 40_000] {
+        let mut entries = Vec::new();
+        let mut rva = 100u32;
+        for i in 0..size {
+            if i % 7 != 0 {
+                rva += 1 + i % 5;
+            }
+            entries.push((rva, 0));
         }
-        entries.push((rva, 0));
+        let bytes = map(0x8000_0000 | entries.len() as u32, &entries, &hex("02 01 08"));
+        let m = DictionaryMap::parse(&bytes).unwrap();
+        m.validate().unwrap();
+        let l = Lookup::new(m, SortedFlag::Verify).unwrap();
+        assert!(l.is_in_place());
+        let step = if size > 2_000 { 3 } else { 1 };
+        for probe in (0..rva + 3).step_by(step).chain([u32::MAX - 1, u32::MAX]) {
+            let want = entries.partition_point(|e| e.0 < probe);
+            let want = entries.get(want).filter(|e| e.0 == probe).map(|_| want as u32);
+            assert_eq!(l.find(probe).map(|e| e.index), want, "size {size}, rva {probe}");
+        }
     }
+    // Skewed RVAs: a dense cluster and far outliers put thousands of entries in one bucket, where
+    // the search inside the bucket does all the work.
+    let mut entries: Vec<(u32, u32)> = (0..10_000u32).map(|i| (100 + i / 3, 0)).collect();
+    entries.extend([(0x4000_0000, 0), (u32::MAX - 5, 0)]);
     let bytes = map(0x8000_0000 | entries.len() as u32, &entries, &hex("02 01 08"));
-    let m = DictionaryMap::parse(&bytes).unwrap();
-    m.validate().unwrap();
-    let l = Lookup::new(m, SortedFlag::Verify).unwrap();
-    assert!(l.is_in_place());
-    for probe in 0..rva + 3 {
-        let want = entries.iter().position(|e| e.0 == probe).map(|i| i as u32);
-        assert_eq!(l.find(probe).map(|e| e.index), want, "rva {probe}");
+    let l = Lookup::new(DictionaryMap::parse(&bytes).unwrap(), SortedFlag::Verify).unwrap();
+    for probe in (0..3_500).chain([0x4000_0000, 0x3FFF_FFFF, u32::MAX - 5, u32::MAX - 4]) {
+        let want = entries.partition_point(|e| e.0 < probe);
+        let want = entries.get(want).filter(|e| e.0 == probe).map(|_| want as u32);
+        assert_eq!(l.find(probe).map(|e| e.index), want, "skewed, rva {probe}");
     }
-    assert!(l.find(u32::MAX).is_none());
+    // RVAs at the ends of the u32 range.
+    let entries = [(0u32, 0u32), (1, 0), (u32::MAX - 1, 0), (u32::MAX, 0), (u32::MAX, 0)];
+    let bytes = map(0x8000_0000 | entries.len() as u32, &entries, &hex("02 01 08"));
+    let l = Lookup::new(DictionaryMap::parse(&bytes).unwrap(), SortedFlag::Verify).unwrap();
+    for (want, &(rva, _)) in [0u32, 1, 2, 3, 3].into_iter().zip(&entries) {
+        assert_eq!(l.find(rva).map(|e| e.index), Some(want), "rva {rva}");
+    }
+    assert!(l.find(2).is_none());
 }
 
 #[test]
