@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::map::{DictionaryMap, Entry, Item};
 use crate::read::{Error, ErrorKind, Result};
 use crate::read::write::{compressed_u32_len, push_compressed_u32};
-use crate::signature::{encode_type, TreeProvider};
+use crate::signature::{encode_type, quick, TreeProvider};
 
 /// A bitset over heap offsets: which items have been read. One bit per heap byte.
 struct Seen(Vec<u64>);
@@ -14,6 +14,12 @@ impl Seen {
     fn new(bits: usize) -> Self {
         Seen(vec![0; bits.div_ceil(64)])
     }
+    /// True if `i` is marked (out of range: false).
+    #[inline]
+    fn contains(&self, i: u32) -> bool {
+        self.0.get((i / 64) as usize).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
     /// Mark `i`; true if it was not marked before.
     #[inline]
     fn insert(&mut self, i: u32) -> bool {
@@ -27,6 +33,30 @@ impl Seen {
             None => false,
         }
     }
+}
+
+/// True if the item at `offset` is certainly well-formed: L fits the heap, T ≥ 1 fits L, and the
+/// body is exactly T types of the shapes [`quick::plain_types`] covers. `false` decides nothing:
+/// the strict reader then runs and names the fault, if any (gdmap.md §1; contract §3 (d)).
+#[inline]
+fn plainly_valid_item(heap: &[u8], offset: u32) -> bool {
+    let Some(mut b) = heap.get(offset as usize..) else { return false };
+    let Some(body) = quick::compressed(&mut b).and_then(|len| b.get(..len as usize)) else { return false };
+    let mut body = body;
+    match quick::compressed(&mut body) {
+        Some(count) if count > 0 => quick::plain_types(body, count),
+        _ => false,
+    }
+}
+
+/// The whole size (L's width + L) of the item at `at`, if L reads and fits the heap.
+#[inline]
+fn item_len(heap: &[u8], at: usize) -> Option<usize> {
+    let mut b = heap.get(at..)?;
+    let before = b.len();
+    let len = quick::compressed(&mut b)? as usize;
+    let width = before.wrapping_sub(b.len());
+    (len <= b.len()).then_some(width.wrapping_add(len))
 }
 
 /// The index of the first entry (in directory order) whose RVA appeared earlier with another heap
@@ -63,13 +93,66 @@ impl<'a> DictionaryMap<'a> {
     /// defines: for each entry in directory order, (a) `unsorted`, (b) `duplicate_rva`,
     /// (c) `offset_out_of_heap`, (d) its item, unless an earlier entry already read it.
     ///
+    /// Two ways, one answer. A sorted map whose items lie back to back from heap offset 0 (what
+    /// every producer writes) is first *proven* valid in two sequential passes: one walk over the
+    /// heap marking each item it proves well-formed, then one pass over the directory checking
+    /// order, repeats and that each offset is a marked item. That proof never reports a fault:
+    /// if it fails for any reason, the map is checked again entry by entry in contract order
+    /// ([`DictionaryMap::validate_in_order`]), which finds the first fault. So the result is
+    /// always that of the in-order check; the fast proof only makes valid maps cheaper (the
+    /// `gdmap` fuzz target and a property test compare the two).
+    ///
     /// Memory: one bit per heap byte to read each item once, plus, for a directory whose sorted
     /// flag is clear, 8 bytes per entry to find repeated RVAs. With the flag set, sortedness is
     /// checked as we go and repeats are neighbours, so nothing more is needed.
     pub fn validate(&self) -> Result<()> {
+        if self.is_sorted_flag_set() && self.proven_valid_by_walk() {
+            return Ok(());
+        }
+        self.validate_in_order()
+    }
+
+    /// True if the map is certainly valid: the heap walk and directory pass described at
+    /// [`DictionaryMap::validate`]. `false` proves nothing.
+    fn proven_valid_by_walk(&self) -> bool {
+        // 1. The heap, item after item: the next item starts where this one ends (L's width + L),
+        //    so the walk never waits on a type's parse. Most items take the quick acceptor; the
+        //    strict reader proves the rest. The walk stops at the first item it cannot prove
+        //    (a gap, a fault): items after that are unmarked, and entries naming them fail step 2.
+        let heap = self.heap();
+        let mut proven = Seen::new(heap.len());
+        let mut at = 0usize;
+        while let Some(len) = item_len(heap, at) {
+            let Ok(offset) = u32::try_from(at) else { break };
+            if !plainly_valid_item(heap, offset) && !self.item(offset).is_ok_and(|i| i.validate().is_ok()) {
+                break;
+            }
+            proven.insert(offset);
+            at = at.saturating_add(len);
+        }
+        // 2. The directory: ascending RVAs, a repeated RVA only with the same offset, and every
+        //    offset a proven item. No early exit: the flags fold into one, so the loop has no
+        //    data-dependent branch.
+        let mut ok = true;
+        let (mut prev_rva, mut prev_offset) = (0u32, 0u32);
+        for (i, raw) in self.directory_bytes().chunks_exact(8).enumerate() {
+            let &[a, b, c, d, e, f, g, h] = raw else { return false };
+            let (rva, offset) = (u32::from_le_bytes([a, b, c, d]), u32::from_le_bytes([e, f, g, h]));
+            ok &= i == 0 || rva > prev_rva || (rva == prev_rva && offset == prev_offset);
+            ok &= proven.contains(offset);
+            (prev_rva, prev_offset) = (rva, offset);
+        }
+        ok
+    }
+
+    /// The strict check in contract §3's order, entry by entry (what [`DictionaryMap::validate`]
+    /// returns). Public for the tests and fuzz target that compare the two paths.
+    #[doc(hidden)]
+    pub fn validate_in_order(&self) -> Result<()> {
         let sorted = self.is_sorted_flag_set();
         let conflict = if sorted { None } else { first_conflicting_rva(self) };
         let heap_size = self.heap_size();
+        let heap = self.heap();
         let mut seen = Seen::new(heap_size);
         // Offsets above every offset read so far cannot have been read: producers lay items out
         // in first-use order, so most entries take this branch and skip the bitset look-up.
@@ -106,7 +189,8 @@ impl<'a> DictionaryMap<'a> {
                     seen.insert(offset)
                 }
             };
-            if fresh {
+            // Nearly every item takes the quick acceptor; the strict reader decides the rest.
+            if fresh && !plainly_valid_item(heap, offset) {
                 self.item(offset)?.validate()?;
             }
             (prev_rva, prev_offset) = (rva, offset);

@@ -13,6 +13,7 @@ mod names;
 mod parse;
 mod print;
 mod provider;
+pub(crate) mod quick;
 mod sig;
 mod types;
 
