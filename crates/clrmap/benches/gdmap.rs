@@ -17,6 +17,8 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20);
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("validate_1m", |b| b.iter(|| DictionaryMap::parse(black_box(&bytes)).unwrap().validate().unwrap()));
+    // The in-order check alone: what `validate` costs on a map the fast proof cannot take.
+    g.bench_function("validate_in_order_1m", |b| b.iter(|| DictionaryMap::parse(black_box(&bytes)).unwrap().validate_in_order().unwrap()));
     g.finish();
 
     // 4096 RVAs spread over the map: the queries stay in cache, the map does not.
