@@ -303,8 +303,9 @@ const fn step(state: u16, b: u8) -> (u16, i32) {
 /// next index is one mask and one OR away.
 // Built at compile time: an index out of range here fails the build, it cannot panic at run time.
 #[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-static TABLE: [u16; STATES * 512] = {
-    let mut t = [0u16; STATES * 512];
+static TABLE: [u16; 65536] = {
+    // Only the first STATES × 512 entries are reachable; the rest make any u16 index valid.
+    let mut t = [0u16; 65536];
     let mut state = 0;
     while state < STATES {
         let mut sym = 0;
@@ -368,7 +369,8 @@ static PAST_END: [[u16; 32]; 33] = {
 /// two adds.
 #[inline(always)]
 pub(crate) fn short_counted_types<const N: usize, const K: usize>(lanes: &[[u16; N]; K]) -> [bool; K] {
-    let mut index = [usize::from(S_COUNT) << 9; K];
+    // u16 indexes into a table of 65,536 entries: always in bounds, so no check and no mask.
+    let mut index = [S_COUNT << 9; K];
     let mut owed = [0i32; K];
     // The OR of every owed count seen: its sign bit is set if one was negative, that is, if a
     // type was read when none was owed (a byte after the list).
@@ -376,10 +378,9 @@ pub(crate) fn short_counted_types<const N: usize, const K: usize>(lanes: &[[u16;
     for i in 0..N {
         for k in 0..K {
             let (Some(syms), Some(x), Some(o), Some(n)) = (lanes.get(k), index.get_mut(k), owed.get_mut(k), seen.get_mut(k)) else { continue };
-            let sym = usize::from(syms.get(i).copied().unwrap_or(0x100));
-            // The mask keeps the index inside the table (32 states): no bound check.
-            let e = TABLE.get((*x | sym) & (STATES * 512 - 1)).copied().unwrap_or(0);
-            *x = usize::from(e & 0x3E00);
+            let sym = syms.get(i).copied().unwrap_or(0x100);
+            let e = TABLE.get(usize::from(*x | sym)).copied().unwrap_or(0);
+            *x = e & 0x3E00;
             *o = o.wrapping_add(i32::from(e as u8 as i8));
             *n |= *o;
         }
@@ -387,7 +388,7 @@ pub(crate) fn short_counted_types<const N: usize, const K: usize>(lanes: &[[u16;
     let mut out = [false; K];
     for (k, r) in out.iter_mut().enumerate() {
         let (Some(&x), Some(&o), Some(&n)) = (index.get(k), owed.get(k), seen.get(k)) else { continue };
-        *r = x == usize::from(S_TYPE) << 9 && o == 0 && n >= 0;
+        *r = x == S_TYPE << 9 && o == 0 && n >= 0;
     }
     out
 }
