@@ -57,51 +57,58 @@ fn plainly_valid_item(heap: &[u8], offset: u32) -> bool {
     }
 }
 
-/// Up to four items of L ≤ `N` waiting for the automaton.
-struct Batch<const N: usize> {
-    offsets: [u32; 4],
-    lanes: [[u16; N]; 4],
-    n: usize,
+/// Items of a one-byte L ≤ `N` waiting for the automaton: up to [`QUEUE`] of them, as (heap
+/// offset, L), so that the walk only queues and the automaton then runs in one regular loop, four
+/// items at a time (no per-item "is the batch full?" branch to mispredict).
+struct Queue<const N: usize> {
+    items: Vec<(u32, u8)>,
 }
 
-impl<const N: usize> Batch<N> {
+/// Items per queue before it is proven and emptied: a fixed bound, so memory does not grow with
+/// the heap.
+const QUEUE: usize = 4096;
+
+impl<const N: usize> Queue<N> {
     fn new() -> Self {
-        // Empty lanes read "past the end" from the start: they are never proven.
-        Batch { offsets: [0; 4], lanes: [[0x100; N]; 4], n: 0 }
+        Queue { items: Vec::with_capacity(QUEUE) }
     }
 
-    /// Add an item (its heap offset, L, and the bytes from its body on); true when full.
+    /// Queue an item; true when the queue is full.
     #[inline(always)]
-    fn push(&mut self, offset: u32, len: usize, body: &[u8]) -> bool {
-        if let (Some(o), Some(l)) = (self.offsets.get_mut(self.n), self.lanes.get_mut(self.n)) {
-            *o = offset;
-            // L bytes must fit the heap; a body cut short (length 0) is left to the slow proof.
-            *l = quick::symbols::<N>(body, if len <= body.len() { len } else { 0 });
-            self.n = self.n.saturating_add(1);
-        }
-        self.n == 4
+    fn push(&mut self, offset: u32, len: u8) -> bool {
+        self.items.push((offset, len));
+        self.items.len() >= QUEUE
     }
 
-    /// Run the automaton on the waiting items and mark the proven ones; the others get the slow
-    /// proof. Empties the batch.
+    /// Run the automaton on the queued items and mark the proven ones; the others get the slow
+    /// proof. Empties the queue.
     #[inline(never)]
-    fn prove(&mut self, proven: &mut Seen, slow: &impl Fn(u32) -> bool) {
-        // Lanes past `n` hold the previous batch's items: their answers are not used. Marking
-        // is branch-free; only a batch with an unproven item takes the slow loop.
-        let ok = quick::short_counted_types(&self.lanes);
-        let mut all = self.n == 4;
-        for (k, (&offset, &fast)) in self.offsets.iter().zip(&ok).enumerate() {
-            proven.insert_if(offset, fast & (k < self.n));
-            all &= fast;
-        }
-        if !all {
-            for ((&offset, &fast), _) in self.offsets.iter().zip(&ok).zip(0..self.n) {
-                if !fast && slow(offset) {
-                    proven.insert(offset);
+    fn prove(&mut self, heap: &[u8], proven: &mut Seen, slow: &impl Fn(u32) -> bool) {
+        for group in self.items.chunks(4) {
+            // A short last group leaves lanes "past the end" from the start: never proven.
+            let mut lanes = [[0x100u16; N]; 4];
+            for (lane, &(offset, len)) in lanes.iter_mut().zip(group) {
+                let body = heap.get((offset as usize).saturating_add(1)..).unwrap_or(&[]);
+                // L bytes must fit the heap; a body cut short (length 0) gets the slow proof.
+                let len = usize::from(len);
+                *lane = quick::symbols::<N>(body, if len <= body.len() { len } else { 0 });
+            }
+            let ok = quick::short_counted_types(&lanes);
+            // Marking is branch-free; only a group with an unproven item takes the slow loop.
+            let mut all = group.len() == 4;
+            for (&(offset, _), &fast) in group.iter().zip(&ok) {
+                proven.insert_if(offset, fast);
+                all &= fast;
+            }
+            if !all {
+                for (&(offset, _), &fast) in group.iter().zip(&ok) {
+                    if !fast && slow(offset) {
+                        proven.insert(offset);
+                    }
                 }
             }
         }
-        self.n = 0;
+        self.items.clear();
     }
 }
 
@@ -174,7 +181,7 @@ impl<'a> DictionaryMap<'a> {
         // 1. The heap, item after item: the next item starts where this one ends (L's width + L),
         //    so finding items never waits on a type's parse. Each item is marked only once it is
         //    proven well-formed: items of a one-byte L up to 32 by the branch-free automaton
-        //    (four at a time, in two sizes: 16 and 32 steps); the rest, and any the automaton
+        //    (queued, then four at a time, in two sizes: 16 and 32 steps); the rest, and any the automaton
         //    cannot prove, by the quick walk or the strict reader. An unproven item stays
         //    unmarked, and entries naming it fail step 2.
         let heap = self.heap();
@@ -183,19 +190,19 @@ impl<'a> DictionaryMap<'a> {
         // Two sizes of automaton run, so that short items do not pay for long ones' steps. (A
         // third size, 8, saved steps but cost more in mispredicted choices between sizes: L is
         // 1-8 for 42% of items and 9-16 for 50%, in random order.)
-        let (mut short, mut long) = (Batch::<16>::new(), Batch::<32>::new());
+        let (mut short, mut long) = (Queue::<16>::new(), Queue::<32>::new());
         let mut at = 0usize;
         while let Some(len) = item_len(heap, at) {
             let Ok(offset) = u32::try_from(at) else { break };
             match heap.get(at..).and_then(|t| t.split_first()) {
-                Some((&l, body)) if (1..=16).contains(&l) => {
-                    if short.push(offset, usize::from(l), body) {
-                        short.prove(&mut proven, &prove_slowly);
+                Some((&l, _)) if (1..=16).contains(&l) => {
+                    if short.push(offset, l) {
+                        short.prove(heap, &mut proven, &prove_slowly);
                     }
                 }
-                Some((&l, body)) if (17..=32).contains(&l) => {
-                    if long.push(offset, usize::from(l), body) {
-                        long.prove(&mut proven, &prove_slowly);
+                Some((&l, _)) if (17..=32).contains(&l) => {
+                    if long.push(offset, l) {
+                        long.prove(heap, &mut proven, &prove_slowly);
                     }
                 }
                 _ => {
@@ -206,8 +213,8 @@ impl<'a> DictionaryMap<'a> {
             }
             at = at.saturating_add(len);
         }
-        short.prove(&mut proven, &prove_slowly);
-        long.prove(&mut proven, &prove_slowly);
+        short.prove(heap, &mut proven, &prove_slowly);
+        long.prove(heap, &mut proven, &prove_slowly);
         // 2. The directory: ascending RVAs, a repeated RVA only with the same offset, and every
         //    offset a proven item. No early exit: the checks fold into one flag with `&` and `|`
         //    (not `&&`, `||`), so the loop has no data-dependent branch.
