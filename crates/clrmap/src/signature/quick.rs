@@ -4,8 +4,8 @@
 //! `true` is a proof; `false` only means "not proven here", and the caller then runs the strict
 //! decoder ([`super::skip_type`]), which alone decides faults, their kinds and their offsets. So
 //! the two cannot disagree on an error; they could only disagree on acceptance, and the property
-//! test in `tests.rs` and the `gdmap` fuzz target check that every sequence accepted here is
-//! accepted by the strict decoder too.
+//! tests below and the `gdmap` fuzz target check that every sequence accepted here is accepted by
+//! the strict decoder too.
 //!
 //! Covered (II.23.2.12, with the contract's rules): the primitives other than VOID, CLASS and
 //! VALUETYPE with a TypeDef or TypeRef token, VAR and MVAR, SZARRAY, GENERICINST, FNPTR without a
@@ -17,7 +17,7 @@
 use super::decode::{ARRAY, CLASS, FNPTR, GENERICINST, MVAR, SZARRAY, VALUETYPE, VAR, VOID};
 use super::{CallingConvention, MAX_ARRAY_RANK};
 
-/// Compound types (SZARRAY, GENERICINST) allowed in one sequence. The nesting depth of any type is
+/// Compound types (SZARRAY, GENERICINST, FNPTR, ARRAY) allowed in one sequence. The nesting depth of any type is
 /// at most this count, well under [`super::MAX_DEPTH`], so no depth fault can be missed.
 const MAX_COMPOUND: u32 = 64;
 
@@ -163,10 +163,10 @@ pub(crate) fn plain_types(mut bytes: &[u8], count: u32) -> bool {
 }
 
 // ----------------------------------------------------------------------------------------------
-// Short counted lists, branch-free: `T` then T types, in at most 8 bytes.
+// Short counted lists, branch-free: `T` then T types, in at most 32 bytes.
 //
 // The branchy walk above mispredicts about once per type on real, mixed data: that, not the
-// work, is most of its cost. Bodies of up to 8 bytes (nearly all dictionary items) go through a
+// work, is most of its cost. Bodies of up to 32 bytes (nearly all dictionary items) go through a
 // byte automaton instead: a table gives each (state, byte) its next state and its change to the
 // number of types still owed; there is no data-dependent branch, so the processor overlaps
 // consecutive items. It covers the shapes of `plain_types` with 1- and 2-byte tokens and numbers
