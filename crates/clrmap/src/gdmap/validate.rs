@@ -88,10 +88,9 @@ impl<const N: usize> Queue<N> {
             // A short last group leaves lanes "past the end" from the start: never proven.
             let mut lanes = [[0x100u16; N]; 4];
             for (lane, &(offset, len)) in lanes.iter_mut().zip(group) {
+                // The walk queued only items whose L bytes fit the heap.
                 let body = heap.get((offset as usize).saturating_add(1)..).unwrap_or(&[]);
-                // L bytes must fit the heap; a body cut short (length 0) gets the slow proof.
-                let len = usize::from(len);
-                *lane = quick::symbols::<N>(body, if len <= body.len() { len } else { 0 });
+                *lane = quick::symbols::<N>(body, usize::from(len));
             }
             let ok = quick::short_counted_types(&lanes);
             // Marking is branch-free; only a group with an unproven item takes the slow loop.
@@ -112,14 +111,14 @@ impl<const N: usize> Queue<N> {
     }
 }
 
-/// The whole size (L's width + L) of the item at `at`, if L reads and fits the heap.
+/// L's width and L of the item at `at`, if L reads and its L bytes fit the heap.
 #[inline]
-fn item_len(heap: &[u8], at: usize) -> Option<usize> {
+fn item_len(heap: &[u8], at: usize) -> Option<(usize, usize)> {
     let mut b = heap.get(at..)?;
     let before = b.len();
     let len = quick::compressed(&mut b)? as usize;
     let width = before.wrapping_sub(b.len());
-    (len <= b.len()).then_some(width.wrapping_add(len))
+    (len <= b.len()).then_some((width, len))
 }
 
 /// The index of the first entry (in directory order) whose RVA appeared earlier with another heap
@@ -192,15 +191,16 @@ impl<'a> DictionaryMap<'a> {
         // 1-8 for 42% of items and 9-16 for 50%, in random order.)
         let (mut short, mut long) = (Queue::<16>::new(), Queue::<32>::new());
         let mut at = 0usize;
-        while let Some(len) = item_len(heap, at) {
+        while let Some((width, len)) = item_len(heap, at) {
             let Ok(offset) = u32::try_from(at) else { break };
-            match heap.get(at..).and_then(|t| t.split_first()) {
-                Some((&l, _)) if (1..=16).contains(&l) => {
+            // Only a one-byte L can be queued (the automaton starts right after it).
+            match (width, u8::try_from(len)) {
+                (1, Ok(l @ 1..=16)) => {
                     if short.push(offset, l) {
                         short.prove(heap, &mut proven, &prove_slowly);
                     }
                 }
-                Some((&l, _)) if (17..=32).contains(&l) => {
+                (1, Ok(l @ 17..=32)) => {
                     if long.push(offset, l) {
                         long.prove(heap, &mut proven, &prove_slowly);
                     }
@@ -211,7 +211,7 @@ impl<'a> DictionaryMap<'a> {
                     }
                 }
             }
-            at = at.saturating_add(len);
+            at = at.saturating_add(width).saturating_add(len);
         }
         short.prove(heap, &mut proven, &prove_slowly);
         long.prove(heap, &mut proven, &prove_slowly);

@@ -16,30 +16,20 @@
 
 use super::decode::{ARRAY, CLASS, FNPTR, GENERICINST, MVAR, SZARRAY, VALUETYPE, VAR, VOID};
 use super::{CallingConvention, MAX_ARRAY_RANK};
+use crate::read::Reader;
 
 /// Compound types (SZARRAY, GENERICINST, FNPTR, ARRAY) allowed in one sequence. The nesting depth of any type is
 /// at most this count, well under [`super::MAX_DEPTH`], so no depth fault can be missed.
 const MAX_COMPOUND: u32 = 64;
 
-/// A compressed unsigned integer (II.23.2), all three widths; `None` for `111xxxxx` or too few
-/// bytes (the strict reader then names the fault).
+/// A compressed unsigned integer (II.23.2), all three widths, read by the project's one cursor;
+/// `None` for `111xxxxx` or too few bytes (the strict reader then names the fault).
 #[inline(always)]
 pub(crate) fn compressed(b: &mut &[u8]) -> Option<u32> {
-    match **b {
-        [a, ref rest @ ..] if a & 0x80 == 0 => {
-            *b = rest;
-            Some(u32::from(a))
-        }
-        [a, c, ref rest @ ..] if a & 0xC0 == 0x80 => {
-            *b = rest;
-            Some((u32::from(a & 0x3F) << 8) | u32::from(c))
-        }
-        [a, c, d, e, ref rest @ ..] if a & 0xE0 == 0xC0 => {
-            *b = rest;
-            Some((u32::from(a & 0x1F) << 24) | (u32::from(c) << 16) | (u32::from(d) << 8) | u32::from(e))
-        }
-        _ => None,
-    }
+    let mut r = Reader::new(b, 0);
+    let v = r.compressed_u32("a compressed integer").ok()?;
+    *b = r.as_slice();
+    Some(v)
 }
 
 /// TypeDefOrRefEncoded (II.23.2.8): table tag 0 (TypeDef) or 1 (TypeRef), row 1 to 0xFFFFFF.
@@ -396,7 +386,6 @@ pub(crate) fn short_counted_types<const N: usize, const K: usize>(lanes: &[[u16;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::read::Reader;
     use crate::signature::Primitive;
     use proptest::prelude::*;
 
