@@ -23,7 +23,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use clrmap::gdmap::{DictionaryMap, Lookup, SortedFlag};
+use clrmap::gdmap::{DictionaryMap, LookupIndex, SortedFlag};
 use clrmap::ilmap::{CorDebugIlToNativeMap, MapStore};
 use clrmap::signature::HexTokens;
 
@@ -241,6 +241,8 @@ struct SymbolProvider {
     iface: ICorDebugSymbolProvider2,
     refs: AtomicU32,
     map: Arc<Storage>,
+    /// Built once when the provider is made, for `clrmap_dict_lookup`.
+    index: LookupIndex,
 }
 
 /// The object behind an `ICorDebugMemoryBuffer`; it holds a reference to the map's storage.
@@ -427,11 +429,9 @@ unsafe extern "C" fn mb_get_size(this: *mut ICorDebugMemoryBuffer, out: *mut u32
 ///
 /// SAFETY (callers): `out` is non-null and writable.
 unsafe fn new_provider(storage: Storage, out: *mut *mut ICorDebugSymbolProvider2) -> HRESULT {
-    let ok = DictionaryMap::parse(storage.bytes()).and_then(|m| m.validate()).is_ok() && u32::try_from(storage.bytes().len()).is_ok();
-    if !ok {
-        return META_E_BAD_SIGNATURE;
-    }
-    let p = Box::new(SymbolProvider { iface: ICorDebugSymbolProvider2 { lpVtbl: &SYMBOL_PROVIDER_VTBL }, refs: AtomicU32::new(1), map: Arc::new(storage) });
+    let index = DictionaryMap::parse(storage.bytes()).and_then(|m| m.validate().and_then(|()| LookupIndex::new(&m, SortedFlag::Verify)));
+    let (Ok(index), Ok(_)) = (index, u32::try_from(storage.bytes().len())) else { return META_E_BAD_SIGNATURE };
+    let p = Box::new(SymbolProvider { iface: ICorDebugSymbolProvider2 { lpVtbl: &SYMBOL_PROVIDER_VTBL }, refs: AtomicU32::new(1), map: Arc::new(storage), index });
     // SAFETY: per the caller's contract; the interface is the object's first field.
     unsafe { *out = Box::into_raw(p).cast() };
     S_OK
@@ -493,10 +493,10 @@ pub unsafe extern "C" fn clrmap_dict_lookup(provider: *mut ICorDebugSymbolProvid
             return E_POINTER;
         }
         // SAFETY: `provider` is a live provider object.
-        let bytes = unsafe { (*provider).map.bytes() };
-        let Ok(map) = DictionaryMap::parse(bytes) else { return META_E_BAD_SIGNATURE };
-        let Ok(lookup) = Lookup::new(map, SortedFlag::Verify) else { return META_E_BAD_SIGNATURE };
-        let Some(entry) = lookup.find(rva) else { return E_INVALIDARG };
+        let provider = unsafe { &*provider };
+        // Parsing is O(1) (header and bounds); the index was built when the provider was made.
+        let Ok(map) = DictionaryMap::parse(provider.map.bytes()) else { return META_E_BAD_SIGNATURE };
+        let Some(entry) = provider.index.find(&map, rva) else { return E_INVALIDARG };
         let Ok(types) = map.item_of(&entry).and_then(|i| i.render(&HexTokens)) else { return META_E_BAD_SIGNATURE };
         let text = types.join("\n");
         let need = u32::try_from(text.len().saturating_add(1)).unwrap_or(u32::MAX);

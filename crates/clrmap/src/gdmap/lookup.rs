@@ -33,6 +33,14 @@ pub enum SortedFlag {
 #[derive(Clone, Debug)]
 pub struct Lookup<'a> {
     map: DictionaryMap<'a>,
+    index: LookupIndex,
+}
+
+/// The index behind a [`Lookup`], without the borrow of the map's bytes: a holder of the bytes
+/// (the C ABI's provider) builds it once and passes the map to each [`LookupIndex::find`]. It
+/// must be used with the map it was built from; another map gives wrong answers, never a panic.
+#[derive(Clone, Debug)]
+pub struct LookupIndex {
     index: Option<Vec<u64>>,
     radix: Radix,
 }
@@ -85,6 +93,28 @@ impl Radix {
 impl<'a> Lookup<'a> {
     /// Prepare lookups over `map`.
     pub fn new(map: DictionaryMap<'a>, flag: SortedFlag) -> Result<Self> {
+        Ok(Lookup { map, index: LookupIndex::new(&map, flag)? })
+    }
+
+    /// The map.
+    pub fn map(&self) -> &DictionaryMap<'a> {
+        &self.map
+    }
+
+    /// True when lookups search the directory in place (no index was built).
+    pub fn is_in_place(&self) -> bool {
+        self.index.is_in_place()
+    }
+
+    /// The first entry with this RVA.
+    pub fn find(&self, rva: u32) -> Option<Entry> {
+        self.index.find(&self.map, rva)
+    }
+}
+
+impl LookupIndex {
+    /// Build the index for `map` (see [`Lookup`] for what is built and its cost).
+    pub fn new(map: &DictionaryMap<'_>, flag: SortedFlag) -> Result<Self> {
         let in_place = match flag {
             SortedFlag::Trust => map.is_sorted_flag_set(),
             SortedFlag::Ignore => false,
@@ -103,19 +133,14 @@ impl<'a> Lookup<'a> {
         };
         let mut radix = Radix::default();
         let index = if in_place {
-            radix = Radix::new(&map);
+            radix = Radix::new(map);
             None
         } else {
             let mut keys: Vec<u64> = map.entries().map(|e| (u64::from(e.rva) << 32) | u64::from(e.index)).collect();
             keys.sort_unstable();
             Some(keys)
         };
-        Ok(Lookup { map, index, radix })
-    }
-
-    /// The map.
-    pub fn map(&self) -> &DictionaryMap<'a> {
-        &self.map
+        Ok(LookupIndex { index, radix })
     }
 
     /// True when lookups search the directory in place (no index was built).
@@ -123,8 +148,8 @@ impl<'a> Lookup<'a> {
         self.index.is_none()
     }
 
-    /// The first entry with this RVA.
-    pub fn find(&self, rva: u32) -> Option<Entry> {
+    /// The first entry with this RVA in `map` (the map the index was built from).
+    pub fn find(&self, map: &DictionaryMap<'_>, rva: u32) -> Option<Entry> {
         match &self.index {
             None => {
                 let r = &self.radix;
@@ -138,12 +163,12 @@ impl<'a> Lookup<'a> {
                 let (mut base, mut len) = (lo, hi.saturating_sub(lo));
                 while len > 1 {
                     let half = len / 2;
-                    let probe = self.map.rva_at(base.saturating_add(half)).unwrap_or(u32::MAX);
+                    let probe = map.rva_at(base.saturating_add(half)).unwrap_or(u32::MAX);
                     base = if probe < rva { base.saturating_add(half) } else { base };
                     len = len.saturating_sub(half);
                 }
-                let at = if len == 1 && self.map.rva_at(base).is_some_and(|v| v < rva) { base.saturating_add(1) } else { base };
-                self.map.entry(at).filter(|e| e.rva == rva)
+                let at = if len == 1 && map.rva_at(base).is_some_and(|v| v < rva) { base.saturating_add(1) } else { base };
+                map.entry(at).filter(|e| e.rva == rva)
             }
             Some(keys) => {
                 let at = keys.partition_point(|k| (k >> 32) < u64::from(rva));
@@ -151,7 +176,7 @@ impl<'a> Lookup<'a> {
                 if (k >> 32) as u32 != rva {
                     return None;
                 }
-                self.map.entry(k as u32)
+                map.entry(k as u32)
             }
         }
     }

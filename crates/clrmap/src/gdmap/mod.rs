@@ -29,7 +29,7 @@ mod service;
 mod validate;
 
 pub use builder::DictionaryMapBuilder;
-pub use lookup::{Lookup, SortedFlag};
+pub use lookup::{Lookup, LookupIndex, SortedFlag};
 pub use map::{DictionaryMap, Entries, Entry, Item, Types, COUNT_MASK, ENTRY_SIZE, HEADER_SIZE, SORTED_FLAG};
 pub use service::{MapProvider, MemoryBuffer, SymbolProvider};
 pub use validate::{Lint, LintKind};
