@@ -17,13 +17,16 @@
 #![cfg_attr(test, allow(clippy::arithmetic_side_effects))]
 
 pub mod capture;
+pub mod fs;
 pub mod gdmap;
 pub mod ilmap;
 pub mod metadata;
 pub mod nettrace;
+pub mod pdb;
 pub mod pe;
 pub mod r2r;
 pub mod read;
 pub mod signature;
+pub mod symbolizer;
 
 pub use read::{Error, ErrorKind, Result};

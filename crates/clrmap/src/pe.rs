@@ -6,7 +6,9 @@
 //! Linux ReadyToRun images use 0xFD1D (AMD64 xor the Linux marker), which is not a machine
 //! `object` knows by name.
 
-use object::pe::{ImageDosHeader, ImageNtHeaders32, ImageNtHeaders64, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR};
+use object::pe::{
+    ImageDosHeader, ImageNtHeaders32, ImageNtHeaders64, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR, IMAGE_DIRECTORY_ENTRY_DEBUG,
+};
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, SectionTable};
 use object::LittleEndian as LE;
 
@@ -48,6 +50,69 @@ pub struct PeImage<'a> {
     machine: u16,
     is_64: bool,
     cor20: Option<Cor20Header>,
+    debug: Directory,
+}
+
+/// `IMAGE_DEBUG_TYPE_CODEVIEW`.
+pub const DEBUG_TYPE_CODEVIEW: u32 = 2;
+/// `IMAGE_DEBUG_TYPE_EMBEDDED_PORTABLE_PDB` (PE-COFF.md, "Embedded Portable PDB Debug Directory Entry").
+pub const DEBUG_TYPE_EMBEDDED_PORTABLE_PDB: u32 = 17;
+/// `IMAGE_DEBUG_TYPE_PDBCHECKSUM`.
+pub const DEBUG_TYPE_PDB_CHECKSUM: u32 = 19;
+/// The CodeView entry's MinorVersion that marks a portable PDB (PE-COFF.md: `0x504D`, "PM").
+pub const PORTABLE_CODEVIEW_MINOR: u16 = 0x504D;
+
+/// One `IMAGE_DEBUG_DIRECTORY` entry (PE/COFF "Debug Directory", 28 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DebugEntry {
+    /// `TimeDateStamp`: for a portable PDB's CodeView entry, the last 4 bytes of the PDB id.
+    pub stamp: u32,
+    /// `MajorVersion`.
+    pub major: u16,
+    /// `MinorVersion`.
+    pub minor: u16,
+    /// `Type` (`DEBUG_TYPE_*`).
+    pub kind: u32,
+    /// `SizeOfData`.
+    pub size: u32,
+    /// `AddressOfRawData` (RVA; 0 when not mapped).
+    pub rva: u32,
+    /// `PointerToRawData` (file offset).
+    pub file_offset: u32,
+}
+
+/// A CodeView `RSDS` record (PE-COFF.md, "CodeView Debug Directory Entry").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeView<'a> {
+    /// The debug entry holding it (its `stamp` completes a portable PDB's id).
+    pub entry: DebugEntry,
+    /// The PDB GUID, as stored (16 bytes, GUID byte order).
+    pub guid: [u8; 16],
+    /// `Age`.
+    pub age: u32,
+    /// The PDB path the compiler wrote, UTF-8 (may be a Windows path).
+    pub path: &'a str,
+}
+
+impl CodeView<'_> {
+    /// True when the entry names a portable PDB (MinorVersion `0x504D`).
+    pub fn is_portable(&self) -> bool {
+        self.entry.minor == PORTABLE_CODEVIEW_MINOR
+    }
+
+    /// The 20-byte portable PDB id this entry asks for: the GUID then the entry's TimeDateStamp.
+    pub fn pdb_id(&self) -> [u8; 20] {
+        let mut id = [0u8; 20];
+        for (d, s) in id.iter_mut().zip(self.guid.iter().chain(self.entry.stamp.to_le_bytes().iter())) {
+            *d = *s;
+        }
+        id
+    }
+
+    /// The PDB's file name: the path's last component, `/` or `\\` separated.
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit(['/', '\\']).next().unwrap_or(self.path)
+    }
 }
 
 fn bad(offset: u64, expected: &'static str) -> Error {
@@ -73,7 +138,11 @@ impl<'a> PeImage<'a> {
         let sections = nt.sections(data, offset).map_err(|_| bad(offset, "a section table"))?;
         let machine = nt.file_header().machine.get(LE);
         let _ = nt.optional_header().magic();
-        let mut image = PeImage { data, sections, machine, is_64, cor20: None };
+        let mut image = PeImage { data, sections, machine, is_64, cor20: None, debug: Directory::default() };
+        if let Some(dir) = dirs.get(IMAGE_DIRECTORY_ENTRY_DEBUG) {
+            let (rva, size) = dir.address_range();
+            image.debug = Directory { rva, size };
+        }
         if let Some(dir) = dirs.get(IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR) {
             let (rva, size) = dir.address_range();
             if rva != 0 && size != 0 {
@@ -163,6 +232,61 @@ impl<'a> PeImage<'a> {
             .pe_file_range_at(rva)
             .ok_or_else(|| bad(u64::from(rva), "an RVA inside a section"))?;
         self.reader_at(rva, len)
+    }
+
+    /// The debug directory's entries (PE/COFF "Debug Directory"). Empty when there is none; a
+    /// directory outside the sections is `bad_image`.
+    pub fn debug_entries(&self) -> Result<Vec<DebugEntry>> {
+        if self.debug.rva == 0 || self.debug.size == 0 {
+            return Ok(Vec::new());
+        }
+        let mut r = self.reader_at(self.debug.rva, self.debug.size)?;
+        // 28 bytes per entry; the count is bounded by the directory's bytes, which are in the file.
+        let mut out = Vec::with_capacity(r.len() / 28);
+        while r.len() >= 28 {
+            let _characteristics = r.u32("Characteristics")?;
+            out.push(DebugEntry {
+                stamp: r.u32("TimeDateStamp")?,
+                major: r.u16("MajorVersion")?,
+                minor: r.u16("MinorVersion")?,
+                kind: r.u32("Type")?,
+                size: r.u32("SizeOfData")?,
+                rva: r.u32("AddressOfRawData")?,
+                file_offset: r.u32("PointerToRawData")?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The bytes of a debug entry's data, by its file offset (`PointerToRawData`), with absolute
+    /// offsets. `bad_image` if they are not in the file.
+    pub fn debug_data(&self, entry: &DebugEntry) -> Result<Reader<'a>> {
+        let mut r = Reader::new(self.data, 0);
+        r.skip(entry.file_offset as usize, "debug data inside the file").map_err(|e| e.with_kind(ErrorKind::BadImage))?;
+        r.split(entry.size as usize, "debug data inside the file").map_err(|e| e.with_kind(ErrorKind::BadImage))
+    }
+
+    /// The first CodeView `RSDS` entry, if any (PE-COFF.md). A malformed one is `bad_image`.
+    pub fn codeview(&self) -> Result<Option<CodeView<'a>>> {
+        for entry in self.debug_entries()? {
+            if entry.kind != DEBUG_TYPE_CODEVIEW {
+                continue;
+            }
+            let mut r = self.debug_data(&entry)?;
+            let at = r.offset();
+            // 'RSDS', Guid (16), Age (u32), Path (UTF-8, NUL-terminated).
+            if r.u32("the CodeView signature RSDS")? != 0x5344_5352 {
+                return Err(bad(at, "the CodeView signature RSDS"));
+            }
+            let guid = r.array::<16>("the PDB GUID")?;
+            let age = r.u32("the PDB age")?;
+            let path_at = r.offset();
+            let rest = r.as_slice();
+            let len = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+            let path = core::str::from_utf8(rest.get(..len).unwrap_or(&[])).map_err(|_| bad(path_at, "a UTF-8 PDB path"))?;
+            return Ok(Some(CodeView { entry, guid, age, path }));
+        }
+        Ok(None)
     }
 
     /// The sections: (name, virtual address, virtual size, file offset, file size).

@@ -97,6 +97,7 @@ pub fn read_captured(text: &str) -> Result<Vec<CapturedBody>> {
                 code_size: l.code_size,
                 name: None,
                 module,
+                module_path: Some(l.module.clone()),
                 function_id: Some(l.function_id),
                 start: Some(l.start),
                 tier: Some(tier),

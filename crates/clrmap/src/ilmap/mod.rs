@@ -10,7 +10,7 @@ pub use model::{
 };
 pub use transform::public_map;
 pub use protocol::{MapStore, E_INVALIDARG, S_OK};
-pub use symbolize::{il_to_native, native_to_il, Policy, Resolved};
+pub use symbolize::{il_to_native, native_to_il, runtime_il_offset, Policy, Resolved};
 
 #[cfg(test)]
 mod tests;

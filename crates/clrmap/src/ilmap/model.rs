@@ -189,6 +189,10 @@ pub struct CodeBody {
     /// The module's file name (traces and captures), e.g. `System.Private.CoreLib.dll`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
+    /// The module's full path as the runtime reported it (traces and captures): where its
+    /// metadata and PDB are looked for. Not part of the JSON contract.
+    #[serde(skip)]
+    pub module_path: Option<String>,
     /// The runtime's FunctionID (= a trace's MethodID), for traces and captures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub function_id: Option<u64>,

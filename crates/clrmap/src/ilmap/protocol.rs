@@ -75,9 +75,14 @@ impl MapStore {
 
     /// The body whose code contains `address` (start ≤ address < start + size).
     pub fn body_containing(&self, address: u64) -> Option<&CodeBody> {
+        self.index_containing(address).and_then(|i| self.bodies.get(i))
+    }
+
+    /// The index (in [`MapStore::bodies`]) of the body whose code contains `address`.
+    pub fn index_containing(&self, address: u64) -> Option<usize> {
         let i = self.ranges.partition_point(|r| r.0 <= address);
         let (start, end, idx) = *self.ranges.get(i.checked_sub(1)?)?;
-        (address >= start && address < end).then(|| self.bodies.get(idx)).flatten()
+        (address >= start && address < end).then_some(idx)
     }
 
     /// `GetILToNativeMapping(functionId, cMap, pcMap, map)`: forwards to Map2 with ReJITID 0.

@@ -56,6 +56,34 @@ pub fn native_to_il(map: &[MapEntry], code_size: u32, offset: u32, policy: Polic
     }
 }
 
+/// What the runtime reports for a native offset in a stack frame: the map entry that holds it
+/// and the IL offset `StackFrame.GetILOffset()` gives (symbols.md §2).
+///
+/// The runtime scans its map in IL order (the public map's order) and takes the first entry
+/// whose range holds the offset (`DebuggerJitInfo::MapNativeOffsetToIL`). The last entry in
+/// native order has no end in the runtime's own map, so it holds every offset from its start
+/// (here: the entry that ends at the code size); so does a zero-length non-PROLOG entry at
+/// offset 0. PROLOG and NO_MAPPING report IL 0, EPILOG the greatest IL offset of the map, and an
+/// offset that no entry holds IL 0 (`MAPPING_NO_INFO`). `offset` is the one to look up: a caller
+/// with a return address subtracts one first where the runtime does.
+pub fn runtime_il_offset(map: &[MapEntry], code_size: u32, offset: u32) -> (Option<IlOffset>, u32) {
+    let holds = |e: &&MapEntry| {
+        offset >= e.native_start
+            && (offset < e.native_end
+                || (e.native_end == code_size && e.native_end > 0)
+                || (e.native_start == 0 && e.native_end == 0 && e.il != IlOffset::Prolog))
+    };
+    match map.iter().find(holds).map(|e| e.il) {
+        Some(IlOffset::Il(v)) => (Some(IlOffset::Il(v)), v),
+        Some(IlOffset::Epilog) => {
+            let last = map.iter().filter_map(|e| if let IlOffset::Il(v) = e.il { Some(v) } else { None }).max();
+            (Some(IlOffset::Epilog), last.unwrap_or(0))
+        }
+        Some(other) => (Some(other), 0),
+        None => (None, 0),
+    }
+}
+
 /// The native ranges of one IL offset, in native order.
 pub fn il_to_native(map: &[MapEntry], il: IlOffset) -> Vec<(u32, u32)> {
     let mut v: Vec<(u32, u32)> = map.iter().filter(|e| e.il == il).map(|e| (e.native_start, e.native_end)).collect();
@@ -102,5 +130,27 @@ mod tests {
         assert_eq!(il_to_native(&map, Il(15)), [(0x27, 0x3d), (0x5c, 0x62)]);
         let epilog_only = [m(Il(3), 0, 2), m(Epilog, 2, 4)];
         assert_eq!(native_to_il(&epilog_only, 4, 3, p), Resolved::Epilog(Some(3)));
+    }
+
+    #[test]
+    fn the_runtime_takes_the_first_holding_entry_in_il_order() {
+        // Public-map order (IL order), ends as GetILToNativeMapping gives them.
+        let map = [
+            m(Prolog, 0x0, 0x4),
+            m(Il(0), 0x4, 0x1d),
+            m(Il(8), 0x1d, 0x27),
+            m(Il(15), 0x27, 0x54),
+            m(Il(67), 0x54, 0x54),
+            m(Epilog, 0x54, 0x5a),
+            m(NoMapping, 0x5a, 0x60),
+        ];
+        assert_eq!(runtime_il_offset(&map, 0x60, 0x2), (Some(Prolog), 0));
+        assert_eq!(runtime_il_offset(&map, 0x60, 0x1d), (Some(Il(8)), 8));
+        // The zero-length IL 67 holds nothing: the epilog answers, with the last IL offset.
+        assert_eq!(runtime_il_offset(&map, 0x60, 0x55), (Some(Epilog), 67));
+        assert_eq!(runtime_il_offset(&map, 0x60, 0x5b), (Some(NoMapping), 0));
+        // The last entry in native order is open-ended, as in the runtime's map.
+        assert_eq!(runtime_il_offset(&map, 0x60, 0x60), (Some(NoMapping), 0));
+        assert_eq!(runtime_il_offset(&map[1..3], 0x60, 0x2), (None, 0));
     }
 }

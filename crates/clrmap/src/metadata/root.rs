@@ -26,6 +26,8 @@ pub struct Root<'a> {
     pub guid: Option<Reader<'a>>,
     /// `#US`.
     pub user_strings: Option<Reader<'a>>,
+    /// `#Pdb`: present in portable PDBs only (PortablePdb-Metadata.md).
+    pub pdb: Option<Reader<'a>>,
 }
 
 impl<'a> Root<'a> {
@@ -57,6 +59,7 @@ impl<'a> Root<'a> {
             blob: None,
             guid: None,
             user_strings: None,
+            pdb: None,
         };
         for _ in 0..count {
             // II.24.2.2: Offset, Size, Name (NUL-terminated, padded to 4 bytes, at most 32).
@@ -82,6 +85,7 @@ impl<'a> Root<'a> {
                 b"#Blob" => &mut root.blob,
                 b"#GUID" => &mut root.guid,
                 b"#US" => &mut root.user_strings,
+                b"#Pdb" => &mut root.pdb,
                 _ => continue,
             };
             if slot.is_none() {

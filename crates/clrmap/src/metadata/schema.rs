@@ -55,6 +55,15 @@ pub mod table {
     pub const GENERIC_PARAM: u8 = 0x2A;
     pub const METHOD_SPEC: u8 = 0x2B;
     pub const GENERIC_PARAM_CONSTRAINT: u8 = 0x2C;
+    // Portable PDB debug tables (PortablePdb-Metadata.md).
+    pub const DOCUMENT: u8 = 0x30;
+    pub const METHOD_DEBUG_INFORMATION: u8 = 0x31;
+    pub const LOCAL_SCOPE: u8 = 0x32;
+    pub const LOCAL_VARIABLE: u8 = 0x33;
+    pub const LOCAL_CONSTANT: u8 = 0x34;
+    pub const IMPORT_SCOPE: u8 = 0x35;
+    pub const STATE_MACHINE_METHOD: u8 = 0x36;
+    pub const CUSTOM_DEBUG_INFORMATION: u8 = 0x37;
 }
 
 /// Coded index kinds (II.24.2.6): the tables each can name, in tag order. `None` marks a tag
@@ -75,6 +84,8 @@ pub enum Coded {
     CustomAttributeType,
     ResolutionScope,
     TypeOrMethodDef,
+    /// Portable PDB: the parent of a CustomDebugInformation row.
+    HasCustomDebugInformation,
 }
 
 use table::*;
@@ -103,6 +114,17 @@ impl Coded {
             Coded::CustomAttributeType => &[None, None, Some(METHOD_DEF), Some(MEMBER_REF), None],
             Coded::ResolutionScope => &[Some(MODULE), Some(MODULE_REF), Some(ASSEMBLY_REF), Some(TYPE_REF)],
             Coded::TypeOrMethodDef => &[Some(TYPE_DEF), Some(METHOD_DEF)],
+            // PortablePdb-Metadata.md, "CustomDebugInformation table": HasCustomAttribute's
+            // tables, then the debug tables that can own custom debug information.
+            Coded::HasCustomDebugInformation => &[
+                Some(METHOD_DEF), Some(FIELD), Some(TYPE_REF), Some(TYPE_DEF), Some(PARAM),
+                Some(INTERFACE_IMPL), Some(MEMBER_REF), Some(MODULE), Some(DECL_SECURITY),
+                Some(PROPERTY), Some(EVENT), Some(STAND_ALONE_SIG), Some(MODULE_REF), Some(TYPE_SPEC),
+                Some(ASSEMBLY), Some(ASSEMBLY_REF), Some(FILE), Some(EXPORTED_TYPE),
+                Some(MANIFEST_RESOURCE), Some(GENERIC_PARAM), Some(GENERIC_PARAM_CONSTRAINT),
+                Some(METHOD_SPEC), Some(DOCUMENT), Some(LOCAL_SCOPE), Some(LOCAL_VARIABLE),
+                Some(LOCAL_CONSTANT), Some(IMPORT_SCOPE),
+            ],
         }
     }
 
@@ -188,6 +210,20 @@ pub const fn columns(id: u8) -> Option<&'static [Column]> {
         GENERIC_PARAM => &[C2, C2, Coded(self::Coded::TypeOrMethodDef), String],
         METHOD_SPEC => &[Coded(self::Coded::MethodDefOrRef), Blob],
         GENERIC_PARAM_CONSTRAINT => &[Table(GENERIC_PARAM), Coded(self::Coded::TypeDefOrRef)],
+        // Portable PDB tables (PortablePdb-Metadata.md): Document (Name, HashAlgorithm, Hash,
+        // Language); MethodDebugInformation (Document, SequencePoints); LocalScope (Method,
+        // ImportScope, VariableList, ConstantList, StartOffset, Length); LocalVariable (Attributes,
+        // Index, Name); LocalConstant (Name, Signature); ImportScope (Parent, Imports);
+        // StateMachineMethod (MoveNextMethod, KickoffMethod); CustomDebugInformation (Parent, Kind,
+        // Value).
+        DOCUMENT => &[Blob, Guid, Blob, Guid],
+        METHOD_DEBUG_INFORMATION => &[Table(DOCUMENT), Blob],
+        LOCAL_SCOPE => &[Table(METHOD_DEF), Table(IMPORT_SCOPE), Table(LOCAL_VARIABLE), Table(LOCAL_CONSTANT), C4, C4],
+        LOCAL_VARIABLE => &[C2, C2, String],
+        LOCAL_CONSTANT => &[String, Blob],
+        IMPORT_SCOPE => &[Table(IMPORT_SCOPE), Blob],
+        STATE_MACHINE_METHOD => &[Table(METHOD_DEF), Table(METHOD_DEF)],
+        CUSTOM_DEBUG_INFORMATION => &[Coded(self::Coded::HasCustomDebugInformation), Guid, Blob],
         _ => return None,
     })
 }

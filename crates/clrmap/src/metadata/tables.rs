@@ -52,6 +52,14 @@ pub struct Row<'a> {
 impl<'a> Tables<'a> {
     /// Parse the table stream header and lay out every present table.
     pub fn parse(stream: Reader<'a>) -> Result<Self> {
+        Self::parse_with_external(stream, None)
+    }
+
+    /// Parse a table stream whose index widths into type-system tables (0x00-0x2F) come from
+    /// another module's row counts: a portable PDB's `#~` holds only the debug tables, and its
+    /// `#Pdb` stream gives the row counts of the assembly's tables that the debug tables index
+    /// (PortablePdb-Metadata.md, "#Pdb stream": TypeSystemTableRows).
+    pub fn parse_with_external(stream: Reader<'a>, external: Option<&[u32; TABLE_COUNT]>) -> Result<Self> {
         let mut r = stream;
         // II.24.2.6: Reserved u32, MajorVersion u8, MinorVersion u8, HeapSizes u8, Reserved u8,
         // Valid u64, Sorted u64, Rows u32 × popcount(Valid), then the tables.
@@ -67,7 +75,7 @@ impl<'a> Tables<'a> {
         for (id, slot) in rows.iter_mut().enumerate() {
             if valid & (1u64 << id) != 0 {
                 if columns(id as u8).is_none() {
-                    return Err(bad(valid_at, "only tables 0x00-0x2C (ECMA-335 II.22)"));
+                    return Err(bad(valid_at, "only tables 0x00-0x2C (ECMA-335 II.22) and 0x30-0x37 (portable PDB)"));
                 }
                 *slot = r.u32("a row count")?;
             }
@@ -80,7 +88,13 @@ impl<'a> Tables<'a> {
         let string_wide = heap_sizes & 0x01 != 0;
         let guid_wide = heap_sizes & 0x02 != 0;
         let blob_wide = heap_sizes & 0x04 != 0;
-        let table_wide = |id: u8| rows.get(id as usize).is_some_and(|&n| n > 0xFFFF);
+        // The row count that decides an index's width: the other module's for type-system
+        // tables when this is a PDB, this stream's own otherwise.
+        let width_rows: [u32; TABLE_COUNT] = match external {
+            Some(ext) => core::array::from_fn(|id| if id < 0x30 { ext.get(id).copied().unwrap_or(0) } else { rows.get(id).copied().unwrap_or(0) }),
+            None => rows,
+        };
+        let table_wide = |id: u8| width_rows.get(id as usize).is_some_and(|&n| n > 0xFFFF);
         let mut layouts = [Layout::default(); TABLE_COUNT];
         let mut data = [Reader::default(); TABLE_COUNT];
         for id in 0..TABLE_COUNT {
@@ -97,7 +111,7 @@ impl<'a> Tables<'a> {
                     Column::Coded(c) => {
                         // II.24.2.6: 2 bytes if every named table has fewer than 2^(16 - tag bits) rows.
                         let limit = 1u32 << 16u32.saturating_sub(c.tag_bits());
-                        let wide = c.tables().iter().flatten().any(|&t| rows.get(t as usize).is_some_and(|&n| n >= limit));
+                        let wide = c.tables().iter().flatten().any(|&t| width_rows.get(t as usize).is_some_and(|&n| n >= limit));
                         width(wide)
                     }
                 };

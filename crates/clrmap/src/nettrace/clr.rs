@@ -145,7 +145,7 @@ pub struct MethodTable {
     last_load: HashMap<(u64, u64), usize>,
     /// Rundown maps waiting for their DCEnd event (the map comes first).
     pending_rundown: HashMap<(u64, u64), IlMapEvent>,
-    /// ModuleID → the module's file name.
+    /// ModuleID → the module's IL path.
     modules: HashMap<u64, String>,
     /// Body index → its ModuleID.
     body_module: Vec<u64>,
@@ -164,6 +164,7 @@ impl MethodTable {
             code_size: m.size,
             name: Some(name),
             module: None,
+            module_path: None,
             function_id: Some(m.method_id),
             start: Some(m.start),
             tier: Some(tier_name(m.flags).to_owned()),
@@ -218,8 +219,7 @@ impl MethodTable {
             // ModuleLoad (runtime 152) and ModuleDCEnd (rundown 154): names for ModuleIDs.
             (RUNTIME, 152) | (RUNDOWN, 154) | (RUNDOWN, 153) => {
                 if let Ok(m) = module_load(e.payload) {
-                    let name = m.il_path.rsplit(['/', '\\']).next().unwrap_or("").to_owned();
-                    self.modules.insert(m.module_id, name);
+                    self.modules.insert(m.module_id, m.il_path);
                 }
             }
             _ => {}
@@ -234,7 +234,10 @@ impl MethodTable {
             .zip(self.body_module)
             .filter(|(b, _)| !b.map.is_empty())
             .map(|(mut b, m)| {
-                b.module = modules.get(&m).cloned();
+                if let Some(path) = modules.get(&m) {
+                    b.module = Some(path.rsplit(['/', '\\']).next().unwrap_or("").to_owned());
+                    b.module_path = Some(path.clone());
+                }
                 b
             })
             .collect()

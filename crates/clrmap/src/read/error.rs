@@ -65,6 +65,15 @@ pub enum ErrorKind {
     /// A profiler capture file is malformed.
     BadCapture,
 
+    // --- Portable PDBs -------------------------------------------------------------------------
+    /// A portable PDB (its `#Pdb` stream, debug tables, document names or sequence points) is
+    /// malformed, or an embedded PDB does not inflate to its declared size.
+    BadPdb,
+    /// A symbol file that is not a portable PDB: a Windows (MSF) PDB, or an unknown format.
+    UnsupportedPdb,
+    /// A PDB whose id is not the one the assembly's CodeView entry asks for.
+    PdbMismatch,
+
     // --- Look-ups ----------------------------------------------------------------------------
     /// A look-up found nothing (an RVA, a token, a function).
     NotFound,
@@ -102,6 +111,9 @@ impl ErrorKind {
             ErrorKind::BadDebugInfo => "bad_debug_info",
             ErrorKind::BadTrace => "bad_trace",
             ErrorKind::BadCapture => "bad_capture",
+            ErrorKind::BadPdb => "bad_pdb",
+            ErrorKind::UnsupportedPdb => "unsupported_pdb",
+            ErrorKind::PdbMismatch => "pdb_mismatch",
             ErrorKind::NotFound => "not_found",
             ErrorKind::OutOfRange => "out_of_range",
             ErrorKind::BadNotation => "bad_notation",

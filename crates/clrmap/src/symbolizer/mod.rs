@@ -1,0 +1,261 @@
+//! The symbolization layer: any native address of a .NET process to its method, IL offset and
+//! source line, by the runtime's own stack-trace rules (symbols.md §2).
+//!
+//! A [`Symbolizer`] opens a source of code bodies (a ReadyToRun image, an EventPipe trace or a
+//! clrmap capture), indexes the bodies once, and answers each address with a [`Frame`]:
+//!
+//! 1. the body whose code holds the address (for a return address: the address − 1, the call);
+//! 2. the IL offset the runtime reports for that native offset
+//!    ([`crate::ilmap::runtime_il_offset`]);
+//! 3. the last visible sequence point at or before that IL offset, from the PDB of the body's
+//!    module ([`crate::pdb`]), found and matched by [`crate::pdb::locate`] when the module is first
+//!    hit.
+//!
+//! ```no_run
+//! use clrmap::symbolizer::{FrameKind, Symbolizer};
+//! let sym = Symbolizer::open("app.capture".as_ref(), Default::default()).unwrap();
+//! let frame = sym.symbolize(0x7f12_3456_7890, FrameKind::ReturnAddress);
+//! if let (Some(file), Some(line)) = (frame.file, frame.line) {
+//!     println!("{} at {file}:{line}", frame.method.unwrap_or("??"));
+//! }
+//! ```
+
+mod lines;
+mod source;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::fs::{read_regular, MAX_FILE};
+use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
+use crate::pdb::locate::{check_explicit, find_pdb, SymbolPaths};
+use crate::pdb::PortablePdb;
+use crate::pe::PeImage;
+use crate::read::{Error, ErrorKind};
+
+use lines::ModuleLines;
+pub use source::{open_source, OpenError, OpenedSource, SourceKind};
+
+/// How the address of a frame is to be read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrameKind {
+    /// The leaf frame (or an exact instruction address): looked up as is.
+    #[default]
+    Leaf,
+    /// A return address (every frame below the leaf): the call is at address − 1, and so are its
+    /// method and IL offset, as .NET 5 and later compute them for stack traces.
+    ReturnAddress,
+    /// A return address, read as CoreCLR 3.1's `StackFrame.GetILOffset()` reads it: the method is
+    /// the one holding the call (address − 1), but the IL offset is looked up at the return
+    /// address itself, the instruction after the call.
+    ReturnAddressAsIs,
+}
+
+/// Options: where PDBs are looked for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Explicit PDB and symbol directories.
+    pub symbols: SymbolPaths,
+}
+
+/// The answer for one address (contract §5). Every field but `address` is `None` where unknown;
+/// an address in no known body has only `address`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Frame<'s> {
+    /// The address asked about.
+    pub address: u64,
+    /// The module's file name (`Frames.dll`).
+    pub module: Option<&'s str>,
+    /// The MethodDef token.
+    pub token: Option<u32>,
+    /// `Ns.Type::Method`.
+    pub method: Option<&'s str>,
+    /// The IL offset `StackFrame.GetILOffset()` reports (PROLOG and NO_MAPPING report 0).
+    pub il_offset: Option<u32>,
+    /// The document name exactly as the PDB stores it.
+    pub file: Option<&'s str>,
+    /// Start line of the chosen sequence point.
+    pub line: Option<u32>,
+    /// Start column.
+    pub column: Option<u32>,
+    /// End line.
+    pub end_line: Option<u32>,
+    /// End column.
+    pub end_column: Option<u32>,
+    /// The body's code start (an RVA for an image).
+    #[serde(skip)]
+    pub code_start: Option<u64>,
+    /// The native offset looked up, from the code start (after any return-address adjustment).
+    #[serde(skip)]
+    pub native_offset: Option<u32>,
+    /// The kind of map entry that held the offset (`None`: no entry did).
+    #[serde(skip)]
+    pub region: Option<IlOffset>,
+    /// The body's FunctionID, for traces and captures (the code start for an image).
+    #[serde(skip)]
+    pub function_id: Option<u64>,
+}
+
+/// One module of the source: where its file is, and its line table once first needed.
+#[derive(Debug)]
+struct Module {
+    name: Option<String>,
+    path: Option<PathBuf>,
+    lines: OnceLock<Option<ModuleLines>>,
+}
+
+/// Bodies indexed by address, and the line tables of their modules.
+#[derive(Debug)]
+pub struct Symbolizer {
+    kind: SourceKind,
+    store: MapStore,
+    modules: Vec<Module>,
+    /// Body index → module index.
+    body_module: Vec<Option<usize>>,
+    options: Options,
+}
+
+impl Symbolizer {
+    /// Open a source file and index its bodies. A PDB the user named is checked now: if it
+    /// belongs to no module of the source, this fails with `pdb_mismatch`.
+    pub fn open(path: &Path, options: Options) -> Result<Self, OpenError> {
+        let opened = open_source(path)?;
+        Self::from_opened(opened, Some(path), options)
+    }
+
+    /// Index already opened bodies. `path` is the source file (for an image: the assembly).
+    pub fn from_opened(opened: OpenedSource, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
+        let OpenedSource { kind, bodies, image } = opened;
+        let mut modules: Vec<Module> = Vec::new();
+        let mut body_module = Vec::with_capacity(bodies.len());
+        if let Some(bytes) = image {
+            // One module: the image itself. Its lines are loaded now, so a PDB the user named
+            // that is not its own fails here.
+            let name = path.and_then(Path::file_name).map(|f| f.to_string_lossy().into_owned());
+            let lines = load_lines(&bytes, path, &options.symbols)
+                .map_err(|error| OpenError::Input { path: explicit_or(path, &options), error })?;
+            let lines = OnceLock::from(lines);
+            modules.push(Module { name, path: path.map(Path::to_owned), lines });
+            body_module.resize(bodies.len(), Some(0));
+        } else {
+            let mut by_path: HashMap<String, usize> = HashMap::new();
+            for b in &bodies {
+                let Some(p) = b.module_path.as_deref() else {
+                    body_module.push(None);
+                    continue;
+                };
+                let i = *by_path.entry(p.to_owned()).or_insert_with(|| {
+                    modules.push(Module { name: b.module.clone(), path: Some(PathBuf::from(p)), lines: OnceLock::new() });
+                    modules.len().saturating_sub(1)
+                });
+                body_module.push(Some(i));
+            }
+            if let Some(pdb) = &options.symbols.pdb {
+                check_explicit_for(&modules, pdb)?;
+            }
+        }
+        Ok(Symbolizer { kind, store: MapStore::new(bodies), modules, body_module, options })
+    }
+
+    /// What the source is.
+    pub fn kind(&self) -> SourceKind {
+        self.kind
+    }
+
+    /// The bodies, as a GetILToNativeMapping store.
+    pub fn store(&self) -> &MapStore {
+        &self.store
+    }
+
+    /// The body that holds an address, by the frame kind's rule.
+    pub fn body(&self, address: u64, kind: FrameKind) -> Option<&CodeBody> {
+        let lookup = if kind == FrameKind::Leaf { address } else { address.saturating_sub(1) };
+        self.store.body_containing(lookup)
+    }
+
+    /// Answer one address.
+    pub fn symbolize(&self, address: u64, kind: FrameKind) -> Frame<'_> {
+        let mut frame = Frame { address, ..Frame::default() };
+        let lookup = if kind == FrameKind::Leaf { address } else { address.saturating_sub(1) };
+        let Some(index) = self.store.index_containing(lookup) else { return frame };
+        let Some(body) = self.store.bodies().get(index) else { return frame };
+        let start = body.start.or(body.rva.map(u64::from)).unwrap_or(0);
+        // The IL offset is looked up at the call for ReturnAddress, at the return address
+        // itself for 3.1's rule.
+        let at = if kind == FrameKind::ReturnAddress { lookup } else { address };
+        let offset = u32::try_from(at.saturating_sub(start)).unwrap_or(u32::MAX);
+        let (region, il) = runtime_il_offset(&body.map, body.code_size, offset);
+        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
+        frame.module = module.and_then(|m| m.name.as_deref()).or(body.module.as_deref());
+        frame.token = Some(body.token);
+        frame.method = body.name.as_deref();
+        frame.il_offset = Some(il);
+        frame.code_start = Some(start);
+        frame.native_offset = Some(offset);
+        frame.region = region;
+        frame.function_id = body.function_id.or(Some(start));
+        if let Some((p, file)) = module.and_then(|m| self.lines(m)).and_then(|l| l.line(body.token, il)) {
+            frame.file = file;
+            frame.line = Some(p.line);
+            frame.column = Some(p.column);
+            frame.end_line = Some(p.end_line);
+            frame.end_column = Some(p.end_column);
+        }
+        frame
+    }
+
+    fn lines<'s>(&'s self, module: &'s Module) -> Option<&'s ModuleLines> {
+        module
+            .lines
+            .get_or_init(|| {
+                let path = module.path.as_deref()?;
+                let bytes = read_regular(path, MAX_FILE).ok()?;
+                // The PDB the user named belongs to the module named like it, and to no other.
+                let mut symbols = self.options.symbols.clone();
+                if !symbols.pdb.as_deref().is_some_and(|pdb| same_stem(pdb, module.name.as_deref())) {
+                    symbols.pdb = None;
+                }
+                load_lines(&bytes, Some(path), &symbols).ok().flatten()
+            })
+            .as_ref()
+    }
+}
+
+/// `Frames.pdb` and `Frames.dll`: the same name before the extension, ignoring case.
+fn same_stem(pdb: &Path, module: Option<&str>) -> bool {
+    let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().to_lowercase());
+    module.is_some_and(|m| stem(Path::new(m)) == stem(pdb))
+}
+
+fn explicit_or(path: Option<&Path>, options: &Options) -> PathBuf {
+    options.symbols.pdb.clone().or(path.map(Path::to_owned)).unwrap_or_default()
+}
+
+/// The line table of one assembly, from the first matching PDB. A PDB the user named is used
+/// only for the assembly it belongs to; its mismatch is an error only when the caller decides.
+fn load_lines(assembly: &[u8], path: Option<&Path>, symbols: &SymbolPaths) -> Result<Option<ModuleLines>, Error> {
+    let image = PeImage::parse(assembly)?;
+    let Some(found) = find_pdb(&image, path, symbols)? else { return Ok(None) };
+    let pdb = PortablePdb::parse(&found.bytes)?;
+    Ok(Some(ModuleLines::build(&pdb)))
+}
+
+/// For a many-module source: the PDB the user named must belong to a module whose file name has
+/// its stem (`Frames.pdb` → `Frames.dll`), and match that module's CodeView id.
+fn check_explicit_for(modules: &[Module], pdb: &Path) -> Result<(), OpenError> {
+    let bytes = read_regular(pdb, MAX_FILE).map_err(|error| OpenError::Io { path: pdb.to_owned(), error })?;
+    let mut last = Error::new(ErrorKind::PdbMismatch, 0, "a module of the source that this PDB belongs to");
+    for m in modules.iter().filter(|m| same_stem(pdb, m.name.as_deref())) {
+        let Some(Ok(assembly)) = m.path.as_deref().map(|p| read_regular(p, MAX_FILE)) else { continue };
+        let Ok(image) = PeImage::parse(&assembly) else { continue };
+        // Matched: the module's lines come from this PDB when first needed.
+        match check_explicit(&image, &bytes) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(OpenError::Input { path: pdb.to_owned(), error: last })
+}

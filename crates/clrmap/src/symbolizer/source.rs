@@ -1,0 +1,121 @@
+//! Opening a source of code bodies: a ReadyToRun image (`MZ`), an EventPipe trace (`Nettrace`) or
+//! a clrmap capture (`{"format":"clrmap-capture"`), recognized by their first bytes.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::fs::{read_regular, MAX_FILE};
+use crate::ilmap::CodeBody;
+use crate::metadata::Metadata;
+use crate::r2r::ReadyToRunImage;
+use crate::read::{Error, ErrorKind};
+
+/// What kind of file a source is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A ReadyToRun image: addresses are RVAs.
+    ReadyToRun,
+    /// An EventPipe trace: absolute addresses of the traced process.
+    Trace,
+    /// A capture written by the clrmap profiler: absolute addresses.
+    Capture,
+}
+
+impl SourceKind {
+    /// `r2r`, `trace` or `capture`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::ReadyToRun => "r2r",
+            SourceKind::Trace => "trace",
+            SourceKind::Capture => "capture",
+        }
+    }
+}
+
+/// Why a source could not be opened.
+#[derive(Debug)]
+pub enum OpenError {
+    /// The file could not be read (missing, not a regular file, too large).
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The file is malformed: a kind and a location.
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        error: Error,
+    },
+    /// The file is none of the known sources.
+    Unrecognized {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Io { path, error } => write!(f, "cannot read {}: {error}", path.display()),
+            OpenError::Input { path, error } => write!(f, "{}: {error}", path.display()),
+            OpenError::Unrecognized { path } => {
+                write!(f, "{}: neither a ReadyToRun image, a .nettrace trace nor a clrmap capture", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// A source's bodies, with names where the source or its modules' metadata give them.
+#[derive(Debug)]
+pub struct OpenedSource {
+    /// What it is.
+    pub kind: SourceKind,
+    /// The bodies.
+    pub bodies: Vec<CodeBody>,
+    /// For an image: its bytes (kept for its PDB and metadata).
+    pub image: Option<Vec<u8>>,
+}
+
+/// Read and decode a source file.
+pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
+    let bytes = read_regular(path, MAX_FILE).map_err(|error| OpenError::Io { path: path.to_owned(), error })?;
+    let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
+    if bytes.starts_with(b"Nettrace") {
+        let bodies = crate::nettrace::read_code_bodies(&bytes[..]).map_err(input)?;
+        return Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None });
+    }
+    if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
+        let text = std::str::from_utf8(&bytes).map_err(|e| input(Error::new(ErrorKind::BadCapture, e.valid_up_to() as u64, "UTF-8 text")))?;
+        let captured = crate::capture::read_captured(text).map_err(input)?;
+        // Names come from each module's own metadata, read once per module. A module that cannot
+        // be read costs only its names.
+        let mut modules: HashMap<String, Option<Vec<u8>>> = HashMap::new();
+        let mut bodies = Vec::with_capacity(captured.len());
+        for c in captured {
+            let mut body = c.body;
+            let file = modules.entry(c.module_path.clone()).or_insert_with(|| read_regular(Path::new(&c.module_path), MAX_FILE).ok());
+            if let Some(md) = file.as_deref().and_then(|b| Metadata::parse(b).ok()) {
+                body.name = md.method_name(body.token);
+            }
+            bodies.push(body);
+        }
+        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None });
+    }
+    if bytes.starts_with(b"MZ") {
+        let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
+        let mut bodies = image.code_bodies().map_err(input)?;
+        if let Ok(md) = Metadata::parse(&bytes) {
+            for b in &mut bodies {
+                b.name = md.method_name(b.token);
+            }
+        }
+        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes) });
+    }
+    Err(OpenError::Unrecognized { path: path.to_owned() })
+}
