@@ -10,3 +10,4 @@ mod metadata;
 mod r2r;
 mod profiler;
 mod nettrace;
+mod frames;
