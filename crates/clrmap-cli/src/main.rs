@@ -36,6 +36,15 @@ enum Command {
     /// IL-to-native maps (GetILToNativeMapping) from ReadyToRun images: dump, resolve, variables.
     #[command(subcommand)]
     Il(cmd::il::IlCommand),
+    /// Portable PDBs: documents and sequence points.
+    #[command(subcommand)]
+    Pdb(cmd::pdb::PdbCommand),
+    /// Native addresses to method, IL offset and source file:line:column, by the runtime's own
+    /// stack-trace rules; llvm-symbolizer's layout, or JSON lines.
+    ///
+    /// Example: `echo 0x39349C | clrmap symbolize $FW/System.Private.CoreLib.dll`
+    #[command(verbatim_doc_comment)]
+    Symbolize(cmd::symbolize::SymbolizeArgs),
     /// EventPipe traces: event statistics.
     #[command(subcommand)]
     Trace(cmd::trace::TraceCommand),
@@ -53,6 +62,8 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Meta(c) => cmd::meta::run(c, out),
         Command::Il(c) => cmd::il::run(c, out),
         Command::Trace(c) => cmd::trace::run(c, out),
+        Command::Pdb(c) => cmd::pdb::run(c, out),
+        Command::Symbolize(a) => cmd::symbolize::run(a, out),
     }
 }
 

@@ -4,6 +4,10 @@
 //
 //   SrmOracle.dll FILE...            for each file: "== FILE", then its lines
 //   SrmOracle.dll --bench N FILE     open FILE and render all specs N times; print ms per run
+//   SrmOracle.dll --pdb FILE         FILE is a portable .pdb or an assembly with an embedded PDB:
+//                                    every sequence point of every MethodDebugInformation row, in
+//                                    row order, as "0x06XXXXXX\tIL\tDOCUMENT\tSL:SC-EL:EC" (or
+//                                    "...\tDOCUMENT\thidden"); IL in decimal
 using System;
 using System.Collections.Generic;
 using System.Collections.Immutable;
@@ -173,6 +177,60 @@ static class SrmOracle
         return lines;
     }
 
+    // The sequence points of a portable PDB, read by SRM's own MetadataReaderProvider: a
+    // standalone PDB through FromPortablePdbStream, an embedded one through the PEReader's
+    // ReadEmbeddedPortablePdbDebugDirectoryData (which inflates it).
+    static List<string> PdbLines(string path)
+    {
+        var lines = new List<string>();
+        byte[] head = new byte[4];
+        using (var f = File.OpenRead(path)) f.Read(head, 0, 4);
+        bool standalone = head[0] == (byte)'B' && head[1] == (byte)'S' && head[2] == (byte)'J' && head[3] == (byte)'B';
+        PEReader pe = null;
+        MetadataReaderProvider provider = null;
+        try
+        {
+            if (standalone)
+            {
+                provider = MetadataReaderProvider.FromPortablePdbStream(File.OpenRead(path));
+            }
+            else
+            {
+                pe = new PEReader(File.OpenRead(path));
+                foreach (var entry in pe.ReadDebugDirectory())
+                {
+                    if (entry.Type == DebugDirectoryEntryType.EmbeddedPortablePdb)
+                    {
+                        provider = pe.ReadEmbeddedPortablePdbDebugDirectoryData(entry);
+                        break;
+                    }
+                }
+                if (provider == null) throw new BadImageFormatException("no embedded portable PDB");
+            }
+            var md = provider.GetMetadataReader();
+            foreach (var h in md.MethodDebugInformation)
+            {
+                var info = md.GetMethodDebugInformation(h);
+                if (info.SequencePointsBlob.IsNil) continue;
+                int token = 0x06000000 | MetadataTokens.GetRowNumber(h);
+                foreach (var sp in info.GetSequencePoints())
+                {
+                    string doc = md.GetString(md.GetDocument(sp.Document).Name);
+                    string where = sp.IsHidden
+                        ? "hidden"
+                        : string.Format("{0}:{1}-{2}:{3}", sp.StartLine, sp.StartColumn, sp.EndLine, sp.EndColumn);
+                    lines.Add(string.Format("0x{0:X8}\t{1}\t{2}\t{3}", token, sp.Offset, doc, where));
+                }
+            }
+        }
+        finally
+        {
+            if (provider != null) provider.Dispose();
+            if (pe != null) pe.Dispose();
+        }
+        return lines;
+    }
+
     static int Main(string[] args)
     {
         var stdout = new StreamWriter(Console.OpenStandardOutput(), new UTF8Encoding(false));
@@ -186,6 +244,12 @@ static class SrmOracle
             for (int i = 0; i < runs; i++) count += Lines(args[2]).Count;
             sw.Stop();
             stdout.WriteLine("{0:F3} ms per run ({1} lines per run, {2} runs)", sw.Elapsed.TotalMilliseconds / runs, count / runs, runs);
+            stdout.Flush();
+            return 0;
+        }
+        if (args.Length == 2 && args[0] == "--pdb")
+        {
+            foreach (var l in PdbLines(args[1])) stdout.WriteLine(l);
             stdout.Flush();
             return 0;
         }

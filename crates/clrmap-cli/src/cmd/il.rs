@@ -4,12 +4,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use clrmap::ilmap::{native_to_il, CodeBody, MapStore, Policy, Resolved};
+use clrmap::ilmap::{CodeBody, IlOffset};
 use clrmap::metadata::Metadata;
 use clrmap::r2r::ReadyToRunImage;
-use clrmap::{Error, ErrorKind};
+use clrmap::symbolizer::open_source;
 
-use crate::cmd::dict::parse_u32;
+use crate::cmd::pdb::name_matches;
+use crate::cmd::symbolize::{open_error, FrameArgs};
 use crate::output::{read_file, CliError};
 
 /// `clrmap il ...`
@@ -41,9 +42,8 @@ pub enum IlCommand {
         /// The address (hex with 0x, or decimal).
         #[arg(value_parser = parse_u64)]
         rva: u64,
-        /// The address is a return address (a non-leaf frame): look up the call before it.
-        #[arg(long)]
-        return_address: bool,
+        #[command(flatten)]
+        frame: FrameArgs,
     },
     /// Print a method's variable locations (R2R debug info, majors below 16).
     ///
@@ -61,47 +61,8 @@ pub enum IlCommand {
     },
 }
 
-/// The bodies of a source, found by sniffing its first bytes: ReadyToRun images (`MZ`), EventPipe
-/// traces (`Nettrace`) and profiler captures (`{"format":"clrmap-capture"`).
-pub fn open_source(path: &Path, bytes: &[u8]) -> Result<(&'static str, Vec<CodeBody>), CliError> {
-    if bytes.starts_with(b"Nettrace") {
-        let bodies = clrmap::nettrace::read_code_bodies(bytes).map_err(CliError::input)?;
-        return Ok(("trace", bodies));
-    }
-    if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
-        let text = std::str::from_utf8(bytes).map_err(|_| CliError::Message(format!("{}: not UTF-8", path.display())))?;
-        let captured = clrmap::capture::read_captured(text).map_err(CliError::input)?;
-        // Names come from each module's own metadata, read once per module.
-        let mut modules: std::collections::HashMap<String, Option<Vec<u8>>> = std::collections::HashMap::new();
-        let mut bodies = Vec::with_capacity(captured.len());
-        for c in captured {
-            let mut body = c.body;
-            let file = modules.entry(c.module_path.clone()).or_insert_with(|| std::fs::read(&c.module_path).ok());
-            if let Some(md) = file.as_deref().and_then(|b| Metadata::parse(b).ok()) {
-                body.name = md.method_name(body.token);
-            }
-            bodies.push(body);
-        }
-        return Ok(("capture", bodies));
-    }
-    if bytes.starts_with(b"MZ") {
-        let image = ReadyToRunImage::parse(bytes).map_err(CliError::input)?;
-        let mut bodies = image.code_bodies().map_err(CliError::input)?;
-        if let Ok(md) = Metadata::parse(bytes) {
-            for b in &mut bodies {
-                b.name = md.method_name(b.token);
-            }
-        }
-        return Ok(("r2r", bodies));
-    }
-    Err(CliError::Message(format!("{}: neither a ReadyToRun image nor a clrmap capture", path.display())))
-}
-
 fn matches(body: &CodeBody, filter: &str) -> bool {
-    match parse_u32(filter) {
-        Ok(token) => body.token == token,
-        Err(_) => body.name.as_deref().is_some_and(|n| n == filter || n.ends_with(&format!("::{filter}")) && !filter.contains("::")),
-    }
+    name_matches(body.token, body.name.as_deref(), filter)
 }
 
 #[derive(serde::Serialize)]
@@ -111,8 +72,7 @@ struct Dump<'a> {
 }
 
 fn dump(source: &Path, method: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let bytes = read_file(source)?;
-    let (_, bodies) = open_source(source, &bytes)?;
+    let bodies = open_source(source).map_err(open_error)?.bodies;
     let selected: Vec<&CodeBody> = bodies.iter().filter(|b| method.is_none_or(|m| matches(b, m))).collect();
     if let (Some(m), true) = (method, selected.is_empty()) {
         return Err(CliError::Message(format!("no method {m} with debug info in {}", source.display())));
@@ -145,25 +105,25 @@ pub fn parse_u64(s: &str) -> Result<u64, String> {
     r.map_err(|e| format!("not a 64-bit number: {s} ({e})"))
 }
 
-fn at(source: &Path, address: u64, return_address: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let bytes = read_file(source)?;
-    let (_, bodies) = open_source(source, &bytes)?;
-    let store = MapStore::new(bodies);
-    let body = store
-        .body_containing(address)
-        .ok_or_else(|| CliError::input(Error::new(ErrorKind::NotFound, address, "an address inside a method with a map")))?;
-    let start = body.start.or(body.rva.map(u64::from)).unwrap_or(0);
-    let offset = u32::try_from(address.saturating_sub(start)).unwrap_or(u32::MAX);
-    let r = native_to_il(&body.map, body.code_size, offset, Policy { return_address });
-    let il = match r {
-        Resolved::Il(v) => format!("IL 0x{v:04X}"),
-        Resolved::Prolog => "PROLOG (IL 0)".to_owned(),
-        Resolved::Epilog(Some(v)) => format!("EPILOG (last IL 0x{v:04X})"),
-        Resolved::Epilog(None) => "EPILOG".to_owned(),
-        Resolved::NoMapping => "NO_MAPPING".to_owned(),
-        Resolved::Outside => "outside the method".to_owned(),
+fn at(source: &Path, address: u64, frame: &FrameArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let sym = frame.open(source)?;
+    let f = sym.symbolize(address, frame.kind());
+    let (Some(token), Some(offset)) = (f.token, f.native_offset) else {
+        return Err(CliError::Message(format!("not_found: no method with a map holds address 0x{address:X} in {}", source.display())));
     };
-    writeln!(out, "0x{:08X} {} +0x{offset:X}: {il}", body.token, body.name.as_deref().unwrap_or("?"))?;
+    let il = f.il_offset.unwrap_or(0);
+    let what = match f.region {
+        Some(IlOffset::Il(_)) => format!("IL 0x{il:04X}"),
+        Some(IlOffset::Prolog) => "PROLOG (IL 0)".to_owned(),
+        Some(IlOffset::Epilog) => format!("EPILOG (IL 0x{il:04X})"),
+        Some(IlOffset::NoMapping) => "NO_MAPPING (IL 0)".to_owned(),
+        None => "no map entry (IL 0)".to_owned(),
+    };
+    write!(out, "0x{token:08X} {} +0x{offset:X}: {what}", f.method.unwrap_or("?"))?;
+    if let (Some(file), Some(line)) = (f.file, f.line) {
+        write!(out, " at {file}:{line}:{}", f.column.unwrap_or(0))?;
+    }
+    writeln!(out)?;
     Ok(())
 }
 
@@ -201,7 +161,7 @@ fn vars(source: &Path, method: &str, json: bool, out: &mut dyn Write) -> Result<
 pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
         IlCommand::Dump { source, method, json } => dump(&source, method.as_deref(), json, out),
-        IlCommand::At { source, rva, return_address } => at(&source, rva, return_address, out),
+        IlCommand::At { source, rva, frame } => at(&source, rva, &frame, out),
         IlCommand::Vars { source, method, json } => vars(&source, &method, json, out),
     }
 }

@@ -6,3 +6,5 @@ pub mod meta;
 pub mod il;
 pub mod profile;
 pub mod trace;
+pub mod pdb;
+pub mod symbolize;

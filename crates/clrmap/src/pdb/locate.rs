@@ -112,3 +112,30 @@ pub fn find_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &Symbo
     }
     Ok(None)
 }
+
+/// A PDB opened for reading, with the assembly it belongs to when the user named an assembly.
+#[derive(Clone, Debug)]
+pub struct OpenedPdb {
+    /// The portable PDB's bytes.
+    pub pdb: FoundPdb,
+    /// The assembly's bytes (for method names), when the path named one.
+    pub assembly: Option<Vec<u8>>,
+}
+
+/// Open the PDB at `path`, or, when `path` is an assembly (`MZ`), the PDB found for it.
+pub fn open_pdb(path: &Path, paths: &SymbolPaths) -> core::result::Result<OpenedPdb, crate::symbolizer::OpenError> {
+    use crate::symbolizer::OpenError;
+    let bytes = read_regular(path, MAX_FILE).map_err(|error| OpenError::Io { path: path.to_owned(), error })?;
+    let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
+    if !bytes.starts_with(b"MZ") {
+        // A PDB itself: parse it once now so that a bad one fails here, with its kind.
+        PortablePdb::parse(&bytes).map_err(input)?;
+        return Ok(OpenedPdb { pdb: FoundPdb { bytes, origin: PdbOrigin::Explicit(path.to_owned()) }, assembly: None });
+    }
+    let image = PeImage::parse(&bytes).map_err(input)?;
+    let found = find_pdb(&image, Some(path), paths).map_err(|error| OpenError::Input { path: paths.pdb.clone().unwrap_or_else(|| path.to_owned()), error })?;
+    let Some(pdb) = found else {
+        return Err(input(Error::new(ErrorKind::NotFound, 0, "a portable PDB for this assembly (embedded, --pdb, beside it, or in --symbol-path)")));
+    };
+    Ok(OpenedPdb { pdb, assembly: Some(bytes) })
+}

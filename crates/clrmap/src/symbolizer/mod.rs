@@ -9,7 +9,8 @@
 //!    ([`crate::ilmap::runtime_il_offset`]);
 //! 3. the last visible sequence point at or before that IL offset, from the PDB of the body's
 //!    module ([`crate::pdb`]), found and matched by [`crate::pdb::locate`] when the module is first
-//!    hit.
+//!    hit. A module whose recorded path does not exist here (a recording from another machine) is
+//!    looked for by file name in the symbol directories too.
 //!
 //! ```no_run
 //! use clrmap::symbolizer::{FrameKind, Symbolizer};
@@ -211,8 +212,14 @@ impl Symbolizer {
         module
             .lines
             .get_or_init(|| {
-                let path = module.path.as_deref()?;
-                let bytes = read_regular(path, MAX_FILE).ok()?;
+                // The module where the process loaded it, or, for a recording made on another
+                // machine, a file of the same name in a symbol directory.
+                let recorded = module.path.as_deref()?;
+                let elsewhere = module.name.as_deref().into_iter().flat_map(|n| self.options.symbols.dirs.iter().map(move |d| d.join(n)));
+                let (path, bytes) = std::iter::once(recorded.to_owned())
+                    .chain(elsewhere)
+                    .find_map(|p| read_regular(&p, MAX_FILE).ok().map(|b| (p, b)))?;
+                let path = path.as_path();
                 // The PDB the user named belongs to the module named like it, and to no other.
                 let mut symbols = self.options.symbols.clone();
                 if !symbols.pdb.as_deref().is_some_and(|pdb| same_stem(pdb, module.name.as_deref())) {

@@ -10,4 +10,5 @@ mod metadata;
 mod r2r;
 mod profiler;
 mod nettrace;
+mod pdb;
 mod frames;
