@@ -25,6 +25,8 @@ if command -v g++ >/dev/null 2>&1; then
 fi
 gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_capi.c \
   -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/test_capi"
+gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_symbolizer.c \
+  -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/test_symbolizer"
 
 home="${CLRMAP_DOTNET_HOME:-$PWD/.dotnet}"
 fw="$home/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23"
@@ -86,4 +88,43 @@ for l in lines:
         maps += 1
 assert dicts == 5 and maps >= 50, (dicts, maps)
 print(f"c-tests: {dicts} dictionary lookups equal to the CLI, {maps} R2R maps from C equal to the live runtime's; valgrind clean")
+PY
+
+# The symbolizer: a live capture of the Roslyn-built Frames fixture (tiering off, PDB beside it in a
+# symbol directory), addresses inside each of its jitted bodies, and the C answers compared with
+# `clrmap symbolize --json --return-address`.
+rm -rf "$out/frames" && mkdir -p "$out/frames" && cp tests/fixtures/frames/debug-portable/* "$out/frames/"
+COMPlus_TieredCompilation=0 "$clrmap" profile -o "$out/frames.capture" --profiler "$lib/libclrmap_profiler.so" -- "$dotnet" "$out/frames/Frames.dll" >/dev/null
+mapfile -t faddrs < <(python3 - "$out/frames.capture" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("kind") == "jit" and r["module"].endswith("/Frames.dll"):
+        for off in (1, r["code_size"] // 2, r["code_size"] - 1):
+            print(hex(r["start"] + off))
+PY
+)
+[ "${#faddrs[@]}" -ge 100 ] || { echo "c-tests: only ${#faddrs[@]} Frames.dll addresses" >&2; exit 1; }
+valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect -q \
+  "$out/test_symbolizer" "$out/frames.capture" "$out/frames" tests/fixtures/frames/release-portable/Frames.pdb "${faddrs[@]}" 0x10 > "$out/c-symbolizer.txt"
+"$clrmap" symbolize --json --return-address "$out/frames.capture" --symbol-path "$out/frames" "${faddrs[@]}" 0x10 > "$out/cli-symbolizer.jsonl"
+python3 - "$out/c-symbolizer.txt" "$out/cli-symbolizer.jsonl" <<'PY'
+import json, sys
+c = [l[len("frame "):].rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.startswith("frame ")]
+cli = [json.loads(l) for l in open(sys.argv[2])]
+assert len(c) == len(cli) and len(c) >= 100, (len(c), len(cli))
+with_line = 0
+for (addr, flags, token, il, module, method, file, line, col, eline, ecol), j in zip(c, cli):
+    assert int(addr) == j["address"], (addr, j)
+    known = j["token"] is not None
+    assert (int(flags) & 1 == 1) == known, (addr, flags, j)
+    if known:
+        assert (int(token), int(il), module, method) == (j["token"], j["il_offset"], j["module"], j["method"]), (addr, j)
+    if j["line"] is not None:
+        with_line += 1
+        assert int(flags) & 2 and (file, int(line), int(col), int(eline), int(ecol)) == (j["file"], j["line"], j["column"], j["end_line"], j["end_column"]), (addr, j)
+    else:
+        assert int(flags) & 2 == 0 and file == "", (addr, j)
+assert with_line >= 100, with_line
+print(f"c-tests: {len(c)} addresses symbolized from C equal to `clrmap symbolize` ({with_line} with a source line); valgrind clean")
 PY

@@ -15,6 +15,39 @@ struct ICorDebugSymbolProvider2;
 struct ICorProfilerInfo;
 
 /**
+ * `ClrmapFrame::flags`: the body is known (`module`, `method`, `token`, `il_offset` as known).
+ */
+#define CLRMAP_FRAME_METHOD 1
+
+/**
+ * `ClrmapFrame::flags`: the source line is known (`file`, `line`, `column`, `end_line`,
+ * `end_column`).
+ */
+#define CLRMAP_FRAME_LINE 2
+
+/**
+ * `clrmap_symbolizer_symbolize`'s `kind`: the leaf frame, looked up as is.
+ */
+#define CLRMAP_FRAME_LEAF 0
+
+/**
+ * A return address: the call before it (.NET 5 and later stack traces).
+ */
+#define CLRMAP_FRAME_RETURN_ADDRESS 1
+
+/**
+ * A return address read by CoreCLR 3.1's rule: the method of the call, the IL offset of the
+ * return address itself.
+ */
+#define CLRMAP_FRAME_RETURN_ADDRESS_CLR31 2
+
+/**
+ * A symbolizer: a source's bodies indexed by address, and the PDBs of their modules (opaque;
+ * release with `clrmap_symbolizer_release`).
+ */
+typedef struct ClrmapSymbolizer ClrmapSymbolizer;
+
+/**
  * A COM `HRESULT`.
  */
 typedef int32_t HRESULT;
@@ -231,6 +264,57 @@ typedef struct ICorProfilerInfo {
 } ICorProfilerInfo;
 
 /**
+ * One symbolized address (contract §5). Strings are owned by the symbolizer and live until it is
+ * released; a field that is not known is NULL or 0, and `flags` says which are known.
+ */
+typedef struct ClrmapFrame {
+  /**
+   * The address asked about.
+   */
+  uint64_t address;
+  /**
+   * `CLRMAP_FRAME_METHOD` | `CLRMAP_FRAME_LINE`.
+   */
+  uint32_t flags;
+  /**
+   * The MethodDef token.
+   */
+  uint32_t token;
+  /**
+   * The IL offset the runtime reports for the frame.
+   */
+  uint32_t il_offset;
+  /**
+   * Start line of the chosen sequence point.
+   */
+  uint32_t line;
+  /**
+   * Start column.
+   */
+  uint32_t column;
+  /**
+   * End line.
+   */
+  uint32_t end_line;
+  /**
+   * End column.
+   */
+  uint32_t end_column;
+  /**
+   * The module's file name (`Frames.dll`), or NULL.
+   */
+  const char *module;
+  /**
+   * `Ns.Type::Method`, or NULL.
+   */
+  const char *method;
+  /**
+   * The document name as the PDB stores it, or NULL.
+   */
+  const char *file;
+} ClrmapFrame;
+
+/**
  * S_OK.
  */
 #define CLRMAP_S_OK 0
@@ -269,6 +353,12 @@ typedef struct ICorProfilerInfo {
  * HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND).
  */
 #define CLRMAP_E_FILE_NOT_FOUND (HRESULT)2147942402u
+
+/**
+ * E_PDB_INVALID_SIG (the DIA SDK's HRESULT, MAKE_HRESULT(1, FACILITY_VISUALCPP, 12)): a PDB the
+ * caller named whose id is not the one its assembly's CodeView entry asks for.
+ */
+#define CLRMAP_E_PDB_MISMATCH (HRESULT)2154627084u
 
 /**
  * META_E_BAD_SIGNATURE (corerror.h): a malformed map or image.
@@ -350,13 +440,41 @@ HRESULT clrmap_profiler_info_function_ids(struct ICorProfilerInfo *info,
 
 /**
  * Symbolize an address (an RVA for an image): the FunctionID of the body containing it and the
- * IL offset there (ilmap.md §5.3; PROLOG/EPILOG/NO_MAPPING as their ULONG32 values).
- * E_INVALIDARG outside every body.
+ * IL offset there, by the runtime's stack-trace rule for a leaf frame (symbols.md §2), with the
+ * entry kind kept: PROLOG, EPILOG and NO_MAPPING as their ULONG32 values. E_INVALIDARG outside
+ * every body. `clrmap_symbolizer_symbolize` gives the source line too.
  */
 HRESULT clrmap_profiler_info_symbolize(struct ICorProfilerInfo *info,
                                        uint64_t address,
                                        uint64_t *functionId,
                                        uint32_t *ilOffset);
+
+/**
+ * Open a symbolizer over a ReadyToRun image, a `.nettrace` or a capture. `pdb` (may be NULL) is
+ * a PDB to use, which must belong to a module of the source (else `CLRMAP_E_PDB_MISMATCH`);
+ * `symbol_paths` are `count` directories searched for PDBs (flat or in the symbol-server
+ * layout) and for modules of recordings made elsewhere.
+ */
+HRESULT clrmap_symbolizer_open(const char *source,
+                               const char *pdb,
+                               const char *const *symbol_paths,
+                               uint32_t count,
+                               struct ClrmapSymbolizer **out);
+
+/**
+ * Symbolize one address (`kind`: `CLRMAP_FRAME_LEAF`, `..._RETURN_ADDRESS`,
+ * `..._RETURN_ADDRESS_CLR31`). S_OK when a body holds it, S_FALSE when none does (then only
+ * `address` is set), E_INVALIDARG for an unknown kind.
+ */
+HRESULT clrmap_symbolizer_symbolize(const struct ClrmapSymbolizer *sym,
+                                    uint64_t address,
+                                    uint32_t kind,
+                                    struct ClrmapFrame *out);
+
+/**
+ * Release a symbolizer and every string its frames pointed to. NULL is allowed.
+ */
+void clrmap_symbolizer_release(struct ClrmapSymbolizer *sym);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -24,7 +24,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use clrmap::gdmap::{DictionaryMap, LookupIndex, SortedFlag};
-use clrmap::ilmap::{CorDebugIlToNativeMap, MapStore};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use clrmap::ilmap::{CorDebugIlToNativeMap, IlOffset, MapStore};
+use clrmap::pdb::locate::SymbolPaths;
+use clrmap::symbolizer::{FrameKind, OpenError, Options, Symbolizer};
+use clrmap::ErrorKind;
 use clrmap::signature::HexTokens;
 
 /// A COM `HRESULT`.
@@ -50,11 +58,15 @@ pub const CLRMAP_E_FAIL: HRESULT = 0x8000_4005_u32 as HRESULT;
 pub const CLRMAP_E_INVALIDARG: HRESULT = 0x8007_0057_u32 as HRESULT;
 /// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND).
 pub const CLRMAP_E_FILE_NOT_FOUND: HRESULT = 0x8007_0002_u32 as HRESULT;
+/// E_PDB_INVALID_SIG (the DIA SDK's HRESULT, MAKE_HRESULT(1, FACILITY_VISUALCPP, 12)): a PDB the
+/// caller named whose id is not the one its assembly's CodeView entry asks for.
+pub const CLRMAP_E_PDB_MISMATCH: HRESULT = 0x806D_000C_u32 as HRESULT;
 /// META_E_BAD_SIGNATURE (corerror.h): a malformed map or image.
 pub const CLRMAP_META_E_BAD_SIGNATURE: HRESULT = 0x8013_1192_u32 as HRESULT;
 
 use CLRMAP_E_FAIL as E_FAIL;
 use CLRMAP_E_FILE_NOT_FOUND as E_FILE_NOT_FOUND;
+use CLRMAP_E_PDB_MISMATCH as E_PDB_MISMATCH;
 use CLRMAP_E_INVALIDARG as E_INVALIDARG;
 use CLRMAP_E_NOINTERFACE as E_NOINTERFACE;
 use CLRMAP_E_NOTIMPL as E_NOTIMPL;
@@ -253,12 +265,12 @@ struct MemoryBuffer {
     map: Arc<Storage>,
 }
 
-/// The object behind an `ICorProfilerInfo`.
+/// The object behind an `ICorProfilerInfo`: the library's symbolization layer over the source.
 #[repr(C)]
 struct ProfilerInfo {
     iface: ICorProfilerInfo,
     refs: AtomicU32,
-    store: MapStore,
+    sym: Symbolizer,
 }
 
 static SYMBOL_PROVIDER_VTBL: ICorDebugSymbolProvider2Vtbl = ICorDebugSymbolProvider2Vtbl {
@@ -538,7 +550,7 @@ unsafe fn protocol_args<'a>(c_map: u32, pc_map: *mut u32, map: *mut COR_DEBUG_IL
 /// SAFETY (callers): `this` is null or a live `ICorProfilerInfo` made by clrmap.
 unsafe fn store<'a>(this: *mut ICorProfilerInfo) -> Option<&'a MapStore> {
     // SAFETY: per the caller's contract.
-    unsafe { object::<ProfilerInfo>(this).as_ref() }.map(|o| &o.store)
+    unsafe { object::<ProfilerInfo>(this).as_ref() }.map(|o| o.sym.store())
 }
 
 unsafe extern "C" fn pi_map1(this: *mut ICorProfilerInfo, fid: FunctionID, c_map: u32, pc_map: *mut u32, map: *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT {
@@ -579,18 +591,11 @@ pub unsafe extern "C" fn clrmap_profiler_info_open(path: *const c_char, out: *mu
         }
         // SAFETY: the caller passes a NUL-terminated path.
         let path = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
-        let Ok(bytes) = std::fs::read(&path) else { return E_FILE_NOT_FOUND };
-        let bodies = if bytes.starts_with(b"Nettrace") {
-            clrmap::nettrace::read_code_bodies(&bytes[..])
-        } else if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
-            std::str::from_utf8(&bytes)
-                .map_err(|_| clrmap::Error::new(clrmap::ErrorKind::BadCapture, 0, "UTF-8"))
-                .and_then(clrmap::capture::read_code_bodies)
-        } else {
-            clrmap::r2r::ReadyToRunImage::parse(&bytes).and_then(|i| i.code_bodies())
+        let sym = match Symbolizer::open(Path::new(&path), Options::default()) {
+            Ok(sym) => sym,
+            Err(e) => return open_hresult(&e),
         };
-        let Ok(bodies) = bodies else { return META_E_BAD_SIGNATURE };
-        let info = Box::new(ProfilerInfo { iface: ICorProfilerInfo { lpVtbl: &PROFILER_INFO_VTBL }, refs: AtomicU32::new(1), store: MapStore::new(bodies) });
+        let info = Box::new(ProfilerInfo { iface: ICorProfilerInfo { lpVtbl: &PROFILER_INFO_VTBL }, refs: AtomicU32::new(1), sym });
         // SAFETY: `out` is non-null; the interface is the object's first field.
         unsafe { *out = Box::into_raw(info).cast() };
         S_OK
@@ -621,30 +626,192 @@ pub unsafe extern "C" fn clrmap_profiler_info_function_ids(info: *mut ICorProfil
 }
 
 /// Symbolize an address (an RVA for an image): the FunctionID of the body containing it and the
-/// IL offset there (ilmap.md §5.3; PROLOG/EPILOG/NO_MAPPING as their ULONG32 values).
-/// E_INVALIDARG outside every body.
+/// IL offset there, by the runtime's stack-trace rule for a leaf frame (symbols.md §2), with the
+/// entry kind kept: PROLOG, EPILOG and NO_MAPPING as their ULONG32 values. E_INVALIDARG outside
+/// every body. `clrmap_symbolizer_symbolize` gives the source line too.
 #[no_mangle]
 pub unsafe extern "C" fn clrmap_profiler_info_symbolize(info: *mut ICorProfilerInfo, address: u64, functionId: *mut u64, ilOffset: *mut u32) -> HRESULT {
     guard(|| {
         // SAFETY: `info` is null or live.
-        let Some(store) = (unsafe { store(info) }) else { return E_POINTER };
+        let Some(o) = (unsafe { object::<ProfilerInfo>(info).as_ref() }) else { return E_POINTER };
         if functionId.is_null() || ilOffset.is_null() {
             return E_POINTER;
         }
-        let Some(body) = store.body_containing(address) else { return E_INVALIDARG };
-        let start = body.start.or(body.rva.map(u64::from)).unwrap_or(0);
-        let offset = u32::try_from(address.saturating_sub(start)).unwrap_or(u32::MAX);
-        let il = match clrmap::ilmap::native_to_il(&body.map, body.code_size, offset, clrmap::ilmap::Policy::default()) {
-            clrmap::ilmap::Resolved::Il(v) => v,
-            clrmap::ilmap::Resolved::Prolog => 0xFFFF_FFFE,
-            clrmap::ilmap::Resolved::Epilog(_) => 0xFFFF_FFFD,
-            _ => 0xFFFF_FFFF,
+        let f = o.sym.symbolize(address, FrameKind::Leaf);
+        let Some(fid) = f.function_id else { return E_INVALIDARG };
+        let il = match f.region {
+            Some(IlOffset::Il(_)) => f.il_offset.unwrap_or(0),
+            Some(special) => special.to_raw(),
+            None => IlOffset::NoMapping.to_raw(),
         };
         // SAFETY: both out-pointers are non-null.
         unsafe {
-            *functionId = body.function_id.or(Some(start)).unwrap_or(0);
+            *functionId = fid;
             *ilOffset = il;
         }
         S_OK
     })
+}
+
+/// The HRESULT of a source that did not open: a file that cannot be read is
+/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a malformed or unknown one META_E_BAD_SIGNATURE.
+fn open_hresult(e: &OpenError) -> HRESULT {
+    match e {
+        OpenError::Io { .. } => E_FILE_NOT_FOUND,
+        _ => META_E_BAD_SIGNATURE,
+    }
+}
+
+/// A symbolizer: a source's bodies indexed by address, and the PDBs of their modules (opaque;
+/// release with `clrmap_symbolizer_release`).
+pub struct ClrmapSymbolizer {
+    sym: Symbolizer,
+    /// C copies of the strings frames point to, made once each; their heap buffers never move,
+    /// so the pointers handed out stay valid until the symbolizer is released.
+    strings: Mutex<HashMap<(usize, usize), CString>>,
+}
+
+/// `ClrmapFrame::flags`: the body is known (`module`, `method`, `token`, `il_offset` as known).
+pub const CLRMAP_FRAME_METHOD: u32 = 1;
+/// `ClrmapFrame::flags`: the source line is known (`file`, `line`, `column`, `end_line`,
+/// `end_column`).
+pub const CLRMAP_FRAME_LINE: u32 = 2;
+
+/// `clrmap_symbolizer_symbolize`'s `kind`: the leaf frame, looked up as is.
+pub const CLRMAP_FRAME_LEAF: u32 = 0;
+/// A return address: the call before it (.NET 5 and later stack traces).
+pub const CLRMAP_FRAME_RETURN_ADDRESS: u32 = 1;
+/// A return address read by CoreCLR 3.1's rule: the method of the call, the IL offset of the
+/// return address itself.
+pub const CLRMAP_FRAME_RETURN_ADDRESS_CLR31: u32 = 2;
+
+/// One symbolized address (contract §5). Strings are owned by the symbolizer and live until it is
+/// released; a field that is not known is NULL or 0, and `flags` says which are known.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ClrmapFrame {
+    /// The address asked about.
+    pub address: u64,
+    /// `CLRMAP_FRAME_METHOD` | `CLRMAP_FRAME_LINE`.
+    pub flags: u32,
+    /// The MethodDef token.
+    pub token: u32,
+    /// The IL offset the runtime reports for the frame.
+    pub il_offset: u32,
+    /// Start line of the chosen sequence point.
+    pub line: u32,
+    /// Start column.
+    pub column: u32,
+    /// End line.
+    pub end_line: u32,
+    /// End column.
+    pub end_column: u32,
+    /// The module's file name (`Frames.dll`), or NULL.
+    pub module: *const c_char,
+    /// `Ns.Type::Method`, or NULL.
+    pub method: *const c_char,
+    /// The document name as the PDB stores it, or NULL.
+    pub file: *const c_char,
+}
+
+/// Open a symbolizer over a ReadyToRun image, a `.nettrace` or a capture. `pdb` (may be NULL) is
+/// a PDB to use, which must belong to a module of the source (else `CLRMAP_E_PDB_MISMATCH`);
+/// `symbol_paths` are `count` directories searched for PDBs (flat or in the symbol-server
+/// layout) and for modules of recordings made elsewhere.
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_symbolizer_open(source: *const c_char, pdb: *const c_char, symbol_paths: *const *const c_char, count: u32, out: *mut *mut ClrmapSymbolizer) -> HRESULT {
+    guard(|| {
+        if source.is_null() || out.is_null() || (count > 0 && symbol_paths.is_null()) {
+            return E_POINTER;
+        }
+        // SAFETY: NUL-terminated strings, and `count` of them at `symbol_paths`, per the contract.
+        let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        let mut dirs = Vec::new();
+        for i in 0..count as usize {
+            // SAFETY: `symbol_paths` holds `count` pointers.
+            let p = unsafe { *symbol_paths.add(i) };
+            if p.is_null() {
+                return E_POINTER;
+            }
+            dirs.push(PathBuf::from(text(p)));
+        }
+        let pdb = (!pdb.is_null()).then(|| PathBuf::from(text(pdb)));
+        let options = Options { symbols: SymbolPaths { pdb, dirs } };
+        let sym = match Symbolizer::open(Path::new(&text(source)), options) {
+            Ok(sym) => sym,
+            Err(OpenError::Input { error, .. }) if error.kind == ErrorKind::PdbMismatch => return E_PDB_MISMATCH,
+            Err(e) => return open_hresult(&e),
+        };
+        let boxed = Box::new(ClrmapSymbolizer { sym, strings: Mutex::new(HashMap::new()) });
+        // SAFETY: `out` is non-null.
+        unsafe { *out = Box::into_raw(boxed) };
+        S_OK
+    })
+}
+
+impl ClrmapSymbolizer {
+    /// A C copy of `s`, made once and kept.
+    fn c_str(&self, s: Option<&str>) -> *const c_char {
+        let Some(s) = s else { return std::ptr::null() };
+        let Ok(mut strings) = self.strings.lock() else { return std::ptr::null() };
+        let key = (s.as_ptr() as usize, s.len());
+        strings
+            .entry(key)
+            .or_insert_with(|| CString::new(s.replace('\0', "")).unwrap_or_default())
+            .as_ptr()
+    }
+}
+
+/// Symbolize one address (`kind`: `CLRMAP_FRAME_LEAF`, `..._RETURN_ADDRESS`,
+/// `..._RETURN_ADDRESS_CLR31`). S_OK when a body holds it, S_FALSE when none does (then only
+/// `address` is set), E_INVALIDARG for an unknown kind.
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolizer, address: u64, kind: u32, out: *mut ClrmapFrame) -> HRESULT {
+    guard(|| {
+        // SAFETY: `sym` is null or live.
+        let Some(s) = (unsafe { sym.as_ref() }) else { return E_POINTER };
+        if out.is_null() {
+            return E_POINTER;
+        }
+        let kind = match kind {
+            CLRMAP_FRAME_LEAF => FrameKind::Leaf,
+            CLRMAP_FRAME_RETURN_ADDRESS => FrameKind::ReturnAddress,
+            CLRMAP_FRAME_RETURN_ADDRESS_CLR31 => FrameKind::ReturnAddressAsIs,
+            _ => return E_INVALIDARG,
+        };
+        let f = s.sym.symbolize(address, kind);
+        let flags = if f.token.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if f.line.is_some() { CLRMAP_FRAME_LINE } else { 0 };
+        let frame = ClrmapFrame {
+            address,
+            flags,
+            token: f.token.unwrap_or(0),
+            il_offset: f.il_offset.unwrap_or(0),
+            line: f.line.unwrap_or(0),
+            column: f.column.unwrap_or(0),
+            end_line: f.end_line.unwrap_or(0),
+            end_column: f.end_column.unwrap_or(0),
+            module: s.c_str(f.module),
+            method: s.c_str(f.method),
+            file: s.c_str(f.file),
+        };
+        // SAFETY: `out` is non-null.
+        unsafe { *out = frame };
+        if f.token.is_some() {
+            S_OK
+        } else {
+            S_FALSE
+        }
+    })
+}
+
+/// Release a symbolizer and every string its frames pointed to. NULL is allowed.
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_symbolizer_release(sym: *mut ClrmapSymbolizer) {
+    if sym.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: made by Box::into_raw in clrmap_symbolizer_open, released once.
+        drop(unsafe { Box::from_raw(sym) });
+    }));
 }
