@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: what `.ci/run` runs and what the README tells newcomers to run.
-#   1. install the real .NET runtimes and mcs (scripts/install-dotnet.sh)
+#   1. install the real .NET runtimes and mcs (scripts/install-dotnet.sh), and Roslyn csc
+#      (scripts/install-roslyn.sh); rebuild the PDB fixtures and check they equal the committed ones
 #   2. build everything, clippy with -D warnings
 #   3. all tests (real-runtime tests are mandatory when CI=true)
 #   4. C ABI tests (when present), fuzz targets built and run briefly when a nightly toolchain exists
@@ -10,6 +11,11 @@ FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 
 echo "== install real runtimes"
 bash scripts/install-dotnet.sh
+echo "== install Roslyn csc 2.10 (portable PDBs)"
+bash scripts/install-roslyn.sh
+
+echo "== the committed Frames fixtures are what Roslyn builds from tests/dotnet/frames (byte for byte)"
+bash scripts/build-frame-fixtures.sh --check
 
 echo "== build"
 cargo build --workspace --all-targets --locked

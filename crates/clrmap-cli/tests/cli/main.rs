@@ -6,3 +6,4 @@ mod support;
 mod sig;
 mod dict;
 mod il;
+mod symbolize;
