@@ -7,7 +7,8 @@
 //   SrmOracle.dll --pdb FILE         FILE is a portable .pdb or an assembly with an embedded PDB:
 //                                    every sequence point of every MethodDebugInformation row, in
 //                                    row order, as "0x06XXXXXX\tIL\tDOCUMENT\tSL:SC-EL:EC" (or
-//                                    "...\tDOCUMENT\thidden"); IL in decimal
+//                                    "...\tDOCUMENT\thidden"); IL in decimal; then every LocalScope
+//                                    row ("scope TOKEN START LENGTH", "  var INDEX ATTRIBUTES NAME")
 using System;
 using System.Collections.Generic;
 using System.Collections.Immutable;
@@ -220,6 +221,19 @@ static class SrmOracle
                         ? "hidden"
                         : string.Format("{0}:{1}-{2}:{3}", sp.StartLine, sp.StartColumn, sp.EndLine, sp.EndColumn);
                     lines.Add(string.Format("0x{0:X8}\t{1}\t{2}\t{3}", token, sp.Offset, doc, where));
+                }
+            }
+            // Local scopes, in row order: "scope 0x06XXXXXX START LENGTH" then one
+            // "  var INDEX ATTRIBUTES NAME" per variable.
+            foreach (var h in md.LocalScopes)
+            {
+                var scope = md.GetLocalScope(h);
+                int token = MetadataTokens.GetToken(scope.Method);
+                lines.Add(string.Format("scope 0x{0:X8} {1} {2}", token, scope.StartOffset, scope.Length));
+                foreach (var vh in scope.GetLocalVariables())
+                {
+                    var v = md.GetLocalVariable(vh);
+                    lines.Add(string.Format("  var {0} {1} {2}", v.Index, (int)v.Attributes, md.GetString(v.Name)));
                 }
             }
         }

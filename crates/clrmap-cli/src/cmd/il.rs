@@ -7,7 +7,10 @@ use clap::Subcommand;
 use clrmap::ilmap::{CodeBody, IlOffset};
 use clrmap::metadata::Metadata;
 use clrmap::r2r::ReadyToRunImage;
-use clrmap::symbolizer::open_source;
+use clrmap::pdb::locate::{find_pdb, SymbolPaths};
+use clrmap::pdb::PortablePdb;
+use clrmap::pe::PeImage;
+use clrmap::symbolizer::{name_var, open_source, VarKind, VarName};
 
 use crate::cmd::pdb::name_matches;
 use crate::cmd::symbolize::{open_error, FrameArgs};
@@ -58,6 +61,12 @@ pub enum IlCommand {
         /// JSON output.
         #[arg(long)]
         json: bool,
+        /// A portable PDB for local names (it must match the image's CodeView id).
+        #[arg(long)]
+        pdb: Option<PathBuf>,
+        /// A directory to search for PDBs (repeatable).
+        #[arg(long = "symbol-path")]
+        symbol_path: Vec<PathBuf>,
     },
 }
 
@@ -127,10 +136,14 @@ fn at(source: &Path, address: u64, frame: &FrameArgs, out: &mut dyn Write) -> Re
     Ok(())
 }
 
-fn vars(source: &Path, method: &str, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mut dyn Write) -> Result<(), CliError> {
     let bytes = read_file(source)?;
     let image = ReadyToRunImage::parse(&bytes).map_err(CliError::input)?;
     let md = Metadata::parse(&bytes).ok();
+    // Local names come from the image's PDB when one is found; arguments are named by metadata.
+    let pe = PeImage::parse(&bytes).map_err(CliError::input)?;
+    let found_pdb = find_pdb(&pe, Some(source), symbols).map_err(CliError::input)?;
+    let pdb = found_pdb.as_ref().map(|f| PortablePdb::parse(&f.bytes)).transpose().map_err(CliError::input)?;
     let mut found = false;
     for e in image.entry_points().map_err(CliError::input)? {
         let name = md.as_ref().and_then(|m| m.method_name(e.token));
@@ -141,13 +154,34 @@ fn vars(source: &Path, method: &str, json: bool, out: &mut dyn Write) -> Result<
         let Some(info) = image.debug_info(e.runtime_function).map_err(CliError::input)? else { continue };
         found = true;
         let rva = image.runtime_functions().get(e.runtime_function as usize).map_or(0, |f| f.begin);
+        let args = md.as_ref().and_then(|m| m.method_args(e.token));
+        let scopes = pdb.as_ref().and_then(|p| p.local_scopes(e.token).ok()).unwrap_or_default();
+        let named: Vec<VarName> = info.vars.iter().map(|v| name_var(v.number, args.as_ref(), &scopes)).collect();
         if json {
-            let v = serde_json::json!({"token": e.token, "rva": rva, "name": name, "vars": info.vars});
+            let vars: Vec<serde_json::Value> = info
+                .vars
+                .iter()
+                .zip(&named)
+                .map(|(v, n)| serde_json::json!({"number": v.number, "kind": n.kind, "index": n.index, "name": n.name, "start": v.start, "end": v.end, "loc": v.loc}))
+                .collect();
+            let v = serde_json::json!({"token": e.token, "rva": rva, "name": name, "vars": vars});
             writeln!(out, "{v}")?;
         } else {
             writeln!(out, "0x{:08X} {}  rva 0x{rva:X}", e.token, name.as_deref().unwrap_or("?"))?;
-            for v in &info.vars {
-                writeln!(out, "  var {:>3}  [0x{:X}, 0x{:X})  {:?}", v.number, v.start, v.end, v.loc)?;
+            for (v, n) in info.vars.iter().zip(&named) {
+                let what = match n.kind {
+                    VarKind::Arg => format!("arg {}", n.index),
+                    VarKind::Local => format!("local {}", n.index),
+                    VarKind::VarargsHandle => "varargs handle".to_owned(),
+                    VarKind::ReturnBuffer => "return buffer".to_owned(),
+                    VarKind::GenericContext => "generic context".to_owned(),
+                    VarKind::Unknown => format!("var {}", v.number),
+                };
+                let label = match &n.name {
+                    Some(name) => format!("{what} {name}"),
+                    None => what,
+                };
+                writeln!(out, "  {label:<24} [0x{:X}, 0x{:X})  {:?}", v.start, v.end, v.loc)?;
             }
         }
     }
@@ -162,6 +196,6 @@ pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
         IlCommand::Dump { source, method, json } => dump(&source, method.as_deref(), json, out),
         IlCommand::At { source, rva, frame } => at(&source, rva, &frame, out),
-        IlCommand::Vars { source, method, json } => vars(&source, &method, json, out),
+        IlCommand::Vars { source, method, json, pdb, symbol_path } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path }, out),
     }
 }

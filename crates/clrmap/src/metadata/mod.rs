@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 mod heaps;
 mod names;
+pub use names::MethodArgs;
 mod root;
 pub mod schema;
 mod specs;

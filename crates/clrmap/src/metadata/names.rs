@@ -169,3 +169,54 @@ impl TypeNames for Metadata<'_> {
         Ok(())
     }
 }
+
+/// A method's IL arguments, as the JIT numbers them: `this` first when the method has one, then
+/// the declared parameters (ICorDebugInfo variable numbers 0..count; locals follow).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MethodArgs<'a> {
+    /// True when argument 0 is `this` (HASTHIS without EXPLICITTHIS, II.23.2.1).
+    pub has_this: bool,
+    /// Each argument's name, in argument order (`this` for argument 0 of an instance method;
+    /// `None` where the Param table names none).
+    pub names: Vec<Option<&'a str>>,
+}
+
+impl<'a> Metadata<'a> {
+    /// The arguments of a MethodDef: its signature's parameter count (II.23.2.1) and the names
+    /// in its Param rows (II.22.33, by Sequence). `None` for another token or a bad signature.
+    pub fn method_args(&self, token: u32) -> Option<MethodArgs<'a>> {
+        if token >> 24 != u32::from(table::METHOD_DEF) {
+            return None;
+        }
+        let rid = token & 0x00FF_FFFF;
+        let methods = self.tables.table(table::METHOD_DEF);
+        let row = methods.row(rid).ok()?;
+        let mut sig = self.blobs.get(row.get(4)).ok()?;
+        // MethodDefSig: calling convention, [GenParamCount], ParamCount, RetType, Param*.
+        let cc = sig.u8("a calling convention").ok()?;
+        if cc & 0x10 != 0 {
+            sig.compressed_u32("a generic parameter count").ok()?;
+        }
+        let count = sig.compressed_u32("a parameter count").ok()?;
+        // Each parameter costs at least one byte of the signature: a count beyond it is bogus.
+        if count as usize > sig.len() {
+            return None;
+        }
+        let has_this = cc & 0x20 != 0 && cc & 0x40 == 0;
+        let mut names: Vec<Option<&'a str>> = vec![None; count as usize];
+        let params = self.tables.table(table::PARAM);
+        let first = row.get(5);
+        let end = methods.row(rid.saturating_add(1)).map_or(params.len().saturating_add(1), |next| next.get(5));
+        for p in first..end.min(params.len().saturating_add(1)) {
+            let Ok(param) = params.row(p) else { break };
+            let sequence = param.get(1);
+            if let (Some(slot), Ok(name)) = (names.get_mut((sequence as usize).wrapping_sub(1)), self.strings.get(param.get(2))) {
+                *slot = Some(name);
+            }
+        }
+        if has_this {
+            names.insert(0, Some("this"));
+        }
+        Some(MethodArgs { has_this, names })
+    }
+}

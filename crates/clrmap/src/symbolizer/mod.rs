@@ -23,6 +23,7 @@
 
 mod lines;
 mod source;
+mod vars;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -39,6 +40,7 @@ use crate::read::{Error, ErrorKind};
 
 use lines::ModuleLines;
 pub use source::{open_source, OpenError, OpenedSource, SourceKind};
+pub use vars::{name_var, VarKind, VarName};
 
 /// How the address of a frame is to be read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

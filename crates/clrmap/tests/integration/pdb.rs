@@ -63,6 +63,19 @@ fn clrmap_lines(pdb: &PortablePdb<'_>) -> Vec<String> {
             lines.push(format!("0x{token:08X}\t{}\t{doc}\t{place}", p.il_offset));
         }
     }
+    // LocalScope rows are sorted by method, so walking the methods in order walks the rows.
+    let mut scopes = 0;
+    for rid in 1..=pdb.method_count() {
+        let token = 0x0600_0000 | rid;
+        for scope in pdb.local_scopes(token).unwrap_or_else(|e| panic!("0x{token:08X} scopes: {e}")) {
+            scopes += 1;
+            lines.push(format!("scope 0x{token:08X} {} {}", scope.start_offset, scope.length));
+            for v in scope.variables {
+                lines.push(format!("  var {} {} {}", v.index, v.attributes, v.name));
+            }
+        }
+    }
+    assert_eq!(scopes, pdb.tables().rows(clrmap::metadata::table::LOCAL_SCOPE), "every LocalScope row belongs to a method");
     lines
 }
 
@@ -87,8 +100,10 @@ fn sequence_points_equal_system_reflection_metadata() {
         }
         assert_eq!(ours.len(), theirs.len(), "{variant}: clrmap has {} lines, SRM {}", ours.len(), theirs.len());
         let hidden = ours.iter().filter(|l| l.ends_with("\thidden")).count();
-        println!("{variant}: {} sequence points ({hidden} hidden) equal to SRM", ours.len());
-        assert!(ours.len() > 100 && hidden > 0, "{variant}: too little data");
+        let scopes = ours.iter().filter(|l| l.starts_with("scope ")).count();
+        let vars = ours.iter().filter(|l| l.starts_with("  var ")).count();
+        println!("{variant}: {} lines ({hidden} hidden points, {scopes} local scopes, {vars} variables) equal to SRM", ours.len());
+        assert!(ours.len() > 100 && hidden > 0 && scopes > 10 && vars > 10, "{variant}: too little data");
     }
 }
 
