@@ -15,3 +15,16 @@ pub fn corelib31() -> Option<Vec<u8>> {
     }
     bytes
 }
+
+/// The 8.0.4 `dotnet` host installed by scripts/install-dotnet.sh, or a note on stderr and `None`.
+pub fn dotnet80() -> Option<PathBuf> {
+    let home = std::env::var_os("CLRMAP_DOTNET_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.dotnet"));
+    let base = home.join("8.0/dnv/net/runtime/.net");
+    let ok = base.join("dotnet").is_file() && base.join("shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll").is_file();
+    if !ok {
+        eprintln!("skipping: the 8.0.4 runtime is not in {} (run scripts/install-dotnet.sh)", base.display());
+    }
+    ok.then(|| base.join("dotnet"))
+}
