@@ -56,6 +56,9 @@ pub enum ErrorKind {
     BadReadyToRun,
     /// A format version this reader does not implement.
     UnsupportedVersion,
+    /// A PE `Machine` whose ReadyToRun code layout this reader does not implement (x86, x64,
+    /// ARM64 and ARM are read).
+    UnsupportedMachine,
     /// Debug info (bounds, variables) is malformed.
     BadDebugInfo,
 
@@ -108,6 +111,7 @@ impl ErrorKind {
             ErrorKind::BadMetadata => "bad_metadata",
             ErrorKind::BadReadyToRun => "bad_ready_to_run",
             ErrorKind::UnsupportedVersion => "unsupported_version",
+            ErrorKind::UnsupportedMachine => "unsupported_machine",
             ErrorKind::BadDebugInfo => "bad_debug_info",
             ErrorKind::BadTrace => "bad_trace",
             ErrorKind::BadCapture => "bad_capture",
