@@ -31,6 +31,8 @@
 //! ```
 
 pub mod embedded;
+#[doc(hidden)]
+pub mod fuzzcheck;
 pub mod locate;
 mod scope;
 mod sequence;

@@ -84,3 +84,23 @@ fn bounds_inputs() {
         }
     }
 }
+
+#[test]
+fn pdb_inputs() {
+    // The `pdb` target's own checks (`clrmap::pdb::fuzzcheck`), on stable.
+    let all = inputs("pdb");
+    assert!(!all.is_empty());
+    for data in all {
+        clrmap::pdb::fuzzcheck::fuzz_check_pdb(&data);
+    }
+}
+
+#[test]
+fn embedded_pdb_inputs() {
+    // The `embedded_pdb` target's own checks (`clrmap::pdb::fuzzcheck`), on stable.
+    let all = inputs("embedded_pdb");
+    assert!(!all.is_empty());
+    for data in all {
+        clrmap::pdb::fuzzcheck::fuzz_check_embedded(&data);
+    }
+}
