@@ -162,8 +162,10 @@ impl<P: TypeProvider> Decoder<'_, P> {
                 if count == 0 {
                     return Err(Error::new(ErrorKind::EmptyInstantiation, count_at, "at least one generic argument"));
                 }
+                self.provider.begin_generic_inst(kind == VALUETYPE, token);
                 let mut args = list(count, r);
-                for _ in 0..count {
+                for i in 0..count {
+                    self.provider.begin_generic_arg(i);
                     args.push(self.ty(r, deeper(depth), Position::Plain)?);
                 }
                 Ok(self.provider.generic_inst(kind == VALUETYPE, token, args))
@@ -218,6 +220,7 @@ impl<P: TypeProvider> Decoder<'_, P> {
             0
         };
         let count = r.compressed_u32("a parameter count")?;
+        self.provider.begin_fn_ptr(calling_convention);
         let return_type = self.ty(r, deeper(depth), Position::VoidAllowed)?;
         let mut parameters = list(count, r);
         let mut sentinel = None;
@@ -230,6 +233,7 @@ impl<P: TypeProvider> Decoder<'_, P> {
                 r.u8("SENTINEL")?;
                 sentinel = Some(i as usize);
             }
+            self.provider.begin_fn_ptr_param(i, sentinel == Some(i as usize));
             parameters.push(self.ty(r, deeper(depth), Position::Plain)?);
         }
         Ok(MethodSignature { calling_convention, generic_parameter_count, return_type, parameters, sentinel })

@@ -371,6 +371,204 @@ impl TypeProvider for SpanRenderer<'_> {
     }
 }
 
+/// A provider that prints each type as it is decoded, straight into a [`core::fmt::Write`]: the
+/// text is the same as [`Renderer`]'s, but nothing is held in memory beyond the decoder's stack, so
+/// a type of any size streams in constant space.
+///
+/// The first write error stops the output and is kept ([`StreamRenderer::finish`]). A token that
+/// `names` cannot name falls back to the raw `0x...` token when the resolver wrote nothing for it;
+/// a resolver that fails after writing part of a name fails the output (nothing can be taken back).
+/// A type that does not decode leaves partial text behind: validate first ([`super::skip_type`])
+/// when that matters.
+pub struct StreamRenderer<'n, 'w> {
+    names: &'n dyn TypeNames,
+    out: &'w mut dyn core::fmt::Write,
+    failed: bool,
+}
+
+impl core::fmt::Debug for StreamRenderer<'_, '_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("StreamRenderer").field("failed", &self.failed).finish()
+    }
+}
+
+/// Counts what a resolver writes, and whether the writer under it failed.
+struct Watch<'w> {
+    out: &'w mut dyn core::fmt::Write,
+    written: bool,
+    failed: bool,
+}
+
+impl core::fmt::Write for Watch<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        if !s.is_empty() {
+            self.written = true;
+        }
+        let r = self.out.write_str(s);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+}
+
+impl<'n, 'w> StreamRenderer<'n, 'w> {
+    /// A renderer naming tokens through `names` and writing to `out`.
+    pub fn new(names: &'n dyn TypeNames, out: &'w mut dyn core::fmt::Write) -> Self {
+        StreamRenderer { names, out, failed: false }
+    }
+
+    /// `Ok` unless a write failed (or a name failed after part of it was written).
+    pub fn finish(&self) -> core::fmt::Result {
+        if self.failed {
+            Err(core::fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn put(&mut self, s: &str) {
+        if !self.failed && self.out.write_str(s).is_err() {
+            self.failed = true;
+        }
+    }
+
+    fn put_fmt(&mut self, args: core::fmt::Arguments<'_>) {
+        if !self.failed && self.out.write_fmt(args).is_err() {
+            self.failed = true;
+        }
+    }
+
+    fn put_name(&mut self, token: u32) {
+        if self.failed {
+            return;
+        }
+        let mut w = Watch { out: &mut *self.out, written: false, failed: false };
+        if self.names.write_type_name(token, &mut w).is_ok() {
+            return;
+        }
+        if w.written || w.failed {
+            self.failed = true;
+        } else {
+            self.put_fmt(format_args!("0x{token:08X}"));
+        }
+    }
+}
+
+impl TypeProvider for StreamRenderer<'_, '_> {
+    type Type = ();
+
+    fn primitive(&mut self, primitive: Primitive) {
+        self.put(primitive.keyword());
+    }
+
+    fn named(&mut self, value_type: bool, token: u32) {
+        self.put(if value_type { "valuetype " } else { "class " });
+        self.put_name(token);
+    }
+
+    fn begin_generic_inst(&mut self, value_type: bool, token: u32) {
+        self.named(value_type, token);
+        self.put("<");
+    }
+
+    fn begin_generic_arg(&mut self, index: u32) {
+        if index > 0 {
+            self.put(",");
+        }
+    }
+
+    fn generic_inst(&mut self, _: bool, _: u32, _: Vec<()>) {
+        self.put(">");
+    }
+
+    fn sz_array(&mut self, _: ()) {
+        self.put("[]");
+    }
+
+    fn array(&mut self, _: (), shape: ArrayShape) {
+        self.put("[");
+        for i in 0..shape.rank as usize {
+            if i > 0 {
+                self.put(",");
+            }
+            if !self.failed {
+                let mut w = Watch { out: &mut *self.out, written: false, failed: false };
+                push_dimension(&mut w, shape.sizes.get(i).copied(), shape.lower_bounds.get(i).copied());
+                self.failed = w.failed;
+            }
+        }
+        self.put("]");
+    }
+
+    fn ptr(&mut self, _: ()) {
+        self.put("*");
+    }
+
+    fn by_ref(&mut self, _: ()) {
+        self.put("&");
+    }
+
+    fn pinned(&mut self, _: ()) {
+        self.put(" pinned");
+    }
+
+    fn modified(&mut self, required: bool, modifier: u32, _: ()) {
+        self.put(if required { " modreq(" } else { " modopt(" });
+        self.put_name(modifier);
+        self.put(")");
+    }
+
+    fn var(&mut self, index: u32) {
+        self.put_fmt(format_args!("!{index}"));
+    }
+
+    fn mvar(&mut self, index: u32) {
+        self.put_fmt(format_args!("!!{index}"));
+    }
+
+    fn begin_fn_ptr(&mut self, cc: super::types::CallingConvention) {
+        self.put("method ");
+        if cc.has_this() {
+            self.put("instance ");
+        }
+        if cc.explicit_this() {
+            self.put("explicit ");
+        }
+        self.put(calling_convention_word(cc.kind()));
+    }
+
+    fn begin_fn_ptr_param(&mut self, index: u32, sentinel: bool) {
+        if index == 0 {
+            self.put(" *(");
+        }
+        if sentinel {
+            if index > 0 {
+                self.put(",");
+            }
+            self.put("...");
+        }
+        if index > 0 || sentinel {
+            self.put(",");
+        }
+    }
+
+    fn fn_ptr(&mut self, sig: MethodSignature<()>) {
+        if sig.parameters.is_empty() {
+            self.put(" *(");
+        }
+        self.put(")");
+    }
+}
+
+/// Decode one type from `r` and print it into `out` as it is decoded (see [`StreamRenderer`]).
+/// The outer result is the decoder's; the inner one the writer's.
+pub fn stream_one(r: &mut Reader<'_>, names: &dyn TypeNames, out: &mut dyn core::fmt::Write) -> Result<core::fmt::Result> {
+    let mut s = StreamRenderer::new(names, out);
+    decode_type(r, &mut s)?;
+    Ok(s.finish())
+}
+
 /// Decode one type from `r` and render it with a reusable [`SpanRenderer`]: one allocation for
 /// the returned string.
 pub fn render_one(r: &mut Reader<'_>, renderer: &mut SpanRenderer<'_>) -> Result<String> {

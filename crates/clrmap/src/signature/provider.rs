@@ -5,7 +5,7 @@
 //! caller: an owned tree ([`TreeProvider`]), a rendered string (`print::Renderer`), or nothing at
 //! all (`()`: validation and skipping, with no allocation).
 
-use super::types::{ArrayShape, MethodSignature, Primitive, Type};
+use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
 
 /// Builds the caller's representation of each production of II.23.2.12, bottom-up.
 pub trait TypeProvider {
@@ -36,6 +36,23 @@ pub trait TypeProvider {
     fn mvar(&mut self, index: u32) -> Self::Type;
     /// FNPTR method signature.
     fn fn_ptr(&mut self, signature: MethodSignature<Self::Type>) -> Self::Type;
+
+    // Hooks called *before* the parts of a production, for providers that print as they go
+    // (`print::StreamRenderer`). Every production's text is its parts' texts in decoding order,
+    // except for these prefixes and separators. The defaults do nothing.
+
+    /// GENERICINST read its kind, token and argument count; the arguments follow.
+    #[inline]
+    fn begin_generic_inst(&mut self, _value_type: bool, _token: u32) {}
+    /// Generic argument `index` follows.
+    #[inline]
+    fn begin_generic_arg(&mut self, _index: u32) {}
+    /// FNPTR read its calling convention; the return type follows.
+    #[inline]
+    fn begin_fn_ptr(&mut self, _calling_convention: CallingConvention) {}
+    /// FNPTR parameter `index` follows; `sentinel` when a SENTINEL stands before it.
+    #[inline]
+    fn begin_fn_ptr_param(&mut self, _index: u32, _sentinel: bool) {}
 }
 
 /// The unit provider: decoding with it only validates and skips.

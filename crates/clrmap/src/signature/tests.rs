@@ -8,7 +8,49 @@ fn hex(s: &str) -> Vec<u8> {
 }
 
 fn render_hex(s: &str) -> String {
-    render(&hex(s), &HexTokens).unwrap()
+    let text = render(&hex(s), &HexTokens).unwrap();
+    assert_eq!(stream_hex_bytes(&hex(s)), text, "stream renderer on {s}");
+    text
+}
+
+/// The streaming renderer's text for one whole type.
+fn stream_hex_bytes(bytes: &[u8]) -> String {
+    let mut r = Reader::new(bytes, 0);
+    let mut out = String::new();
+    stream_one(&mut r, &HexTokens, &mut out).unwrap().unwrap();
+    assert!(r.is_empty());
+    out
+}
+
+/// A resolver that names some tokens, fails cleanly on others, and fails half-way on one.
+struct Picky;
+
+impl TypeNames for Picky {
+    fn write_type_name(&self, token: u32, out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+        match token {
+            0x0200_0001 => out.write_str("A.B"),
+            0x0200_0002 => {
+                out.write_str("partial")?;
+                Err(core::fmt::Error)
+            }
+            _ => Err(core::fmt::Error),
+        }
+    }
+}
+
+#[test]
+fn stream_renderer_falls_back_like_the_span_renderer() {
+    // class TypeDef#1, class TypeDef#3 (unnamed: raw token).
+    for (h, want) in [("12 04", "class A.B"), ("12 0C", "class 0x02000003"), ("1F 0C 08", "int32 modreq(0x02000003)")] {
+        let b = hex(h);
+        assert_eq!(render(&b, &Picky).unwrap(), want);
+        let mut out = String::new();
+        stream_one(&mut Reader::new(&b, 0), &Picky, &mut out).unwrap().unwrap();
+        assert_eq!(out, want);
+    }
+    // A name that fails after writing cannot be taken back: the stream fails.
+    let mut out = String::new();
+    assert!(stream_one(&mut Reader::new(&hex("12 08"), 0), &Picky, &mut out).unwrap().is_err());
 }
 
 fn err_hex(s: &str) -> (ErrorKind, u64) {
@@ -314,6 +356,13 @@ pub(crate) mod roundtrip {
             let mut bytes = Vec::new();
             encode_type(&t, &mut bytes).unwrap();
             prop_assert_eq!(render(&bytes, &HexTokens).unwrap(), write_type(&t, &HexTokens));
+        }
+
+        #[test]
+        fn stream_renderer_equals_tree_renderer(t in ty()) {
+            let mut bytes = Vec::new();
+            encode_type(&t, &mut bytes).unwrap();
+            prop_assert_eq!(super::stream_hex_bytes(&bytes), write_type(&t, &HexTokens));
         }
 
         #[test]
