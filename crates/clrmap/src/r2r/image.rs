@@ -2,6 +2,7 @@
 //! entry points (103 by MethodDef, 109 for instantiations), and each method's debug info (105).
 
 use super::debuginfo::{self, DebugInfo};
+use super::machine::{Machine, Os};
 use super::native::{self, NativeArray, NativeHashtable};
 use crate::ilmap::{public_map, CodeBody};
 use crate::pe::PeImage;
@@ -9,6 +10,16 @@ use crate::read::{Error, ErrorKind, Reader, Result};
 
 /// `RTR\0`.
 pub const READYTORUN_SIGNATURE: u32 = 0x0052_5452;
+/// The file offset of the COFF header's `Machine` field (after the `PE\0\0` signature that
+/// `e_lfanew` points to), for errors; 0 if the DOS header cannot say.
+fn machine_field_offset(pe: &PeImage<'_>) -> u64 {
+    let mut r = Reader::new(pe.data(), 0);
+    match r.skip(0x3C, "e_lfanew").and_then(|()| r.u32("e_lfanew")) {
+        Ok(lfanew) => u64::from(lfanew).saturating_add(4),
+        Err(_) => 0,
+    }
+}
+
 /// Section ids (readytorun.h).
 #[allow(missing_docs)]
 pub mod section {
@@ -25,7 +36,9 @@ fn bad(at: u64, expected: &'static str) -> Error {
     Error::new(ErrorKind::BadReadyToRun, at, expected)
 }
 
-/// One RUNTIME_FUNCTION (x64 layout: BeginAddress, EndAddress, UnwindData).
+/// One RUNTIME_FUNCTION, as code bounds whatever the machine's layout (`r2r::machine`): x64 keeps
+/// EndAddress; x86, ARM64 and ARM keep the length in their unwind data; ARM's BeginAddress has
+/// the Thumb bit, which `begin` does not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RuntimeFunction {
     /// Code start RVA.
@@ -55,6 +68,8 @@ pub struct ReadyToRunImage<'a> {
     pub minor: u16,
     /// Flags.
     pub flags: u32,
+    machine: Machine,
+    os: Os,
     sections: Vec<(u32, u32, u32)>,
     functions: Vec<RuntimeFunction>,
 }
@@ -78,24 +93,56 @@ impl<'a> ReadyToRunImage<'a> {
         if !(3..=MAX_KNOWN_MAJOR).contains(&major) {
             return Err(Error::new(ErrorKind::UnsupportedVersion, at.saturating_add(4), "a ReadyToRun major from 3 to 27"));
         }
+        let Some((machine, os)) = Machine::from_pe(pe.machine()) else {
+            return Err(Error::new(ErrorKind::UnsupportedMachine, machine_field_offset(&pe), "a PE Machine of x86, x64, ARM64 or ARM"));
+        };
         let flags = r.u32("Flags")?;
         let count = r.u32("NumberOfSections")?;
         let mut sections = Vec::with_capacity((count as usize).min(r.len() / 12));
         for _ in 0..count {
             sections.push((r.u32("a section type")?, r.u32("a section RVA")?, r.u32("a section size")?));
         }
-        let mut image = ReadyToRunImage { pe, major, minor, flags, sections, functions: Vec::new() };
-        if let Some(mut rf) = image.section(section::RUNTIME_FUNCTIONS)? {
-            let n = rf.len() / 12;
-            image.functions.reserve(n);
+        let mut image = ReadyToRunImage { pe, major, minor, flags, machine, os, sections, functions: Vec::new() };
+        if let Some(rf) = image.section(section::RUNTIME_FUNCTIONS)? {
+            image.functions = image.read_runtime_functions(rf)?;
+        }
+        Ok(image)
+    }
+
+    /// Section 102 in the machine's layout (`r2r::machine`). A function whose end is not past
+    /// its start is `bad_ready_to_run`.
+    fn read_runtime_functions(&self, mut rf: Reader<'a>) -> Result<Vec<RuntimeFunction>> {
+        let n = rf.len().checked_div(self.machine.runtime_function_size()).unwrap_or(0);
+        let mut out = Vec::with_capacity(n);
+        if self.machine == Machine::X64 {
             for _ in 0..n {
                 let begin = rf.u32("BeginAddress")?;
                 let end = rf.u32("EndAddress")?;
                 let _unwind = rf.u32("UnwindData")?;
-                image.functions.push(RuntimeFunction { begin, end });
+                out.push(RuntimeFunction { begin, end });
             }
+            return Ok(out);
         }
-        Ok(image)
+        for _ in 0..n {
+            let at = rf.offset();
+            let begin_address = rf.u32("BeginAddress")?;
+            let unwind = rf.u32("UnwindData")?;
+            let begin = self.machine.code_start(begin_address);
+            let length = self.machine.code_length(&self.pe, unwind, self.major)?;
+            let end = begin.checked_add(length).ok_or(bad(at, "a RUNTIME_FUNCTION whose code ends inside 4 GiB"))?;
+            out.push(RuntimeFunction { begin, end });
+        }
+        Ok(out)
+    }
+
+    /// The target machine.
+    pub fn machine(&self) -> Machine {
+        self.machine
+    }
+
+    /// The operating system the image was compiled for (the `Machine` override).
+    pub fn os(&self) -> Os {
+        self.os
     }
 
     /// The PE image.

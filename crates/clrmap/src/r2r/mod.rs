@@ -4,9 +4,14 @@
 //! Supported: majors 3 (3.1) to 15 with nibble-encoded bounds (3.x and 9.x are tested on real
 //! framework images), 16 with bit-packed bounds and 2-bit sources, 17+ with 3-bit sources and the
 //! fat header. Variables are decoded for majors below 16 (their layout changed later).
+//!
+//! Machines: x86, x64, ARM64 and ARM (Thumb-2), on Windows and with any OS override
+//! (`machine`); 3.1's win-x86, win-x64 and linux-x64 frameworks are tested. Any other PE
+//! `Machine` is `unsupported_machine`.
 
 mod debuginfo;
 mod image;
+pub mod machine;
 mod methodsig;
 pub mod native;
 
@@ -15,3 +20,4 @@ pub use debuginfo::{
     NibbleWriter, Var, VarLoc,
 };
 pub use image::{section, EntryPoint, ReadyToRunImage, RuntimeFunction, MAX_KNOWN_MAJOR, READYTORUN_SIGNATURE};
+pub use machine::{Machine, Os};
