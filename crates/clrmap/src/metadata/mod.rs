@@ -6,11 +6,11 @@
 //! print with real names.
 
 use core::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 mod heaps;
 mod names;
-pub use names::MethodArgs;
+pub use names::{MethodArgs, MAX_NAME_BYTES, MAX_NAME_WORK};
 mod root;
 pub mod schema;
 mod specs;
@@ -36,9 +36,19 @@ pub struct Metadata<'a> {
     nested: Vec<u32>,
     /// Depth of TypeSpec names being rendered inside each other (cycle guard).
     name_depth: Cell<u32>,
-    /// TypeDef and TypeRef names already rendered, by token: signatures name the same few types
-    /// over and over. At most one entry per row, so bounded by the file.
-    name_cache: RefCell<HashMap<u32, Box<str>>>,
+    /// Work left for the top-level TypeSpec name being rendered (`names::MAX_NAME_WORK`).
+    name_work: Cell<u32>,
+    /// The top-level TypeSpec name being rendered ran out of work.
+    name_exhausted: Cell<bool>,
+    /// TypeSpec rows whose name failed at the top level (bad blob, or past the budget): their
+    /// tokens print raw at once. At most one entry per row, so bounded by the file.
+    spec_failed: RefCell<HashSet<u32>>,
+    /// TypeDef and TypeRef names already rendered, by token (`None`: cannot be named): signatures
+    /// name the same few types over and over. At most one entry per row, and at most
+    /// `names::MAX_CACHE_BYTES` in all.
+    name_cache: RefCell<HashMap<u32, Option<Box<str>>>>,
+    /// Bytes held by `name_cache`, roughly.
+    name_cache_bytes: Cell<usize>,
 }
 
 impl<'a> Metadata<'a> {
@@ -75,7 +85,11 @@ impl<'a> Metadata<'a> {
             blobs,
             nested,
             name_depth: Cell::new(0),
+            name_work: Cell::new(0),
+            name_exhausted: Cell::new(false),
+            spec_failed: RefCell::new(HashSet::new()),
             name_cache: RefCell::new(HashMap::new()),
+            name_cache_bytes: Cell::new(0),
         })
     }
 

@@ -1,15 +1,65 @@
 //! Type and method names from metadata, in the notation of `contract.md` §1.
+//!
+//! Naming one token is bounded: hostile metadata can make TypeSpecs refer to themselves through
+//! modifiers (`int32[] modreq(TS#1) modreq(TS#1)`), a tree that branches at every level, so a
+//! depth limit alone still allows 2^64 nodes. Each top-level name gets a budget of work
+//! ([`MAX_NAME_WORK`]) and of output ([`MAX_NAME_BYTES`]); a name that runs past either fails, and
+//! the printer falls back to the raw token (`0x1B000001`), as it does for a token with no row.
 
 use core::fmt;
 
 use super::schema::table;
 use super::Metadata;
 use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{decode_type, Renderer, TypeNames};
+use crate::signature::{skip_type, stream_one, TypeNames};
 
 /// Nesting deeper than this (enclosing types, TypeRef scopes, TypeSpecs inside modifiers) is
 /// refused: hostile metadata can make any of them a cycle (Augments item 3 warns of TypeSpec cycles).
 const MAX_NAME_DEPTH: u32 = 64;
+
+/// The most text one top-level name may produce. The longest names of the 3.1 and 8.0 frameworks
+/// are well under a kilobyte; past this the token prints raw.
+pub const MAX_NAME_BYTES: usize = 64 * 1024;
+
+/// The most work one top-level name may do: TypeSpec blob bytes walked plus tokens named inside
+/// TypeSpecs. Past this the token prints raw.
+pub const MAX_NAME_WORK: u32 = 64 * 1024;
+
+/// The most bytes of TypeDef and TypeRef names kept in the cache; past this, names are rendered
+/// again each time instead of being kept.
+const MAX_CACHE_BYTES: usize = 16 << 20;
+
+/// What a cache entry costs beyond its text (the map's slot and the box), roughly.
+const CACHE_ENTRY_OVERHEAD: usize = 32;
+
+/// A `String` writer that refuses (for good) to grow past a limit.
+struct Bounded<'s> {
+    out: &'s mut String,
+    left: usize,
+    over: bool,
+}
+
+impl<'s> Bounded<'s> {
+    fn new(out: &'s mut String, limit: usize) -> Self {
+        Bounded { out, left: limit, over: false }
+    }
+}
+
+impl fmt::Write for Bounded<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        match self.left.checked_sub(s.len()) {
+            Some(left) if !self.over => {
+                self.left = left;
+                self.out.push_str(s);
+                Ok(())
+            }
+            _ => {
+                self.over = true;
+                Err(fmt::Error)
+            }
+        }
+    }
+}
 
 /// `Ns.Name`, or `Name` when the namespace is empty.
 fn qualified(out: &mut dyn fmt::Write, ns: &str, name: &str) -> fmt::Result {
@@ -74,15 +124,68 @@ impl Metadata<'_> {
         }
     }
 
+    /// Spend `units` of the current top-level name's work budget. Only names rendered inside a
+    /// TypeSpec count (the budget is reset when a top-level TypeSpec name starts); running out is
+    /// sticky, so the top-level name fails even where the printer fell back for an inner token.
+    fn charge(&self, units: usize) -> fmt::Result {
+        if self.name_depth.get() == 0 {
+            return Ok(());
+        }
+        let left = u32::try_from(units).ok().and_then(|u| self.name_work.get().checked_sub(u));
+        match left {
+            Some(left) if !self.name_exhausted.get() => {
+                self.name_work.set(left);
+                Ok(())
+            }
+            _ => {
+                self.name_exhausted.set(true);
+                Err(fmt::Error)
+            }
+        }
+    }
+
+    /// A TypeSpec's name: its own signature, named through `self`. At the top level (not inside
+    /// another TypeSpec) this starts a fresh budget, renders into a bounded buffer, and writes
+    /// nothing unless the whole name fits; a TypeSpec that fails there is remembered.
     fn typespec_name(&self, rid: u32, out: &mut dyn fmt::Write) -> fmt::Result {
         let depth = self.name_depth.get();
+        if depth > 0 {
+            return self.typespec_body(rid, out, depth);
+        }
+        if self.spec_failed.try_borrow().is_ok_and(|f| f.contains(&rid)) {
+            return Err(fmt::Error);
+        }
+        self.name_work.set(MAX_NAME_WORK);
+        self.name_exhausted.set(false);
+        let mut text = String::new();
+        let mut bounded = Bounded::new(&mut text, MAX_NAME_BYTES);
+        let r = self.typespec_body(rid, &mut bounded, 0);
+        let failed = r.is_err() || bounded.over || self.name_exhausted.get();
+        self.name_exhausted.set(false);
+        if failed {
+            // The failure does not depend on what was named before: the budget starts afresh.
+            if let Ok(mut f) = self.spec_failed.try_borrow_mut() {
+                f.insert(rid);
+            }
+            return Err(fmt::Error);
+        }
+        out.write_str(&text)
+    }
+
+    /// Stream TypeSpec `rid`'s signature into `out`, at TypeSpec nesting `depth`. A blob that
+    /// does not decode fails before anything is written.
+    fn typespec_body(&self, rid: u32, out: &mut dyn fmt::Write, depth: u32) -> fmt::Result {
         if depth > MAX_NAME_DEPTH {
             return Err(fmt::Error);
         }
+        let blob = self.type_spec(rid).map_err(|_| fmt::Error)?;
         self.name_depth.set(depth.saturating_add(1));
-        let text = self.type_spec(rid).and_then(|mut blob| decode_type(&mut blob, &mut Renderer::new(self)));
+        let r = self.charge(blob.len().saturating_add(1)).and_then(|()| {
+            skip_type(&mut blob.clone()).map_err(|_| fmt::Error)?;
+            stream_one(&mut blob.clone(), self, out).map_err(|_| fmt::Error)?
+        });
         self.name_depth.set(depth);
-        out.write_str(&text.map_err(|_| fmt::Error)?)
+        r
     }
 
     /// The TypeDef row that encloses TypeDef `rid`, if it is nested (II.22.32).
@@ -151,22 +254,37 @@ impl TypeNames for Metadata<'_> {
         if kind == table::TYPE_SPEC {
             return self.typespec_name(rid, out);
         }
+        self.charge(1)?;
         if let Ok(cache) = self.name_cache.try_borrow() {
             if let Some(name) = cache.get(&token) {
-                return out.write_str(name);
+                return match name {
+                    Some(name) => out.write_str(name),
+                    None => Err(fmt::Error),
+                };
             }
         }
         let mut name = String::new();
-        match kind {
-            table::TYPE_DEF => self.typedef_name(rid, &mut name, 0)?,
-            table::TYPE_REF => self.typeref_name(rid, &mut name, 0)?,
+        let mut bounded = Bounded::new(&mut name, MAX_NAME_BYTES);
+        let r = match kind {
+            table::TYPE_DEF => self.typedef_name(rid, &mut bounded, 0),
+            table::TYPE_REF => self.typeref_name(rid, &mut bounded, 0),
             _ => return Err(fmt::Error),
+        };
+        let written = match r {
+            Ok(()) => out.write_str(&name),
+            Err(e) => Err(e),
+        };
+        // A TypeDef or TypeRef name does not depend on where it is asked for: keep it (or that it
+        // cannot be named), while the cache stays within its bound.
+        let cost = name.len().saturating_add(CACHE_ENTRY_OVERHEAD);
+        let used = self.name_cache_bytes.get();
+        if let (Ok(mut cache), Some(total)) = (self.name_cache.try_borrow_mut(), used.checked_add(cost)) {
+            if total <= MAX_CACHE_BYTES {
+                cache.insert(token, r.is_ok().then(|| name.into_boxed_str()));
+                self.name_cache_bytes.set(total);
+            }
         }
-        out.write_str(&name)?;
-        if let Ok(mut cache) = self.name_cache.try_borrow_mut() {
-            cache.insert(token, name.into_boxed_str());
-        }
-        Ok(())
+        written
     }
 }
 

@@ -12,3 +12,4 @@ mod profiler;
 mod nettrace;
 mod pdb;
 mod frames;
+mod hostile;

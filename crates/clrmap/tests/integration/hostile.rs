@@ -1,0 +1,131 @@
+//! Hostile metadata: names that would explode (a TypeSpec that names itself twice through
+//! modifiers, a TypeDef nested in itself) are bounded per top-level name and fall back to the raw
+//! token past the bound. The fixture is a real assembly (Frames.dll) patched in a copy.
+
+use std::time::{Duration, Instant};
+
+use clrmap::metadata::{spec_lines, table, Metadata, MAX_NAME_BYTES};
+use clrmap::signature::{render, TypeNames};
+
+use super::support;
+
+/// Frames.dll, a small real assembly.
+fn frames() -> Vec<u8> {
+    std::fs::read(support::fixture("tests/fixtures/frames/debug-portable/Frames.dll")).unwrap()
+}
+
+/// The only place `needle` occurs in `hay`.
+fn find_once(hay: &[u8], needle: &[u8]) -> usize {
+    let hits: Vec<usize> = hay.windows(needle.len()).enumerate().filter(|(_, w)| *w == needle).map(|(i, _)| i).collect();
+    assert_eq!(hits.len(), 1, "pattern {needle:02X?} found {} times", hits.len());
+    hits[0]
+}
+
+/// Frames.dll with TypeSpec row 1's blob set to `blob` (the Mix.dll patch): row 1 is
+/// pointed at the first TypeSpec blob of the same length, which is overwritten.
+pub fn with_typespec1(blob: &[u8]) -> Vec<u8> {
+    let mut bytes = frames();
+    let (heap_start, blobs, table) = {
+        let md = Metadata::parse(&bytes).unwrap();
+        let heap_start = md.blobs().0.offset() as usize;
+        let rows = md.tables().rows(table::TYPE_SPEC);
+        let blobs: Vec<(usize, usize)> =
+            (1..=rows).map(|rid| md.type_spec(rid).unwrap()).map(|r| (r.offset() as usize, r.len())).collect();
+        // The TypeSpec table: one 2-byte #Blob index per row (the heap is under 64 KB).
+        let table: Vec<u8> = blobs.iter().flat_map(|&(at, _)| ((at - 1 - heap_start) as u16).to_le_bytes()).collect();
+        (heap_start, blobs, table)
+    };
+    let (at, _) = *blobs.iter().find(|&&(_, len)| len == blob.len()).expect("a TypeSpec blob of that length");
+    bytes[at..at + blob.len()].copy_from_slice(blob);
+    let row1 = find_once(&bytes, &table);
+    bytes[row1..row1 + 2].copy_from_slice(&((at - 1 - heap_start) as u16).to_le_bytes());
+    bytes
+}
+
+/// Frames.dll with TypeDef `rid` nested in itself (its NestedClass row's EnclosingClass patched).
+pub fn with_self_nested_typedef(rid: u32) -> Vec<u8> {
+    let mut bytes = frames();
+    let pairs: Vec<(u32, u32)> = {
+        let md = Metadata::parse(&bytes).unwrap();
+        (1..=md.tables().rows(table::TYPE_DEF)).filter_map(|r| md.enclosing(r).map(|e| (r, e))).collect()
+    };
+    let pattern: Vec<u8> = pairs.iter().flat_map(|&(n, e)| [(n as u16).to_le_bytes(), (e as u16).to_le_bytes()].concat()).collect();
+    let start = find_once(&bytes, &pattern);
+    let i = pairs.iter().position(|&(n, _)| n == rid).unwrap();
+    let at = start + 4 * i + 2;
+    bytes[at..at + 2].copy_from_slice(&(rid as u16).to_le_bytes());
+    bytes
+}
+
+/// The patch: `int32[] modreq(TS#1) modreq(TS#1)`.
+const SELF_TWICE: [u8; 6] = [0x1F, 0x06, 0x1F, 0x06, 0x1D, 0x08];
+
+fn quick<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let v = f();
+    assert!(t.elapsed() < Duration::from_secs(3), "{what} took {:?}", t.elapsed());
+    v
+}
+
+#[test]
+fn self_referential_typespec_names_fall_back_to_the_raw_token() {
+    let bytes = with_typespec1(&SELF_TWICE);
+    let md = Metadata::parse(&bytes).unwrap();
+    assert_eq!(md.type_spec(1).unwrap().as_slice(), SELF_TWICE);
+    // Its name branches twice at every level: past the budget, the token prints raw.
+    assert!(quick("type_name", || md.type_name(0x1B00_0001)).is_err());
+    let lines = quick("spec_lines", || spec_lines(&md, &md));
+    assert_eq!(lines[0].text.as_deref().unwrap(), "int32[] modreq(0x1B000001) modreq(0x1B000001)");
+    // `sig decode 1F 06 08 --metadata`.
+    assert_eq!(quick("render", || render(&[0x1F, 0x06, 0x08], &md)).unwrap(), "int32 modreq(0x1B000001)");
+    // A fresh Metadata (no remembered failure) says the same.
+    let md = Metadata::parse(&bytes).unwrap();
+    assert_eq!(render(&[0x1F, 0x06, 0x1F, 0x06, 0x08], &md).unwrap(), "int32 modreq(0x1B000001) modreq(0x1B000001)");
+    // Every other name of the file is untouched.
+    let clean_bytes = frames();
+    let clean = Metadata::parse(&clean_bytes).unwrap();
+    for (a, b) in spec_lines(&md, &md).iter().zip(spec_lines(&clean, &clean)).skip(1) {
+        if a.token != 0x1B00_0003 {
+            assert_eq!(a, &b);
+        }
+    }
+}
+
+#[test]
+fn a_chain_that_does_not_branch_still_names_to_the_depth_limit() {
+    // `int32[][] modreq(TS#1)`: one branch, so 65 levels and then the raw token, as before.
+    let bytes = with_typespec1(&[0x1F, 0x06, 0x1D, 0x1D, 0x08]);
+    let md = Metadata::parse(&bytes).unwrap();
+    let name = md.type_name(0x1B00_0001).unwrap();
+    assert_eq!(name.matches("modreq(").count(), 65);
+    assert!(name.contains("int32[][] modreq(0x1B000001))"), "{name}");
+    assert_eq!(md.type_name(0x1B00_0001).unwrap(), name, "deterministic");
+}
+
+#[test]
+fn branching_typespecs_are_bounded_by_work_and_output() {
+    // Three branches at every level.
+    let bytes = with_typespec1(&[0x1F, 0x06, 0x1F, 0x06, 0x1F, 0x06, 0x1D, 0x08]);
+    let md = Metadata::parse(&bytes).unwrap();
+    let mut out = String::new();
+    let r = quick("write_type_name", || md.write_type_name(0x1B00_0001, &mut out));
+    assert!(r.is_err() && out.is_empty(), "nothing written for a failed name");
+    let lines = quick("spec_lines", || spec_lines(&md, &md));
+    for line in &lines {
+        assert!(line.text.as_ref().map_or(0, |t| t.len()) <= MAX_NAME_BYTES);
+    }
+    assert_eq!(lines[0].text.as_deref().unwrap(), "int32[] modreq(0x1B000001) modreq(0x1B000001) modreq(0x1B000001)");
+}
+
+#[test]
+fn a_typedef_nested_in_itself_prints_raw() {
+    // TypeDef 15 (`Frames.More/<>c`) made its own enclosing type.
+    let bytes = with_self_nested_typedef(15);
+    let md = Metadata::parse(&bytes).unwrap();
+    assert_eq!(md.enclosing(15), Some(15));
+    assert!(quick("type_name", || md.type_name(0x0200_000F)).is_err());
+    assert_eq!(render(&[0x12, 15 << 2], &md).unwrap(), "class 0x0200000F");
+    assert_eq!(render(&[0x12, 13 << 2], &md).unwrap(), "class Frames.Program");
+    // Cached, and the same the second time.
+    assert_eq!(render(&[0x15, 0x12, 15 << 2, 0x01, 0x08], &md).unwrap(), "class 0x0200000F<int32>");
+}
