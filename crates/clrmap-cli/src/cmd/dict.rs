@@ -1,12 +1,12 @@
 //! `clrmap dict`: generic dictionary maps (GetGenericDictionaryInfo).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use clrmap::gdmap::{DictionaryMap, DictionaryMapBuilder, Lookup, SortedFlag};
-use clrmap::signature::{parse_type_list, HexTokens, TypeNames};
+use clrmap::signature::{parse_type_list, stream_one, HexTokens, TypeNames};
 use clrmap::{Error, ErrorKind};
 
 use crate::output::{read_file, CliError};
@@ -122,74 +122,188 @@ pub fn parse_u32(s: &str) -> Result<u32, String> {
     r.map_err(|e| format!("not a 32-bit number: {s} ({e})"))
 }
 
-/// Contract §3's JSON, field order included.
-#[derive(serde::Serialize)]
-struct JsonMap<'a> {
-    sorted: bool,
-    count: u32,
-    heap_size: usize,
-    entries: Vec<JsonEntry<'a>>,
+/// A `fmt::Write` over an `io::Write`, keeping the I/O error (a printer only sees `fmt::Error`).
+pub(crate) struct IoFmt<'w> {
+    out: &'w mut dyn Write,
+    error: Option<std::io::Error>,
 }
 
-#[derive(serde::Serialize)]
-struct JsonEntry<'a> {
-    rva: u32,
-    offset: u32,
-    types: &'a [String],
-}
-
-#[derive(serde::Serialize)]
-struct JsonValidation<'a> {
-    valid: bool,
-    sorted: bool,
-    count: u32,
-    heap_size: usize,
-    lints: &'a [clrmap::gdmap::Lint],
-}
-
-/// One rendered entry: RVA, heap offset, types (shared between entries of one item).
-type Row = (u32, u32, std::rc::Rc<Vec<String>>);
-
-/// Render every entry's types, decoding each distinct item once.
-fn render_all(map: &DictionaryMap<'_>, names: &dyn TypeNames) -> Result<Vec<Row>, Error> {
-    let mut cache: HashMap<u32, std::rc::Rc<Vec<String>>> = HashMap::new();
-    let mut rows = Vec::with_capacity(map.len() as usize);
-    for e in map.entries() {
-        let types = match cache.get(&e.offset) {
-            Some(t) => t.clone(),
-            None => {
-                let t = std::rc::Rc::new(map.item_of(&e)?.render(names)?);
-                cache.insert(e.offset, t.clone());
-                t
-            }
-        };
-        rows.push((e.rva, e.offset, types));
+impl<'w> IoFmt<'w> {
+    pub(crate) fn new(out: &'w mut dyn Write) -> Self {
+        IoFmt { out, error: None }
     }
-    Ok(rows)
+
+    /// The I/O error, if a write failed.
+    pub(crate) fn take_error(&mut self) -> Option<std::io::Error> {
+        self.error.take()
+    }
+}
+
+impl core::fmt::Write for IoFmt<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        if self.error.is_some() {
+            return Err(core::fmt::Error);
+        }
+        self.out.write_all(s.as_bytes()).map_err(|e| {
+            self.error = Some(e);
+            core::fmt::Error
+        })
+    }
+}
+
+/// Escapes what goes through it as the inside of a JSON string, byte for byte as serde_json does
+/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`; nothing else).
+pub(crate) struct JsonEscape<'w>(pub(crate) &'w mut dyn core::fmt::Write);
+
+impl core::fmt::Write for JsonEscape<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let mut start = 0;
+        for (i, c) in s.char_indices() {
+            let esc: Option<&str> = match c {
+                '"' => Some("\\\""),
+                '\\' => Some("\\\\"),
+                '\u{8}' => Some("\\b"),
+                '\u{c}' => Some("\\f"),
+                '\n' => Some("\\n"),
+                '\r' => Some("\\r"),
+                '\t' => Some("\\t"),
+                c if (c as u32) < 0x20 => None,
+                _ => continue,
+            };
+            self.0.write_str(s.get(start..i).unwrap_or(""))?;
+            match esc {
+                Some(e) => self.0.write_str(e)?,
+                None => write!(self.0, "\\u{:04x}", c as u32)?,
+            }
+            start = i.saturating_add(c.len_utf8());
+        }
+        self.0.write_str(s.get(start..).unwrap_or(""))
+    }
+}
+
+/// Print the types of one item as `t1, t2` (text) or `"t1","t2"` (JSON), each streamed as it is
+/// decoded. The item must have been validated.
+pub(crate) fn write_types(types: &[u8], count: u32, json: bool, names: &dyn TypeNames, w: &mut dyn core::fmt::Write) -> Result<core::fmt::Result, Error> {
+    let mut r = clrmap::read::Reader::new(types, 0);
+    for i in 0..count {
+        let step = (|| -> Result<core::fmt::Result, Error> {
+            if i > 0 && w.write_str(if json { "," } else { ", " }).is_err() {
+                return Ok(Err(core::fmt::Error));
+            }
+            if !json {
+                return stream_one(&mut r, names, w);
+            }
+            if w.write_str("\"").is_err() {
+                return Ok(Err(core::fmt::Error));
+            }
+            if let Err(e) = stream_one(&mut r, names, &mut JsonEscape(w))? {
+                return Ok(Err(e));
+            }
+            Ok(w.write_str("\""))
+        })()?;
+        if step.is_err() {
+            return Ok(step);
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Keeps what is written in memory up to a limit (so it can be reused), and past the limit
+/// writes it out and passes the rest straight through.
+struct Spill<'w> {
+    out: &'w mut dyn Write,
+    buf: Vec<u8>,
+    limit: usize,
+    spilled: bool,
+    error: Option<std::io::Error>,
+}
+
+impl core::fmt::Write for Spill<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        if self.error.is_some() {
+            return Err(core::fmt::Error);
+        }
+        if !self.spilled && self.buf.len().saturating_add(s.len()) <= self.limit {
+            self.buf.extend_from_slice(s.as_bytes());
+            return Ok(());
+        }
+        let r = if self.spilled {
+            self.out.write_all(s.as_bytes())
+        } else {
+            self.spilled = true;
+            let held = core::mem::take(&mut self.buf);
+            self.out.write_all(&held).and_then(|()| self.out.write_all(s.as_bytes()))
+        };
+        r.map_err(|e| {
+            self.error = Some(e);
+            core::fmt::Error
+        })
+    }
+}
+
+/// The most bytes of one item's printed types kept for reuse, and of all of them.
+const ITEM_CACHE_LIMIT: usize = 1 << 20;
+const CACHE_LIMIT: usize = 64 << 20;
+
+/// Map a printer's result: a decoding error is bad input, a writing error is I/O.
+fn finish_write(r: Result<core::fmt::Result, Error>, io: Option<std::io::Error>, json: bool) -> Result<(), CliError> {
+    match (r, io) {
+        (Err(e), _) => Err(CliError::input_json(e, json)),
+        (Ok(_), Some(e)) => Err(CliError::Io(e)),
+        (Ok(Ok(())), None) => Ok(()),
+        (Ok(Err(_)), None) => Err(CliError::Io(std::io::Error::other("formatting failed"))),
+    }
 }
 
 /// `dict show` with a chosen token namer (the metadata-aware form passes real names).
+///
+/// Both forms stream: each entry is printed as it is reached, and the printed types of an item
+/// shared by many entries are kept (up to a bound) rather than rendered again.
 pub fn show(bytes: &[u8], json: bool, names: &dyn TypeNames, out: &mut dyn Write) -> Result<(), CliError> {
     let fail = |e| CliError::input_json(e, json);
     let map = DictionaryMap::parse(bytes).map_err(fail)?;
     map.validate().map_err(fail)?;
-    let rows = render_all(&map, names).map_err(fail)?;
+    let sorted = map.is_sorted_flag_set();
     if json {
-        let entries: Vec<JsonEntry<'_>> =
-            rows.iter().map(|(rva, offset, types)| JsonEntry { rva: *rva, offset: *offset, types }).collect();
-        let v = JsonMap { sorted: map.is_sorted_flag_set(), count: map.len(), heap_size: map.heap_size(), entries };
-        writeln!(out, "{}", serde_json::to_string(&v).map_err(std::io::Error::other)?)?;
+        // Contract §3's JSON, field order included: the bytes serde_json gives the whole object.
+        write!(out, "{{\"sorted\":{sorted},\"count\":{},\"heap_size\":{},\"entries\":[", map.len(), map.heap_size())?;
     } else {
-        writeln!(
-            out,
-            "sorted: {}  entries: {}  heap: {} bytes",
-            if map.is_sorted_flag_set() { "yes" } else { "no" },
-            map.len(),
-            map.heap_size()
-        )?;
-        for (rva, offset, types) in &rows {
-            writeln!(out, "0x{rva:08X}  +{offset:<6}  {}", types.join(", "))?;
+        writeln!(out, "sorted: {}  entries: {}  heap: {} bytes", if sorted { "yes" } else { "no" }, map.len(), map.heap_size())?;
+    }
+    let mut cache: HashMap<u32, Vec<u8>> = HashMap::new();
+    let mut too_big: HashSet<u32> = HashSet::new();
+    let mut cached = 0usize;
+    for (i, e) in map.entries().enumerate() {
+        if json {
+            write!(out, "{}{{\"rva\":{},\"offset\":{},\"types\":[", if i > 0 { "," } else { "" }, e.rva, e.offset)?;
+        } else {
+            write!(out, "0x{:08X}  +{:<6}  ", e.rva, e.offset)?;
         }
+        if let Some(text) = cache.get(&e.offset) {
+            out.write_all(text)?;
+        } else {
+            let item = map.item_of(&e).map_err(fail)?;
+            let limit = if too_big.contains(&e.offset) { 0 } else { ITEM_CACHE_LIMIT.min(CACHE_LIMIT.saturating_sub(cached)) };
+            let mut spill = Spill { out: &mut *out, buf: Vec::new(), limit, spilled: false, error: None };
+            let r = write_types(item.type_bytes(), item.count, json, names, &mut spill);
+            let (buf, spilled, io) = (core::mem::take(&mut spill.buf), spill.spilled, spill.error.take());
+            finish_write(r, io, json)?;
+            if spilled {
+                too_big.insert(e.offset);
+            } else {
+                out.write_all(&buf)?;
+                cached = cached.saturating_add(buf.len());
+                cache.insert(e.offset, buf);
+            }
+        }
+        if json {
+            out.write_all(b"]}")?;
+        } else {
+            out.write_all(b"\n")?;
+        }
+    }
+    if json {
+        out.write_all(b"]}\n")?;
     }
     Ok(())
 }
@@ -200,13 +314,23 @@ pub fn lookup(bytes: &[u8], rva: u32, json: bool, names: &dyn TypeNames, out: &m
     let map = DictionaryMap::parse(bytes).map_err(fail)?;
     let l = Lookup::new(map, SortedFlag::Verify).map_err(fail)?;
     let e = l.find(rva).ok_or_else(|| fail(Error::new(ErrorKind::NotFound, 0, "an entry with this RVA")))?;
-    let types = map.item_of(&e).and_then(|i| i.render(names)).map_err(fail)?;
+    let item = map.item_of(&e).map_err(fail)?;
+    item.validate().map_err(fail)?;
     if json {
-        let v = JsonEntry { rva: e.rva, offset: e.offset, types: &types };
-        writeln!(out, "{}", serde_json::to_string(&v).map_err(std::io::Error::other)?)?;
+        write!(out, "{{\"rva\":{},\"offset\":{},\"types\":[", e.rva, e.offset)?;
+        let mut w = IoFmt::new(out);
+        let r = write_types(item.type_bytes(), item.count, true, names, &mut w);
+        let io = w.take_error();
+        finish_write(r, io, json)?;
+        out.write_all(b"]}\n")?;
     } else {
-        for t in types {
-            writeln!(out, "{t}")?;
+        let mut r = clrmap::read::Reader::new(item.type_bytes(), 0);
+        for _ in 0..item.count {
+            let mut w = IoFmt::new(out);
+            let res = stream_one(&mut r, names, &mut w);
+            let io = w.take_error();
+            finish_write(res, io, json)?;
+            out.write_all(b"\n")?;
         }
     }
     Ok(())
@@ -217,14 +341,15 @@ fn validate(bytes: &[u8], lint: bool, json: bool, out: &mut dyn Write) -> Result
     let map = DictionaryMap::parse(bytes).map_err(fail)?;
     let lints = if lint { map.lint().map_err(fail)? } else { map.validate().map(|()| Vec::new()).map_err(fail)? };
     if json {
-        let v = JsonValidation {
-            valid: true,
-            sorted: map.is_sorted_flag_set(),
-            count: map.len(),
-            heap_size: map.heap_size(),
-            lints: &lints,
-        };
-        writeln!(out, "{}", serde_json::to_string(&v).map_err(std::io::Error::other)?)?;
+        // The bytes serde_json gives {"valid","sorted","count","heap_size","lints"}, one lint at a time.
+        write!(out, "{{\"valid\":true,\"sorted\":{},\"count\":{},\"heap_size\":{},\"lints\":[", map.is_sorted_flag_set(), map.len(), map.heap_size())?;
+        for (i, l) in lints.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut *out, l).map_err(std::io::Error::other)?;
+        }
+        out.write_all(b"]}\n")?;
     } else {
         writeln!(out, "valid: {} entries, heap {} bytes", map.len(), map.heap_size())?;
         for l in &lints {
@@ -324,6 +449,17 @@ pub fn run(cmd: DictCommand, out: &mut dyn Write) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_escape_is_serde_json_s() {
+        let mut all: String = (0u32..0x80).filter_map(char::from_u32).collect();
+        all.push_str("é€𝄞\u{7f}\u{2028}");
+        for s in [all.as_str(), "", "plain", "a\"b\\c\nd"] {
+            let mut mine = String::new();
+            core::fmt::Write::write_str(&mut JsonEscape(&mut mine), s).unwrap();
+            assert_eq!(format!("\"{mine}\""), serde_json::to_string(s).unwrap());
+        }
+    }
 
     #[test]
     fn manifest_forms() {
