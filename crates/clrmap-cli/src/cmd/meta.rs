@@ -4,8 +4,14 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use clrmap::metadata::{spec_lines, Metadata};
+use core::fmt::Write as _;
 
+use clrmap::metadata::{table, Metadata};
+use clrmap::read::Reader;
+use clrmap::signature::{skip_type, stream_one, TypeNames};
+use clrmap::ErrorKind;
+
+use crate::cmd::dict::IoFmt;
 use crate::output::{read_file, CliError};
 
 /// `clrmap meta ...`
@@ -23,13 +29,79 @@ pub enum MetaCommand {
     },
 }
 
-/// Print the spec lines of `bytes`.
+/// One TypeSpec blob: validated whole (trailing bytes are `item_length_mismatch`), then
+/// streamed. The text equals `spec_lines`'s.
+fn type_spec(blob: Reader<'_>, names: &dyn TypeNames, out: &mut IoFmt<'_>) -> clrmap::Result<core::fmt::Result> {
+    let mut check = blob;
+    skip_type(&mut check)?;
+    if !check.is_empty() {
+        return Err(check.error(ErrorKind::ItemLengthMismatch, "no bytes after the type"));
+    }
+    stream_one(&mut blob.clone(), names, out)
+}
+
+/// One MethodSpec blob (II.23.2.15: `0x0A GenArgCount Type+`) as `<A1,A2,...>`: validated whole,
+/// then streamed.
+fn method_spec(blob: Reader<'_>, names: &dyn TypeNames, out: &mut IoFmt<'_>) -> clrmap::Result<core::fmt::Result> {
+    let mut r = blob;
+    let at = r.offset();
+    if r.u8("the MethodSpec header 0x0A")? != 0x0A {
+        return Err(clrmap::Error::new(ErrorKind::BadCallingConvention, at, "the MethodSpec header 0x0A"));
+    }
+    let count_at = r.offset();
+    let count = r.compressed_u32("a generic argument count")?;
+    if count == 0 {
+        return Err(clrmap::Error::new(ErrorKind::EmptyInstantiation, count_at, "at least one generic argument"));
+    }
+    let args = r;
+    for _ in 0..count {
+        skip_type(&mut r)?;
+    }
+    if !r.is_empty() {
+        return Err(r.error(ErrorKind::ItemLengthMismatch, "no bytes after the arguments"));
+    }
+    let mut r = args;
+    let mut w = || -> clrmap::Result<core::fmt::Result> {
+        out.write_char('<').ok();
+        for i in 0..count {
+            if i > 0 {
+                out.write_char(',').ok();
+            }
+            if let Err(e) = stream_one(&mut r, names, out)? {
+                return Ok(Err(e));
+            }
+        }
+        Ok(out.write_char('>'))
+    };
+    w()
+}
+
+/// Print the spec lines of `bytes`, streaming: the same lines as `spec_lines`, each written as
+/// it is rendered.
 pub fn specs(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
     let md = Metadata::parse(bytes).map_err(CliError::input)?;
-    for line in spec_lines(&md, &md) {
-        match line.text {
-            Ok(t) => writeln!(out, "0x{:08X}\t{t}", line.token)?,
-            Err(e) => writeln!(out, "0x{:08X}\t!error {}", line.token, e.kind)?,
+    let (specs, methods) = (md.tables().rows(table::TYPE_SPEC), md.tables().rows(table::METHOD_SPEC));
+    let tokens = (1..=specs).map(|rid| 0x1B00_0000 | rid).chain((1..=methods).map(|rid| 0x2B00_0000 | rid));
+    for token in tokens {
+        let rid = token & 0x00FF_FFFF;
+        write!(out, "0x{token:08X}\t")?;
+        let mut w = IoFmt::new(out);
+        let r = if token >> 24 == u32::from(table::TYPE_SPEC) {
+            md.type_spec(rid).and_then(|blob| type_spec(blob, &md, &mut w))
+        } else {
+            md.tables()
+                .row(table::METHOD_SPEC, rid)
+                .and_then(|row| md.blobs().get(row.get(1)))
+                .and_then(|blob| method_spec(blob, &md, &mut w))
+        };
+        if let Some(e) = w.take_error() {
+            return Err(CliError::Io(e));
+        }
+        match r {
+            Ok(Ok(())) => writeln!(out)?,
+            Ok(Err(_)) => return Err(CliError::Io(std::io::Error::other("formatting failed"))),
+            // Nothing was written: the blob is validated before it is printed.
+            Err(e) => writeln!(out, "!error {}", e.kind)?,
         }
     }
     Ok(())

@@ -4,9 +4,10 @@ use std::io::Write;
 
 use clap::Subcommand;
 use clrmap::read::Reader;
-use clrmap::signature::{decode_type, write_type, HexTokens, TreeProvider};
+use clrmap::signature::{decode_type, stream_one, HexTokens, TreeProvider, TypeNames};
 use clrmap::ErrorKind;
 
+use crate::cmd::dict::{IoFmt, JsonEscape};
 use crate::output::CliError;
 
 /// `clrmap sig ...`
@@ -52,6 +53,22 @@ pub fn parse_hex(words: &[String]) -> Result<Vec<u8>, CliError> {
     Ok(out)
 }
 
+type Printer<'a> = dyn FnMut(&mut dyn core::fmt::Write) -> clrmap::Result<core::fmt::Result> + 'a;
+
+/// Run a streaming printer into `out`, mapping its errors.
+fn print(f: &mut Printer<'_>, out: &mut dyn Write, json: bool) -> Result<(), CliError> {
+    let mut w = IoFmt::new(out);
+    let r = f(&mut w);
+    if let Some(e) = w.take_error() {
+        return Err(CliError::Io(e));
+    }
+    match r {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(CliError::Io(std::io::Error::other("formatting failed"))),
+        Err(e) => Err(CliError::input_json(e, json)),
+    }
+}
+
 /// Run a `sig` command.
 pub fn run(cmd: SigCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
@@ -63,25 +80,29 @@ pub fn run(cmd: SigCommand, out: &mut dyn Write) -> Result<(), CliError> {
                 let e = r.error(ErrorKind::ItemLengthMismatch, "no bytes after the type");
                 return Err(CliError::input_json(e, json));
             }
-            let text = match &metadata {
-                None => write_type(&tree, &HexTokens),
-                Some(path) => {
-                    let bytes = crate::output::read_file(path)?;
-                    let md = clrmap::metadata::Metadata::parse(&bytes).map_err(CliError::input)?;
-                    write_type(&tree, &md)
-                }
+            // The bytes are valid (decoded above): print them again, streaming, with the names.
+            let md_bytes = match &metadata {
+                None => None,
+                Some(path) => Some(crate::output::read_file(path)?),
+            };
+            let md = match &md_bytes {
+                None => None,
+                Some(b) => Some(clrmap::metadata::Metadata::parse(b).map_err(CliError::input)?),
+            };
+            let names: &dyn TypeNames = match &md {
+                None => &HexTokens,
+                Some(md) => md,
             };
             if json {
-                #[derive(serde::Serialize)]
-                struct Json<'a> {
-                    text: &'a str,
-                    #[serde(rename = "type")]
-                    ty: &'a clrmap::signature::Type,
-                }
-                let v = serde_json::to_string(&Json { text: &text, ty: &tree }).map_err(std::io::Error::other)?;
-                writeln!(out, "{v}")?;
+                // {"text","type"}: the bytes serde_json gives the whole object.
+                out.write_all(b"{\"text\":\"")?;
+                print(&mut |w| stream_one(&mut Reader::new(&bytes, 0), names, &mut JsonEscape(w)), out, json)?;
+                out.write_all(b"\",\"type\":")?;
+                serde_json::to_writer(&mut *out, &tree).map_err(std::io::Error::other)?;
+                out.write_all(b"}\n")?;
             } else {
-                writeln!(out, "{text}")?;
+                print(&mut |w| stream_one(&mut Reader::new(&bytes, 0), names, w), out, json)?;
+                out.write_all(b"\n")?;
             }
             Ok(())
         }
