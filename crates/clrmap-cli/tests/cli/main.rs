@@ -7,3 +7,4 @@ mod sig;
 mod dict;
 mod il;
 mod symbolize;
+mod hostile;
