@@ -14,6 +14,8 @@ mod image;
 pub mod machine;
 mod methodsig;
 pub mod native;
+#[cfg(test)]
+mod synthetic;
 
 pub use debuginfo::{
     bitpacked_bounds, decode as decode_debug_info, encode_bitpacked_bounds, encode_nibble_bounds, nibble_bounds, nibble_vars, DebugInfo,
