@@ -355,6 +355,12 @@ typedef struct ClrmapFrame {
 #define CLRMAP_E_FILE_NOT_FOUND (HRESULT)2147942402u
 
 /**
+ * HRESULT_FROM_WIN32(ERROR_BAD_FILE_TYPE): the path names a device, a FIFO, a directory or
+ * another file that is not a regular file; it is refused before anything is read.
+ */
+#define CLRMAP_E_BAD_FILE_TYPE (HRESULT)2147942622u
+
+/**
  * E_PDB_INVALID_SIG (the DIA SDK's HRESULT, MAKE_HRESULT(1, FACILITY_VISUALCPP, 12)): a PDB the
  * caller named whose id is not the one its assembly's CodeView entry asks for.
  */

@@ -58,6 +58,9 @@ pub const CLRMAP_E_FAIL: HRESULT = 0x8000_4005_u32 as HRESULT;
 pub const CLRMAP_E_INVALIDARG: HRESULT = 0x8007_0057_u32 as HRESULT;
 /// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND).
 pub const CLRMAP_E_FILE_NOT_FOUND: HRESULT = 0x8007_0002_u32 as HRESULT;
+/// HRESULT_FROM_WIN32(ERROR_BAD_FILE_TYPE): the path names a device, a FIFO, a directory or
+/// another file that is not a regular file; it is refused before anything is read.
+pub const CLRMAP_E_BAD_FILE_TYPE: HRESULT = 0x8007_00DE_u32 as HRESULT;
 /// E_PDB_INVALID_SIG (the DIA SDK's HRESULT, MAKE_HRESULT(1, FACILITY_VISUALCPP, 12)): a PDB the
 /// caller named whose id is not the one its assembly's CodeView entry asks for.
 pub const CLRMAP_E_PDB_MISMATCH: HRESULT = 0x806D_000C_u32 as HRESULT;
@@ -65,6 +68,7 @@ pub const CLRMAP_E_PDB_MISMATCH: HRESULT = 0x806D_000C_u32 as HRESULT;
 pub const CLRMAP_META_E_BAD_SIGNATURE: HRESULT = 0x8013_1192_u32 as HRESULT;
 
 use CLRMAP_E_FAIL as E_FAIL;
+use CLRMAP_E_BAD_FILE_TYPE as E_BAD_FILE_TYPE;
 use CLRMAP_E_FILE_NOT_FOUND as E_FILE_NOT_FOUND;
 use CLRMAP_E_PDB_MISMATCH as E_PDB_MISMATCH;
 use CLRMAP_E_INVALIDARG as E_INVALIDARG;
@@ -462,12 +466,18 @@ pub unsafe extern "C" fn clrmap_symbol_provider_open(path: *const c_char, out: *
         }
         // SAFETY: the caller passes a NUL-terminated path.
         let path = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
+        // Only regular files: a FIFO would block the open, a device has no end.
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => return E_BAD_FILE_TYPE,
+            Err(_) => return E_FILE_NOT_FOUND,
+        }
         let Ok(file) = std::fs::File::open(&path) else { return E_FILE_NOT_FOUND };
         // SAFETY: the file is mapped read-only; clrmap never writes through it. Another process
         // truncating the file while it is mapped is outside what any mapped reader can defend.
         let storage = match unsafe { memmap2::Mmap::map(&file) } {
             Ok(m) => Storage::Mapped(m),
-            Err(_) => match std::fs::read(&path) {
+            Err(_) => match clrmap::fs::read_regular(Path::new(&path), clrmap::fs::MAX_FILE) {
                 Ok(v) => Storage::Owned(v),
                 Err(_) => return E_FAIL,
             },
@@ -653,10 +663,13 @@ pub unsafe extern "C" fn clrmap_profiler_info_symbolize(info: *mut ICorProfilerI
     })
 }
 
-/// The HRESULT of a source that did not open: a file that cannot be read is
-/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a malformed or unknown one META_E_BAD_SIGNATURE.
+/// The HRESULT of a source that did not open: a path that is not a regular file is
+/// `CLRMAP_E_BAD_FILE_TYPE`, one that cannot be read HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a
+/// malformed or unknown file META_E_BAD_SIGNATURE. A torn trace or capture opens (S_OK) with every
+/// whole record.
 fn open_hresult(e: &OpenError) -> HRESULT {
     match e {
+        OpenError::Io { error, .. } if error.kind() == std::io::ErrorKind::InvalidInput => E_BAD_FILE_TYPE,
         OpenError::Io { .. } => E_FILE_NOT_FOUND,
         _ => META_E_BAD_SIGNATURE,
     }

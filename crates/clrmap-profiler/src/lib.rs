@@ -17,9 +17,10 @@
 #![allow(unsafe_code)]
 #![allow(clippy::missing_safety_doc)]
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, OnceLock};
 
@@ -89,9 +90,14 @@ struct CodeInfo {
 
 struct State {
     info: *mut c_void,
-    out: Option<BufWriter<File>>,
+    /// The capture, opened for appending: a .NET child process inherits the environment and so
+    /// writes to the same file, and each line goes out in one `write`, whole.
+    out: Option<File>,
+    pid: u32,
     pending_r2r: Vec<usize>,
     seen_jit_starts: std::collections::HashSet<usize>,
+    /// Module path → its SizeOfImage, read once from the file's PE header.
+    image_sizes: HashMap<String, Option<u32>>,
 }
 
 // SAFETY: `info` is the runtime's ICorProfilerInfo9, which is free-threaded; the state is only
@@ -101,7 +107,14 @@ unsafe impl Send for State {}
 fn state() -> &'static Mutex<State> {
     static STATE: OnceLock<Mutex<State>> = OnceLock::new();
     STATE.get_or_init(|| {
-        Mutex::new(State { info: std::ptr::null_mut(), out: None, pending_r2r: Vec::new(), seen_jit_starts: Default::default() })
+        Mutex::new(State {
+            info: std::ptr::null_mut(),
+            out: None,
+            pid: std::process::id(),
+            pending_r2r: Vec::new(),
+            seen_jit_starts: Default::default(),
+            image_sizes: HashMap::new(),
+        })
     })
 }
 
@@ -251,7 +264,9 @@ unsafe extern "C" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> Hre
                 return E_FAIL;
             }
         };
-        let file = match File::create(&path) {
+        // Append, never truncate: a .NET child started by the profiled program loads this profiler
+        // too, with the same output path, and must not erase its parent's records.
+        let file = match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
             Ok(f) => f,
             Err(e) => {
                 eprintln!("clrmap-profiler: cannot write {}: {e}; recording nothing", std::path::Path::new(&path).display());
@@ -278,13 +293,12 @@ unsafe extern "C" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> Hre
             let set: unsafe extern "C" fn(*mut c_void, u32) -> Hresult = method(info, INFO_SET_EVENT_MASK);
             set(info, mask)
         };
-        let mut out = BufWriter::new(file);
-        let _ = writeln!(
-            out,
-            "{{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":{},\"event_mask\":{mask},\"set_event_mask_hr\":{hr},\"disable_r2r\":{disable_r2r}}}",
+        let mut out = file;
+        let header = format!(
+            "{{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":{},\"event_mask\":{mask},\"set_event_mask_hr\":{hr},\"disable_r2r\":{disable_r2r}}}\n",
             std::process::id()
         );
-        let _ = out.flush();
+        let _ = out.write_all(header.as_bytes());
         if let Ok(mut s) = state().lock() {
             s.info = info;
             s.out = Some(out);
@@ -379,21 +393,45 @@ fn json_str(s: &str) -> String {
     out
 }
 
-/// One record per code body: a JSON line, flushed at once (a crash loses nothing written).
+/// SizeOfImage from a PE file's optional header (PE/COFF: e_lfanew at 0x3C, then "PE\0\0",
+/// the 20-byte file header, and SizeOfImage at offset 56 of the optional header, in PE32 and
+/// PE32+ alike).
+fn size_of_image(path: &str) -> Option<u32> {
+    let mut head = vec![0u8; 4096];
+    let mut f = File::open(path).ok()?;
+    let n = f.read(&mut head).ok()?;
+    let head = head.get(..n)?;
+    let u32_at = |at: usize| head.get(at..at.checked_add(4)?).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
+    let pe = u32_at(0x3C)? as usize;
+    if head.get(pe..pe.checked_add(4)?)? != b"PE\0\0" {
+        return None;
+    }
+    u32_at(pe.checked_add(4 + 20 + 56)?)
+}
+
+/// One record per code body: a JSON line, written whole in one `write` (a crash loses at most
+/// the line being written, and processes sharing the file never interleave inside a line).
 #[allow(clippy::too_many_arguments)]
 fn record(s: &mut State, kind: &str, fid: usize, module: &str, base: usize, token: u32, start: usize, size: usize, body: usize, map: &[IlMap], map1: Option<&[IlMap]>) {
-    let Some(out) = s.out.as_mut() else { return };
-    let rva = start.checked_sub(base).filter(|&r| r < (1 << 32) && base != 0);
+    // An RVA only for ReadyToRun code that lies inside its module's mapped image: jitted code
+    // lives in the JIT's code heap, which is often within 4 GiB of a module base but is no RVA.
+    let rva = if kind == "r2r" && base != 0 {
+        let limit = s.image_sizes.entry(module.to_owned()).or_insert_with(|| size_of_image(module)).unwrap_or(0);
+        start.checked_sub(base).filter(|&r| r < limit as usize)
+    } else {
+        None
+    };
     let line = format!(
-        "{{\"kind\":{},\"function_id\":{fid},\"module\":{},\"token\":{token},\"start\":{start},\"rva\":{},\"code_size\":{size},\"body\":{body},\"map\":{},\"map1\":{}}}",
+        "{{\"kind\":{},\"pid\":{},\"function_id\":{fid},\"module\":{},\"token\":{token},\"start\":{start},\"rva\":{},\"code_size\":{size},\"body\":{body},\"map\":{},\"map1\":{}}}\n",
         json_str(kind),
+        s.pid,
         json_str(module),
         rva.map_or("null".to_owned(), |r| r.to_string()),
         json_map(map),
         map1.map_or("null".to_owned(), json_map),
     );
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    let Some(out) = s.out.as_mut() else { return };
+    let _ = out.write_all(line.as_bytes());
 }
 
 /// Fetch the maps of R2R methods whose code has been published since they were found.
@@ -467,9 +505,11 @@ unsafe extern "C" fn shutdown(_this: *mut c_void) -> Hresult {
             if !s.info.is_null() {
                 drain_r2r(&mut s);
             }
+            let end = format!("{{\"kind\":\"end\",\"pid\":{}}}\n", s.pid);
             if let Some(out) = s.out.as_mut() {
-                let _ = writeln!(out, "{{\"kind\":\"end\"}}");
-                let _ = out.flush();
+                // Bodies jitted by threads still running after Shutdown are written after this
+                // line; readers keep them.
+                let _ = out.write_all(end.as_bytes());
             }
         }
         S_OK

@@ -11,6 +11,10 @@ pub const MAX_FILE: u64 = 4 << 30;
 /// Read a regular file of at most `limit` bytes. Anything else (a directory, a device, a FIFO,
 /// a socket) is `InvalidInput`, found from the file's metadata before any read.
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    // Look before opening: opening a FIFO for reading blocks until someone writes to it.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
     let file = std::fs::File::open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {

@@ -74,30 +74,52 @@ fn matches(body: &CodeBody, filter: &str) -> bool {
     name_matches(body.token, body.name.as_deref(), filter)
 }
 
-#[derive(serde::Serialize)]
-struct Dump<'a> {
-    source: String,
-    methods: Vec<&'a CodeBody>,
+/// Say on stderr where a torn source stopped being read (everything whole before it was kept).
+pub fn warn(source: &Path, warnings: &[clrmap::Error]) {
+    for w in warnings {
+        eprintln!("warning: {}: {} at offset {}: {}; every whole record before it was kept", source.display(), w.kind, w.offset, w.message());
+    }
 }
 
 fn dump(source: &Path, method: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let bodies = open_source(source).map_err(open_error)?.bodies;
+    let opened = open_source(source).map_err(open_error)?;
+    warn(source, &opened.warnings);
+    let bodies = opened.bodies;
     let selected: Vec<&CodeBody> = bodies.iter().filter(|b| method.is_none_or(|m| matches(b, m))).collect();
     if let (Some(m), true) = (method, selected.is_empty()) {
         return Err(CliError::Message(format!("no method {m} with debug info in {}", source.display())));
     }
     if json {
-        let d = Dump { source: source.display().to_string(), methods: selected };
-        writeln!(out, "{}", serde_json::to_string(&d).map_err(std::io::Error::other)?)?;
+        // Streamed, one method at a time: the same bytes as serializing the whole document.
+        out.write_all(b"{\"source\":")?;
+        serde_json::to_writer(&mut *out, &source.display().to_string()).map_err(std::io::Error::other)?;
+        out.write_all(b",\"methods\":[")?;
+        for (i, b) in selected.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut *out, b).map_err(std::io::Error::other)?;
+        }
+        out.write_all(b"]}\n")?;
         return Ok(());
     }
+    // Several processes in one capture: say which one ran each body.
+    let many_pids = selected.iter().filter_map(|b| b.pid).collect::<std::collections::BTreeSet<_>>().len() > 1;
     for b in selected {
         let place = match (b.rva, b.start) {
             (Some(rva), _) => format!("rva 0x{rva:X}"),
             (None, Some(start)) => format!("start 0x{start:X}"),
             (None, None) => String::new(),
         };
-        writeln!(out, "0x{:08X} {}  {place}  size {}", b.token, b.name.as_deref().unwrap_or("?"), b.code_size)?;
+        let mut extra = String::new();
+        for part in [b.module.as_deref(), b.tier.as_deref()].into_iter().flatten() {
+            extra.push_str("  ");
+            extra.push_str(part);
+        }
+        if let (true, Some(pid)) = (many_pids, b.pid) {
+            extra.push_str(&format!("  pid {pid}"));
+        }
+        writeln!(out, "0x{:08X} {}  {place}  size {}{extra}", b.token, b.name.as_deref().unwrap_or("?"), b.code_size)?;
         for e in &b.map {
             writeln!(out, "  {:<12} [0x{:X}, 0x{:X})", e.il.to_string(), e.native_start, e.native_end)?;
         }

@@ -37,6 +37,26 @@ fn default_profiler() -> Option<PathBuf> {
     [dir.join("libclrmap_profiler.so"), dir.join("../libclrmap_profiler.so")].into_iter().find(|p| p.is_file())
 }
 
+/// Make `output` an empty capture file before the run. The profiler appends (so that a .NET child
+/// process, which inherits it, does not erase its parent's records), so an old capture is removed
+/// first; a file that is not a capture is never touched.
+fn start_capture(output: &Path) -> Result<(), CliError> {
+    match std::fs::symlink_metadata(output) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CliError::Usage(format!("{}: {e}", output.display()))),
+        Ok(m) if !m.is_file() => Err(CliError::Usage(format!("refusing to write the capture to {}: not a regular file", output.display()))),
+        Ok(_) => {
+            let mut head = [0u8; 26];
+            let n = std::fs::File::open(output).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
+            let head = head.get(..n).unwrap_or(&[]);
+            if !head.is_empty() && !b"{\"format\":\"clrmap-capture\"".starts_with(head) && !head.starts_with(b"{\"format\":\"clrmap-capture\"") {
+                return Err(CliError::Usage(format!("refusing to overwrite {}: it is not a clrmap capture", output.display())));
+            }
+            std::fs::remove_file(output).map_err(|e| CliError::Usage(format!("cannot replace {}: {e}", output.display())))
+        }
+    }
+}
+
 /// Run the command; returns its exit status (passed through by `main`).
 ///
 /// Example: `clrmap profile -o app.capture -- dotnet app.dll`, then `clrmap il dump app.capture`.
@@ -48,7 +68,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     let profiler = std::fs::canonicalize(&profiler)
         .map_err(|e| CliError::Usage(format!("profiler {}: {e}", profiler.display())))?;
     let output = absolute(&args.output)?;
-    let _ = std::fs::remove_file(&output);
+    start_capture(&output)?;
     let (program, rest) = args.command.split_first().ok_or_else(|| CliError::Usage("no command given".into()))?;
     let mut c = Command::new(program);
     c.args(rest)

@@ -44,7 +44,9 @@ impl FrameArgs {
     /// Open a source with these symbol options.
     pub fn open(&self, source: &std::path::Path) -> Result<Symbolizer, CliError> {
         let options = Options { symbols: SymbolPaths { pdb: self.pdb.clone(), dirs: self.symbol_path.clone() } };
-        Symbolizer::open(source, options).map_err(open_error)
+        let sym = Symbolizer::open(source, options).map_err(open_error)?;
+        crate::cmd::il::warn(source, sym.warnings());
+        Ok(sym)
     }
 }
 

@@ -48,3 +48,43 @@ fn at_resolves_an_rva_and_vars_print() {
     assert!(stdout(&o).contains("\"vars\""));
     assert_eq!(code(&clrmap(&["il", "dump", "Cargo.toml"])), Some(1));
 }
+
+fn corelib80() -> Option<String> {
+    let home = std::env::var("CLRMAP_DOTNET_HOME").map(std::path::PathBuf::from).unwrap_or_else(|_| repo_root().join(".dotnet"));
+    let p = home.join("8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll");
+    if p.is_file() {
+        return Some(p.to_string_lossy().into_owned());
+    }
+    assert!(std::env::var("CI").is_err(), "the 8.0.4 runtime is missing: run scripts/install-dotnet.sh");
+    eprintln!("SKIPPED: run scripts/install-dotnet.sh");
+    None
+}
+
+#[test]
+fn a_return_address_belongs_to_the_method_of_the_call_before_it() {
+    // .NET 8.0.4 CoreLib: List`1::Add's body starts at RVA 0x402DB0 and 0x402DAF is padding
+    // after the method before it. A return address of 0x402DB0 is a call at 0x402DAF: in no
+    // method, not List`1::Add's prolog (issue 14).
+    let Some(corelib) = corelib80() else { return };
+    let o = clrmap(&["il", "at", &corelib, "0x402DB0"]);
+    assert!(stdout(&o).starts_with("0x06008373 System.Collections.Generic.List`1::Add +0x0: PROLOG"), "{}", stdout(&o));
+    assert_eq!(code(&clrmap(&["il", "at", &corelib, "0x402DAF"])), Some(1));
+    let o = clrmap(&["il", "at", &corelib, "0x402DB0", "--return-address"]);
+    assert_eq!(code(&o), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("not_found"), "{}", stderr(&o));
+    // One byte further, the return address is inside Add, and so is its call.
+    let o = clrmap(&["il", "at", &corelib, "0x402DB1", "--return-address"]);
+    assert!(stdout(&o).starts_with("0x06008373 System.Collections.Generic.List`1::Add +0x0: PROLOG"), "{}", stdout(&o));
+}
+
+#[test]
+fn profile_never_overwrites_a_file_that_is_not_a_capture() {
+    let dir = std::env::temp_dir().join("clrmap-profile-o");
+    std::fs::create_dir_all(&dir).unwrap();
+    let precious = dir.join("Program.dll");
+    std::fs::write(&precious, b"MZ not a capture").unwrap();
+    let o = clrmap(&["profile", "-o", precious.to_str().unwrap(), "--profiler", "Cargo.toml", "--", "true"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a clrmap capture"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&precious).unwrap(), b"MZ not a capture");
+}

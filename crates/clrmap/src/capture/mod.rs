@@ -1,5 +1,11 @@
 //! Live captures written by the clrmap profiler (`crates/clrmap-profiler`;
-//! `docs/capture-format.md`): JSON lines, a header line, then one line per code body.
+//! `docs/capture-format.md`): JSON lines, a header line per process, then one line per code body.
+//!
+//! A capture is input from elsewhere and often torn: a process killed mid-write leaves half a
+//! line (perhaps cut inside a UTF-8 character). Every whole line counts; a torn last line is
+//! reported as a warning, never as the loss of the whole file. Several processes may append to
+//! one file (a .NET program that starts a .NET child, which inherits the profiler): each writes
+//! its own header and tags its records with its pid.
 
 use serde::Deserialize;
 
@@ -15,11 +21,15 @@ pub const VERSION: u32 = 1;
 struct Header {
     format: String,
     version: u32,
+    #[serde(default)]
+    pid: u32,
 }
 
 #[derive(Deserialize)]
 struct Line {
     kind: String,
+    #[serde(default)]
+    pid: Option<u32>,
     #[serde(default)]
     function_id: u64,
     #[serde(default)]
@@ -53,47 +63,96 @@ pub struct CapturedBody {
     pub index: u32,
     /// For jitted bodies: what `GetILToNativeMapping(functionId)` returned at the same time.
     pub map1: Option<Vec<MapEntry>>,
+    /// The process that recorded it.
+    pub pid: u32,
+}
+
+/// Everything whole in a capture.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Capture {
+    /// The bodies, in file order.
+    pub bodies: Vec<CapturedBody>,
+    /// The processes that wrote a header, in file order.
+    pub pids: Vec<u32>,
+    /// The processes that wrote the orderly-shutdown record.
+    pub ended: Vec<u32>,
+    /// A torn last line (`bad_capture` at its offset): everything before it was kept.
+    pub warning: Option<Error>,
 }
 
 fn entries(raw: &[[u32; 3]]) -> Vec<MapEntry> {
     raw.iter().map(|&[il, s, e]| MapEntry { il: IlOffset::from_raw(il), native_start: s, native_end: e }).collect()
 }
 
-/// Read a capture. Errors are `bad_capture` at the byte offset of the line at fault. A missing
-/// final `{"kind":"end"}` line (the process died) is not an error: every whole line counts.
-pub fn read_captured(text: &str) -> Result<Vec<CapturedBody>> {
-    let mut out = Vec::new();
+/// Read a capture. The first line must be a header; a malformed line with more after it is
+/// `bad_capture` at its offset. The last line, if it is not whole (no newline, and not valid
+/// UTF-8 JSON), becomes [`Capture::warning`]. Records after an `end` record are kept: threads can
+/// still be jitting while the runtime shuts down.
+pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
+    let mut out = Capture::default();
     let mut offset = 0u64;
-    for (n, line) in text.split_inclusive('\n').enumerate() {
+    let mut pid = 0u32;
+    let mut rest = bytes;
+    let mut first = true;
+    while !rest.is_empty() {
         let at = offset;
-        offset = offset.saturating_add(line.len() as u64);
-        let line = line.trim_end();
-        if line.is_empty() {
+        let (line, whole) = match rest.iter().position(|&b| b == b'\n') {
+            Some(n) => (rest.get(..n).unwrap_or(&[]), true),
+            None => (rest, false),
+        };
+        let consumed = line.len().saturating_add(usize::from(whole));
+        rest = rest.get(consumed..).unwrap_or(&[]);
+        offset = offset.saturating_add(consumed as u64);
+        let torn = |out: &mut Capture| out.warning = Some(Error::new(ErrorKind::BadCapture, at, "a whole last line (the capture is torn here)"));
+        let Ok(text) = core::str::from_utf8(line) else {
+            if !whole {
+                torn(&mut out);
+                break;
+            }
+            return Err(Error::new(ErrorKind::BadCapture, at, "a UTF-8 line"));
+        };
+        let text = text.trim_end();
+        if text.is_empty() {
             continue;
         }
-        if n == 0 {
-            let h: Header = serde_json::from_str(line).map_err(|_| Error::new(ErrorKind::BadCapture, at, "a clrmap-capture header line"))?;
+        if first || text.starts_with("{\"format\"") {
+            let h: Header = match serde_json::from_str(text) {
+                Ok(h) => h,
+                Err(_) if !whole && !first => {
+                    torn(&mut out);
+                    break;
+                }
+                Err(_) => return Err(Error::new(ErrorKind::BadCapture, at, "a clrmap-capture header line")),
+            };
             if h.format != FORMAT || h.version != VERSION {
                 return Err(Error::new(ErrorKind::BadCapture, at, "clrmap-capture version 1"));
             }
+            first = false;
+            pid = h.pid;
+            out.pids.push(pid);
             continue;
         }
-        let Ok(l) = serde_json::from_str::<Line>(line) else {
-            // A line cut by a crash ends the capture; anything else is an error.
-            if !line.ends_with('}') && offset as usize == text.len() {
+        let l = match serde_json::from_str::<Line>(text) {
+            Ok(l) => l,
+            Err(_) if !whole => {
+                torn(&mut out);
                 break;
             }
-            return Err(Error::new(ErrorKind::BadCapture, at, "a JSON body record"));
+            Err(_) => return Err(Error::new(ErrorKind::BadCapture, at, "a JSON body record")),
         };
+        let record_pid = l.pid.unwrap_or(pid);
         if l.kind == "end" {
-            break;
+            out.ended.push(record_pid);
+            continue;
         }
         let module = std::path::Path::new(&l.module).file_name().map(|f| f.to_string_lossy().into_owned());
         let tier = if l.kind == "r2r" { "r2r".to_owned() } else { format!("jit#{}", l.body) };
-        out.push(CapturedBody {
+        out.bodies.push(CapturedBody {
             body: CodeBody {
                 token: l.token,
-                rva: l.rva,
+                // An RVA only for ReadyToRun code: jitted code lies in no module's image, whatever
+                // an old profiler wrote (docs/capture-format.md).
+                rva: if l.kind == "r2r" { l.rva } else { None },
                 code_size: l.code_size,
                 name: None,
                 module,
@@ -101,18 +160,71 @@ pub fn read_captured(text: &str) -> Result<Vec<CapturedBody>> {
                 function_id: Some(l.function_id),
                 start: Some(l.start),
                 tier: Some(tier),
+                pid: Some(record_pid),
                 map: entries(&l.map),
             },
             module_path: l.module,
             kind: l.kind,
             index: l.body,
             map1: l.map1.as_deref().map(entries),
+            pid: record_pid,
         });
     }
     Ok(out)
 }
 
+/// Read a capture's bodies, ignoring a torn tail (see [`read_capture`] for the warning).
+pub fn read_captured(text: &str) -> Result<Vec<CapturedBody>> {
+    Ok(read_capture(text.as_bytes())?.bodies)
+}
+
 /// The capture's code bodies, for the map store.
 pub fn read_code_bodies(text: &str) -> Result<Vec<CodeBody>> {
     Ok(read_captured(text)?.into_iter().map(|c| c.body).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":7}\n";
+
+    fn record(token: u32, pid: Option<u32>) -> String {
+        let pid = pid.map_or(String::new(), |p| format!(",\"pid\":{p}"));
+        format!("{{\"kind\":\"jit\"{pid},\"function_id\":1,\"module\":\"/x/\u{e9}t\u{e9}/A.dll\",\"token\":{token},\"start\":4096,\"rva\":5,\"code_size\":8,\"body\":0,\"map\":[[0,0,8]],\"map1\":null}}\n")
+    }
+
+    #[test]
+    fn every_cut_keeps_every_whole_record() {
+        let text = format!("{HEADER}{}{}{}", record(1, None), record(2, None), record(3, None));
+        let bytes = text.as_bytes();
+        let whole_ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, &b)| b == b'\n').map(|(i, _)| i + 1).collect();
+        for cut in whole_ends[0]..=bytes.len() {
+            let c = read_capture(&bytes[..cut]).unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+            let whole = whole_ends.iter().filter(|&&e| e <= cut).count() - 1;
+            // A cut right before the newline leaves a line that is whole JSON: it counts too.
+            assert!(c.bodies.len() == whole || c.bodies.len() == whole + 1, "cut {cut}: {} bodies", c.bodies.len());
+            assert_eq!(c.warning.is_some(), c.bodies.len() == whole && !whole_ends.contains(&cut), "cut {cut}");
+            // Jitted code never has an RVA.
+            assert!(c.bodies.iter().all(|b| b.body.rva.is_none()));
+        }
+    }
+
+    #[test]
+    fn several_processes_and_records_after_end() {
+        let text = format!(
+            "{HEADER}{}{{\"kind\":\"end\"}}\n{}{{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":9}}\n{}",
+            record(1, Some(7)),
+            record(2, Some(7)),
+            record(3, Some(9))
+        );
+        let c = read_capture(text.as_bytes()).unwrap();
+        assert_eq!(c.pids, [7, 9]);
+        assert_eq!(c.ended, [7]);
+        let got: Vec<(u32, u32)> = c.bodies.iter().map(|b| (b.body.token, b.pid)).collect();
+        assert_eq!(got, [(1, 7), (2, 7), (3, 9)]);
+        // A bad line with more after it is an error at its offset.
+        let bad = format!("{HEADER}garbage\n{}", record(1, None));
+        assert_eq!(read_capture(bad.as_bytes()).unwrap_err().offset, HEADER.len() as u64);
+    }
 }

@@ -199,6 +199,9 @@ pub struct CodeBody {
     /// The body's absolute code start address, for traces and captures.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start: Option<u64>,
+    /// The process that ran it, for captures (several processes can share one capture).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     /// The code version's tier, where the source knows it (e.g. "tier0", "tier1", "r2r", "osr").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tier: Option<String>,

@@ -168,6 +168,7 @@ impl MethodTable {
             function_id: Some(m.method_id),
             start: Some(m.start),
             tier: Some(tier_name(m.flags).to_owned()),
+            pid: None,
             map: Vec::new(),
         });
         self.body_module.push(m.module_id);
@@ -244,11 +245,28 @@ impl MethodTable {
     }
 }
 
-/// Every jitted body of a trace, with its rebuilt map.
+/// Every jitted body of a trace, with its rebuilt map. A trace cut anywhere is an error here;
+/// [`read_code_bodies_partial`] keeps what came before the cut.
 pub fn read_code_bodies<R: std::io::Read>(r: R) -> Result<Vec<CodeBody>> {
     let mut table = MethodTable::default();
     super::stream::read_events(r, |e| table.event(e))?;
     Ok(table.into_bodies())
+}
+
+/// The bytes of the stream header (magic, the serialization signature's length and text): a file
+/// that fails inside them is not a trace at all.
+const HEADER_LEN: u64 = 8 + 4 + 20;
+
+/// Every jitted body of a trace, keeping every whole event before a cut or a fault: a process
+/// killed mid-run leaves a torn trace, and what it wrote whole is still true. The fault comes back
+/// as a warning (its kind and absolute offset). Only a file that is not a trace is an error.
+pub fn read_code_bodies_partial<R: std::io::Read>(r: R) -> Result<(Vec<CodeBody>, Option<crate::read::Error>)> {
+    let mut table = MethodTable::default();
+    match super::stream::read_events(r, |e| table.event(e)) {
+        Ok(_) => Ok((table.into_bodies(), None)),
+        Err(e) if e.offset < HEADER_LEN => Err(e),
+        Err(e) => Ok((table.into_bodies(), Some(e))),
+    }
 }
 
 #[cfg(test)]

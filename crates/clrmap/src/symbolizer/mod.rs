@@ -119,6 +119,7 @@ pub struct Symbolizer {
     /// Body index → module index.
     body_module: Vec<Option<usize>>,
     options: Options,
+    warnings: Vec<Error>,
 }
 
 impl Symbolizer {
@@ -131,7 +132,7 @@ impl Symbolizer {
 
     /// Index already opened bodies. `path` is the source file (for an image: the assembly).
     pub fn from_opened(opened: OpenedSource, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
-        let OpenedSource { kind, bodies, image } = opened;
+        let OpenedSource { kind, bodies, image, warnings } = opened;
         let mut modules: Vec<Module> = Vec::new();
         let mut body_module = Vec::with_capacity(bodies.len());
         if let Some(bytes) = image {
@@ -160,7 +161,13 @@ impl Symbolizer {
                 check_explicit_for(&modules, pdb)?;
             }
         }
-        Ok(Symbolizer { kind, store: MapStore::new(bodies), modules, body_module, options })
+        Ok(Symbolizer { kind, store: MapStore::new(bodies), modules, body_module, options, warnings })
+    }
+
+    /// Faults past which the source was not read (a torn trace or capture); every whole record
+    /// before them was kept.
+    pub fn warnings(&self) -> &[Error] {
+        &self.warnings
     }
 
     /// What the source is.

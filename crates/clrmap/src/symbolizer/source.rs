@@ -9,7 +9,7 @@ use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::CodeBody;
 use crate::metadata::Metadata;
 use crate::r2r::ReadyToRunImage;
-use crate::read::{Error, ErrorKind};
+use crate::read::Error;
 
 /// What kind of file a source is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +80,9 @@ pub struct OpenedSource {
     pub bodies: Vec<CodeBody>,
     /// For an image: its bytes (kept for its PDB and metadata).
     pub image: Option<Vec<u8>>,
+    /// Faults past which nothing was read (a torn trace or capture): every whole record before
+    /// them is in `bodies`.
+    pub warnings: Vec<Error>,
 }
 
 /// Read and decode a source file.
@@ -87,12 +90,13 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
     let bytes = read_regular(path, MAX_FILE).map_err(|error| OpenError::Io { path: path.to_owned(), error })?;
     let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
     if bytes.starts_with(b"Nettrace") {
-        let bodies = crate::nettrace::read_code_bodies(&bytes[..]).map_err(input)?;
-        return Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None });
+        let (bodies, warning) = crate::nettrace::read_code_bodies_partial(&bytes[..]).map_err(input)?;
+        return Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() });
     }
     if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
-        let text = std::str::from_utf8(&bytes).map_err(|e| input(Error::new(ErrorKind::BadCapture, e.valid_up_to() as u64, "UTF-8 text")))?;
-        let captured = crate::capture::read_captured(text).map_err(input)?;
+        let capture = crate::capture::read_capture(&bytes).map_err(input)?;
+        let warnings: Vec<Error> = capture.warning.into_iter().collect();
+        let captured = capture.bodies;
         // Names come from each module's own metadata, read once per module. A module that cannot
         // be read costs only its names.
         let mut modules: HashMap<String, Option<Vec<u8>>> = HashMap::new();
@@ -105,7 +109,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
             }
             bodies.push(body);
         }
-        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None });
+        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings });
     }
     if bytes.starts_with(b"MZ") {
         let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
@@ -115,7 +119,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
                 b.name = md.method_name(b.token);
             }
         }
-        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes) });
+        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new() });
     }
     Err(OpenError::Unrecognized { path: path.to_owned() })
 }

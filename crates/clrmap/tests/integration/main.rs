@@ -13,3 +13,4 @@ mod nettrace;
 mod pdb;
 mod frames;
 mod hostile;
+mod torn;
