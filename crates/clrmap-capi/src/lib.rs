@@ -143,6 +143,40 @@ impl Storage {
     }
 }
 
+/// A regular file's bytes, memory-mapped read-only, so that memory follows the pages a reader
+/// touches, not the file's size. The library has no `unsafe`; this crate, which must have it
+/// for C, is where mapping lives, and the `clrmap` CLI maps its inputs through it.
+pub struct MappedFile(Storage);
+
+impl core::ops::Deref for MappedFile {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.0.bytes()
+    }
+}
+
+impl core::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "MappedFile({} bytes)", self.len())
+    }
+}
+
+/// Map a regular file read-only. Anything else (a device, a FIFO, a directory) is refused
+/// with `InvalidInput` before it is opened; an empty file is an empty slice.
+pub fn map_file(path: &Path) -> std::io::Result<MappedFile> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.len() == 0 {
+        return Ok(MappedFile(Storage::Owned(Vec::new())));
+    }
+    // SAFETY: mapped read-only and never written through. Another process truncating the file
+    // while it is mapped is outside what any mapped reader can defend (SIGBUS).
+    let map = unsafe { memmap2::Mmap::map(&file) }?;
+    Ok(MappedFile(Storage::Mapped(map)))
+}
+
 // ----------------------------------------------------------------------------------------------
 // The interfaces as C sees them: an object is a pointer to its vtable pointer (`lpVtbl`), and the
 // vtables list the methods in IDL order (cordebug.idl, corprof.idl), not the docs' alphabetical

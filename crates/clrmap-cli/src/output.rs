@@ -75,7 +75,8 @@ pub fn report(e: &CliError) -> ExitCode {
     }
 }
 
-/// Read a whole file, or fail with exit 1 naming the path.
-pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|e| CliError::Message(format!("cannot read {}: {e}", path.display())))
+/// Map a regular file read-only (memory follows what is read, not the file's size), or fail
+/// with exit 1 naming the path. Devices and FIFOs are refused before they are opened.
+pub fn read_file(path: &std::path::Path) -> Result<clrmap_capi::MappedFile, CliError> {
+    clrmap_capi::map_file(path).map_err(|e| CliError::Message(format!("cannot read {}: {e}", path.display())))
 }

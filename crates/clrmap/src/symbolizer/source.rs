@@ -2,6 +2,7 @@
 //! a clrmap capture (`{"format":"clrmap-capture"`), recognized by their first bytes.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -85,14 +86,28 @@ pub struct OpenedSource {
     pub warnings: Vec<Error>,
 }
 
+/// Open a regular file (a FIFO is refused before the open that would block on it).
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    std::fs::File::open(path)
+}
+
 /// Read and decode a source file.
 pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
-    let bytes = read_regular(path, MAX_FILE).map_err(|error| OpenError::Io { path: path.to_owned(), error })?;
+    let io = |error: std::io::Error| OpenError::Io { path: path.to_owned(), error };
     let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
-    if bytes.starts_with(b"Nettrace") {
-        let (bodies, warning) = crate::nettrace::read_code_bodies_partial(&bytes[..]).map_err(input)?;
+    // A trace is streamed (memory follows its events, not its size); the others are read whole.
+    let mut head = [0u8; 8];
+    let n = open_regular(path).and_then(|mut f| f.read(&mut head)).map_err(io)?;
+    if head.get(..n) == Some(b"Nettrace") {
+        let file = open_regular(path).map_err(io)?;
+        let reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let (bodies, warning) = crate::nettrace::read_code_bodies_partial(reader).map_err(input)?;
         return Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() });
     }
+    let bytes = read_regular(path, MAX_FILE).map_err(io)?;
     if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
         let capture = crate::capture::read_capture(&bytes).map_err(input)?;
         let warnings: Vec<Error> = capture.warning.into_iter().collect();
