@@ -344,3 +344,23 @@ fn a_wrong_length_is_caught_by_the_bounds_check() {
     let image = ReadyToRunImage::parse(&bytes).unwrap();
     assert_eq!(image.code_bodies().unwrap_err().kind, ErrorKind::BadDebugInfo);
 }
+
+#[test]
+fn packed_unwind_data_lengths() {
+    // clrnt.h's RtlpGetFunctionEndAddress: packed when UnwindData & 3 != 0; bits 2-12 are the
+    // length, except ARM64's `UnwindData & 7 == 3` ("long branch"), 3 instructions.
+    let (bytes, _) = build(Machine::Arm64, 0xAA64, 9, Length::Packed);
+    let image = ReadyToRunImage::parse(&bytes).unwrap();
+    let pe = image.pe();
+    assert_eq!(Machine::Arm64.code_length(pe, (5 << 2) | 1, 9).unwrap(), 20);
+    assert_eq!(Machine::Arm64.code_length(pe, (5 << 2) | 2, 9).unwrap(), 20);
+    assert_eq!(Machine::Arm64.code_length(pe, 3, 9).unwrap(), 12);
+    assert_eq!(Machine::Arm64.code_length(pe, (4 << 2) | 3, 9).unwrap(), 12);
+    assert_eq!(Machine::Arm64.code_length(pe, (5 << 2) | 3, 9).unwrap(), 20);
+    assert_eq!(Machine::Arm64.code_length(pe, (0x7FF << 2) | 1 | (0x7FFFF << 13), 9).unwrap(), 0x7FF * 4);
+    assert_eq!(Machine::Arm.code_length(pe, (5 << 2) | 3, 3).unwrap(), 10);
+    assert_eq!(Machine::Arm.code_length(pe, (5 << 2) | 1, 3).unwrap(), 10);
+    // An .xdata RVA outside the image.
+    assert_eq!(Machine::Arm64.code_length(pe, 0x00F0_0000, 9).unwrap_err().kind, ErrorKind::BadReadyToRun);
+    assert_eq!(Machine::X86.code_length(pe, 0x00F0_0000, 3).unwrap_err().kind, ErrorKind::BadReadyToRun);
+}
