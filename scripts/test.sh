@@ -13,6 +13,8 @@ echo "== install real runtimes"
 bash scripts/install-dotnet.sh
 echo "== install Roslyn csc 2.10 (portable PDBs)"
 bash scripts/install-roslyn.sh
+echo "== install 3.1.23's win-x86 and win-x64 frameworks (ReadyToRun images of other machines)"
+bash scripts/install-r2r-images.sh
 
 echo "== the committed Frames fixtures are what Roslyn builds from tests/dotnet/frames (byte for byte)"
 bash scripts/build-frame-fixtures.sh --check
