@@ -183,6 +183,25 @@ pub fn read_code_bodies(text: &str) -> Result<Vec<CodeBody>> {
     Ok(read_captured(text)?.into_iter().map(|c| c.body).collect())
 }
 
+/// The `capture` fuzz target's checks, shared with the stable replay of its seeds and
+/// regressions: reading never fails after a header that parses except at a malformed whole line,
+/// a warning points inside the input, and a prefix that ends at a line break keeps no more
+/// records than the whole and exactly the whole's first ones.
+#[doc(hidden)]
+#[allow(clippy::panic, clippy::indexing_slicing)]
+pub fn fuzz_check(data: &[u8]) {
+    let Ok(whole) = read_capture(data) else { return };
+    if let Some(w) = &whole.warning {
+        assert!(w.offset < data.len() as u64, "warning past the input");
+    }
+    for (i, _) in data.iter().enumerate().filter(|(_, &b)| b == b'\n').take(64) {
+        let Ok(prefix) = read_capture(&data[..=i]) else { panic!("a prefix of a readable capture failed") };
+        assert!(prefix.warning.is_none(), "a prefix ending at a line break is torn");
+        assert!(prefix.bodies.len() <= whole.bodies.len());
+        assert_eq!(prefix.bodies[..], whole.bodies[..prefix.bodies.len()]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

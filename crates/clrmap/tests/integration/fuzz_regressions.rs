@@ -104,3 +104,13 @@ fn embedded_pdb_inputs() {
         clrmap::pdb::fuzzcheck::fuzz_check_embedded(&data);
     }
 }
+
+#[test]
+fn capture_inputs() {
+    // The `capture` target's own checks (`clrmap::capture::fuzz_check`), on stable.
+    let all = inputs("capture");
+    assert!(!all.is_empty());
+    for data in all {
+        clrmap::capture::fuzz_check(&data);
+    }
+}
