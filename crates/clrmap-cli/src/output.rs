@@ -32,19 +32,30 @@ impl CliError {
     }
 }
 
-/// The JSON form of an error: `{"error":{"kind":...,"offset":...,"message":...}}`.
+/// The JSON form of an error: `{"error":{"kind":...,"offset":...,"message":...}}`. `offset` is
+/// the byte offset in the input, or `null` when the location is not one; then `rva` or `address`
+/// says what it is instead (no field at all when the error has no location).
 pub fn error_json(e: &clrmap::Error) -> String {
     #[derive(serde::Serialize)]
     struct Inner {
         kind: &'static str,
-        offset: u64,
+        offset: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rva: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        address: Option<u64>,
         message: String,
     }
     #[derive(serde::Serialize)]
     struct Outer {
         error: Inner,
     }
-    let v = Outer { error: Inner { kind: e.kind.as_str(), offset: e.offset, message: e.message() } };
+    let (rva, address) = match e.location {
+        clrmap::read::Location::Rva(r) => (Some(r), None),
+        clrmap::read::Location::Address(a) => (None, Some(a)),
+        _ => (None, None),
+    };
+    let v = Outer { error: Inner { kind: e.kind.as_str(), offset: e.offset(), rva, address, message: e.message() } };
     serde_json::to_string(&v).unwrap_or_default()
 }
 
@@ -56,7 +67,7 @@ pub fn report(e: &CliError) -> ExitCode {
             ExitCode::from(1)
         }
         CliError::Input { error, json: false } => {
-            eprintln!("error: {} at offset {}: {}", error.kind, error.offset, error.message());
+            eprintln!("error: {}{}: {}", error.kind, error.location, error.message());
             ExitCode::from(1)
         }
         CliError::Message(m) => {

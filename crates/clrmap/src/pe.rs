@@ -216,12 +216,14 @@ impl<'a> PeImage<'a> {
         let (offset, len) = self
             .sections
             .pe_file_range_at(rva)
-            .ok_or_else(|| bad(u64::from(rva), "an RVA inside a section"))?;
+            .ok_or_else(|| Error::at_rva(ErrorKind::BadImage, rva, "an RVA inside a section"))?;
         if size > len {
             return Err(bad(u64::from(offset), "a range inside one section"));
         }
+        // A section whose raw data starts past the end of the file: the file ends too soon, and
+        // the place to say so is where it ends.
         let mut r = Reader::new(self.data, 0);
-        r.skip(offset as usize, "section data")?;
+        r.skip(offset as usize, "section data").map_err(|_| bad(self.data.len() as u64, "section data inside the file"))?;
         r.split(size as usize, "section data").map_err(|e| e.with_kind(ErrorKind::BadImage))
     }
 
@@ -230,7 +232,7 @@ impl<'a> PeImage<'a> {
         let (_, len) = self
             .sections
             .pe_file_range_at(rva)
-            .ok_or_else(|| bad(u64::from(rva), "an RVA inside a section"))?;
+            .ok_or_else(|| Error::at_rva(ErrorKind::BadImage, rva, "an RVA inside a section"))?;
         self.reader_at(rva, len)
     }
 
@@ -300,5 +302,32 @@ impl<'a> PeImage<'a> {
                 s.size_of_raw_data.get(LE),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::Location;
+
+    #[test]
+    fn an_rva_outside_the_sections_is_reported_as_an_rva() {
+        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/frames/debug-portable/Frames.dll")).unwrap();
+        let pe = PeImage::parse(&bytes).unwrap();
+        let e = pe.reader_at(0x0100_0000, 4).unwrap_err();
+        assert_eq!((e.kind, e.location), (ErrorKind::BadImage, Location::Rva(0x0100_0000)));
+        assert_eq!(e.to_string(), "bad_image at RVA 0x1000000: expected an RVA inside a section");
+        // The file cut before a section's raw data: the error is where the file ends.
+        let cut = &bytes[..1000];
+        let pe = PeImage::parse(cut).unwrap_or_else(|e| panic!("{e}"));
+        let last = pe.sections().max_by_key(|s| s.3).unwrap();
+        assert!(last.3 > 1000);
+        let e = pe.reader_at(last.1, 4).unwrap_err();
+        assert_eq!(e.location, Location::Offset(1000));
+        // A real debug directory: the CodeView entry of a portable PDB, and its PDB id.
+        let pe = PeImage::parse(&bytes).unwrap();
+        let cv = pe.codeview().unwrap().unwrap();
+        assert!(cv.is_portable());
+        assert_eq!(cv.file_name(), "Frames.pdb");
     }
 }

@@ -313,7 +313,7 @@ pub fn lookup(bytes: &[u8], rva: u32, json: bool, names: &dyn TypeNames, out: &m
     let fail = |e| CliError::input_json(e, json);
     let map = DictionaryMap::parse(bytes).map_err(fail)?;
     let l = Lookup::new(map, SortedFlag::Verify).map_err(fail)?;
-    let e = l.find(rva).ok_or_else(|| fail(Error::new(ErrorKind::NotFound, 0, "an entry with this RVA")))?;
+    let e = l.find(rva).ok_or_else(|| fail(Error::at_rva(ErrorKind::NotFound, rva, "an entry with this RVA")))?;
     let item = map.item_of(&e).map_err(fail)?;
     item.validate().map_err(fail)?;
     if json {

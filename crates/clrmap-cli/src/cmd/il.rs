@@ -10,7 +10,8 @@ use clrmap::r2r::ReadyToRunImage;
 use clrmap::pdb::locate::{find_pdb, SymbolPaths};
 use clrmap::pdb::PortablePdb;
 use clrmap::pe::PeImage;
-use clrmap::symbolizer::{name_var, open_source, VarKind, VarName};
+use clrmap::symbolizer::{name_var, open_source, SourceKind, VarKind, VarName};
+use clrmap::{Error, ErrorKind};
 
 use crate::cmd::pdb::name_matches;
 use crate::cmd::symbolize::{open_error, FrameArgs};
@@ -77,7 +78,7 @@ fn matches(body: &CodeBody, filter: &str) -> bool {
 /// Say on stderr where a torn source stopped being read (everything whole before it was kept).
 pub fn warn(source: &Path, warnings: &[clrmap::Error]) {
     for w in warnings {
-        eprintln!("warning: {}: {} at offset {}: {}; every whole record before it was kept", source.display(), w.kind, w.offset, w.message());
+        eprintln!("warning: {}: {}{}: {}; every whole record before it was kept", source.display(), w.kind, w.location, w.message());
     }
 }
 
@@ -140,7 +141,11 @@ fn at(source: &Path, address: u64, frame: &FrameArgs, out: &mut dyn Write) -> Re
     let sym = frame.open(source)?;
     let f = sym.symbolize(address, frame.kind());
     let (Some(token), Some(offset)) = (f.token, f.native_offset) else {
-        return Err(CliError::Message(format!("not_found: no method with a map holds address 0x{address:X} in {}", source.display())));
+        let error = match sym.kind() {
+            SourceKind::ReadyToRun => Error::at_rva(ErrorKind::NotFound, u32::try_from(address).unwrap_or(u32::MAX), "an RVA inside a method with a map"),
+            _ => Error::at_address(ErrorKind::NotFound, address, "an address inside a method with a map"),
+        };
+        return Err(CliError::input(error));
     };
     let il = f.il_offset.unwrap_or(0);
     let what = match f.region {

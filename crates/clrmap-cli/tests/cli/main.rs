@@ -7,4 +7,5 @@ mod sig;
 mod dict;
 mod il;
 mod symbolize;
+mod errors;
 mod hostile;

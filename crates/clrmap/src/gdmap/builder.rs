@@ -20,7 +20,7 @@ pub struct DictionaryMapBuilder {
 }
 
 fn fail(kind: ErrorKind, expected: &'static str) -> Error {
-    Error::new(kind, 0, expected)
+    Error::nowhere(kind, expected)
 }
 
 impl DictionaryMapBuilder {

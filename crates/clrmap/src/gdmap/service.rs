@@ -16,7 +16,7 @@ impl<'a> MemoryBuffer<'a> {
     /// A buffer over `bytes`; `out_of_range` if they do not fit a `ULONG32` size.
     pub fn new(bytes: &'a [u8]) -> Result<Self> {
         if u32::try_from(bytes.len()).is_err() {
-            return Err(Error::new(ErrorKind::OutOfRange, 0, "a buffer under 4 GiB (ULONG32 size)"));
+            return Err(Error::nowhere(ErrorKind::OutOfRange, "a buffer under 4 GiB (ULONG32 size)"));
         }
         Ok(MemoryBuffer { bytes })
     }

@@ -21,7 +21,7 @@ fn map(word: u32, entries: &[(u32, u32)], heap: &[u8]) -> Vec<u8> {
 
 fn fault(bytes: &[u8]) -> (ErrorKind, u64) {
     let e = DictionaryMap::parse(bytes).and_then(|m| m.validate()).unwrap_err();
-    (e.kind, e.offset)
+    (e.kind, e.offset().unwrap())
 }
 
 fn types_of(bytes: &[u8], rva: u32) -> Vec<String> {

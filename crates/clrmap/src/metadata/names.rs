@@ -238,7 +238,7 @@ impl Metadata<'_> {
     pub fn type_name(&self, token: u32) -> Result<String> {
         let mut s = String::new();
         self.write_type_name(token, &mut s)
-            .map_err(|_| Error::new(ErrorKind::BadMetadata, 0, "a token that names a type"))?;
+            .map_err(|_| Error::nowhere(ErrorKind::BadMetadata, "a token that names a type"))?;
         Ok(s)
     }
 }

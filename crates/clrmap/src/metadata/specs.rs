@@ -116,7 +116,7 @@ pub fn instantiation_map(md: &Metadata<'_>, sorted: bool) -> Result<Vec<u8>> {
     use crate::gdmap::DictionaryMapBuilder;
     let (specs, methods) = (md.tables().rows(table::TYPE_SPEC), md.tables().rows(table::METHOD_SPEC));
     if specs >= 1 << 20 || methods >= 1 << 20 {
-        return Err(Error::new(ErrorKind::OutOfRange, 0, "fewer than 2^20 TypeSpec and MethodSpec rows"));
+        return Err(Error::nowhere(ErrorKind::OutOfRange, "fewer than 2^20 TypeSpec and MethodSpec rows"));
     }
     let mut type_entries = Vec::new();
     for rid in 1..=specs {

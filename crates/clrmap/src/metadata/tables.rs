@@ -170,7 +170,7 @@ impl<'a> Table<'a> {
     /// Row `rid`, 1-based as in tokens; `not_found` outside 1..=len.
     pub fn row(&self, rid: u32) -> Result<Row<'a>> {
         if rid == 0 || rid > self.layout.rows {
-            return Err(Error::new(ErrorKind::NotFound, self.data.offset(), "a row number inside the table"));
+            return Err(Error::nowhere(ErrorKind::NotFound, "a row number inside the table"));
         }
         let mut r = self.data;
         let size = self.layout.row_size as usize;

@@ -264,7 +264,7 @@ pub fn read_code_bodies_partial<R: std::io::Read>(r: R) -> Result<(Vec<CodeBody>
     let mut table = MethodTable::default();
     match super::stream::read_events(r, |e| table.event(e)) {
         Ok(_) => Ok((table.into_bodies(), None)),
-        Err(e) if e.offset < HEADER_LEN => Err(e),
+        Err(e) if e.offset().is_none_or(|o| o < HEADER_LEN) => Err(e),
         Err(e) => Ok((table.into_bodies(), Some(e))),
     }
 }

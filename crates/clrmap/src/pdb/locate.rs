@@ -65,7 +65,7 @@ pub fn check_explicit(image: &PeImage<'_>, pdb_bytes: &[u8]) -> Result<()> {
     match want {
         Some(id) if id == pdb.id().0 => Ok(()),
         Some(_) => Err(Error::new(ErrorKind::PdbMismatch, pdb.id_offset(), "the PDB id the assembly's CodeView entry names")),
-        None => Err(Error::new(ErrorKind::PdbMismatch, 0, "an assembly with a portable CodeView entry")),
+        None => Err(Error::nowhere(ErrorKind::PdbMismatch, "an assembly with a portable CodeView entry")),
     }
 }
 
@@ -78,7 +78,7 @@ pub fn find_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &Symbo
         return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Embedded }));
     }
     if let Some(explicit) = &paths.pdb {
-        let bytes = read_regular(explicit, MAX_FILE).map_err(|_| Error::new(ErrorKind::NotFound, 0, "a readable PDB file"))?;
+        let bytes = read_regular(explicit, MAX_FILE).map_err(|_| Error::nowhere(ErrorKind::NotFound, "a readable PDB file"))?;
         check_explicit(image, &bytes)?;
         return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Explicit(explicit.clone()) }));
     }
@@ -135,7 +135,7 @@ pub fn open_pdb(path: &Path, paths: &SymbolPaths) -> core::result::Result<Opened
     let image = PeImage::parse(&bytes).map_err(input)?;
     let found = find_pdb(&image, Some(path), paths).map_err(|error| OpenError::Input { path: paths.pdb.clone().unwrap_or_else(|| path.to_owned()), error })?;
     let Some(pdb) = found else {
-        return Err(input(Error::new(ErrorKind::NotFound, 0, "a portable PDB for this assembly (embedded, --pdb, beside it, or in --symbol-path)")));
+        return Err(input(Error::nowhere(ErrorKind::NotFound, "a portable PDB for this assembly (embedded, --pdb, beside it, or in --symbol-path)")));
     };
     Ok(OpenedPdb { pdb, assembly: Some(bytes) })
 }

@@ -238,7 +238,7 @@ impl<'a> PortablePdb<'a> {
     /// SequencePoints blob). `not_found` for another table or a row past the table.
     fn method_row(&self, method: u32) -> Result<(u32, Reader<'a>)> {
         if method >> 24 != 0x06 {
-            return Err(Error::new(ErrorKind::NotFound, 0, "a MethodDef token"));
+            return Err(Error::nowhere(ErrorKind::NotFound, "a MethodDef token"));
         }
         let row = self.tables.row(table::METHOD_DEBUG_INFORMATION, method & 0x00FF_FFFF)?;
         let blob = self.blobs.get(row.get(1)).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;

@@ -219,7 +219,7 @@ mod tests {
         assert_eq!(got[0].as_ref().unwrap().document, 2);
         let bad_doc = [0x00, 0x03, 0x00, 0x00, 0x01, 1, 1];
         let e = points(&bad_doc, 0, 2).remove(0).unwrap_err();
-        assert_eq!((e.kind, e.offset), (ErrorKind::BadPdb, 101));
+        assert_eq!((e.kind, e.offset().unwrap()), (ErrorKind::BadPdb, 101));
     }
 
     #[test]
@@ -227,11 +227,11 @@ mod tests {
         // Hidden line as a start line.
         let blob = [0x00, 0x00, 0x00, 0x01, 0xC0, 0xFE, 0xEF, 0xEE, 0x01];
         let e = points(&blob, 1, 1).pop().unwrap().unwrap_err();
-        assert_eq!((e.kind, e.offset), (ErrorKind::BadPdb, 104));
+        assert_eq!((e.kind, e.offset().unwrap()), (ErrorKind::BadPdb, 104));
         // A column past 0x10000.
         let blob = [0x00, 0x00, 0x00, 0x01, 0x01, 0xC0, 0x01, 0x00, 0x00];
         let e = points(&blob, 1, 1).pop().unwrap().unwrap_err();
-        assert_eq!((e.kind, e.offset), (ErrorKind::BadPdb, 104));
+        assert_eq!((e.kind, e.offset().unwrap()), (ErrorKind::BadPdb, 104));
         // A record cut after ΔLines: the points before it stay, then one error, then nothing.
         let blob = [0x00, 0x00, 0x00, 0x01, 0x01, 0x01, 0x02, 0x01];
         let got = points(&blob, 1, 1);
@@ -242,6 +242,6 @@ mod tests {
         let blob = [0x00, 0x00, 0x00, 0x01, 0x01, 0x01, 0x00];
         let got = points(&blob, 1, 1);
         assert_eq!(got.len(), 2);
-        assert_eq!(got[1].as_ref().unwrap_err().offset, 107);
+        assert_eq!(got[1].as_ref().unwrap_err().offset().unwrap(), 107);
     }
 }

@@ -270,7 +270,7 @@ impl<'a> ReadyToRunImage<'a> {
             // past its code is corrupt debug info (found by the r2r fuzz target). Native offsets
             // only grow, so the last one is the largest.
             if bounds.last().is_some_and(|b| b.native_offset > code_size) {
-                return Err(Error::new(ErrorKind::BadDebugInfo, u64::from(entry.begin), "bounds inside the method's code"));
+                return Err(Error::at_rva(ErrorKind::BadDebugInfo, entry.begin, "bounds inside the method's code"));
             }
             out.push(CodeBody {
                 token: e.token,

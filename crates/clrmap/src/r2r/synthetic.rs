@@ -324,7 +324,7 @@ fn other_machines_are_unsupported() {
     for m in [0x01C0u16, 0x0200, 0x5064, 0x6264, 0x5064 ^ 0x7B79] {
         let (bytes, _) = build(Machine::X64, m, 9, Length::Record);
         let e = ReadyToRunImage::parse(&bytes).unwrap_err();
-        assert_eq!((e.kind, e.offset), (ErrorKind::UnsupportedMachine, 0x84), "0x{m:04X}");
+        assert_eq!((e.kind, e.offset().unwrap()), (ErrorKind::UnsupportedMachine, 0x84), "0x{m:04X}");
         assert_eq!(e.kind.as_str(), "unsupported_machine");
     }
 }

@@ -288,12 +288,12 @@ mod tests {
     fn bad_lead_and_truncation() {
         for lead in 0xE0..=0xFFu8 {
             let e = Reader::new(&[lead, 0, 0, 0], 10).compressed_u32("x").unwrap_err();
-            assert_eq!((e.kind, e.offset), (ErrorKind::BadCompressedInteger, 10));
+            assert_eq!((e.kind, e.offset().unwrap()), (ErrorKind::BadCompressedInteger, 10));
         }
         for b in [&[][..], &[0x80], &[0xC0, 0, 0]] {
             let mut r = Reader::new(b, 7);
             let e = r.compressed_u32("x").unwrap_err();
-            assert_eq!((e.kind, e.offset), (ErrorKind::Truncated, 7));
+            assert_eq!((e.kind, e.offset().unwrap()), (ErrorKind::Truncated, 7));
             assert!(r.is_empty(), "a failed read empties the cursor");
         }
     }
@@ -305,14 +305,14 @@ mod tests {
         assert_eq!(Reader::new(&[0x06], 0).coded_type_token("t").unwrap(), 0x1B00_0001);
         // Row 0x03A3A3AE does not fit a token's 24 bits (found by the signature fuzzer).
         let err = Reader::new(&[0xCE, 0x8E, 0x8E, 0xB9], 0).coded_type_token("t").unwrap_err();
-        assert_eq!((err.kind, err.offset), (ErrorKind::BadToken, 0));
+        assert_eq!((err.kind, err.offset().unwrap()), (ErrorKind::BadToken, 0));
         assert_eq!(Reader::new(&[0xC3, 0xFF, 0xFF, 0xFD], 0).coded_type_token("t").unwrap(), 0x0100_0000 | 0x00FF_FFFF);
         for bad in [0x03u8, 0x00, 0x01, 0x02] {
             let bytes = [0x55, bad];
             let mut e = Reader::new(&bytes, 0);
             e.u8("skip").unwrap();
             let err = e.coded_type_token("t").unwrap_err();
-            assert_eq!((err.kind, err.offset), (ErrorKind::BadToken, 1));
+            assert_eq!((err.kind, err.offset().unwrap()), (ErrorKind::BadToken, 1));
         }
     }
 
@@ -325,7 +325,7 @@ mod tests {
         assert_eq!(sub.offset(), 101);
         sub.u16("b").unwrap();
         let e = sub.u16("c").unwrap_err();
-        assert_eq!((e.kind, e.offset), (ErrorKind::Truncated, 103));
+        assert_eq!((e.kind, e.offset().unwrap()), (ErrorKind::Truncated, 103));
         assert_eq!(r.offset(), 104);
     }
 }

@@ -1,8 +1,10 @@
-//! Errors: a `Copy` kind, the absolute byte offset, and what was expected.
+//! Errors: a `Copy` kind, where the fault is, and what was expected.
 //!
 //! Every error clrmap reports names a stable kind (its snake_case id is part of the output
-//! contract, `shared/spec/contract.md` §3), the absolute offset of the first byte of the field at
-//! fault, and a static description of what the reader expected there. Errors never allocate.
+//! contract, `shared/spec/contract.md` §3), a [`Location`], and a static description of what the
+//! reader expected there. The location says what it is: usually the absolute offset of the first
+//! byte of the field at fault, but a look-up that fails names the RVA or address it was given,
+//! and a writer's or resolver's error may have no place in any input. Errors never allocate.
 
 use core::fmt;
 
@@ -88,7 +90,37 @@ pub enum ErrorKind {
     BadNotation,
 }
 
+/// What kind of failure an error is (style.md): the bytes are malformed, the bytes are well
+/// formed but break a rule, or a look-up found nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorFamily {
+    /// Bad bytes: the input cannot be read as its format.
+    Parse,
+    /// Well-formed input that breaks a rule of the format or of the request (order, limits,
+    /// ranges, a PDB that belongs to another assembly).
+    Validity,
+    /// A look-up found nothing, or a version or machine is not implemented.
+    Resolve,
+}
+
 impl ErrorKind {
+    /// The family of this kind.
+    pub const fn family(self) -> ErrorFamily {
+        match self {
+            ErrorKind::Unsorted
+            | ErrorKind::DuplicateRva
+            | ErrorKind::EmptyInstantiation
+            | ErrorKind::TooDeep
+            | ErrorKind::OutOfRange
+            | ErrorKind::PdbMismatch
+            | ErrorKind::BadArrayShape
+            | ErrorKind::BadCallingConvention
+            | ErrorKind::BadToken => ErrorFamily::Validity,
+            ErrorKind::NotFound | ErrorKind::UnsupportedVersion | ErrorKind::UnsupportedMachine | ErrorKind::UnsupportedPdb => ErrorFamily::Resolve,
+            _ => ErrorFamily::Parse,
+        }
+    }
+
     /// The stable snake_case id of this kind, as printed by the CLI and used in JSON.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -131,31 +163,80 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// An error: what went wrong, where (absolute byte offset), and what was expected there.
+/// Where an error is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Location {
+    /// The absolute byte offset, in the input, of the first byte of the field at fault.
+    Offset(u64),
+    /// An RVA (relative virtual address in an image) that was asked about or pointed to.
+    Rva(u32),
+    /// An absolute address in a traced process that was asked about.
+    Address(u64),
+    /// No place in any input: a value given to a writer, a failed look-up by name.
+    Nowhere,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Offset(o) => write!(f, " at offset {o}"),
+            Location::Rva(r) => write!(f, " at RVA 0x{r:X}"),
+            Location::Address(a) => write!(f, " at address 0x{a:X}"),
+            Location::Nowhere => Ok(()),
+        }
+    }
+}
+
+/// An error: what went wrong, where, and what was expected there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Error {
     /// The stable kind.
     pub kind: ErrorKind,
-    /// Absolute byte offset of the first byte of the field at fault.
-    pub offset: u64,
+    /// Where the fault is.
+    pub location: Location,
     /// What the reader expected, in a few words (static: errors never allocate).
     pub expected: &'static str,
 }
 
 impl Error {
-    /// Make an error.
+    /// An error at an absolute byte offset of the input.
     pub const fn new(kind: ErrorKind, offset: u64, expected: &'static str) -> Self {
-        Error { kind, offset, expected }
+        Error { kind, location: Location::Offset(offset), expected }
     }
 
-    /// The same error with another kind, keeping the offset and the expectation. Format readers use
-    /// this to turn the cursor's generic [`ErrorKind::Truncated`] into their own kind.
+    /// An error about an RVA that is not a byte offset of the input.
+    pub const fn at_rva(kind: ErrorKind, rva: u32, expected: &'static str) -> Self {
+        Error { kind, location: Location::Rva(rva), expected }
+    }
+
+    /// An error about an absolute address in a traced process.
+    pub const fn at_address(kind: ErrorKind, address: u64, expected: &'static str) -> Self {
+        Error { kind, location: Location::Address(address), expected }
+    }
+
+    /// An error with no place in any input (a writer's value, a look-up by name).
+    pub const fn nowhere(kind: ErrorKind, expected: &'static str) -> Self {
+        Error { kind, location: Location::Nowhere, expected }
+    }
+
+    /// The byte offset, when the location is one.
+    pub const fn offset(&self) -> Option<u64> {
+        match self.location {
+            Location::Offset(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The same error with another kind, keeping the location and the expectation. Format readers
+    /// use this to turn the cursor's generic [`ErrorKind::Truncated`] into their own kind.
     #[must_use]
     pub const fn with_kind(self, kind: ErrorKind) -> Self {
         Error { kind, ..self }
     }
 
-    /// A human-readable message, as printed after the kind and offset.
+    /// A human-readable message, as printed after the kind and location.
     pub fn message(&self) -> String {
         format!("expected {}", self.expected)
     }
@@ -163,7 +244,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at offset {}: expected {}", self.kind, self.offset, self.expected)
+        write!(f, "{}{}: expected {}", self.kind, self.location, self.expected)
     }
 }
 

@@ -5,4 +5,4 @@ mod error;
 pub mod write;
 
 pub use cursor::{token_table, Reader};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorFamily, ErrorKind, Location, Result};

@@ -25,7 +25,7 @@ pub fn push_compressed_u32(out: &mut Vec<u8>, v: u32) -> Result<()> {
     } else if v <= MAX_COMPRESSED_U32 {
         out.extend_from_slice(&(v | 0xC000_0000).to_be_bytes());
     } else {
-        return Err(Error::new(ErrorKind::OutOfRange, 0, "a value of at most 0x1FFFFFFF"));
+        return Err(Error::nowhere(ErrorKind::OutOfRange, "a value of at most 0x1FFFFFFF"));
     }
     Ok(())
 }
@@ -41,7 +41,7 @@ pub fn push_compressed_i32(out: &mut Vec<u8>, v: i32) -> Result<()> {
     } else if (-0x1000_0000..=0x0FFF_FFFF).contains(&v) {
         (29, 0x1FFF_FFFF)
     } else {
-        return Err(Error::new(ErrorKind::OutOfRange, 0, "a lower bound in -2^28..2^28-1"));
+        return Err(Error::nowhere(ErrorKind::OutOfRange, "a lower bound in -2^28..2^28-1"));
     };
     // Rotate the `bits`-wide two's-complement value left by one: the sign lands in bit 0.
     let raw = (v as u32) & width_mask;
@@ -61,11 +61,11 @@ pub fn push_coded_type_token(out: &mut Vec<u8>, token: u32) -> Result<()> {
         0x02 => 0,
         0x01 => 1,
         0x1B => 2,
-        _ => return Err(Error::new(ErrorKind::BadToken, 0, "a TypeDef, TypeRef or TypeSpec token")),
+        _ => return Err(Error::nowhere(ErrorKind::BadToken, "a TypeDef, TypeRef or TypeSpec token")),
     };
     let row = token & 0x00FF_FFFF;
     if row == 0 {
-        return Err(Error::new(ErrorKind::BadToken, 0, "a non-nil token"));
+        return Err(Error::nowhere(ErrorKind::BadToken, "a non-nil token"));
     }
     push_compressed_u32(out, (row << 2) | tag)
 }

@@ -16,7 +16,7 @@ pub fn encode_type(ty: &Type, out: &mut Vec<u8>) -> Result<()> {
 }
 
 fn fail(kind: ErrorKind, expected: &'static str) -> Error {
-    Error::new(kind, 0, expected)
+    Error::nowhere(kind, expected)
 }
 
 fn type_def_or_ref(token: u32, out: &mut Vec<u8>) -> Result<()> {

@@ -55,7 +55,7 @@ fn stream_renderer_falls_back_like_the_span_renderer() {
 
 fn err_hex(s: &str) -> (ErrorKind, u64) {
     let e = render(&hex(s), &HexTokens).unwrap_err();
-    (e.kind, e.offset)
+    (e.kind, e.offset().unwrap())
 }
 
 /// Every production, rendered as contract §1 says, checked by hand against the bytes.
@@ -229,7 +229,7 @@ fn depth_limit() {
     let mut deep = vec![0x1D; 100];
     deep.push(0x08);
     let e = render(&deep, &HexTokens).unwrap_err();
-    assert_eq!((e.kind, e.offset), (ErrorKind::TooDeep, 100));
+    assert_eq!((e.kind, e.offset().unwrap()), (ErrorKind::TooDeep, 100));
     // Any depth up to 64 works through every nesting production.
     let mut mixed = Vec::new();
     for i in 0..63 {
@@ -249,7 +249,7 @@ fn deep_ptr_chain_is_too_deep_not_a_stack_overflow() {
     let mut chain = vec![0x0F; 10_000];
     chain.push(0x01);
     let e = render(&chain, &HexTokens).unwrap_err();
-    assert_eq!((e.kind, e.offset), (ErrorKind::TooDeep, 100));
+    assert_eq!((e.kind, e.offset().unwrap()), (ErrorKind::TooDeep, 100));
     let text = format!("void{}", "*".repeat(10_000));
     assert_eq!(parse_type(&text).unwrap_err().kind, ErrorKind::TooDeep);
 }

@@ -3,7 +3,10 @@
 
 use std::collections::HashSet;
 
+use crate::ilmap::{runtime_il_offset, MapEntry};
 use crate::pdb::PortablePdb;
+
+use super::LineRow;
 
 /// A visible sequence point, compact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,5 +97,42 @@ impl ModuleLines {
         let p = points.get(n.checked_sub(1)?)?;
         let file = self.documents.get(p.document as usize).and_then(|d| d.as_deref());
         Some((p, file))
+    }
+
+    /// A body's line table: for each native offset where the runtime's line changes, that line,
+    /// by the same rule as [`super::Symbolizer::symbolize`] for a leaf frame, then one more row
+    /// at `code_size` repeating the last line (a table ends at its last row's address, symbols.md
+    /// §5). Between two offsets where a map entry starts or ends, the runtime's IL offset, and so
+    /// the line, cannot change, so those offsets are the only ones tried. A region with no line
+    /// after one with a line gets line 0 (no source line); leading regions with no line get no row.
+    pub fn rows(&self, token: u32, map: &[MapEntry], code_size: u32) -> Vec<LineRow> {
+        let mut cuts: Vec<u32> = std::iter::once(0)
+            .chain(map.iter().flat_map(|e| [e.native_start, e.native_end]))
+            .filter(|&o| o < code_size)
+            .collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut rows: Vec<LineRow> = Vec::new();
+        for offset in cuts {
+            let (_, il) = runtime_il_offset(map, code_size, offset);
+            let row = match self.line(token, il) {
+                Some((p, file)) => LineRow { native_offset: offset, file: file.unwrap_or("").to_owned(), line: p.line, column: p.column },
+                None => match rows.last() {
+                    Some(last) => LineRow { native_offset: offset, file: last.file.clone(), line: 0, column: 0 },
+                    None => continue,
+                },
+            };
+            if rows.last().is_some_and(|l| l.file == row.file && l.line == row.line && l.column == row.column) {
+                continue;
+            }
+            rows.push(row);
+        }
+        if let Some(last) = rows.last() {
+            if last.native_offset < code_size {
+                let end = LineRow { native_offset: code_size, ..last.clone() };
+                rows.push(end);
+            }
+        }
+        rows
     }
 }

@@ -102,6 +102,42 @@ pub struct Frame<'s> {
     pub function_id: Option<u64>,
 }
 
+/// One row of a body's line table ([`Symbolizer::line_table`], [`ModuleSymbols::line_table`]):
+/// from `native_offset` (bytes from the code start) up to the next row's, the code is this line.
+/// The last row is at the code size and only closes the table.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct LineRow {
+    /// Offset from the body's code start.
+    pub native_offset: u32,
+    /// The document name exactly as the PDB stores it.
+    pub file: String,
+    /// The line (0: no source line for this region).
+    pub line: u32,
+    /// The column (0 with line 0).
+    pub column: u32,
+}
+
+/// The line table of one assembly, loaded without a source of bodies: for a live profiler, which
+/// knows each body's module, token and map as the runtime reports them.
+#[derive(Debug)]
+pub struct ModuleSymbols {
+    lines: ModuleLines,
+}
+
+impl ModuleSymbols {
+    /// The lines of an assembly (its bytes, and its path for a PDB beside it), from the first
+    /// matching PDB, as [`Symbolizer`] finds it. `Ok(None)`: the assembly has no PDB to be found.
+    pub fn load(assembly: &[u8], path: Option<&Path>, symbols: &SymbolPaths) -> Result<Option<Self>, Error> {
+        Ok(load_lines(assembly, path, symbols)?.map(|lines| ModuleSymbols { lines }))
+    }
+
+    /// A body's line table, by the runtime's stack-trace rule at every offset (see
+    /// [`Symbolizer::line_table`]).
+    pub fn line_table(&self, token: u32, map: &[crate::ilmap::MapEntry], code_size: u32) -> Vec<LineRow> {
+        self.lines.rows(token, map, code_size)
+    }
+}
+
 /// One module of the source: where its file is, and its line table once first needed.
 #[derive(Debug)]
 struct Module {
@@ -217,6 +253,21 @@ impl Symbolizer {
         frame
     }
 
+    /// The line table of the body at `index` in [`Self::store`]'s bodies: a row wherever the line
+    /// that [`Self::symbolize`] gives a leaf address changes, and a last row at the code size
+    /// (symbols.md §5: perf ends a table at its last row). Empty when the body's module has no
+    /// PDB, or no body has that index. For every offset `o` of the body, the last row at or before
+    /// `o` has the file and line `symbolize(start + o, FrameKind::Leaf)` answers (line 0 where it
+    /// answers none after a row with a line).
+    pub fn line_table(&self, index: usize) -> Vec<LineRow> {
+        let Some(body) = self.store.bodies().get(index) else { return Vec::new() };
+        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
+        match module.and_then(|m| self.lines(m)) {
+            Some(lines) => lines.rows(body.token, &body.map, body.code_size),
+            None => Vec::new(),
+        }
+    }
+
     fn lines<'s>(&'s self, module: &'s Module) -> Option<&'s ModuleLines> {
         module
             .lines
@@ -263,7 +314,7 @@ fn load_lines(assembly: &[u8], path: Option<&Path>, symbols: &SymbolPaths) -> Re
 /// its stem (`Frames.pdb` → `Frames.dll`), and match that module's CodeView id.
 fn check_explicit_for(modules: &[Module], pdb: &Path) -> Result<(), OpenError> {
     let bytes = read_regular(pdb, MAX_FILE).map_err(|error| OpenError::Io { path: pdb.to_owned(), error })?;
-    let mut last = Error::new(ErrorKind::PdbMismatch, 0, "a module of the source that this PDB belongs to");
+    let mut last = Error::nowhere(ErrorKind::PdbMismatch, "a module of the source that this PDB belongs to");
     for m in modules.iter().filter(|m| same_stem(pdb, m.name.as_deref())) {
         let Some(Ok(assembly)) = m.path.as_deref().map(|p| read_regular(p, MAX_FILE)) else { continue };
         let Ok(image) = PeImage::parse(&assembly) else { continue };
