@@ -17,6 +17,7 @@
 #![cfg_attr(test, allow(clippy::arithmetic_side_effects))]
 
 pub mod capture;
+pub mod diag;
 pub mod fs;
 pub mod gdmap;
 pub mod ilmap;

@@ -1,0 +1,373 @@
+//! A client of the .NET diagnostics port (dotnet/diagnostics `ipc-protocol.md`; symbols.md §4):
+//! find a running process's socket, ask it who it is, and stream an EventPipe trace from it, with
+//! the rundown that gives the maps of every method jitted before the attach. No restart, no
+//! environment variables in the target.
+//!
+//! * [`socket_path`] and [`list_processes`]: where a process listens, and every process that does.
+//! * [`Client`]: one process's diagnostics server; [`Client::process_info`] (ProcessInfo2 on .NET
+//!   6+, ProcessInfo on 5+; 3.1 answers neither).
+//! * [`Session`]: CollectTracing2 with the rundown flag; [`Stopper`] sends StopTracing on a second
+//!   connection. [`collect`] streams a session to a file and leaves a valid trace however it ends.
+//! * [`snapshot`]: a session started and stopped at once, its stream decoded in memory as it
+//!   arrives: every jitted method's map, as a trace source for the symbolizer.
+//!
+//! Every read has a timeout. A process that dies mid-session ends the session: what it sent whole
+//! is kept. Errors carry a stable [`DiagErrorKind`].
+
+mod discover;
+pub mod ipc;
+mod session;
+
+use std::fmt;
+use std::io::{Seek, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub use discover::{list_sockets, mapped_runtime_version, parse_socket_name, parse_start_key, proc_cmdline, socket_path, start_key, tmp_dir};
+pub use session::{Chunk, Framer, Provider, Session, SessionConfig, SessionReader, Stopper, JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE};
+
+use crate::symbolizer::{OpenedSource, SourceKind};
+
+/// The default timeout for each read and connection.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What went wrong, stably named (`as_str`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DiagErrorKind {
+    /// No process has this pid.
+    NoSuchProcess,
+    /// The process has no diagnostics socket (not .NET, or diagnostics disabled), or nothing
+    /// listens on it any more.
+    NotDotnet,
+    /// The socket (or the process's `/proc` entry) belongs to another user.
+    PermissionDenied,
+    /// The runtime does not know the command (`CORDIAGIPC_E_UNKNOWN_COMMAND`): it is too old.
+    UnsupportedCommand,
+    /// The runtime answered with another error HRESULT.
+    ServerError,
+    /// The peer does not speak the diagnostics protocol (or the stream is not a nettrace).
+    Protocol,
+    /// Nothing came within the timeout.
+    Timeout,
+    /// A bad request from the caller (a provider list that does not parse).
+    BadArgument,
+    /// Another I/O error.
+    Io,
+}
+
+impl DiagErrorKind {
+    /// The stable name: `no_such_process`, `not_dotnet`, `permission_denied`,
+    /// `unsupported_command`, `server_error`, `protocol`, `timeout`, `bad_argument`, `io`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiagErrorKind::NoSuchProcess => "no_such_process",
+            DiagErrorKind::NotDotnet => "not_dotnet",
+            DiagErrorKind::PermissionDenied => "permission_denied",
+            DiagErrorKind::UnsupportedCommand => "unsupported_command",
+            DiagErrorKind::ServerError => "server_error",
+            DiagErrorKind::Protocol => "protocol",
+            DiagErrorKind::Timeout => "timeout",
+            DiagErrorKind::BadArgument => "bad_argument",
+            DiagErrorKind::Io => "io",
+        }
+    }
+}
+
+impl fmt::Display for DiagErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A diagnostics-port error: a kind, what happened, and the runtime's HRESULT when it sent one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiagError {
+    /// The kind.
+    pub kind: DiagErrorKind,
+    /// What happened.
+    pub message: String,
+    /// The HRESULT of an error reply.
+    pub hresult: Option<u32>,
+}
+
+impl DiagError {
+    /// An error of this kind.
+    pub fn new(kind: DiagErrorKind, message: impl Into<String>) -> Self {
+        DiagError { kind, message: message.into(), hresult: None }
+    }
+    /// With the runtime's HRESULT.
+    pub fn with_hresult(mut self, hr: u32) -> Self {
+        self.hresult = Some(hr);
+        self
+    }
+}
+
+impl fmt::Display for DiagError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl std::error::Error for DiagError {}
+
+/// Connect to a diagnostics socket, with `timeout` on every read and write.
+fn open_socket(path: &Path, timeout: Duration) -> Result<UnixStream, DiagError> {
+    use std::io::ErrorKind as K;
+    let stream = UnixStream::connect(path).map_err(|e| match e.kind() {
+        K::PermissionDenied => DiagError::new(
+            DiagErrorKind::PermissionDenied,
+            format!("cannot open {}: {e} (the process belongs to another user: run as that user or as root)", path.display()),
+        ),
+        K::NotFound | K::ConnectionRefused => DiagError::new(
+            DiagErrorKind::NotDotnet,
+            format!("nothing listens on {} ({e}): the process has exited or stopped its diagnostics server", path.display()),
+        ),
+        _ => DiagError::new(DiagErrorKind::Io, format!("cannot connect to {}: {e}", path.display())),
+    })?;
+    let t = Some(timeout.max(Duration::from_millis(1)));
+    stream.set_read_timeout(t).and_then(|()| stream.set_write_timeout(t)).map_err(|e| DiagError::new(DiagErrorKind::Io, e.to_string()))?;
+    Ok(stream)
+}
+
+/// One process's diagnostics server.
+#[derive(Clone, Debug)]
+pub struct Client {
+    path: PathBuf,
+    timeout: Duration,
+}
+
+/// What ProcessInfo / ProcessInfo2 answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcessInfo {
+    /// The pid in the process's own namespace.
+    pub pid: u64,
+    /// The runtime cookie (a GUID).
+    pub runtime_cookie: [u8; 16],
+    /// The command line.
+    pub command_line: String,
+    /// `Linux`, ...
+    pub os: String,
+    /// `x64`, `arm64`, ...
+    pub arch: String,
+    /// The entry assembly's name (ProcessInfo2, .NET 6+).
+    pub entrypoint_assembly: Option<String>,
+    /// The CLR product version (ProcessInfo2, .NET 6+).
+    pub runtime_version: Option<String>,
+}
+
+impl Client {
+    /// The server of process `pid`, found by [`socket_path`].
+    pub fn for_pid(pid: u32, timeout: Duration) -> Result<Client, DiagError> {
+        Ok(Client { path: socket_path(pid)?, timeout })
+    }
+
+    /// The server at an explicit socket path.
+    pub fn connect_path(path: impl Into<PathBuf>, timeout: Duration) -> Client {
+        Client { path: path.into(), timeout }
+    }
+
+    /// The socket.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The timeout of every read.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// A new connection (each command takes one).
+    pub fn connect(&self) -> Result<UnixStream, DiagError> {
+        open_socket(&self.path, self.timeout)
+    }
+
+    /// One command and its reply's payload, on a connection of its own.
+    pub fn request(&self, command_set: u8, command_id: u8, payload: Vec<u8>, name: &str) -> Result<Vec<u8>, DiagError> {
+        let mut stream = self.connect()?;
+        ipc::send(&mut stream, &ipc::Message { command_set, command_id, payload })?;
+        ipc::expect_ok(ipc::receive(&mut stream)?, name)
+    }
+
+    /// ProcessInfo2 (0x04 0x04), else ProcessInfo (0x04 0x00). CoreCLR 3.1 knows neither:
+    /// `unsupported_command` with HRESULT 0x80131385.
+    pub fn process_info(&self) -> Result<ProcessInfo, DiagError> {
+        let (payload, v2) = match self.request(0x04, 0x04, Vec::new(), "ProcessInfo2") {
+            Ok(p) => (p, true),
+            Err(e) if e.kind == DiagErrorKind::UnsupportedCommand => (self.request(0x04, 0x00, Vec::new(), "ProcessInfo")?, false),
+            Err(e) => return Err(e),
+        };
+        let mut f = ipc::Fields::new(&payload);
+        let pid = f.u64("the process id")?;
+        let mut runtime_cookie = [0u8; 16];
+        runtime_cookie.copy_from_slice(f.bytes(16, "the runtime cookie")?);
+        let command_line = f.string("the command line")?;
+        let os = f.string("the OS")?;
+        let arch = f.string("the architecture")?;
+        let (entrypoint_assembly, runtime_version) = if v2 {
+            (Some(f.string("the entry assembly")?), Some(f.string("the CLR version")?))
+        } else {
+            (None, None)
+        };
+        Ok(ProcessInfo { pid, runtime_cookie, command_line, os, arch, entrypoint_assembly, runtime_version })
+    }
+}
+
+/// One .NET process found by [`list_processes`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DotnetProcess {
+    /// The pid.
+    pub pid: u32,
+    /// Its diagnostics socket.
+    pub socket: PathBuf,
+    /// Its command line: the runtime's answer, else `/proc/{pid}/cmdline`.
+    pub command_line: Option<String>,
+    /// The runtime version, when the runtime answers ProcessInfo2 (.NET 6+).
+    pub runtime_version: Option<String>,
+    /// The version directory of the `libcoreclr.so` it mapped, when readable.
+    pub mapped_runtime: Option<String>,
+    /// Why the runtime did not answer, if it did not.
+    pub error: Option<DiagError>,
+}
+
+/// Every live .NET process with a diagnostics socket in `$TMPDIR` or `/tmp`, asked who it is.
+pub fn list_processes(timeout: Duration) -> Vec<DotnetProcess> {
+    list_sockets()
+        .into_iter()
+        .map(|(pid, socket)| {
+            let client = Client::connect_path(socket.clone(), timeout);
+            let (info, error) = match client.process_info() {
+                Ok(i) => (Some(i), None),
+                Err(e) => (None, Some(e)),
+            };
+            let runtime_version = info.as_ref().and_then(|i| i.runtime_version.clone());
+            let command_line = info.map(|i| i.command_line).filter(|c| !c.is_empty()).or_else(|| proc_cmdline(pid));
+            DotnetProcess { pid, socket, command_line, runtime_version, mapped_runtime: mapped_runtime_version(pid), error }
+        })
+        .collect()
+}
+
+/// How a collected session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndReason {
+    /// Stopped by us (StopTracing): the stream carries the rundown.
+    Stopped,
+    /// The stream ended before we asked: the process exited or was killed.
+    TargetExited,
+    /// After StopTracing, nothing came within the timeout.
+    Timeout,
+}
+
+/// What [`collect`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Collected {
+    /// The session id.
+    pub session_id: u64,
+    /// Bytes received.
+    pub received: u64,
+    /// Bytes in the file: up to the last whole block, plus the closing tag.
+    pub written: u64,
+    /// True when the runtime closed the stream itself (its final tag came).
+    pub complete: bool,
+    /// Why it ended.
+    pub reason: EndReason,
+    /// A StopTracing that failed (the session had ended already, say).
+    pub stop_error: Option<DiagError>,
+}
+
+/// When to stop a [`collect`]: a deadline, and a flag polled every `poll` (a Ctrl-C handler's).
+#[derive(Debug)]
+pub struct CollectControl<'a> {
+    /// Stop at this instant.
+    pub deadline: Option<Instant>,
+    /// Stop when this becomes true.
+    pub stop: &'a std::sync::atomic::AtomicBool,
+    /// How often to look at `stop` and the deadline while the stream is idle.
+    pub poll: Duration,
+}
+
+/// Stream a session into `out` as bytes arrive, until the control says stop (then StopTracing,
+/// and the rundown is read to the stream's end) or the process goes away. However it ends, `out`
+/// is left a valid trace: cut after the last whole block and closed with the NullReference tag.
+/// `progress` gets the bytes received so far after each write.
+pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File, control: &CollectControl<'_>, progress: &mut dyn FnMut(u64)) -> Result<Collected, DiagError> {
+    use std::sync::atomic::Ordering;
+    let io = |e: std::io::Error| DiagError::new(DiagErrorKind::Io, format!("writing the trace: {e}"));
+    let mut session = Session::start(client, config)?;
+    let session_id = session.id();
+    let mut stopper = session.stopper();
+    let mut framer = Framer::default();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut stopping = false;
+    let mut idle_since = Instant::now();
+    let reason = loop {
+        if !stopping && (control.stop.load(Ordering::SeqCst) || control.deadline.is_some_and(|d| Instant::now() >= d)) {
+            stopping = true;
+            idle_since = Instant::now();
+            if let Err(e) = stopper.send() {
+                // The session may already be over; the stream says so.
+                if e.kind != DiagErrorKind::NotDotnet {
+                    return Err(e);
+                }
+            }
+        }
+        match session.read_some(&mut buf, control.poll)? {
+            Chunk::Data(n) => {
+                let data = buf.get(..n).unwrap_or(&[]);
+                framer.feed(data);
+                if let Some(f) = framer.fault() {
+                    return Err(DiagError::new(DiagErrorKind::Protocol, format!("the session's stream is not a nettrace: {f}")));
+                }
+                out.write_all(data).map_err(io)?;
+                idle_since = Instant::now();
+                progress(framer.offset());
+            }
+            Chunk::Idle => {
+                if stopping && idle_since.elapsed() >= client.timeout() {
+                    break EndReason::Timeout;
+                }
+            }
+            Chunk::End => break if stopping { EndReason::Stopped } else { EndReason::TargetExited },
+        }
+    };
+    let stop_error = if stopping { stopper.finish().err() } else { None };
+    let complete = framer.complete();
+    let written = if complete {
+        framer.offset()
+    } else {
+        // Keep every whole block and close the container, so the file reads as a whole trace.
+        let whole = framer.whole();
+        out.flush().map_err(io)?;
+        out.set_len(whole).map_err(io)?;
+        out.seek(std::io::SeekFrom::Start(whole)).map_err(io)?;
+        if whole > 0 {
+            out.write_all(&[1]).map_err(io)?;
+            whole.saturating_add(1)
+        } else {
+            0
+        }
+    };
+    out.flush().map_err(io)?;
+    Ok(Collected { session_id, received: framer.offset(), written, complete, reason, stop_error })
+}
+
+/// Every jitted method's map in a running process, now: a session with rundown, stopped at once,
+/// its stream decoded as it arrives (memory follows one block, not the stream). Methods jitted
+/// before the attach come from the rundown (DCEnd events and their maps). A process that dies
+/// meanwhile leaves what it sent whole, and a warning.
+pub fn snapshot(pid: u32, timeout: Duration) -> Result<OpenedSource, DiagError> {
+    snapshot_client(&Client::for_pid(pid, timeout)?)
+}
+
+/// [`snapshot`] of the server at `client`.
+pub fn snapshot_client(client: &Client) -> Result<OpenedSource, DiagError> {
+    let session = Session::start(client, &SessionConfig::default())?;
+    let mut stopper = session.stopper();
+    stopper.send()?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, session.reader(client.timeout()));
+    let (bodies, warning) = crate::nettrace::read_code_bodies_partial(&mut reader)
+        .map_err(|e| DiagError::new(DiagErrorKind::Protocol, format!("the session's stream is not a nettrace: {e}")))?;
+    // The stream has ended: the stop reply is moot unless nothing came at all.
+    let _ = stopper.finish();
+    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() })
+}

@@ -1,0 +1,471 @@
+//! EventPipe sessions over the diagnostics port: CollectTracing2 (0x02 0x03) starts one and
+//! streams a nettrace on the same connection; StopTracing (0x02 0x01), sent on a second connection,
+//! makes the runtime write the rundown and end the stream.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::ipc::{self, Message, Payload};
+use super::{Client, DiagError, DiagErrorKind};
+use crate::nettrace::MAX_BLOCK;
+
+/// `Microsoft-Windows-DotNETRuntime` keywords: Loader 0x8, Jit 0x10, JittedMethodILToNativeMap
+/// 0x20000: dotnet-trace's `JITSymbols` set (0x60098), which gives every jitted method's load
+/// event and its IL map.
+pub const JIT_SYMBOLS_KEYWORDS: u64 = 0x60098;
+/// Verbose.
+pub const LEVEL_VERBOSE: u32 = 5;
+
+/// One provider of a session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provider {
+    /// Its name (`Microsoft-Windows-DotNETRuntime`).
+    pub name: String,
+    /// Keywords.
+    pub keywords: u64,
+    /// Level (0 always .. 5 verbose).
+    pub level: u32,
+    /// Filter data (`key=value;...`), if any.
+    pub filter: Option<String>,
+}
+
+impl Provider {
+    /// The runtime provider with the keywords that give IL maps, verbose.
+    pub fn jit_symbols() -> Self {
+        Provider { name: crate::nettrace::RUNTIME.to_owned(), keywords: JIT_SYMBOLS_KEYWORDS, level: LEVEL_VERBOSE, filter: None }
+    }
+
+    /// Parse a dotnet-trace provider list: `Name[:Keywords[:Level[:Filter]]]`, comma-separated;
+    /// keywords in hex (`0x...` or bare hex), level as a number (default 5).
+    pub fn parse_list(spec: &str) -> Result<Vec<Provider>, DiagError> {
+        let bad = |what: String| DiagError::new(DiagErrorKind::BadArgument, what);
+        let mut out = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let mut parts = item.splitn(4, ':');
+            let name = parts.next().unwrap_or("").trim();
+            if name.is_empty() {
+                return Err(bad(format!("a provider name in {item:?}")));
+            }
+            let keywords = match parts.next().map(str::trim).filter(|s| !s.is_empty() && *s != "*") {
+                None => u64::MAX,
+                Some(k) => {
+                    let hex = k.strip_prefix("0x").or_else(|| k.strip_prefix("0X")).unwrap_or(k);
+                    u64::from_str_radix(hex, 16).map_err(|_| bad(format!("hex keywords in {item:?}, not {k:?}")))?
+                }
+            };
+            let level = match parts.next().map(str::trim).filter(|s| !s.is_empty()) {
+                None => LEVEL_VERBOSE,
+                Some(l) => l.parse().ok().filter(|&l: &u32| l <= 5).ok_or_else(|| bad(format!("a level 0-5 in {item:?}, not {l:?}")))?,
+            };
+            let filter = parts.next().map(str::to_owned);
+            out.push(Provider { name: name.to_owned(), keywords, level, filter });
+        }
+        if out.is_empty() {
+            return Err(bad("at least one provider".to_owned()));
+        }
+        Ok(out)
+    }
+}
+
+/// What a session asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionConfig {
+    /// The runtime's circular buffer for this session, in MB.
+    pub buffer_mb: u32,
+    /// Ask for the rundown at stop (every loaded method's DCEnd event and map).
+    pub rundown: bool,
+    /// The providers.
+    pub providers: Vec<Provider>,
+}
+
+impl Default for SessionConfig {
+    /// IL maps: the runtime provider with [`JIT_SYMBOLS_KEYWORDS`] at level 5, rundown on, 256 MB.
+    fn default() -> Self {
+        SessionConfig { buffer_mb: 256, rundown: true, providers: vec![Provider::jit_symbols()] }
+    }
+}
+
+impl SessionConfig {
+    /// The CollectTracing2 payload: u32 buffer MB, u32 format (1 = nettrace), u8 rundown,
+    /// providers as `u32 count` then `u64 keywords, u32 level, string name, string filter`.
+    pub fn payload(&self) -> Vec<u8> {
+        let mut p = Payload::default();
+        p.u32(self.buffer_mb).u32(1).u8(u8::from(self.rundown));
+        p.u32(u32::try_from(self.providers.len()).unwrap_or(u32::MAX));
+        for pr in &self.providers {
+            p.u64(pr.keywords).u32(pr.level).string(&pr.name).string(pr.filter.as_deref().unwrap_or(""));
+        }
+        p.0
+    }
+}
+
+/// One read of a session's stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chunk {
+    /// This many bytes arrived.
+    Data(usize),
+    /// Nothing arrived within the wait.
+    Idle,
+    /// The stream ended: the session stopped, or the process went away.
+    End,
+}
+
+/// A running EventPipe session: its stream, on the connection that started it.
+#[derive(Debug)]
+pub struct Session {
+    stream: UnixStream,
+    id: u64,
+    path: PathBuf,
+    timeout: Duration,
+}
+
+impl Session {
+    /// Start a session (CollectTracing2) and read the reply: the session id. The nettrace bytes
+    /// follow on the same connection.
+    pub fn start(client: &Client, config: &SessionConfig) -> Result<Session, DiagError> {
+        let mut stream = client.connect()?;
+        ipc::send(&mut stream, &Message { command_set: 0x02, command_id: 0x03, payload: config.payload() })?;
+        let reply = ipc::receive(&mut stream)?;
+        let payload = ipc::expect_ok(reply, "CollectTracing2")?;
+        let id = ipc::Fields::new(&payload).u64("the session id")?;
+        Ok(Session { stream, id, path: client.path().to_owned(), timeout: client.timeout() })
+    }
+
+    /// The session id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// What stops this session; usable while the stream is read.
+    pub fn stopper(&self) -> Stopper {
+        Stopper { path: self.path.clone(), id: self.id, timeout: self.timeout, pending: None }
+    }
+
+    /// Read what arrives within `wait` (at least 1 ms). A connection reset by a process that died
+    /// is the end of the stream, not an error.
+    pub fn read_some(&mut self, buf: &mut [u8], wait: Duration) -> Result<Chunk, DiagError> {
+        use std::io::ErrorKind as K;
+        self.stream.set_read_timeout(Some(wait.max(Duration::from_millis(1)))).map_err(|e| DiagError::new(DiagErrorKind::Io, e.to_string()))?;
+        loop {
+            return match self.stream.read(buf) {
+                Ok(0) => Ok(Chunk::End),
+                Ok(n) => Ok(Chunk::Data(n)),
+                Err(e) if e.kind() == K::Interrupted => continue,
+                Err(e) if matches!(e.kind(), K::WouldBlock | K::TimedOut) => Ok(Chunk::Idle),
+                Err(e) if matches!(e.kind(), K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted) => Ok(Chunk::End),
+                Err(e) => Err(DiagError::new(DiagErrorKind::Io, format!("reading the trace stream: {e}"))),
+            };
+        }
+    }
+
+    /// The stream as a reader that ends when the session does, failing with a timeout when no
+    /// byte comes for `idle` (then whatever came before it has been read).
+    pub fn reader(self, idle: Duration) -> SessionReader {
+        SessionReader { session: self, idle }
+    }
+}
+
+/// A session's stream as `std::io::Read`.
+#[derive(Debug)]
+pub struct SessionReader {
+    session: Session,
+    idle: Duration,
+}
+
+impl Read for SessionReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.session.read_some(buf, self.idle) {
+            Ok(Chunk::Data(n)) => Ok(n),
+            Ok(Chunk::End) => Ok(0),
+            Ok(Chunk::Idle) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the runtime sent nothing within the timeout")),
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        }
+    }
+}
+
+/// Stops a session: StopTracing with its id, on a new connection. The request is sent first
+/// ([`Stopper::send`]) and its reply read later ([`Stopper::finish`]), so the caller can keep
+/// reading the rundown meanwhile: the runtime may write the whole rundown before it answers.
+#[derive(Debug)]
+pub struct Stopper {
+    path: PathBuf,
+    id: u64,
+    timeout: Duration,
+    pending: Option<UnixStream>,
+}
+
+impl Stopper {
+    /// Send StopTracing. Sending twice is a no-op.
+    pub fn send(&mut self) -> Result<(), DiagError> {
+        if self.pending.is_some() {
+            return Ok(());
+        }
+        let mut stream = super::open_socket(&self.path, self.timeout)?;
+        let mut p = Payload::default();
+        p.u64(self.id);
+        ipc::send(&mut stream, &Message { command_set: 0x02, command_id: 0x01, payload: p.0 })?;
+        self.pending = Some(stream);
+        Ok(())
+    }
+
+    /// Read the StopTracing reply (after the stream ended). Its payload is the session id.
+    pub fn finish(&mut self) -> Result<(), DiagError> {
+        let Some(mut stream) = self.pending.take() else { return Ok(()) };
+        let reply = ipc::receive(&mut stream)?;
+        ipc::expect_ok(reply, "StopTracing").map(|_| ())
+    }
+}
+
+/// Follows the nettrace container's objects as bytes stream by, without keeping them: where the
+/// last whole object (the header, the Trace object, a block) ended, and whether the stream's
+/// closing NullReference tag came. A file cut at [`Framer::whole`] and given that tag is a valid
+/// trace holding every whole block received.
+#[derive(Debug)]
+pub struct Framer {
+    offset: u64,
+    whole: u64,
+    phase: Phase,
+    /// Bytes of the current fixed-size part.
+    pending: Vec<u8>,
+    fault: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// `Nettrace`, i32 20, `!FastSerialization.1`.
+    Prelude,
+    /// BeginPrivateObject or the final NullReference.
+    Tag,
+    /// The type: BeginPrivateObject, NullReference, i32 version, i32 min version, i32 name length.
+    TypeFixed,
+    /// The type's name and its EndObject.
+    TypeName(usize),
+    /// The Trace object's 48 bytes and EndObject.
+    TraceBody,
+    /// A block's i32 size.
+    BlockSize,
+    /// Padding and body, skipped.
+    Skip(u64),
+    /// The object's EndObject.
+    End,
+    /// The NullReference came: the stream is complete.
+    Done,
+    /// Not a nettrace: nothing more is followed.
+    Broken,
+}
+
+const PRELUDE: &[u8] = b"Nettrace\x14\x00\x00\x00!FastSerialization.1";
+
+impl Default for Framer {
+    fn default() -> Self {
+        Framer { offset: 0, whole: 0, phase: Phase::Prelude, pending: Vec::new(), fault: None }
+    }
+}
+
+impl Framer {
+    /// How many bytes the current phase still needs, beyond `pending`.
+    fn need(&self) -> usize {
+        let want = match self.phase {
+            Phase::Prelude => PRELUDE.len(),
+            Phase::Tag | Phase::End => 1,
+            Phase::TypeFixed => 14,
+            Phase::TypeName(n) => n.saturating_add(1),
+            Phase::TraceBody => 49,
+            Phase::BlockSize => 4,
+            Phase::Skip(_) | Phase::Done | Phase::Broken => 0,
+        };
+        want.saturating_sub(self.pending.len())
+    }
+
+    /// Follow these bytes, the next of the stream.
+    pub fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            match self.phase {
+                Phase::Done | Phase::Broken => {
+                    self.offset = self.offset.saturating_add(data.len() as u64);
+                    return;
+                }
+                Phase::Skip(n) => {
+                    let take = usize::try_from(n).unwrap_or(usize::MAX).min(data.len());
+                    self.offset = self.offset.saturating_add(take as u64);
+                    data = data.get(take..).unwrap_or(&[]);
+                    let left = n.saturating_sub(take as u64);
+                    self.phase = if left == 0 { Phase::End } else { Phase::Skip(left) };
+                }
+                _ => {
+                    let take = self.need().min(data.len());
+                    let (head, rest) = data.split_at(take);
+                    self.pending.extend_from_slice(head);
+                    self.offset = self.offset.saturating_add(take as u64);
+                    data = rest;
+                    if self.need() == 0 {
+                        self.step();
+                    }
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, what: &str) {
+        self.fault = Some(format!("{what} at offset {}", self.offset));
+        self.phase = Phase::Broken;
+    }
+
+    /// A fixed part is complete: check it and move on.
+    fn step(&mut self) {
+        let part = std::mem::take(&mut self.pending);
+        match self.phase {
+            Phase::Prelude => {
+                if part != PRELUDE {
+                    return self.fail("the stream does not start with Nettrace and !FastSerialization.1");
+                }
+                self.whole = self.offset;
+                self.phase = Phase::Tag;
+            }
+            Phase::Tag => match part.first() {
+                Some(1) => {
+                    self.whole = self.offset;
+                    self.phase = Phase::Done;
+                }
+                Some(5) => self.phase = Phase::TypeFixed,
+                _ => self.fail("BeginPrivateObject or NullReference"),
+            },
+            Phase::TypeFixed => {
+                let len = match part.as_slice() {
+                    [5, 1, _, _, _, _, _, _, _, _, a, b, c, d] => i32::from_le_bytes([*a, *b, *c, *d]),
+                    _ => return self.fail("a type header"),
+                };
+                match usize::try_from(len).ok().filter(|&n| n <= 64) {
+                    Some(n) => self.phase = Phase::TypeName(n),
+                    None => self.fail("a type name of at most 64 bytes"),
+                }
+            }
+            Phase::TypeName(n) => {
+                if part.get(n) != Some(&6) {
+                    return self.fail("the type's EndObject");
+                }
+                self.phase = if part.get(..n) == Some(b"Trace".as_slice()) { Phase::TraceBody } else { Phase::BlockSize };
+            }
+            Phase::TraceBody => {
+                if part.last() != Some(&6) {
+                    return self.fail("the Trace object's EndObject");
+                }
+                self.whole = self.offset;
+                self.phase = Phase::Tag;
+            }
+            Phase::BlockSize => {
+                let size = match part.as_slice() {
+                    [a, b, c, d] => i32::from_le_bytes([*a, *b, *c, *d]),
+                    _ => return self.fail("a block size"),
+                };
+                match u32::try_from(size).ok().filter(|&s| s <= MAX_BLOCK) {
+                    Some(s) => {
+                        let pad = 4u64.wrapping_sub(self.offset % 4) % 4;
+                        self.phase = Phase::Skip(pad.saturating_add(u64::from(s)));
+                        if pad.saturating_add(u64::from(s)) == 0 {
+                            self.phase = Phase::End;
+                        }
+                    }
+                    None => self.fail("a block size under 256 MiB"),
+                }
+            }
+            Phase::End => {
+                if part.first() != Some(&6) {
+                    return self.fail("the object's EndObject");
+                }
+                self.whole = self.offset;
+                self.phase = Phase::Tag;
+            }
+            Phase::Skip(_) | Phase::Done | Phase::Broken => {}
+        }
+    }
+
+    /// Bytes followed.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Where the last whole object ended (after the final NullReference once complete).
+    pub fn whole(&self) -> u64 {
+        self.whole
+    }
+
+    /// True when the stream's closing NullReference came.
+    pub fn complete(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// What was not a nettrace, if anything.
+    pub fn fault(&self) -> Option<&str> {
+        self.fault.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(name: &[u8], body: &[u8], at: usize) -> Vec<u8> {
+        let mut v = vec![5, 5, 1];
+        v.extend_from_slice(&4i32.to_le_bytes());
+        v.extend_from_slice(&4i32.to_le_bytes());
+        v.extend_from_slice(&(name.len() as i32).to_le_bytes());
+        v.extend_from_slice(name);
+        v.push(6);
+        if name == b"Trace" {
+            v.extend_from_slice(&[0; 48]);
+        } else {
+            v.extend_from_slice(&(body.len() as i32).to_le_bytes());
+            let pad = (4 - (at + v.len()) % 4) % 4;
+            v.extend(std::iter::repeat_n(0, pad));
+            v.extend_from_slice(body);
+        }
+        v.push(6);
+        v
+    }
+
+    #[test]
+    fn framer_follows_objects_in_any_chunking() {
+        let mut t = PRELUDE.to_vec();
+        let trace = object(b"Trace", &[], t.len());
+        t.extend_from_slice(&trace);
+        let after_trace = t.len();
+        let block = object(b"EventBlock", &[7; 37], t.len());
+        t.extend_from_slice(&block);
+        let after_block = t.len();
+        t.push(1);
+        for chunk in [1, 3, 7, 1000] {
+            let mut f = Framer::default();
+            let mut wholes = Vec::new();
+            for c in t.chunks(chunk) {
+                f.feed(c);
+                wholes.push(f.whole());
+            }
+            assert!(f.complete() && f.fault().is_none(), "chunk {chunk}");
+            assert_eq!(f.whole(), t.len() as u64);
+            assert!(wholes.iter().all(|w| [0, PRELUDE.len(), after_trace, after_block, t.len()].contains(&(*w as usize))));
+        }
+        // Cut inside the block: the last whole object is the Trace object.
+        let mut f = Framer::default();
+        f.feed(&t[..after_block - 3]);
+        assert_eq!((f.whole(), f.complete()), (after_trace as u64, false));
+        // Not a trace.
+        let mut f = Framer::default();
+        f.feed(b"HTTP/1.1 200 OK\r\n\r\n0123456789abcdef");
+        assert!(f.fault().is_some() && f.whole() == 0);
+    }
+
+    #[test]
+    fn provider_lists() {
+        let p = Provider::parse_list("Microsoft-Windows-DotNETRuntime:0x60098:5,My-Source").unwrap();
+        assert_eq!(p[0], Provider::jit_symbols());
+        assert_eq!((p[1].keywords, p[1].level), (u64::MAX, 5));
+        assert!(Provider::parse_list(":1").is_err());
+        assert!(Provider::parse_list("X:zz").is_err());
+        assert!(Provider::parse_list("X:1:9").is_err());
+        let payload = SessionConfig::default().payload();
+        assert_eq!(&payload[..9], &[0, 1, 0, 0, 1, 0, 0, 0, 1]);
+    }
+}
