@@ -21,6 +21,7 @@ pub mod diag;
 pub mod fs;
 pub mod gdmap;
 pub mod ilmap;
+pub mod jitdump;
 pub mod metadata;
 pub mod nettrace;
 pub mod pdb;

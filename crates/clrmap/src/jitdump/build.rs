@@ -1,0 +1,225 @@
+//! Jitdump records and perf maps from a source of bodies (a capture or a trace), offline.
+//!
+//! Offline there is no process memory: code bytes are zeros, so `perf report` shows the methods
+//! and their lines but `perf annotate` has no instructions. Module load addresses, body addresses
+//! and sizes come from the capture or trace, the lines from each module's PDB
+//! ([`crate::symbolizer::Symbolizer::line_table`]).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ilmap::CodeBody;
+use crate::read::Error;
+use crate::symbolizer::Symbolizer;
+
+use super::read::parse;
+use super::{encode_code_load, encode_debug_info, line_entries, perf_map_line, CodeLoad, FileHeader, LineEntry, JIT_CODE_DEBUG_INFO, JIT_CODE_LOAD};
+
+/// One body as clrmap writes it: its range, symbol name and line entries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// Absolute code start.
+    pub address: u64,
+    /// Code size.
+    pub code_size: u64,
+    /// Symbol name ([`symbol_name`]).
+    pub name: String,
+    /// Debug-info entries (empty: no PDB, so no debug-info record).
+    pub lines: Vec<LineEntry>,
+    /// The process that ran it, when the source says.
+    pub pid: Option<u32>,
+}
+
+/// The symbol name clrmap gives a body: `Ns.Type::Method`, or `Module.dll!0x06000012` when its
+/// module's metadata could not be read.
+pub fn symbol_name(name: Option<&str>, module: Option<&str>, token: u32) -> String {
+    match name {
+        Some(n) => n.to_owned(),
+        None => format!("{}!0x{token:08X}", module.unwrap_or("??")),
+    }
+}
+
+fn name_of(body: &CodeBody) -> String {
+    symbol_name(body.name.as_deref(), body.module.as_deref(), body.token)
+}
+
+/// Every body with an absolute address (captures and traces; an image has only RVAs) of process
+/// `pid` (all when `None`; bodies that name no process are always kept), in address order.
+pub fn plan(sym: &Symbolizer, pid: Option<u32>) -> Vec<Planned> {
+    let mut out = Vec::new();
+    for (i, body) in sym.store().bodies().iter().enumerate() {
+        let Some(start) = body.start else { continue };
+        if body.code_size == 0 || pid.is_some_and(|p| body.pid.is_some_and(|b| b != p)) {
+            continue;
+        }
+        let lines = line_entries(start, &sym.line_table(i));
+        out.push(Planned { address: start, code_size: u64::from(body.code_size), name: name_of(body), lines, pid: body.pid });
+    }
+    out.sort_by_key(|p| p.address);
+    out
+}
+
+/// A whole jitdump: the header, then for each body its debug-info record (when it has lines) and
+/// its code load, all stamped `header.timestamp`, code indexes from 1, zero-filled code, thread 0.
+pub fn write_new(planned: &[Planned], header: FileHeader) -> Vec<u8> {
+    let mut out = header.encode().to_vec();
+    let mut index = 0u64;
+    for p in planned {
+        index = index.saturating_add(1);
+        push_body(&mut out, p, header.timestamp, header.pid, index);
+    }
+    out
+}
+
+fn push_body(out: &mut Vec<u8>, p: &Planned, timestamp: u64, pid: u32, index: u64) {
+    if !p.lines.is_empty() {
+        if let Some(r) = encode_debug_info(timestamp, p.address, &p.lines) {
+            out.extend(r);
+        }
+    }
+    let load = CodeLoad { timestamp, pid, tid: 0, address: p.address, code_size: p.code_size, code_index: index, name: &p.name, code: None };
+    if let Some(r) = encode_code_load(&load) {
+        out.extend(r);
+    }
+}
+
+/// What [`enrich`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Enriched {
+    /// The file's records kept as they were.
+    pub kept: usize,
+    /// Debug-info records added before the file's own code loads.
+    pub lines_added: usize,
+    /// Bodies the file did not have (ReadyToRun methods), added with their lines.
+    pub loads_added: usize,
+}
+
+/// Enrich a jitdump another writer made (the runtime, with `DOTNET_PerfMapEnabled=1`) for the
+/// same run: every record and timestamp is kept; a debug-info record is added before each code
+/// load that has none and whose address is a planned body's; planned bodies the file lacks (the
+/// runtime logs no ReadyToRun method) are added with fresh code indexes.
+///
+/// An added body needs a timestamp after its module was mapped, or perf lets the module's own
+/// mapping hide it. `order` is the sources' recording order (code starts, as the capture lists
+/// them): an added body takes the timestamp of the next body in that order that the file
+/// has, and goes just before it; one with none goes at the end, with the last timestamp. A torn
+/// tail of the file is dropped (its warning is returned). Enriching twice adds nothing.
+pub fn enrich(dump: &[u8], planned: &[Planned], order: &[u64]) -> Result<(Vec<u8>, Enriched, Option<Error>), Error> {
+    let parsed = parse(dump)?;
+    let by_address: HashMap<u64, &Planned> = planned.iter().map(|p| (p.address, p)).collect();
+    let present: HashMap<u64, usize> =
+        parsed.records.iter().enumerate().filter_map(|(i, r)| r.load.as_ref().map(|l| (l.code_address, i))).collect();
+    let mut next_index = parsed.records.iter().filter_map(|r| r.load.as_ref().map(|l| l.code_index)).max().unwrap_or(0);
+    let last_time = parsed.records.iter().map(|r| r.timestamp).max().unwrap_or(parsed.header.timestamp);
+
+    // Each added body: the record it goes before (None: the end), in recording order.
+    let mut before: HashMap<Option<usize>, Vec<&Planned>> = HashMap::new();
+    let mut placed: HashSet<u64> = HashSet::new();
+    let mut pending: Vec<&Planned> = Vec::new();
+    for start in order {
+        if let Some(&i) = present.get(start) {
+            before.entry(Some(i)).or_default().append(&mut pending);
+        } else if let Some(p) = by_address.get(start) {
+            if placed.insert(p.address) {
+                pending.push(p);
+            }
+        }
+    }
+    for p in planned {
+        if !present.contains_key(&p.address) && !placed.contains(&p.address) {
+            pending.push(p);
+        }
+    }
+    before.entry(None).or_default().append(&mut pending);
+
+    let mut stats = Enriched::default();
+    let header_end = (parsed.header_size as usize).min(dump.len());
+    let mut out = dump.get(..header_end).unwrap_or(&[]).to_vec();
+    let pid = parsed.header.pid;
+    let mut add = |out: &mut Vec<u8>, list: Option<&Vec<&Planned>>, timestamp: u64, stats: &mut Enriched| {
+        for p in list.into_iter().flatten() {
+            next_index = next_index.saturating_add(1);
+            push_body(out, p, timestamp, pid, next_index);
+            stats.loads_added = stats.loads_added.saturating_add(1);
+        }
+    };
+    let mut previous_id = None;
+    for (i, r) in parsed.records.iter().enumerate() {
+        add(&mut out, before.get(&Some(i)), r.timestamp, &mut stats);
+        if r.id == JIT_CODE_LOAD && previous_id != Some(JIT_CODE_DEBUG_INFO) {
+            let lines = r.load.as_ref().and_then(|l| by_address.get(&l.code_address)).map(|p| &p.lines);
+            if let Some(rec) = lines.filter(|l| !l.is_empty()).and_then(|l| encode_debug_info(r.timestamp, r.load.as_ref().map_or(0, |l| l.code_address), l)) {
+                out.extend(rec);
+                stats.lines_added = stats.lines_added.saturating_add(1);
+            }
+        }
+        out.extend_from_slice(dump.get(r.range.clone()).unwrap_or(&[]));
+        stats.kept = stats.kept.saturating_add(1);
+        previous_id = Some(r.id);
+    }
+    add(&mut out, before.get(&None), last_time, &mut stats);
+    Ok((out, stats, parsed.warning))
+}
+
+/// A perf map (`perf-PID.map`): one `START SIZE NAME` line per body, in address order.
+pub fn perf_map(planned: &[Planned]) -> String {
+    planned.iter().map(|p| perf_map_line(p.address, p.code_size, &p.name)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::super::read::parse;
+    use super::super::*;
+    use super::*;
+
+    fn planned(address: u64, line: u32) -> Planned {
+        let lines = vec![
+            LineEntry { address, line, column: 1, file: "a.cs".into() },
+            LineEntry { address: address + 16, line, column: 1, file: "a.cs".into() },
+        ];
+        Planned { address, code_size: 16, name: format!("M{address:x}"), lines, pid: Some(7) }
+    }
+
+    /// A runtime-like dump: code loads only, no debug info.
+    fn runtime_dump(loads: &[(u64, u64)]) -> Vec<u8> {
+        let mut f = FileHeader { elf_machine: EM_X86_64, pid: 7, timestamp: 1, flags: 0 }.encode().to_vec();
+        for (i, &(addr, t)) in loads.iter().enumerate() {
+            let code = [0xCCu8; 16];
+            f.extend(encode_code_load(&CodeLoad { timestamp: t, pid: 7, tid: 8, address: addr, code_size: 16, code_index: i as u64 + 1, name: "[rt]", code: Some(&code) }).unwrap());
+        }
+        f
+    }
+
+    #[test]
+    fn enrich_keeps_records_adds_lines_and_places_added_bodies_by_recording_order() {
+        let dump = runtime_dump(&[(0x100, 10), (0x200, 20)]);
+        // Recording order: jit 0x100, r2r 0x900, jit 0x200, r2r 0x800 (after the last known).
+        let plan = vec![planned(0x100, 3), planned(0x200, 4), planned(0x800, 5), planned(0x900, 6)];
+        let (out, stats, warn) = enrich(&dump, &plan, &[0x100, 0x900, 0x200, 0x800]).unwrap();
+        assert!(warn.is_none());
+        assert_eq!(stats, Enriched { kept: 2, lines_added: 2, loads_added: 2 });
+        let d = parse(&out).unwrap();
+        let seq: Vec<(u32, u64, u64)> = d.records.iter().map(|r| (r.id, r.load.as_ref().map_or_else(|| r.debug.as_ref().unwrap().0, |l| l.code_address), r.timestamp)).collect();
+        assert_eq!(
+            seq,
+            vec![(2, 0x100, 10), (0, 0x100, 10), (2, 0x900, 20), (0, 0x900, 20), (2, 0x200, 20), (0, 0x200, 20), (2, 0x800, 20), (0, 0x800, 20)]
+        );
+        let indexes: Vec<u64> = d.records.iter().filter_map(|r| r.load.as_ref().map(|l| l.code_index)).collect();
+        assert_eq!(indexes, vec![1, 3, 2, 4]);
+        // The runtime's records are byte-identical.
+        assert_eq!(&out[d.records[1].range.clone()], &dump[40..40 + d.records[1].range.len()]);
+        // Idempotent.
+        let (again, stats, _) = enrich(&out, &plan, &[0x100, 0x900, 0x200, 0x800]).unwrap();
+        assert_eq!(again, out);
+        assert_eq!(stats.lines_added + stats.loads_added, 0);
+    }
+
+    #[test]
+    fn write_new_pairs_debug_info_with_each_load() {
+        let plan = vec![planned(0x100, 3), Planned { lines: vec![], ..planned(0x200, 0) }];
+        let d = parse(&write_new(&plan, FileHeader { elf_machine: EM_X86_64, pid: 7, timestamp: 5, flags: 0 })).unwrap();
+        let ids: Vec<u32> = d.records.iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec![2, 0, 0]);
+        assert_eq!(perf_map(&plan), "100 10 M100\n200 10 M200\n");
+    }
+}
