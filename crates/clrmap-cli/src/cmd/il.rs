@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use clrmap::ilmap::{CodeBody, IlOffset};
 use clrmap::metadata::Metadata;
+use clrmap::r2r::regs::describe_location;
 use clrmap::r2r::ReadyToRunImage;
 use clrmap::pdb::locate::{find_pdb, SymbolPaths};
 use clrmap::pdb::PortablePdb;
@@ -75,6 +76,15 @@ fn matches(body: &CodeBody, filter: &str) -> bool {
     name_matches(body.token, body.name.as_deref(), filter)
 }
 
+/// An IL offset as every text output prints it: hex, as `il at` does (`IL 0x001B`), or the
+/// special entry's name.
+pub fn il_text(il: IlOffset) -> String {
+    match il {
+        IlOffset::Il(v) => format!("IL 0x{v:04X}"),
+        other => other.to_string(),
+    }
+}
+
 /// Say on stderr where a torn source stopped being read (everything whole before it was kept).
 pub fn warn(source: &Path, warnings: &[clrmap::Error]) {
     for w in warnings {
@@ -122,7 +132,7 @@ fn dump(source: &Path, method: Option<&str>, json: bool, out: &mut dyn Write) ->
         }
         writeln!(out, "0x{:08X} {}  {place}  size {}{extra}", b.token, b.name.as_deref().unwrap_or("?"), b.code_size)?;
         for e in &b.map {
-            writeln!(out, "  {:<12} [0x{:X}, 0x{:X})", e.il.to_string(), e.native_start, e.native_end)?;
+            writeln!(out, "  {:<12} [0x{:X}, 0x{:X})", il_text(e.il), e.native_start, e.native_end)?;
         }
     }
     Ok(())
@@ -208,7 +218,7 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mu
                     Some(name) => format!("{what} {name}"),
                     None => what,
                 };
-                writeln!(out, "  {label:<24} [0x{:X}, 0x{:X})  {:?}", v.start, v.end, v.loc)?;
+                writeln!(out, "  {label:<24} [0x{:X}, 0x{:X})  {}", v.start, v.end, describe_location(image.machine(), &v.loc))?;
             }
         }
     }

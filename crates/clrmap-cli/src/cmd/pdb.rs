@@ -123,10 +123,10 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, jso
         writeln!(out, "0x{token:08X} {}", name.as_deref().unwrap_or("?"))?;
         for p in points {
             if p.is_hidden() {
-                writeln!(out, "  IL_{:04X}  hidden", p.il_offset)?;
+                writeln!(out, "  IL 0x{:04X}  hidden", p.il_offset)?;
             } else {
                 let doc = documents.get(p.document.saturating_sub(1) as usize).map_or("?", String::as_str);
-                writeln!(out, "  IL_{:04X}  {doc}:{}:{}-{}:{}", p.il_offset, p.start_line, p.start_column, p.end_line, p.end_column)?;
+                writeln!(out, "  IL 0x{:04X}  {doc}:{}:{}-{}:{}", p.il_offset, p.start_line, p.start_column, p.end_line, p.end_column)?;
             }
         }
     }

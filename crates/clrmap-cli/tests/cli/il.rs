@@ -43,9 +43,27 @@ fn at_resolves_an_rva_and_vars_print() {
     let o = clrmap(&["il", "at", &corelib, "0x393480"]);
     assert_eq!(stdout(&o), "0x06000099 System.AppContext::Setup +0x0: PROLOG (IL 0)\n");
     assert_eq!(code(&clrmap(&["il", "at", &corelib, "0x10"])), Some(1));
+    // il vars in full. At offset 0 the three arguments of this static method are where the
+    // System V x64 calling convention puts them (rdi, rsi, rdx): an independent check of the
+    // register numbering; their names come from the Param table.
+    let o = clrmap(&["il", "vars", &corelib, "--method", "0x06000099"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "0x06000099 System.AppContext::Setup  rva 0x393480\n\
+         \x20 arg 0 pNames             [0x0, 0x1B)  rdi\n\
+         \x20 arg 1 pValues            [0x0, 0x1B)  rsi\n\
+         \x20 arg 2 count              [0x0, 0x1B)  rdx\n\
+         \x20 local 0                  [0x22, 0x6D)  r12\n\
+         \x20 arg 2 count              [0x1B, 0x75)  rbx\n\
+         \x20 arg 0 pNames             [0x1B, 0x75)  r14\n\
+         \x20 arg 1 pValues            [0x1B, 0x75)  r15\n"
+    );
     let o = clrmap(&["il", "vars", &corelib, "--method", "0x06000099", "--json"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("\"vars\""));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["vars"][0], serde_json::json!({"number": 0, "kind": "arg", "index": 0, "name": "pNames", "start": 0, "end": 27, "loc": {"kind": "reg", "reg": 7}}));
+    assert_eq!(v["vars"][3]["kind"], "local");
     assert_eq!(code(&clrmap(&["il", "dump", "Cargo.toml"])), Some(1));
 }
 

@@ -120,7 +120,7 @@ fn pdb_lines_lists_documents_and_points() {
     // The runtime says IL 1 of Inner is line 105, column 13 (examples/frames.stdout).
     assert_eq!(
         stdout(&o),
-        "documents: 2\n    1  /_/src/Frames.cs\n    2  /_/src/Other.cs\n0x06000008 Frames.Nested::Inner\n  IL_0000  /_/src/Frames.cs:104:9-104:10\n  IL_0001  /_/src/Frames.cs:105:13-105:29\n  IL_0007  /_/src/Frames.cs:106:13-106:26\n  IL_000D  /_/src/Frames.cs:107:9-107:10\n"
+        "documents: 2\n    1  /_/src/Frames.cs\n    2  /_/src/Other.cs\n0x06000008 Frames.Nested::Inner\n  IL 0x0000  /_/src/Frames.cs:104:9-104:10\n  IL 0x0001  /_/src/Frames.cs:105:13-105:29\n  IL 0x0007  /_/src/Frames.cs:106:13-106:26\n  IL 0x000D  /_/src/Frames.cs:107:9-107:10\n"
     );
     // The embedded PDB of the same source gives the same points; a standalone PDB works alone.
     let embedded = clrmap(&["pdb", "lines", "tests/fixtures/frames/debug-embedded/Frames.dll", "--method", "0x06000008"]);

@@ -13,6 +13,7 @@ mod debuginfo;
 mod image;
 pub mod machine;
 mod methodsig;
+pub mod regs;
 pub mod native;
 #[cfg(test)]
 mod synthetic;
