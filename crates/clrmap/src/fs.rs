@@ -8,6 +8,15 @@ use std::path::Path;
 /// The largest input file read whole (PDBs, assemblies named by captures and traces): 4 GiB.
 pub const MAX_FILE: u64 = 4 << 30;
 
+/// Open a regular file for reading. Anything else is `InvalidInput`, found before the open (which
+/// would block on a FIFO).
+pub fn open_regular(path: &Path) -> io::Result<std::fs::File> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    std::fs::File::open(path)
+}
+
 /// Read a regular file of at most `limit` bytes. Anything else (a directory, a device, a FIFO,
 /// a socket) is `InvalidInput`, found from the file's metadata before any read.
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {

@@ -49,6 +49,9 @@ pub enum IlCommand {
         rva: u64,
         #[command(flatten)]
         frame: FrameArgs,
+        /// One JSON object, as `symbolize --json` writes it (contract §5).
+        #[arg(long)]
+        json: bool,
     },
     /// Print a method's variable locations (R2R debug info, majors below 16).
     ///
@@ -147,9 +150,12 @@ pub fn parse_u64(s: &str) -> Result<u64, String> {
     r.map_err(|e| format!("not a 64-bit number: {s} ({e})"))
 }
 
-fn at(source: &Path, address: u64, frame: &FrameArgs, out: &mut dyn Write) -> Result<(), CliError> {
+fn at(source: &Path, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = frame.open(source)?;
     let f = sym.symbolize(address, frame.kind());
+    if json && f.token.is_some() {
+        return Ok(crate::cmd::symbolize::write_frame(&f, true, out)?);
+    }
     let (Some(token), Some(offset)) = (f.token, f.native_offset) else {
         let error = match sym.kind() {
             SourceKind::ReadyToRun => Error::at_rva(ErrorKind::NotFound, u32::try_from(address).unwrap_or(u32::MAX), "an RVA inside a method with a map"),
@@ -232,7 +238,7 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mu
 pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
         IlCommand::Dump { source, method, json } => dump(&source, method.as_deref(), json, out),
-        IlCommand::At { source, rva, frame } => at(&source, rva, &frame, out),
+        IlCommand::At { source, rva, frame, json } => at(&source, rva, &frame, json, out),
         IlCommand::Vars { source, method, json, pdb, symbol_path } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path }, out),
     }
 }

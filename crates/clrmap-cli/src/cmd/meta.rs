@@ -26,6 +26,9 @@ pub enum MetaCommand {
     Specs {
         /// The assembly (PE32 or PE32+, ReadyToRun images included).
         assembly: PathBuf,
+        /// One JSON object per line: `{"token":N,"text":"..."}`, or `{"token":N,"error":"kind"}`.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -78,7 +81,52 @@ fn method_spec(blob: Reader<'_>, names: &dyn TypeNames, out: &mut IoFmt<'_>) -> 
 
 /// Print the spec lines of `bytes`, streaming: the same lines as `spec_lines`, each written as
 /// it is rendered.
-pub fn specs(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
+/// One JSON line of `meta specs --json`.
+#[derive(serde::Serialize)]
+struct SpecJson<'a> {
+    token: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'static str>,
+}
+
+/// `specs`, as text or JSON lines. A JSON line is rendered whole before it is written: names are
+/// bounded (64 KiB each), so a line is too.
+fn specs_as(bytes: &[u8], json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    if json {
+        let mut text = Vec::new();
+        specs_text(bytes, &mut text)?;
+        for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let line = String::from_utf8_lossy(line);
+            let (token, rest) = line.split_once('\t').unwrap_or((&line, ""));
+            let token = u32::from_str_radix(token.trim_start_matches("0x"), 16).unwrap_or(0);
+            let spec = match rest.strip_prefix("!error ") {
+                Some(kind) => SpecJson { token, text: None, error: Some(error_kind(kind)) },
+                None => SpecJson { token, text: Some(rest), error: None },
+            };
+            serde_json::to_writer(&mut *out, &spec).map_err(std::io::Error::other)?;
+            writeln!(out)?;
+        }
+        return Ok(());
+    }
+    specs_text(bytes, out)
+}
+
+/// The static id of an error kind printed by `specs_text`.
+fn error_kind(text: &str) -> &'static str {
+    [
+        ErrorKind::BadCompressedInteger, ErrorKind::ItemLengthMismatch, ErrorKind::EmptyInstantiation, ErrorKind::BadElementType,
+        ErrorKind::BadToken, ErrorKind::BadArrayShape, ErrorKind::BadCallingConvention, ErrorKind::TooDeep, ErrorKind::Truncated,
+        ErrorKind::BadMetadata, ErrorKind::NotFound,
+    ]
+    .into_iter()
+    .map(ErrorKind::as_str)
+    .find(|k| *k == text)
+    .unwrap_or("bad_metadata")
+}
+
+fn specs_text(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
     let md = Metadata::parse(bytes).map_err(CliError::input)?;
     let (specs, methods) = (md.tables().rows(table::TYPE_SPEC), md.tables().rows(table::METHOD_SPEC));
     let tokens = (1..=specs).map(|rid| 0x1B00_0000 | rid).chain((1..=methods).map(|rid| 0x2B00_0000 | rid));
@@ -110,6 +158,6 @@ pub fn specs(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
 /// Run a `meta` command.
 pub fn run(cmd: MetaCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        MetaCommand::Specs { assembly } => specs(&read_file(&assembly)?, out),
+        MetaCommand::Specs { assembly, json } => specs_as(&read_file(&assembly)?, json, out),
     }
 }

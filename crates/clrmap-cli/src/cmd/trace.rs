@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use clrmap::nettrace::event_name;
+
 use crate::output::CliError;
 
 /// `clrmap trace ...`
@@ -18,6 +20,9 @@ pub enum TraceCommand {
     Stats {
         /// The .nettrace file.
         trace: PathBuf,
+        /// One JSON object: {"bytes":N,"events":[{"provider","id","version","name","count"}],"blocks":{...}}.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -46,8 +51,8 @@ impl<R: Read> Read for Progress<R> {
 /// Run a `trace` command.
 pub fn run(cmd: TraceCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        TraceCommand::Stats { trace } => {
-            let file = std::fs::File::open(&trace).map_err(|e| CliError::Message(format!("cannot read {}: {e}", trace.display())))?;
+        TraceCommand::Stats { trace, json } => {
+            let file = clrmap::fs::open_regular(&trace).map_err(|e| CliError::Message(format!("cannot read {}: {e}", trace.display())))?;
             let total = file.metadata().map(|m| m.len()).unwrap_or(0);
             let show = total > 64 << 20 && std::io::stderr().is_terminal();
             let reader = Progress { inner: std::io::BufReader::with_capacity(1 << 20, file), read: 0, total, next: 16 << 20, show };
@@ -58,9 +63,20 @@ pub fn run(cmd: TraceCommand, out: &mut dyn Write) -> Result<(), CliError> {
             let stats = stats?;
             let mut events: Vec<_> = stats.events.iter().collect();
             events.sort();
+            if json {
+                let events: Vec<serde_json::Value> = events
+                    .iter()
+                    .map(|((provider, id, version), n)| serde_json::json!({"provider": provider, "id": id, "version": version, "name": event_name(provider, *id), "count": n}))
+                    .collect();
+                let blocks: std::collections::BTreeMap<_, _> = stats.blocks.iter().collect();
+                let v = serde_json::json!({"bytes": stats.bytes, "events": events, "blocks": blocks, "unknown_events": stats.unknown_events});
+                writeln!(out, "{v}")?;
+                return Ok(());
+            }
             writeln!(out, "{} bytes", stats.bytes)?;
             for ((provider, id, version), n) in events {
-                writeln!(out, "{n:>10}  {provider} {id} v{version}")?;
+                let name = event_name(provider, *id).map_or(String::new(), |n| format!(" {n}"));
+                writeln!(out, "{n:>10}  {provider} {id} v{version}{name}")?;
             }
             let mut blocks: Vec<_> = stats.blocks.iter().collect();
             blocks.sort();

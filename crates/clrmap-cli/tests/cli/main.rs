@@ -8,4 +8,5 @@ mod dict;
 mod il;
 mod symbolize;
 mod errors;
+mod daily;
 mod hostile;

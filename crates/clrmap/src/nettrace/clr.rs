@@ -135,6 +135,57 @@ pub fn tier_name(flags: u32) -> &'static str {
     }
 }
 
+/// The name of a CLR event, from the runtime's manifest (ClrEtwAll.man), for the events of the
+/// runtime and rundown providers that clrmap reads or that traces usually hold. The runtime does
+/// not write names into a trace's metadata, so tools carry the table.
+pub fn event_name(provider: &str, id: u32) -> Option<&'static str> {
+    Some(match (provider, id) {
+        ("Microsoft-DotNETCore-EventPipe", 1) => "ProcessInfo",
+        (RUNTIME, 1) => "GCStart",
+        (RUNTIME, 2) => "GCEnd",
+        (RUNTIME, 80) => "ExceptionThrown",
+        (RUNTIME, 141) => "MethodLoad",
+        (RUNTIME, 142) => "MethodUnload",
+        (RUNTIME, 143) => "MethodLoadVerbose",
+        (RUNTIME, 144) => "MethodUnloadVerbose",
+        (RUNTIME, 145) => "MethodJittingStarted",
+        (RUNTIME, 146) => "MethodJitMemoryAllocatedForCode",
+        (RUNTIME, 151) => "DomainModuleLoad",
+        (RUNTIME, 152) => "ModuleLoad",
+        (RUNTIME, 153) => "ModuleUnload",
+        (RUNTIME, 154) => "AssemblyLoad",
+        (RUNTIME, 155) => "AssemblyUnload",
+        (RUNTIME, 156) => "AppDomainLoad",
+        (RUNTIME, 157) => "AppDomainUnload",
+        (RUNTIME, 185) => "MethodJitInliningSucceeded",
+        (RUNTIME, 186) => "MethodJitInliningFailed",
+        (RUNTIME, 187) => "RuntimeInformationStart",
+        (RUNTIME, 188) => "MethodJitTailCallSucceeded",
+        (RUNTIME, 189) => "MethodJitTailCallFailed",
+        (RUNTIME, 190) => "MethodILToNativeMap",
+        (RUNDOWN, 141) => "MethodDCStart",
+        (RUNDOWN, 142) => "MethodDCEnd",
+        (RUNDOWN, 143) => "MethodDCStartVerbose",
+        (RUNDOWN, 144) => "MethodDCEndVerbose",
+        (RUNDOWN, 145) => "DCStartComplete",
+        (RUNDOWN, 146) => "DCEndComplete",
+        (RUNDOWN, 147) => "DCStartInit",
+        (RUNDOWN, 148) => "DCEndInit",
+        (RUNDOWN, 149) => "MethodDCStartILToNativeMap",
+        (RUNDOWN, 150) => "MethodDCEndILToNativeMap",
+        (RUNDOWN, 151) => "DomainModuleDCStart",
+        (RUNDOWN, 152) => "DomainModuleDCEnd",
+        (RUNDOWN, 153) => "ModuleDCStart",
+        (RUNDOWN, 154) => "ModuleDCEnd",
+        (RUNDOWN, 155) => "AssemblyDCStart",
+        (RUNDOWN, 156) => "AssemblyDCEnd",
+        (RUNDOWN, 157) => "AppDomainDCStart",
+        (RUNDOWN, 158) => "AppDomainDCEnd",
+        (RUNDOWN, 187) => "RuntimeInformationDCStart",
+        _ => return None,
+    })
+}
+
 /// Pairs maps with bodies while events stream by.
 #[derive(Debug, Default)]
 pub struct MethodTable {

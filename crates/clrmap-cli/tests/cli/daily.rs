@@ -1,0 +1,43 @@
+//! Daily use (issue 16): event names in `trace stats`, `--json` on `trace stats`, `il at` and
+//! `meta specs`.
+
+use crate::support::*;
+
+#[test]
+fn trace_stats_names_events_and_speaks_json() {
+    let o = clrmap(&["trace", "stats", "examples/frames.nettrace"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    // Names from the runtime's manifest (ClrEtwAll.man) for the ids clrmap reads.
+    for line in ["Microsoft-Windows-DotNETRuntime 143 v1 MethodLoadVerbose", "Microsoft-Windows-DotNETRuntime 190 v1 MethodILToNativeMap", "Microsoft-Windows-DotNETRuntime 152 v2 ModuleLoad"] {
+        assert!(text.contains(line), "{line} missing in\n{text}");
+    }
+    let o = clrmap(&["trace", "stats", "examples/frames.nettrace", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["bytes"], 499854);
+    let events = v["events"].as_array().unwrap();
+    let maps = events.iter().find(|e| e["name"] == "MethodILToNativeMap").unwrap();
+    let loads = events.iter().find(|e| e["name"] == "MethodLoadVerbose").unwrap();
+    // A map for most jitted method loads (`il dump` finds 136 bodies with maps in this trace).
+    let (maps, loads) = (maps["count"].as_u64().unwrap(), loads["count"].as_u64().unwrap());
+    assert!(maps > 100 && maps <= loads, "{maps} maps, {loads} loads");
+    let dumped = stdout(&clrmap(&["il", "dump", "examples/frames.nettrace"])).lines().filter(|l| l.starts_with("0x")).count() as u64;
+    assert_eq!(dumped, maps);
+}
+
+#[test]
+fn il_at_and_meta_specs_speak_json() {
+    let o = clrmap(&["il", "at", "examples/frames.nettrace", "0x7F8CE5225927", "--return-address", "--json", "--symbol-path", "tests/fixtures/frames/debug-embedded"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!((v["method"].as_str(), v["line"].as_u64(), v["il_offset"].as_u64()), (Some("Frames.Nested::Inner"), Some(105), Some(1)));
+    let text = stdout(&clrmap(&["meta", "specs", "tests/fixtures/frames/debug-portable/Frames.dll"]));
+    let json = stdout(&clrmap(&["meta", "specs", "tests/fixtures/frames/debug-portable/Frames.dll", "--json"]));
+    assert_eq!(text.lines().count(), json.lines().count());
+    for (t, j) in text.lines().zip(json.lines()) {
+        let v: serde_json::Value = serde_json::from_str(j).unwrap();
+        let (token, rest) = t.split_once('\t').unwrap();
+        assert_eq!(format!("0x{:08X}", v["token"].as_u64().unwrap()), token);
+        assert_eq!(v["text"].as_str(), Some(rest));
+    }
+}
