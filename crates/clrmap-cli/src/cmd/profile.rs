@@ -23,6 +23,11 @@ pub struct ProfileArgs {
     /// $CLRMAP_PROFILER_PATH.
     #[arg(long)]
     profiler: Option<PathBuf>,
+    /// Also write Linux perf's `jit-PID.dump` (with source lines) and `perf-PID.map` for each .NET
+    /// process, into DIR (default /tmp), for `perf record -k 1` and `perf inject --jit`
+    /// (docs/perf.md).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "/tmp")]
+    perf: Option<PathBuf>,
     /// The command, e.g. `dotnet app.dll`.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -57,6 +62,20 @@ fn start_capture(output: &Path) -> Result<(), CliError> {
     }
 }
 
+/// `clrmap profile`'s own exit status when the profiler did not load or wrote no capture: told
+/// apart from bad input (1) and bad usage (2).
+pub const PROFILER_NOT_LOADED: i32 = 3;
+
+/// The child's status as a shell reports it: its exit code, or 128 + the signal that killed it.
+fn shell_status(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => signal.saturating_add(128),
+        (None, None) => 1,
+    }
+}
+
 /// Run the command; returns its exit status (passed through by `main`).
 ///
 /// Example: `clrmap profile -o app.capture -- dotnet app.dll`, then `clrmap il dump app.capture`.
@@ -79,14 +98,27 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     if args.disable_r2r {
         c.env("CLRMAP_PROFILER_DISABLE_R2R", "1");
     }
+    if let Some(dir) = &args.perf {
+        // The runtime's own jitdump (PerfMapEnabled 1 or 2) would write the same file.
+        for var in ["DOTNET_PerfMapEnabled", "COMPlus_PerfMapEnabled"] {
+            if std::env::var(var).is_ok_and(|v| v.trim() == "1" || v.trim() == "2") {
+                return Err(CliError::Usage(format!("--perf: unset {var}: the runtime would write the same jit-PID.dump (enrich the runtime's own with `clrmap perf jitdump --enrich`)")));
+            }
+        }
+        c.env("CLRMAP_PROFILER_PERF", absolute(dir)?);
+    }
     let status = c.status().map_err(|e| CliError::Message(format!("cannot run {program}: {e}")))?;
     // CoreCLR fails silently when a profiler does not load: the capture's header proves it did.
     let loaded = std::fs::read(&output).map(|b| b.starts_with(b"{\"format\":\"clrmap-capture\"")).unwrap_or(false);
     if !loaded {
-        eprintln!("clrmap: the profiler did not load (no capture at {}); is the command a .NET app?", output.display());
-        return Ok(status.code().unwrap_or(1).max(1));
+        eprintln!(
+            "clrmap: the profiler did not load (no capture at {}); is the command a .NET app? (it exited with {})",
+            output.display(),
+            shell_status(status)
+        );
+        return Ok(PROFILER_NOT_LOADED);
     }
-    Ok(status.code().unwrap_or(1))
+    Ok(shell_status(status))
 }
 
 fn absolute(p: &Path) -> Result<PathBuf, CliError> {

@@ -9,4 +9,5 @@ mod il;
 mod symbolize;
 mod errors;
 mod daily;
+mod profile;
 mod hostile;

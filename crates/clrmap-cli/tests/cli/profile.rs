@@ -1,0 +1,47 @@
+//! `clrmap profile` passes the child's status through like a shell, and has its own status when
+//! the profiler did not load (issue 16). Needs the .NET 8.0.4 runtime (mandatory in CI) and the
+//! profiler built by `cargo build --workspace`.
+
+use std::path::PathBuf;
+
+use crate::support::*;
+
+fn dotnet80() -> Option<PathBuf> {
+    let home = std::env::var("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|_| repo_root().join(".dotnet"));
+    let p = home.join("8.0/dnv/net/runtime/.net/dotnet");
+    if p.is_file() {
+        return Some(p);
+    }
+    assert!(std::env::var("CI").is_err(), "the 8.0.4 runtime is missing: run scripts/install-dotnet.sh");
+    eprintln!("SKIPPED: run scripts/install-dotnet.sh");
+    None
+}
+
+fn profiler() -> String {
+    let so = repo_root().join("target/debug/libclrmap_profiler.so");
+    assert!(so.is_file(), "build the workspace first (cargo build --workspace)");
+    so.to_string_lossy().into_owned()
+}
+
+#[test]
+fn the_profiler_not_loading_has_its_own_status_and_signals_read_as_a_shell_reads_them() {
+    let Some(dotnet) = dotnet80() else { return };
+    let dir = std::env::temp_dir().join("clrmap-profile-status");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("x.capture");
+    let cap = cap.to_str().unwrap();
+    let so = profiler();
+    // Not a .NET program: the child succeeds, but nothing was captured.
+    let o = clrmap(&["profile", "-o", cap, "--profiler", &so, "--", "true"]);
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the profiler did not load"), "{}", stderr(&o));
+    // A .NET program whose shell is then killed by SIGTERM: 128 + 15, as a shell says.
+    let frames = repo_root().join("tests/fixtures/frames/release-portable/Frames.dll");
+    let script = format!("'{}' '{}' >/dev/null; kill -TERM $$", dotnet.display(), frames.display());
+    let o = clrmap(&["profile", "-o", cap, "--profiler", &so, "--", "sh", "-c", &script]);
+    assert_eq!(code(&o), Some(143), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(cap).unwrap().starts_with("{\"format\":\"clrmap-capture\""));
+    // A normal exit code passes through.
+    let o = clrmap(&["profile", "-o", cap, "--profiler", &so, "--", "sh", "-c", &format!("'{}' '{}' >/dev/null; exit 7", dotnet.display(), frames.display())]);
+    assert_eq!(code(&o), Some(7), "{}", stderr(&o));
+}
