@@ -10,6 +10,7 @@
 //! `Machine` is `unsupported_machine`.
 
 mod debuginfo;
+pub mod frames;
 mod image;
 pub mod machine;
 mod methodsig;

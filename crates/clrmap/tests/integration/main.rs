@@ -14,3 +14,4 @@ mod pdb;
 mod frames;
 mod hostile;
 mod torn;
+mod frameprops;
