@@ -45,9 +45,11 @@ enum Command {
     /// Example: `echo 0x39349C | clrmap symbolize $FW/System.Private.CoreLib.dll`
     #[command(verbatim_doc_comment)]
     Symbolize(cmd::symbolize::SymbolizeArgs),
-    /// EventPipe traces: event statistics.
+    /// EventPipe traces: event statistics, and `collect` from a running process.
     #[command(subcommand)]
-    Trace(cmd::trace::TraceCommand),
+    Trace(cmd::diag::TraceGroup),
+    /// The .NET processes this user can reach through their diagnostics port.
+    Ps(cmd::diag::PsArgs),
     /// Run a .NET command with the clrmap profiler attached and capture every body's map.
     ///
     /// Example: `clrmap profile -o app.capture -- dotnet app.dll`
@@ -61,7 +63,9 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Dict(c) => cmd::dict::run(c, out),
         Command::Meta(c) => cmd::meta::run(c, out),
         Command::Il(c) => cmd::il::run(c, out),
-        Command::Trace(c) => cmd::trace::run(c, out),
+        Command::Trace(cmd::diag::TraceGroup::File(c)) => cmd::trace::run(c, out),
+        Command::Trace(cmd::diag::TraceGroup::Collect(_)) => Ok(()),
+        Command::Ps(a) => cmd::diag::ps(&a, out).map_err(CliError::Io),
         Command::Pdb(c) => cmd::pdb::run(c, out),
         Command::Symbolize(a) => cmd::symbolize::run(a, out),
     }
@@ -76,6 +80,9 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    if let Command::Trace(cmd::diag::TraceGroup::Collect(args)) = &cli.command {
+        return cmd::diag::collect(args);
+    }
     if let Command::Profile(args) = cli.command {
         return match cmd::profile::run(args) {
             Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -8,3 +8,4 @@ pub mod profile;
 pub mod trace;
 pub mod pdb;
 pub mod symbolize;
+pub mod diag;

@@ -54,11 +54,14 @@ pub enum DiagErrorKind {
     BadArgument,
     /// Another I/O error.
     Io,
+    /// The process exited (or was killed) before it answered.
+    TargetExited,
 }
 
 impl DiagErrorKind {
     /// The stable name: `no_such_process`, `not_dotnet`, `permission_denied`,
-    /// `unsupported_command`, `server_error`, `protocol`, `timeout`, `bad_argument`, `io`.
+    /// `unsupported_command`, `server_error`, `protocol`, `timeout`, `bad_argument`, `io`,
+    /// `target_exited`.
     pub fn as_str(self) -> &'static str {
         match self {
             DiagErrorKind::NoSuchProcess => "no_such_process",
@@ -70,6 +73,7 @@ impl DiagErrorKind {
             DiagErrorKind::Timeout => "timeout",
             DiagErrorKind::BadArgument => "bad_argument",
             DiagErrorKind::Io => "io",
+            DiagErrorKind::TargetExited => "target_exited",
         }
     }
 }
@@ -135,6 +139,7 @@ fn open_socket(path: &Path, timeout: Duration) -> Result<UnixStream, DiagError> 
 pub struct Client {
     path: PathBuf,
     timeout: Duration,
+    pid: Option<u32>,
 }
 
 /// What ProcessInfo / ProcessInfo2 answer.
@@ -159,12 +164,12 @@ pub struct ProcessInfo {
 impl Client {
     /// The server of process `pid`, found by [`socket_path`].
     pub fn for_pid(pid: u32, timeout: Duration) -> Result<Client, DiagError> {
-        Ok(Client { path: socket_path(pid)?, timeout })
+        Ok(Client { path: socket_path(pid)?, timeout, pid: Some(pid) })
     }
 
     /// The server at an explicit socket path.
     pub fn connect_path(path: impl Into<PathBuf>, timeout: Duration) -> Client {
-        Client { path: path.into(), timeout }
+        Client { path: path.into(), timeout, pid: None }
     }
 
     /// The socket.
@@ -179,14 +184,29 @@ impl Client {
 
     /// A new connection (each command takes one).
     pub fn connect(&self) -> Result<UnixStream, DiagError> {
-        open_socket(&self.path, self.timeout)
+        open_socket(&self.path, self.timeout).map_err(|e| self.explain(e))
+    }
+
+    /// A connection refused or closed without a reply, by a process that is gone (or a zombie):
+    /// `target_exited`.
+    pub fn explain(&self, e: DiagError) -> DiagError {
+        let Some(pid) = self.pid else { return e };
+        if !matches!(e.kind, DiagErrorKind::Protocol | DiagErrorKind::NotDotnet | DiagErrorKind::Io) {
+            return e;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        if matches!(state, None | Some("Z" | "X")) {
+            return DiagError::new(DiagErrorKind::TargetExited, format!("process {pid} exited ({})", e.message));
+        }
+        e
     }
 
     /// One command and its reply's payload, on a connection of its own.
     pub fn request(&self, command_set: u8, command_id: u8, payload: Vec<u8>, name: &str) -> Result<Vec<u8>, DiagError> {
         let mut stream = self.connect()?;
-        ipc::send(&mut stream, &ipc::Message { command_set, command_id, payload })?;
-        ipc::expect_ok(ipc::receive(&mut stream)?, name)
+        ipc::send(&mut stream, &ipc::Message { command_set, command_id, payload }).map_err(|e| self.explain(e))?;
+        ipc::expect_ok(ipc::receive(&mut stream).map_err(|e| self.explain(e))?, name)
     }
 
     /// ProcessInfo2 (0x04 0x04), else ProcessInfo (0x04 0x00). CoreCLR 3.1 knows neither:

@@ -126,8 +126,8 @@ impl Session {
     /// follow on the same connection.
     pub fn start(client: &Client, config: &SessionConfig) -> Result<Session, DiagError> {
         let mut stream = client.connect()?;
-        ipc::send(&mut stream, &Message { command_set: 0x02, command_id: 0x03, payload: config.payload() })?;
-        let reply = ipc::receive(&mut stream)?;
+        ipc::send(&mut stream, &Message { command_set: 0x02, command_id: 0x03, payload: config.payload() }).map_err(|e| client.explain(e))?;
+        let reply = ipc::receive(&mut stream).map_err(|e| client.explain(e))?;
         let payload = ipc::expect_ok(reply, "CollectTracing2")?;
         let id = ipc::Fields::new(&payload).u64("the session id")?;
         Ok(Session { stream, id, path: client.path().to_owned(), timeout: client.timeout() })

@@ -15,3 +15,4 @@ mod frames;
 mod hostile;
 mod torn;
 mod frameprops;
+mod attach;
