@@ -25,6 +25,11 @@ pub enum Resolved {
     Outside,
 }
 
+/// The greatest real IL offset of a map: what an epilog reports (the runtime's `m_lastIL`).
+fn last_il(map: &[MapEntry]) -> Option<u32> {
+    map.iter().filter_map(|e| if let IlOffset::Il(v) = e.il { Some(v) } else { None }).max()
+}
+
 /// Resolve a native offset against a body's public map (`code_size` bounds the body).
 ///
 /// The map is searched in native order by floor: the last range start ≤ offset. Among ranges
@@ -45,7 +50,7 @@ pub fn native_to_il(map: &[MapEntry], code_size: u32, offset: u32, policy: Polic
     if let Some(v) = real.min() {
         return Resolved::Il(v);
     }
-    let max_real = map.iter().filter_map(|e| if let IlOffset::Il(v) = e.il { Some(v) } else { None }).max();
+    let max_real = last_il(map);
     let mut specials = group.map(|e| e.il);
     if specials.clone().any(|i| i == IlOffset::Epilog) {
         Resolved::Epilog(max_real)
@@ -76,8 +81,7 @@ pub fn runtime_il_offset(map: &[MapEntry], code_size: u32, offset: u32) -> (Opti
     match map.iter().find(holds).map(|e| e.il) {
         Some(IlOffset::Il(v)) => (Some(IlOffset::Il(v)), v),
         Some(IlOffset::Epilog) => {
-            let last = map.iter().filter_map(|e| if let IlOffset::Il(v) = e.il { Some(v) } else { None }).max();
-            (Some(IlOffset::Epilog), last.unwrap_or(0))
+            (Some(IlOffset::Epilog), last_il(map).unwrap_or(0))
         }
         Some(other) => (Some(other), 0),
         None => (None, 0),
