@@ -53,6 +53,22 @@ pub enum IlCommand {
         #[arg(long)]
         json: bool,
     },
+    /// ICorDebugSymbolProvider2::GetFrameProps over a ReadyToRun image: the start of the frame
+    /// that holds the RVA (the method's, or the funclet's) and, for a funclet, its parent method's
+    /// start (0 otherwise).
+    ///
+    /// Example: `clrmap il frame $FW/System.Private.CoreLib.dll 0x39349C`
+    #[command(verbatim_doc_comment)]
+    Frame {
+        /// A ReadyToRun image.
+        source: PathBuf,
+        /// A code RVA (hex with 0x, or decimal).
+        #[arg(value_parser = crate::cmd::dict::parse_u32)]
+        rva: u32,
+        /// JSON: {"code_start_rva":N,"parent_frame_start_rva":N,"funclet":bool,"token":N,"name":...}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a method's variable locations (R2R debug info, majors below 16).
     ///
     /// Example: `clrmap il vars $FW/System.Private.CoreLib.dll --method 0x06000099`
@@ -234,11 +250,42 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mu
     Ok(())
 }
 
+fn frame(source: &Path, rva: u32, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let bytes = read_file(source)?;
+    let image = ReadyToRunImage::parse(&bytes).map_err(CliError::input)?;
+    let props = image.frame_props(rva).map_err(CliError::input)?;
+    // The method: the entry point whose RUNTIME_FUNCTION is the method's entry.
+    let token = image.entry_points().map_err(CliError::input)?.into_iter().find(|e| e.runtime_function == props.method_runtime_function).map(|e| e.token);
+    let name = token.and_then(|t| Metadata::parse(&bytes).ok().and_then(|m| m.method_name(t)));
+    if json {
+        let v = serde_json::json!({
+            "code_start_rva": props.code_start,
+            "parent_frame_start_rva": props.parent_frame_start_rva(),
+            "funclet": props.is_funclet(),
+            "token": token,
+            "name": name,
+        });
+        writeln!(out, "{v}")?;
+        return Ok(());
+    }
+    let who = match (token, &name) {
+        (Some(t), Some(n)) => format!("0x{t:08X} {n}"),
+        (Some(t), None) => format!("0x{t:08X}"),
+        _ => "?".to_owned(),
+    };
+    match props.parent_start {
+        Some(parent) => writeln!(out, "funclet at 0x{:X} of {who} (parent frame at 0x{parent:X})", props.code_start)?,
+        None => writeln!(out, "0x{:X} {who} (no parent frame)", props.code_start)?,
+    }
+    Ok(())
+}
+
 /// Run an `il` command.
 pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
         IlCommand::Dump { source, method, json } => dump(&source, method.as_deref(), json, out),
         IlCommand::At { source, rva, frame, json } => at(&source, rva, &frame, json, out),
+        IlCommand::Frame { source, rva, json } => frame(&source, rva, json, out),
         IlCommand::Vars { source, method, json, pdb, symbol_path } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path }, out),
     }
 }

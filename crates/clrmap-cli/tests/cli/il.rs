@@ -106,3 +106,24 @@ fn profile_never_overwrites_a_file_that_is_not_a_capture() {
     assert!(stderr(&o).contains("not a clrmap capture"), "{}", stderr(&o));
     assert_eq!(std::fs::read(&precious).unwrap(), b"MZ not a capture");
 }
+
+#[test]
+fn il_frame_answers_get_frame_props() {
+    // .NET 8.0.4 CoreLib: a funclet at 0x10AF92 whose method starts at 0x10AEB0 (found from the
+    // RUNTIME_FUNCTION chain; the library test checks every funclet against the EH clauses).
+    let Some(corelib) = corelib80() else { return };
+    let o = clrmap(&["il", "frame", &corelib, "0x10AF93", "--json"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!((v["code_start_rva"].as_u64(), v["parent_frame_start_rva"].as_u64(), v["funclet"].as_bool()), (Some(0x10AF92), Some(0x10AEB0), Some(true)));
+    // Its parent's main body: a frame of its own, no parent; same method.
+    let o = clrmap(&["il", "frame", &corelib, "0x10AEB5", "--json"]);
+    let w: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!((w["code_start_rva"].as_u64(), w["parent_frame_start_rva"].as_u64(), &w["token"]), (Some(0x10AEB0), Some(0), &v["token"]));
+    let o = clrmap(&["il", "frame", &corelib, "0x402DB5"]);
+    assert_eq!(stdout(&o), "0x402DB0 0x06008373 System.Collections.Generic.List`1::Add (no parent frame)\n");
+    // Padding between methods: in no frame.
+    let o = clrmap(&["il", "frame", &corelib, "0x402DAF"]);
+    assert_eq!(code(&o), Some(1));
+    assert_eq!(stderr(&o), "error: not_found at RVA 0x402DAF: expected an RVA inside a RUNTIME_FUNCTION of the image\n");
+}
