@@ -238,6 +238,16 @@ pub fn snapshot_or_exit(pid: u32) -> OpenedSource {
     }
 }
 
+/// A symbolizer over process `pid`'s jitted methods, now, with the PDB options of `frame`
+/// (`il at --pid`, `symbolize --pid`). Exits with the error's own status as
+/// [`snapshot_or_exit`] does.
+#[allow(dead_code)] // until `il at --pid` and `symbolize --pid` call it
+pub fn symbolizer_for_pid(pid: u32, frame: &crate::cmd::symbolize::FrameArgs) -> Result<clrmap::symbolizer::Symbolizer, crate::output::CliError> {
+    use clrmap::pdb::locate::SymbolPaths;
+    let options = clrmap::symbolizer::Options { symbols: SymbolPaths { pdb: frame.pdb.clone(), dirs: frame.symbol_path.clone() } };
+    clrmap::symbolizer::Symbolizer::from_opened(snapshot_or_exit(pid), None, options).map_err(crate::cmd::symbolize::open_error)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
