@@ -29,9 +29,14 @@ pub enum IlCommand {
     Dump {
         /// A ReadyToRun image, an EventPipe trace (.nettrace), or a capture written by `clrmap profile`.
         source: PathBuf,
-        /// Only this method: a MethodDef token (0x06000123) or a name (`Ns.Type::Method`).
+        /// Only this method: a MethodDef token (0x06000123) or a name (`Ns.Type::Method`,
+        /// `Type::Method` or `Method`).
         #[arg(long)]
         method: Option<String>,
+        /// Only bodies of this module (file name, e.g. `System.Private.CoreLib.dll`; traces and
+        /// captures).
+        #[arg(long)]
+        module: Option<String>,
         /// JSON as the output contract §4 gives it.
         #[arg(long)]
         json: bool,
@@ -111,13 +116,54 @@ pub fn warn(source: &Path, warnings: &[clrmap::Error]) {
     }
 }
 
-fn dump(source: &Path, method: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+/// Edit distance between two short strings (Levenshtein, one row at a time).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = i;
+        let mut next = vec![i.saturating_add(1)];
+        for (j, cb) in b.iter().enumerate() {
+            let up = row.get(j.saturating_add(1)).copied().unwrap_or(usize::MAX);
+            let left = next.last().copied().unwrap_or(usize::MAX);
+            let cost = diagonal.saturating_add(usize::from(ca != *cb));
+            next.push(cost.min(up.saturating_add(1)).min(left.saturating_add(1)));
+            diagonal = up;
+        }
+        row = next;
+    }
+    row.last().copied().unwrap_or(0)
+}
+
+/// Up to five method names near `filter`: by the edit distance of their method part to the
+/// filter's (at most a third of its length), or containing it, ignoring case.
+fn near_names<'a>(bodies: &'a [CodeBody], filter: &str) -> Vec<&'a str> {
+    let want = filter.rsplit([':', '.']).next().unwrap_or(filter).to_lowercase();
+    let limit = (want.chars().count() / 3).max(1);
+    let mut near: Vec<(usize, &str)> = bodies
+        .iter()
+        .filter_map(|b| b.name.as_deref())
+        .filter_map(|n| {
+            let short = n.rsplit([':', '.']).next().unwrap_or(n).to_lowercase();
+            let d = if short.contains(&want) && !want.is_empty() { 0 } else { distance(&short, &want) };
+            (d <= limit).then_some((d, n))
+        })
+        .collect();
+    near.sort_unstable();
+    near.dedup_by(|a, b| a.1 == b.1);
+    near.into_iter().take(5).map(|(_, n)| n).collect()
+}
+
+fn dump(source: &Path, method: Option<&str>, module: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let opened = open_source(source).map_err(open_error)?;
     warn(source, &opened.warnings);
     let bodies = opened.bodies;
-    let selected: Vec<&CodeBody> = bodies.iter().filter(|b| method.is_none_or(|m| matches(b, m))).collect();
+    let in_module = |b: &CodeBody| module.is_none_or(|m| b.module.as_deref().is_some_and(|bm| bm.eq_ignore_ascii_case(m)));
+    let selected: Vec<&CodeBody> = bodies.iter().filter(|b| in_module(b) && method.is_none_or(|m| matches(b, m))).collect();
     if let (Some(m), true) = (method, selected.is_empty()) {
-        return Err(CliError::Message(format!("no method {m} with debug info in {}", source.display())));
+        let near = near_names(&bodies, m);
+        let hint = if near.is_empty() { String::new() } else { format!("; near names: {}", near.join(", ")) };
+        return Err(CliError::Message(format!("no method {m} with debug info in {}{hint}", source.display())));
     }
     if json {
         // Streamed, one method at a time: the same bytes as serializing the whole document.
@@ -283,7 +329,7 @@ fn frame(source: &Path, rva: u32, json: bool, out: &mut dyn Write) -> Result<(),
 /// Run an `il` command.
 pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        IlCommand::Dump { source, method, json } => dump(&source, method.as_deref(), json, out),
+        IlCommand::Dump { source, method, module, json } => dump(&source, method.as_deref(), module.as_deref(), json, out),
         IlCommand::At { source, rva, frame, json } => at(&source, rva, &frame, json, out),
         IlCommand::Frame { source, rva, json } => frame(&source, rva, json, out),
         IlCommand::Vars { source, method, json, pdb, symbol_path } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path }, out),

@@ -41,3 +41,21 @@ fn il_at_and_meta_specs_speak_json() {
         assert_eq!(v["text"].as_str(), Some(rest));
     }
 }
+
+#[test]
+fn il_dump_filters_by_module_and_suggests_near_names() {
+    let frames = stdout(&clrmap(&["il", "dump", "examples/frames.nettrace", "--module", "Frames.dll"]));
+    let all = stdout(&clrmap(&["il", "dump", "examples/frames.nettrace"]));
+    let heads = |t: &str| t.lines().filter(|l| l.starts_with("0x")).map(str::to_owned).collect::<Vec<_>>();
+    let (frames, all) = (heads(&frames), heads(&all));
+    assert!(!frames.is_empty() && frames.len() < all.len());
+    assert!(frames.iter().all(|l| l.contains("  Frames.dll  ")), "{frames:?}");
+    assert_eq!(frames.len(), all.iter().filter(|l| l.contains("  Frames.dll  ")).count());
+    // Type::Method without the namespace finds the method; a misspelt name is answered with
+    // the near ones.
+    let o = clrmap(&["il", "dump", "examples/frames.nettrace", "--method", "Nested::Inner"]);
+    assert!(stdout(&o).starts_with("0x06000008 Frames.Nested::Inner  start 0x7F8CE5225900  size 58  Frames.dll"), "{}", stdout(&o));
+    let o = clrmap(&["il", "dump", "examples/frames.nettrace", "--method", "Frames.Nested::Innr"]);
+    assert_eq!(code(&o), Some(1));
+    assert!(stderr(&o).ends_with("; near names: Frames.Nested::Inner\n"), "{}", stderr(&o));
+}
