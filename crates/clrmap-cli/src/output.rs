@@ -13,6 +13,8 @@ pub enum CliError {
     Usage(String),
     /// Writing output failed.
     Io(std::io::Error),
+    /// A failure with an exit status of its own (the diagnostics-port commands, docs/attach.md).
+    Status(String, u8),
 }
 
 impl From<std::io::Error> for CliError {
@@ -77,6 +79,10 @@ pub fn report(e: &CliError) -> ExitCode {
         CliError::Usage(m) => {
             eprintln!("usage error: {m}");
             ExitCode::from(2)
+        }
+        CliError::Status(m, code) => {
+            eprintln!("error: {m}");
+            ExitCode::from(*code)
         }
         CliError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         CliError::Io(e) => {

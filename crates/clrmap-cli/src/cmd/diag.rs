@@ -219,33 +219,26 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
 }
 
 /// Every jitted method's map in process `pid`, now (`--pid` of `il dump`, `il at`, `symbolize`).
-/// A diagnostics-port error ends the command with its own status (module docs) before anything
-/// was written to stdout.
-#[allow(dead_code)] // until `il dump/at --pid` and `symbolize --pid` call it
-pub fn snapshot_or_exit(pid: u32) -> OpenedSource {
+/// A rundown snapshot of process `pid`'s jitted methods, now (`il dump --pid`). A
+/// diagnostics-port error carries its own exit status (module docs).
+pub fn snapshot(pid: u32) -> Result<OpenedSource, crate::output::CliError> {
     match diag::snapshot(pid, diag::DEFAULT_TIMEOUT) {
         Ok(s) => {
             for w in &s.warnings {
                 eprintln!("warning: process {pid}: the stream stopped early ({w}); every whole event before it was kept");
             }
-            s
+            Ok(s)
         }
-        Err(e) => {
-            let code = exit_status(e.kind);
-            eprintln!("error: {}: {}", e.kind, e.message);
-            std::process::exit(i32::from(code))
-        }
+        Err(e) => Err(crate::output::CliError::Status(format!("{}: {}", e.kind, e.message), exit_status(e.kind))),
     }
 }
 
 /// A symbolizer over process `pid`'s jitted methods, now, with the PDB options of `frame`
-/// (`il at --pid`, `symbolize --pid`). Exits with the error's own status as
-/// [`snapshot_or_exit`] does.
-#[allow(dead_code)] // until `il at --pid` and `symbolize --pid` call it
+/// (`il at --pid`, `symbolize --pid`).
 pub fn symbolizer_for_pid(pid: u32, frame: &crate::cmd::symbolize::FrameArgs) -> Result<clrmap::symbolizer::Symbolizer, crate::output::CliError> {
     use clrmap::pdb::locate::SymbolPaths;
     let options = clrmap::symbolizer::Options { symbols: SymbolPaths { pdb: frame.pdb.clone(), dirs: frame.symbol_path.clone() } };
-    clrmap::symbolizer::Symbolizer::from_opened(snapshot_or_exit(pid), None, options).map_err(crate::cmd::symbolize::open_error)
+    clrmap::symbolizer::Symbolizer::from_opened(snapshot(pid)?, None, options).map_err(crate::cmd::symbolize::open_error)
 }
 
 #[cfg(test)]

@@ -28,7 +28,12 @@ pub enum IlCommand {
     #[command(verbatim_doc_comment)]
     Dump {
         /// A ReadyToRun image, an EventPipe trace (.nettrace), or a capture written by `clrmap profile`.
-        source: PathBuf,
+        #[arg(required_unless_present = "pid")]
+        source: Option<PathBuf>,
+        /// A running .NET process instead of a file: a rundown snapshot of every method it has
+        /// jitted so far, through its diagnostics port (docs/attach.md).
+        #[arg(long, conflicts_with = "source")]
+        pid: Option<u32>,
         /// Only this method: a MethodDef token (0x06000123) or a name (`Ns.Type::Method`,
         /// `Type::Method` or `Method`).
         #[arg(long)]
@@ -47,11 +52,12 @@ pub enum IlCommand {
     /// Example: `clrmap il at $FW/System.Private.CoreLib.dll 0x39349C --return-address`
     #[command(verbatim_doc_comment)]
     At {
-        /// A ReadyToRun image, a .nettrace, or a capture.
-        source: PathBuf,
-        /// The address (hex with 0x, or decimal).
-        #[arg(value_parser = parse_u64)]
-        rva: u64,
+        /// A ReadyToRun image, a .nettrace, or a capture (not given with --pid).
+        #[arg(value_name = "SOURCE")]
+        first: String,
+        /// The address (hex with 0x, or decimal). With --pid, the only positional argument.
+        #[arg(value_name = "ADDRESS")]
+        second: Option<String>,
         #[command(flatten)]
         frame: FrameArgs,
         /// One JSON object, as `symbolize --json` writes it (contract §5).
@@ -154,21 +160,29 @@ fn near_names<'a>(bodies: &'a [CodeBody], filter: &str) -> Vec<&'a str> {
     near.into_iter().take(5).map(|(_, n)| n).collect()
 }
 
-fn dump(source: &Path, method: Option<&str>, module: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let opened = open_source(source).map_err(open_error)?;
-    warn(source, &opened.warnings);
+fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let opened = match (pid, source) {
+        (Some(pid), _) => crate::cmd::diag::snapshot(pid)?,
+        (None, Some(source)) => {
+            let opened = open_source(source).map_err(open_error)?;
+            warn(source, &opened.warnings);
+            opened
+        }
+        (None, None) => return Err(CliError::Usage("give a SOURCE file or --pid".into())),
+    };
+    let shown = source.map_or_else(|| format!("process {}", pid.unwrap_or(0)), |s| s.display().to_string());
     let bodies = opened.bodies;
     let in_module = |b: &CodeBody| module.is_none_or(|m| b.module.as_deref().is_some_and(|bm| bm.eq_ignore_ascii_case(m)));
     let selected: Vec<&CodeBody> = bodies.iter().filter(|b| in_module(b) && method.is_none_or(|m| matches(b, m))).collect();
     if let (Some(m), true) = (method, selected.is_empty()) {
         let near = near_names(&bodies, m);
         let hint = if near.is_empty() { String::new() } else { format!("; near names: {}", near.join(", ")) };
-        return Err(CliError::Message(format!("no method {m} with debug info in {}{hint}", source.display())));
+        return Err(CliError::Message(format!("no method {m} with debug info in {shown}{hint}")));
     }
     if json {
         // Streamed, one method at a time: the same bytes as serializing the whole document.
         out.write_all(b"{\"source\":")?;
-        serde_json::to_writer(&mut *out, &source.display().to_string()).map_err(std::io::Error::other)?;
+        serde_json::to_writer(&mut *out, &shown).map_err(std::io::Error::other)?;
         out.write_all(b",\"methods\":[")?;
         for (i, b) in selected.iter().enumerate() {
             if i > 0 {
@@ -212,8 +226,8 @@ pub fn parse_u64(s: &str) -> Result<u64, String> {
     r.map_err(|e| format!("not a 64-bit number: {s} ({e})"))
 }
 
-fn at(source: &Path, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let sym = frame.open(source)?;
+fn at(source: Option<&Path>, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let sym = frame.open_or_pid(source)?;
     let f = sym.symbolize(address, frame.kind());
     if json && f.token.is_some() {
         return Ok(crate::cmd::symbolize::write_frame(&f, true, out)?);
@@ -329,8 +343,18 @@ fn frame(source: &Path, rva: u32, json: bool, out: &mut dyn Write) -> Result<(),
 /// Run an `il` command.
 pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        IlCommand::Dump { source, method, module, json } => dump(&source, method.as_deref(), module.as_deref(), json, out),
-        IlCommand::At { source, rva, frame, json } => at(&source, rva, &frame, json, out),
+        IlCommand::Dump { source, pid, method, module, json } => dump(source.as_deref(), pid, method.as_deref(), module.as_deref(), json, out),
+        IlCommand::At { first, second, frame, json } => {
+            // `il at SOURCE ADDRESS`, or `il at --pid PID ADDRESS`.
+            let (source, address) = match (frame.pid, second) {
+                (Some(_), None) => (None, first),
+                (None, Some(address)) => (Some(PathBuf::from(first)), address),
+                (Some(_), Some(_)) => return Err(CliError::Usage("with --pid, give only the ADDRESS".into())),
+                (None, None) => return Err(CliError::Usage("give SOURCE and ADDRESS".into())),
+            };
+            let address = parse_u64(&address).map_err(CliError::Usage)?;
+            at(source.as_deref(), address, &frame, json, out)
+        }
         IlCommand::Frame { source, rva, json } => frame(&source, rva, json, out),
         IlCommand::Vars { source, method, json, pdb, symbol_path } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path }, out),
     }

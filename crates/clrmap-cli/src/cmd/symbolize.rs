@@ -29,6 +29,10 @@ pub struct FrameArgs {
     /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
     #[arg(long = "symbol-path")]
     pub symbol_path: Vec<PathBuf>,
+    /// A running .NET process instead of a file: a rundown snapshot of every method it has
+    /// jitted so far, taken through its diagnostics port (docs/attach.md). Addresses are absolute.
+    #[arg(long)]
+    pub pid: Option<u32>,
 }
 
 impl FrameArgs {
@@ -38,6 +42,15 @@ impl FrameArgs {
             (false, _) => FrameKind::Leaf,
             (true, false) => FrameKind::ReturnAddress,
             (true, true) => FrameKind::ReturnAddressAsIs,
+        }
+    }
+
+    /// Open a source (or, with `--pid`, a running process) with these symbol options.
+    pub fn open_or_pid(&self, source: Option<&std::path::Path>) -> Result<Symbolizer, CliError> {
+        match (self.pid, source) {
+            (Some(pid), _) => crate::cmd::diag::symbolizer_for_pid(pid, self),
+            (None, Some(source)) => self.open(source),
+            (None, None) => Err(CliError::Usage("give a SOURCE file or --pid".into())),
         }
     }
 
@@ -62,7 +75,9 @@ pub fn open_error(e: OpenError) -> CliError {
 #[derive(Debug, Args)]
 pub struct SymbolizeArgs {
     /// A ReadyToRun image (addresses are RVAs), a .nettrace or a capture (absolute addresses).
-    pub source: PathBuf,
+    /// Not given with --pid.
+    #[arg(required_unless_present = "pid")]
+    pub source: Option<PathBuf>,
     /// Addresses, hex with 0x or decimal. Without any, one per line is read from stdin.
     pub addresses: Vec<String>,
     #[command(flatten)]
@@ -89,7 +104,16 @@ pub fn write_frame(f: &Frame<'_>, json: bool, out: &mut dyn Write) -> std::io::R
 /// Run `symbolize`. An input that is not an address is answered as an unknown address, as
 /// llvm-symbolizer does since LLVM 18.
 pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let sym = args.frame.open(&args.source)?;
+    // With --pid there is no SOURCE: what clap took for one is the first address.
+    let mut addresses = args.addresses.clone();
+    let source = match (args.frame.pid, &args.source) {
+        (Some(_), Some(first)) => {
+            addresses.insert(0, first.to_string_lossy().into_owned());
+            None
+        }
+        (_, source) => source.clone(),
+    };
+    let sym = args.frame.open_or_pid(source.as_deref())?;
     let kind = args.frame.kind();
     let answer = |text: &str, out: &mut dyn Write| -> std::io::Result<()> {
         let f = match parse_u64(text.trim()) {
@@ -98,8 +122,8 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
         };
         write_frame(&f, args.json, out)
     };
-    if !args.addresses.is_empty() {
-        for a in &args.addresses {
+    if !addresses.is_empty() {
+        for a in &addresses {
             answer(a, out)?;
         }
         return Ok(());

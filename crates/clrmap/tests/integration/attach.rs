@@ -412,3 +412,39 @@ fn garbage_silence_and_bad_pids_are_clear_errors_never_hangs() {
     let _ = sleeper.kill();
     let _ = sleeper.wait();
 }
+
+#[test]
+fn il_dump_il_at_and_symbolize_take_a_pid() {
+    let rts = runtimes("attach::il_dump_il_at_and_symbolize_take_a_pid");
+    let (Some(mcs), Some(bin)) = (support::mcs("attach program"), clrmap_bin()) else { return };
+    for rt in &rts {
+        let dll = program(rt, &mcs, "cli-pid");
+        let target = Target::start(rt, &dll, None);
+        let pid = target.pid().to_string();
+        let run = |args: &[&str]| Command::new(&bin).args(args).output().unwrap();
+        // The snapshot through the CLI, as JSON: every body, with its start.
+        let o = run(&["il", "dump", "--pid", &pid, "--module", "Attach.dll", "--json"]);
+        assert!(o.status.success(), "{}: {}", rt.version, String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let methods = v["methods"].as_array().unwrap();
+        assert!(methods.len() >= 50, "{}: {} bodies", rt.version, methods.len());
+        assert_eq!(v["source"], format!("process {pid}"));
+        let before = methods.iter().find(|m| m["name"] == "Attach::Before").unwrap_or_else(|| panic!("{}: Attach::Before", rt.version));
+        let address = before["start"].as_u64().unwrap() + 1;
+        // il at and symbolize on that address name the same method, without a file.
+        let o = run(&["il", "at", "--pid", &pid, &format!("0x{address:X}")]);
+        assert!(o.status.success(), "{}: {}", rt.version, String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).contains(" Attach::Before +0x1: "), "{}", String::from_utf8_lossy(&o.stdout));
+        let o = run(&["symbolize", "--pid", &pid, "--json", &address.to_string(), "0x10"]);
+        assert!(o.status.success(), "{}: {}", rt.version, String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!((lines[0]["method"].as_str(), lines[0]["module"].as_str()), (Some("Attach::Before"), Some("Attach.dll")));
+        assert!(lines[1]["method"].is_null());
+        // A pid that is no process: its own status, at once.
+        let o = run(&["il", "dump", "--pid", "999999999"]);
+        assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
+        target.exit();
+    }
+}
