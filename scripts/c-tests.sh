@@ -17,12 +17,37 @@ if ! command -v valgrind >/dev/null 2>&1; then
     echo "c-tests: valgrind is missing" >&2; exit 1
   fi
 fi
-# The generated header is plain C99, and C++ can include it (tests/header.rs checks it is fresh).
+# The generated header is plain C99, and C++11 compiles it (tests/header.rs checks it is fresh).
 gcc -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_capi.c
-if command -v g++ >/dev/null 2>&1; then
-  printf '#include "clrmap.h"\nint main() { ICorProfilerInfo *p = nullptr; (void)p; return CLRMAP_S_OK; }\n' |
-    g++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -x c++ -I crates/clrmap-capi/include -
+# The C++ test must use every name the header declares: macros, constants, IIDs, types, functions.
+python3 - crates/clrmap-capi/include/clrmap.h crates/clrmap-capi/c-tests/test_cpp.cpp <<'PY'
+import re, sys
+header, test = (open(p).read() for p in sys.argv[1:3])
+names = set(re.findall(r"^#define (\w+)", header, re.M)) - {"CLRMAP_H"}
+names |= set(re.findall(r"^typedef struct (\w+)", header, re.M))
+names |= set(re.findall(r"^typedef [^;(\n{]*?(\w+);", header, re.M))
+names |= set(re.findall(r"^typedef [^;]*\(\*(\w+)\)", header, re.M))
+names |= set(re.findall(r"^extern const struct \w+ (\w+);", header, re.M))
+names |= set(re.findall(r"^\w[\w *]*?\b(clrmap_\w+)\(", header, re.M))
+used = set(re.findall(r"\w+", test))
+missing = sorted(names - used)
+assert not missing, f"test_cpp.cpp does not use: {' '.join(missing)}"
+assert len(names) > 60, len(names)
+print(f"c-tests: test_cpp.cpp uses all {len(names)} names of clrmap.h")
+PY
+if ! command -v g++ >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ >/dev/null
+  else
+    echo "c-tests: g++ is missing" >&2; exit 1
+  fi
 fi
+g++ -std=c++11 -pedantic -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_cpp.cpp \
+  -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/test_cpp"
+# docs/c-abi.md's example, extracted from the page: it must compile, and answer as the page says.
+awk '/^```c$/ { on = 1; next } /^```$/ { on = 0 } on' docs/c-abi.md > "$out/symbolize.c"
+gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include "$out/symbolize.c" \
+  -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/symbolize"
 gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_capi.c \
   -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/test_capi"
 gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_symbolizer.c \
@@ -36,6 +61,13 @@ clrmap="$lib/clrmap"
 # A map built by the CLI, and the RVAs to ask about.
 "$clrmap" dict build examples/two-lists.manifest -o "$out/two-lists.gdmap" --sort >/dev/null
 rvas=(0x1000 0x2010 0x2020 0x3010 0x3020)
+
+valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect -q "$out/test_cpp" "$out/two-lists.gdmap"
+valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect -q \
+  "$out/symbolize" examples/frames.nettrace tests/fixtures/frames/debug-embedded 0x7F8CE5225927 > "$out/symbolize.txt"
+expected=$(awk '/^```console$/ { on = 1; next } /^```$/ { on = 0 } on && !/^\$ /' docs/c-abi.md)
+[ "$(cat "$out/symbolize.txt")" = "$expected" ] || { echo "c-tests: docs/c-abi.md's example printed '$(cat "$out/symbolize.txt")', the page says '$expected'" >&2; exit 1; }
+echo "c-tests: docs/c-abi.md's example compiles and prints what the page says; valgrind clean"
 
 # A live capture of the workload: the runtime's own maps of the R2R methods it ran.
 mcs -out:"$out/Workload.dll" -r:System.Core.dll tests/dotnet/programs/Workload.cs >/dev/null

@@ -90,12 +90,127 @@ static void test_map(const char *path, int n, char **rvas) {
     CHECK(clrmap_symbol_provider_open(path, NULL) == CLRMAP_E_POINTER);
     CHECK(clrmap_symbol_provider_from_memory(NULL, 0, &p) == CLRMAP_E_POINTER);
     const uint8_t bad[] = {0xFF, 0xFF, 0xFF, 0x7F, 0, 0, 0, 0};
-    CHECK(clrmap_symbol_provider_from_memory(bad, sizeof bad, &p) == CLRMAP_META_E_BAD_SIGNATURE);
+    CHECK(clrmap_symbol_provider_from_memory(bad, sizeof bad, &p) == CLRMAP_E_TRUNCATED_DIRECTORY);
     const uint8_t good[] = {2, 0, 0, 0x80, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 2, 1, 8};
     CHECK(clrmap_symbol_provider_from_memory(good, sizeof good, &p) == CLRMAP_S_OK);
     char text[32];
     CHECK(clrmap_dict_lookup(p, 0x2000, text, sizeof text, &need) == CLRMAP_S_OK && strcmp(text, "int32") == 0);
     CHECK(p->lpVtbl->Release(p) == 0);
+}
+
+/* The last error: each kind its HRESULT, with the kind's id, the location and the expectation. */
+static int last_is(HRESULT hr, const char *kind, uint32_t location_kind, uint64_t location) {
+    ClrmapError e;
+    if (clrmap_last_error(&e) != CLRMAP_S_OK) return 0;
+    if (e.hr != hr || e.location_kind != location_kind || e.location != location || !e.message || !e.expected) return 0;
+    if (kind == NULL) return e.kind == NULL && e.family == NULL;
+    return e.kind && e.family && strcmp(e.kind, kind) == 0 && strstr(e.message, kind) == e.message;
+}
+
+static void test_errors(const char *map_path) {
+    ICorDebugSymbolProvider2 *p = NULL;
+    ClrmapError e;
+    CHECK(clrmap_last_error(NULL) == CLRMAP_E_POINTER);
+    clrmap_clear_last_error();
+    memset(&e, 0xAB, sizeof e);
+    CHECK(clrmap_last_error(&e) == CLRMAP_S_FALSE && e.hr == CLRMAP_S_OK && e.kind == NULL && e.message == NULL);
+    /* A parse error: the directory of 0x7FFFFFFF entries does not fit. */
+    const uint8_t bad[] = {0xFF, 0xFF, 0xFF, 0x7F, 0, 0, 0, 0};
+    CHECK(clrmap_symbol_provider_from_memory(bad, sizeof bad, &p) == CLRMAP_E_TRUNCATED_DIRECTORY);
+    CHECK(last_is(CLRMAP_E_TRUNCATED_DIRECTORY, "truncated_directory", CLRMAP_LOCATION_OFFSET, 4));
+    CHECK(clrmap_last_error(&e) == CLRMAP_S_OK && strcmp(e.family, "parse") == 0 && e.expected[0] != 0);
+    /* A signature error keeps the runtime's META_E_BAD_SIGNATURE: element type 0xFF at offset 22. */
+    const uint8_t bad_type[] = {2, 0, 0, 0x80, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 2, 1, 0xFF};
+    CHECK(clrmap_symbol_provider_from_memory(bad_type, sizeof bad_type, &p) == CLRMAP_META_E_BAD_SIGNATURE);
+    CHECK(last_is(CLRMAP_META_E_BAD_SIGNATURE, "bad_element_type", CLRMAP_LOCATION_OFFSET, 22));
+    /* A validity error: the sorted flag set over RVAs out of order. */
+    const uint8_t unsorted[] = {2, 0, 0, 0x80, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 2, 1, 8};
+    CHECK(clrmap_symbol_provider_from_memory(unsorted, sizeof unsorted, &p) == CLRMAP_E_UNSORTED);
+    CHECK(clrmap_last_error(&e) == CLRMAP_S_OK && strcmp(e.kind, "unsorted") == 0 && strcmp(e.family, "validity") == 0);
+    /* Successful calls leave the last error alone; clear forgets it. */
+    const uint8_t good[] = {2, 0, 0, 0x80, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 2, 1, 8};
+    CHECK(clrmap_symbol_provider_from_memory(good, sizeof good, &p) == CLRMAP_S_OK);
+    CHECK(clrmap_last_error(&e) == CLRMAP_S_OK && e.hr == CLRMAP_E_UNSORTED);
+    /* A look-up that finds nothing: the runtime's E_INVALIDARG, the kind not_found at the RVA. */
+    uint32_t need = 0;
+    CHECK(clrmap_dict_lookup(p, 0x1234, NULL, 0, &need) == CLRMAP_E_INVALIDARG);
+    CHECK(last_is(CLRMAP_E_INVALIDARG, "not_found", CLRMAP_LOCATION_RVA, 0x1234));
+    CHECK(clrmap_last_error(&e) == CLRMAP_S_OK && strcmp(e.family, "resolve") == 0);
+    /* Failures that are no library error: NULL kind, a message. */
+    CHECK(clrmap_dict_lookup(p, 0x1000, NULL, 0, NULL) == CLRMAP_E_POINTER);
+    CHECK(last_is(CLRMAP_E_POINTER, NULL, CLRMAP_LOCATION_NOWHERE, 0));
+    void *q = NULL;
+    CHECK(p->lpVtbl->QueryInterface(p, &IID_ICorProfilerInfo, &q) == CLRMAP_E_NOINTERFACE);
+    CHECK(last_is(CLRMAP_E_NOINTERFACE, NULL, CLRMAP_LOCATION_NOWHERE, 0));
+    CHECK(p->lpVtbl->Release(p) == 0);
+    CHECK(clrmap_symbol_provider_open("/nonexistent/map", &p) == CLRMAP_E_FILE_NOT_FOUND);
+    CHECK(last_is(CLRMAP_E_FILE_NOT_FOUND, NULL, CLRMAP_LOCATION_NOWHERE, 0));
+    CHECK(clrmap_last_error(&e) == CLRMAP_S_OK && strstr(e.message, "/nonexistent/map") != NULL);
+    CHECK(clrmap_symbol_provider_open(".", &p) == CLRMAP_E_BAD_FILE_TYPE);
+    /* A dictionary map is no image: bad_image, and the profiler-info and symbolizer opens agree. */
+    CHECK(clrmap_symbol_provider_open_image(map_path, &p) == CLRMAP_E_BAD_IMAGE);
+    CHECK(clrmap_last_error(&e) == CLRMAP_S_OK && strcmp(e.kind, "bad_image") == 0 && e.location_kind == CLRMAP_LOCATION_OFFSET);
+    ICorProfilerInfo *info = NULL;
+    CHECK(clrmap_profiler_info_open(map_path, &info) == CLRMAP_E_UNRECOGNIZED_FILE && info == NULL);
+    CHECK(last_is(CLRMAP_E_UNRECOGNIZED_FILE, NULL, CLRMAP_LOCATION_NOWHERE, 0));
+    clrmap_clear_last_error();
+    CHECK(clrmap_last_error(&e) == CLRMAP_S_FALSE);
+}
+
+/* GetFrameProps over a ReadyToRun image: every body's map entries probed; in a funclet the parent
+ * is the body's start, in the main body there is none. */
+static void test_frames(const char *image) {
+    ICorDebugSymbolProvider2 *p = NULL;
+    ICorProfilerInfo *info = NULL;
+    CHECK(clrmap_symbol_provider_open_image(image, &p) == CLRMAP_S_OK && p);
+    CHECK(clrmap_profiler_info_open(image, &info) == CLRMAP_S_OK && info);
+    if (!p || !info) return;
+    uint32_t count = 0, start = 1, parent = 1;
+    CHECK(clrmap_profiler_info_function_ids(info, NULL, 0, &count) == CLRMAP_S_FALSE && count > 1000);
+    uint64_t *ids = malloc(count * sizeof *ids);
+    CHECK(clrmap_profiler_info_function_ids(info, ids, count, &count) == CLRMAP_S_OK);
+    uint32_t funclets = 0, probes = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t fid = (uint32_t)ids[i], total = 0;
+        CHECK(p->lpVtbl->GetFrameProps(p, fid, &start, &parent) == CLRMAP_S_OK && start == fid && parent == 0);
+        CHECK(info->lpVtbl->GetILToNativeMapping(info, fid, 0, &total, NULL) == CLRMAP_S_OK);
+        COR_DEBUG_IL_TO_NATIVE_MAP *map = calloc(total + 1, sizeof *map);
+        CHECK(info->lpVtbl->GetILToNativeMapping(info, fid, total, &total, map) == CLRMAP_S_OK);
+        uint32_t last_start = 0;
+        for (uint32_t j = 0; j < total; j++) {
+            uint32_t rva = fid + map[j].nativeStartOffset;
+            if (map[j].nativeStartOffset == map[j].nativeEndOffset) continue;
+            CHECK(p->lpVtbl->GetFrameProps(p, rva, &start, &parent) == CLRMAP_S_OK);
+            probes++;
+            CHECK(start <= rva && start >= fid);
+            if (parent != 0) {
+                CHECK(parent == fid && start > fid);
+                if (start != last_start) funclets++;
+                last_start = start;
+            } else {
+                CHECK(start == fid);
+            }
+        }
+        free(map);
+    }
+    free(ids);
+    printf("frames: %u probes, %u funclets\n", probes, funclets);
+    CHECK(funclets > 100);
+    /* In no method: E_INVALIDARG, both outs 0, not_found at the RVA. */
+    start = parent = 7;
+    CHECK(p->lpVtbl->GetFrameProps(p, 0, &start, &parent) == CLRMAP_E_INVALIDARG && start == 0 && parent == 0);
+    CHECK(last_is(CLRMAP_E_INVALIDARG, "not_found", CLRMAP_LOCATION_RVA, 0));
+    CHECK(p->lpVtbl->GetFrameProps(p, 0xFFFFFFFFu, &start, &parent) == CLRMAP_E_INVALIDARG);
+    CHECK(p->lpVtbl->GetFrameProps(p, 0x1000, NULL, &parent) == CLRMAP_E_POINTER);
+    /* An image provider has no dictionary map. */
+    ICorDebugMemoryBuffer *buf = NULL;
+    CHECK(p->lpVtbl->GetGenericDictionaryInfo(p, &buf) == CLRMAP_E_NOTIMPL && buf == NULL);
+    uint32_t need = 0;
+    CHECK(clrmap_dict_lookup(p, 0x1000, NULL, 0, &need) == CLRMAP_E_NOTIMPL);
+    void *q = NULL;
+    CHECK(p->lpVtbl->QueryInterface(p, &IID_ICorDebugSymbolProvider2, &q) == CLRMAP_S_OK && q == p);
+    CHECK(p->lpVtbl->Release(p) == 1 && p->lpVtbl->Release(p) == 0);
+    CHECK(info->lpVtbl->Release(info) == 0);
 }
 
 static void test_image(const char *path, int n, char **addresses) {
@@ -155,7 +270,11 @@ int main(int argc, char **argv) {
     int n = atoi(argv[2]);
     test_iids();
     test_map(argv[1], n, argv + 3);
-    if (argc > 3 + n) test_image(argv[3 + n], argc - 4 - n, argv + 4 + n);
+    test_errors(argv[1]);
+    if (argc > 3 + n) {
+        test_image(argv[3 + n], argc - 4 - n, argv + 4 + n);
+        test_frames(argv[3 + n]);
+    }
     if (failures) {
         fprintf(stderr, "%d checks failed\n", failures);
         return 1;

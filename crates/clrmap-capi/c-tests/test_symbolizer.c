@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
     ClrmapSymbolizer *other = NULL;
     CHECK(clrmap_symbolizer_open(source, argv[3], NULL, 0, &other) == CLRMAP_E_PDB_MISMATCH && other == NULL);
     CHECK(clrmap_symbolizer_open("/nonexistent/capture", NULL, NULL, 0, &other) == CLRMAP_E_FILE_NOT_FOUND);
-    CHECK(clrmap_symbolizer_open(argv[3], NULL, NULL, 0, &other) == CLRMAP_META_E_BAD_SIGNATURE);
+    CHECK(clrmap_symbolizer_open(argv[3], NULL, NULL, 0, &other) == CLRMAP_E_UNRECOGNIZED_FILE); /* a PDB is no source */
     CHECK(clrmap_symbolizer_open(source, NULL, NULL, 1, &other) == CLRMAP_E_POINTER);
     CHECK(clrmap_symbolizer_open(NULL, NULL, NULL, 0, &other) == CLRMAP_E_POINTER);
     if (failures) {

@@ -15,6 +15,26 @@ struct ICorDebugSymbolProvider2;
 struct ICorProfilerInfo;
 
 /**
+ * `ClrmapError::location_kind`: the error has no place in any input.
+ */
+#define CLRMAP_LOCATION_NOWHERE 0
+
+/**
+ * `ClrmapError::location_kind`: `location` is an absolute byte offset in the input.
+ */
+#define CLRMAP_LOCATION_OFFSET 1
+
+/**
+ * `ClrmapError::location_kind`: `location` is an RVA asked about or pointed to.
+ */
+#define CLRMAP_LOCATION_RVA 2
+
+/**
+ * `ClrmapError::location_kind`: `location` is an address in a traced process.
+ */
+#define CLRMAP_LOCATION_ADDRESS 3
+
+/**
  * `ClrmapFrame::flags`: the body is known (`module`, `method`, `token`, `il_offset` as known).
  */
 #define CLRMAP_FRAME_METHOD 1
@@ -51,6 +71,43 @@ typedef struct ClrmapSymbolizer ClrmapSymbolizer;
  * A COM `HRESULT`.
  */
 typedef int32_t HRESULT;
+
+/**
+ * The last error of the calling thread (`clrmap_last_error`). `kind` and `family` are static
+ * strings; `expected` and `message` stay valid until the next clrmap call that fails on the same
+ * thread, or `clrmap_clear_last_error`.
+ */
+typedef struct ClrmapError {
+  /**
+   * The HRESULT the failing call returned.
+   */
+  HRESULT hr;
+  /**
+   * `CLRMAP_LOCATION_NOWHERE`, `..._OFFSET`, `..._RVA` or `..._ADDRESS`.
+   */
+  uint32_t location_kind;
+  /**
+   * The offset, RVA or address (0 for NOWHERE).
+   */
+  uint64_t location;
+  /**
+   * The error kind's stable id (`"bad_image"`, contract §3), or NULL when the failure is not a
+   * library error (a null argument, a file that cannot be opened, an unrecognized file).
+   */
+  const char *kind;
+  /**
+   * The kind's family: `"parse"`, `"validity"` or `"resolve"`; NULL when `kind` is NULL.
+   */
+  const char *family;
+  /**
+   * What was expected at the location (`"a ReadyToRun major from 3 to 27"`), or "".
+   */
+  const char *expected;
+  /**
+   * The whole message, as the CLI prints it (`"bad_image at offset 60: expected ..."`).
+   */
+  const char *message;
+} ClrmapError;
 
 /**
  * A COM `GUID`.
@@ -367,38 +424,177 @@ typedef struct ClrmapFrame {
 #define CLRMAP_E_PDB_MISMATCH (HRESULT)2154627084u
 
 /**
- * META_E_BAD_SIGNATURE (corerror.h): a malformed map or image.
+ * META_E_BAD_SIGNATURE (corerror.h), the runtime's answer for a malformed signature: the kinds
+ * `bad_compressed_integer`, `empty_instantiation`, `bad_element_type`, `bad_token`,
+ * `bad_array_shape` and `bad_calling_convention`.
  */
 #define CLRMAP_META_E_BAD_SIGNATURE (HRESULT)2148733330u
 
 /**
- * `IID_IUnknown` {00000000-0000-0000-C000-000000000046}.
+ * `truncated`: a field could not be read completely inside its bound.
  */
-#define IID_IUnknown (GUID){ .Data1 = 0, .Data2 = 0, .Data3 = 0, .Data4 = { 192, 0, 0, 0, 0, 0, 0, 70, } }
+#define CLRMAP_E_TRUNCATED (HRESULT)2147794945u
 
 /**
- * `IID_ICorDebugMemoryBuffer` {677888B3-D160-4B8C-A73B-D79E6AAA1D13} (cordebug.idl).
+ * `truncated_header`: a dictionary map shorter than its 4-byte header word.
  */
-#define IID_ICorDebugMemoryBuffer (GUID){ .Data1 = 1735952563, .Data2 = 53600, .Data3 = 19340, .Data4 = { 167, 59, 215, 158, 106, 170, 29, 19, } }
+#define CLRMAP_E_TRUNCATED_HEADER (HRESULT)2147794946u
 
 /**
- * `IID_ICorDebugSymbolProvider2` {F9801807-4764-4330-9E67-4F685094165E} (cordebug.idl).
+ * `truncated_directory`: a dictionary map's directory does not fit in the map.
  */
-#define IID_ICorDebugSymbolProvider2 (GUID){ .Data1 = 4185921543, .Data2 = 18276, .Data3 = 17200, .Data4 = { 158, 103, 79, 104, 80, 148, 22, 94, } }
+#define CLRMAP_E_TRUNCATED_DIRECTORY (HRESULT)2147794947u
 
 /**
- * `IID_ICorProfilerInfo` {28B5557D-3F3F-48b4-90B2-5F9EEA2F6C48} (corprof.idl).
+ * `offset_out_of_heap`: a directory entry's heap offset is not inside the heap.
  */
-#define IID_ICorProfilerInfo (GUID){ .Data1 = 682972541, .Data2 = 16191, .Data3 = 18612, .Data4 = { 144, 178, 95, 158, 234, 47, 108, 72, } }
+#define CLRMAP_E_OFFSET_OUT_OF_HEAP (HRESULT)2147794948u
+
+/**
+ * `truncated_item`: a heap item runs past the end of the map.
+ */
+#define CLRMAP_E_TRUNCATED_ITEM (HRESULT)2147794949u
+
+/**
+ * `item_length_mismatch`: a heap item's contents do not fill its declared length.
+ */
+#define CLRMAP_E_ITEM_LENGTH_MISMATCH (HRESULT)2147794950u
+
+/**
+ * `too_deep`: type nesting deeper than the limit.
+ */
+#define CLRMAP_E_TOO_DEEP (HRESULT)2147794951u
+
+/**
+ * `unsorted`: the sorted flag is set but the RVAs are not in order.
+ */
+#define CLRMAP_E_UNSORTED (HRESULT)2147794952u
+
+/**
+ * `duplicate_rva`: one RVA with two different heap offsets.
+ */
+#define CLRMAP_E_DUPLICATE_RVA (HRESULT)2147794953u
+
+/**
+ * `bad_image`: the PE/COFF container is malformed or is not a .NET image.
+ */
+#define CLRMAP_E_BAD_IMAGE (HRESULT)2147794954u
+
+/**
+ * `bad_metadata`: ECMA-335 metadata is malformed.
+ */
+#define CLRMAP_E_BAD_METADATA (HRESULT)2147794955u
+
+/**
+ * `bad_ready_to_run`: the ReadyToRun header or one of its sections is malformed.
+ */
+#define CLRMAP_E_BAD_READY_TO_RUN (HRESULT)2147794956u
+
+/**
+ * `unsupported_version`: a format version clrmap does not read.
+ */
+#define CLRMAP_E_UNSUPPORTED_VERSION (HRESULT)2147794957u
+
+/**
+ * `unsupported_machine`: a PE Machine whose ReadyToRun layout clrmap does not read.
+ */
+#define CLRMAP_E_UNSUPPORTED_MACHINE (HRESULT)2147794958u
+
+/**
+ * `bad_debug_info`: ReadyToRun debug info (bounds, variables) is malformed.
+ */
+#define CLRMAP_E_BAD_DEBUG_INFO (HRESULT)2147794959u
+
+/**
+ * `bad_trace`: an EventPipe (`.nettrace`) stream is malformed.
+ */
+#define CLRMAP_E_BAD_TRACE (HRESULT)2147794960u
+
+/**
+ * `bad_capture`: a clrmap capture is malformed.
+ */
+#define CLRMAP_E_BAD_CAPTURE (HRESULT)2147794961u
+
+/**
+ * `bad_pdb`: a portable PDB is malformed.
+ */
+#define CLRMAP_E_BAD_PDB (HRESULT)2147794962u
+
+/**
+ * `unsupported_pdb`: a Windows (MSF) PDB or another symbol format.
+ */
+#define CLRMAP_E_UNSUPPORTED_PDB (HRESULT)2147794963u
+
+/**
+ * `not_found`: a look-up found nothing, where no runtime answer applies (where one does, as
+ * for an unknown RVA or FunctionID, the answer is the runtime's E_INVALIDARG).
+ */
+#define CLRMAP_E_NOT_FOUND (HRESULT)2147794964u
+
+/**
+ * `out_of_range`: a value out of the range its encoding can hold (a map over 4 GiB).
+ */
+#define CLRMAP_E_OUT_OF_RANGE (HRESULT)2147794965u
+
+/**
+ * `bad_notation`: text in the type notation does not parse.
+ */
+#define CLRMAP_E_BAD_NOTATION (HRESULT)2147794966u
+
+/**
+ * A file that is none of the sources clrmap reads (no library kind: `ClrmapError::kind` is NULL).
+ */
+#define CLRMAP_E_UNRECOGNIZED_FILE (HRESULT)2147794967u
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
 
 /**
+ * `IID_IUnknown` {00000000-0000-0000-C000-000000000046}.
+ */
+extern const struct GUID IID_IUnknown;
+
+/**
+ * `IID_ICorDebugMemoryBuffer` {677888B3-D160-4B8C-A73B-D79E6AAA1D13} (cordebug.idl).
+ */
+extern const struct GUID IID_ICorDebugMemoryBuffer;
+
+/**
+ * `IID_ICorDebugSymbolProvider2` {F9801807-4764-4330-9E67-4F685094165E} (cordebug.idl).
+ */
+extern const struct GUID IID_ICorDebugSymbolProvider2;
+
+/**
+ * `IID_ICorProfilerInfo` {28B5557D-3F3F-48b4-90B2-5F9EEA2F6C48} (corprof.idl).
+ */
+extern const struct GUID IID_ICorProfilerInfo;
+
+/**
+ * The calling thread's last error: S_OK and `*out` filled when a clrmap call failed on this
+ * thread since the last `clrmap_clear_last_error`; S_FALSE and `*out` zeroed (NULL strings) when
+ * none did; E_POINTER for a NULL `out`. Successful calls leave the last error as it was.
+ */
+HRESULT clrmap_last_error(struct ClrmapError *out);
+
+/**
+ * Forget the calling thread's last error (and free its strings).
+ */
+void clrmap_clear_last_error(void);
+
+/**
+ * Open a ReadyToRun image as an `ICorDebugSymbolProvider2` that serves `GetFrameProps`: the
+ * image's RUNTIME_FUNCTIONs are indexed by method when it is opened, and the file is not kept.
+ * `GetGenericDictionaryInfo` and `clrmap_dict_lookup` answer E_NOTIMPL on it. A malformed image
+ * gives its kind's HRESULT (`clrmap_last_error` says where).
+ */
+HRESULT clrmap_symbol_provider_open_image(const char *path, struct ICorDebugSymbolProvider2 **out);
+
+/**
  * Open a dictionary map file (memory-mapped) as an `ICorDebugSymbolProvider2`.
  *
- * The map is validated strictly: a malformed one gives META_E_BAD_SIGNATURE, a missing file
+ * The map is validated strictly: a malformed one gives its kind's HRESULT (META_E_BAD_SIGNATURE
+ * for a bad signature, `CLRMAP_E_UNSORTED` for an unsorted map ...), a missing file
  * HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a null argument E_POINTER. Release the object with
  * its `Release`.
  */
@@ -431,7 +627,7 @@ HRESULT clrmap_dict_lookup(struct ICorDebugSymbolProvider2 *provider,
  *
  * All bodies are decoded when the file is opened, so each later call is a lookup (BENCHMARKS.md
  * has both costs). A missing file is HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a malformed one
- * META_E_BAD_SIGNATURE.
+ * its kind's HRESULT (`clrmap_last_error` says where).
  */
 HRESULT clrmap_profiler_info_open(const char *path, struct ICorProfilerInfo **out);
 

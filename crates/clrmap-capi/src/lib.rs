@@ -2,11 +2,15 @@
 //! profilers (`include/clrmap.h`).
 //!
 //! * `ICorDebugSymbolProvider2`-shaped objects serve a generic dictionary map
-//!   (`GetGenericDictionaryInfo`, IDL slot 3; `GetFrameProps` returns E_NOTIMPL), handing out
-//!   `ICorDebugMemoryBuffer` objects that keep the map alive.
+//!   (`GetGenericDictionaryInfo`, IDL slot 3), handing out `ICorDebugMemoryBuffer` objects that
+//!   keep the map alive, or the frames of a ReadyToRun image (`GetFrameProps`, slot 4).
 //! * `ICorProfilerInfo`-shaped objects serve IL-to-native maps from a ReadyToRun image, a
 //!   `.nettrace` or a capture, at the IDL slots of `GetILToNativeMapping` (35),
 //!   `GetILToNativeMapping2` (78) and `GetILToNativeMapping3` (91); every other slot is E_NOTIMPL.
+//!
+//! Errors: each library [`ErrorKind`] has its own HRESULT (`hresult_of_kind`), and every export
+//! that fails records the thread's last error (`clrmap_last_error`): the HRESULT, the kind's id,
+//! the location and what was expected there.
 //!
 //! Safety: every export runs inside `catch_unwind`; null pointers give E_POINTER (out-pointers of
 //! the COM plumbing) or E_INVALIDARG (the profiler calls, as the runtime answers); objects are
@@ -32,8 +36,12 @@ use std::sync::Mutex;
 use clrmap::ilmap::{CorDebugIlToNativeMap, IlOffset, MapStore};
 use clrmap::pdb::locate::SymbolPaths;
 use clrmap::symbolizer::{FrameKind, OpenError, Options, Symbolizer};
-use clrmap::ErrorKind;
+use clrmap::r2r::frames::FrameIndex;
+use clrmap::r2r::ReadyToRunImage;
+use clrmap::read::{ErrorFamily, Location};
 use clrmap::signature::HexTokens;
+use clrmap::ErrorKind;
+use std::cell::RefCell;
 
 /// A COM `HRESULT`.
 pub type HRESULT = i32;
@@ -64,18 +72,107 @@ pub const CLRMAP_E_BAD_FILE_TYPE: HRESULT = 0x8007_00DE_u32 as HRESULT;
 /// E_PDB_INVALID_SIG (the DIA SDK's HRESULT, MAKE_HRESULT(1, FACILITY_VISUALCPP, 12)): a PDB the
 /// caller named whose id is not the one its assembly's CodeView entry asks for.
 pub const CLRMAP_E_PDB_MISMATCH: HRESULT = 0x806D_000C_u32 as HRESULT;
-/// META_E_BAD_SIGNATURE (corerror.h): a malformed map or image.
+/// META_E_BAD_SIGNATURE (corerror.h), the runtime's answer for a malformed signature: the kinds
+/// `bad_compressed_integer`, `empty_instantiation`, `bad_element_type`, `bad_token`,
+/// `bad_array_shape` and `bad_calling_convention`.
 pub const CLRMAP_META_E_BAD_SIGNATURE: HRESULT = 0x8013_1192_u32 as HRESULT;
+
+// One HRESULT per error kind (the kind's id in comments): MAKE_HRESULT(1, FACILITY_ITF, 0xC0nn),
+// clrmap's own codes. `clrmap_last_error` gives the kind, the location and the expectation.
+
+/// `truncated`: a field could not be read completely inside its bound.
+pub const CLRMAP_E_TRUNCATED: HRESULT = 0x8004_C001_u32 as HRESULT;
+/// `truncated_header`: a dictionary map shorter than its 4-byte header word.
+pub const CLRMAP_E_TRUNCATED_HEADER: HRESULT = 0x8004_C002_u32 as HRESULT;
+/// `truncated_directory`: a dictionary map's directory does not fit in the map.
+pub const CLRMAP_E_TRUNCATED_DIRECTORY: HRESULT = 0x8004_C003_u32 as HRESULT;
+/// `offset_out_of_heap`: a directory entry's heap offset is not inside the heap.
+pub const CLRMAP_E_OFFSET_OUT_OF_HEAP: HRESULT = 0x8004_C004_u32 as HRESULT;
+/// `truncated_item`: a heap item runs past the end of the map.
+pub const CLRMAP_E_TRUNCATED_ITEM: HRESULT = 0x8004_C005_u32 as HRESULT;
+/// `item_length_mismatch`: a heap item's contents do not fill its declared length.
+pub const CLRMAP_E_ITEM_LENGTH_MISMATCH: HRESULT = 0x8004_C006_u32 as HRESULT;
+/// `too_deep`: type nesting deeper than the limit.
+pub const CLRMAP_E_TOO_DEEP: HRESULT = 0x8004_C007_u32 as HRESULT;
+/// `unsorted`: the sorted flag is set but the RVAs are not in order.
+pub const CLRMAP_E_UNSORTED: HRESULT = 0x8004_C008_u32 as HRESULT;
+/// `duplicate_rva`: one RVA with two different heap offsets.
+pub const CLRMAP_E_DUPLICATE_RVA: HRESULT = 0x8004_C009_u32 as HRESULT;
+/// `bad_image`: the PE/COFF container is malformed or is not a .NET image.
+pub const CLRMAP_E_BAD_IMAGE: HRESULT = 0x8004_C00A_u32 as HRESULT;
+/// `bad_metadata`: ECMA-335 metadata is malformed.
+pub const CLRMAP_E_BAD_METADATA: HRESULT = 0x8004_C00B_u32 as HRESULT;
+/// `bad_ready_to_run`: the ReadyToRun header or one of its sections is malformed.
+pub const CLRMAP_E_BAD_READY_TO_RUN: HRESULT = 0x8004_C00C_u32 as HRESULT;
+/// `unsupported_version`: a format version clrmap does not read.
+pub const CLRMAP_E_UNSUPPORTED_VERSION: HRESULT = 0x8004_C00D_u32 as HRESULT;
+/// `unsupported_machine`: a PE Machine whose ReadyToRun layout clrmap does not read.
+pub const CLRMAP_E_UNSUPPORTED_MACHINE: HRESULT = 0x8004_C00E_u32 as HRESULT;
+/// `bad_debug_info`: ReadyToRun debug info (bounds, variables) is malformed.
+pub const CLRMAP_E_BAD_DEBUG_INFO: HRESULT = 0x8004_C00F_u32 as HRESULT;
+/// `bad_trace`: an EventPipe (`.nettrace`) stream is malformed.
+pub const CLRMAP_E_BAD_TRACE: HRESULT = 0x8004_C010_u32 as HRESULT;
+/// `bad_capture`: a clrmap capture is malformed.
+pub const CLRMAP_E_BAD_CAPTURE: HRESULT = 0x8004_C011_u32 as HRESULT;
+/// `bad_pdb`: a portable PDB is malformed.
+pub const CLRMAP_E_BAD_PDB: HRESULT = 0x8004_C012_u32 as HRESULT;
+/// `unsupported_pdb`: a Windows (MSF) PDB or another symbol format.
+pub const CLRMAP_E_UNSUPPORTED_PDB: HRESULT = 0x8004_C013_u32 as HRESULT;
+/// `not_found`: a look-up found nothing, where no runtime answer applies (where one does, as
+/// for an unknown RVA or FunctionID, the answer is the runtime's E_INVALIDARG).
+pub const CLRMAP_E_NOT_FOUND: HRESULT = 0x8004_C014_u32 as HRESULT;
+/// `out_of_range`: a value out of the range its encoding can hold (a map over 4 GiB).
+pub const CLRMAP_E_OUT_OF_RANGE: HRESULT = 0x8004_C015_u32 as HRESULT;
+/// `bad_notation`: text in the type notation does not parse.
+pub const CLRMAP_E_BAD_NOTATION: HRESULT = 0x8004_C016_u32 as HRESULT;
+/// A file that is none of the sources clrmap reads (no library kind: `ClrmapError::kind` is NULL).
+pub const CLRMAP_E_UNRECOGNIZED_FILE: HRESULT = 0x8004_C017_u32 as HRESULT;
+
+/// The HRESULT of a library error kind: META_E_BAD_SIGNATURE for the signature kinds,
+/// `CLRMAP_E_PDB_MISMATCH` for `pdb_mismatch`, a `CLRMAP_E_*` code of its own for each other kind,
+/// E_FAIL for a kind newer than this crate.
+pub fn hresult_of_kind(kind: ErrorKind) -> HRESULT {
+    match kind {
+        ErrorKind::BadCompressedInteger
+        | ErrorKind::EmptyInstantiation
+        | ErrorKind::BadElementType
+        | ErrorKind::BadToken
+        | ErrorKind::BadArrayShape
+        | ErrorKind::BadCallingConvention => CLRMAP_META_E_BAD_SIGNATURE,
+        ErrorKind::Truncated => CLRMAP_E_TRUNCATED,
+        ErrorKind::TruncatedHeader => CLRMAP_E_TRUNCATED_HEADER,
+        ErrorKind::TruncatedDirectory => CLRMAP_E_TRUNCATED_DIRECTORY,
+        ErrorKind::OffsetOutOfHeap => CLRMAP_E_OFFSET_OUT_OF_HEAP,
+        ErrorKind::TruncatedItem => CLRMAP_E_TRUNCATED_ITEM,
+        ErrorKind::ItemLengthMismatch => CLRMAP_E_ITEM_LENGTH_MISMATCH,
+        ErrorKind::TooDeep => CLRMAP_E_TOO_DEEP,
+        ErrorKind::Unsorted => CLRMAP_E_UNSORTED,
+        ErrorKind::DuplicateRva => CLRMAP_E_DUPLICATE_RVA,
+        ErrorKind::BadImage => CLRMAP_E_BAD_IMAGE,
+        ErrorKind::BadMetadata => CLRMAP_E_BAD_METADATA,
+        ErrorKind::BadReadyToRun => CLRMAP_E_BAD_READY_TO_RUN,
+        ErrorKind::UnsupportedVersion => CLRMAP_E_UNSUPPORTED_VERSION,
+        ErrorKind::UnsupportedMachine => CLRMAP_E_UNSUPPORTED_MACHINE,
+        ErrorKind::BadDebugInfo => CLRMAP_E_BAD_DEBUG_INFO,
+        ErrorKind::BadTrace => CLRMAP_E_BAD_TRACE,
+        ErrorKind::BadCapture => CLRMAP_E_BAD_CAPTURE,
+        ErrorKind::BadPdb => CLRMAP_E_BAD_PDB,
+        ErrorKind::UnsupportedPdb => CLRMAP_E_UNSUPPORTED_PDB,
+        ErrorKind::PdbMismatch => CLRMAP_E_PDB_MISMATCH,
+        ErrorKind::NotFound => CLRMAP_E_NOT_FOUND,
+        ErrorKind::OutOfRange => CLRMAP_E_OUT_OF_RANGE,
+        ErrorKind::BadNotation => CLRMAP_E_BAD_NOTATION,
+        _ => E_FAIL,
+    }
+}
 
 use CLRMAP_E_FAIL as E_FAIL;
 use CLRMAP_E_BAD_FILE_TYPE as E_BAD_FILE_TYPE;
 use CLRMAP_E_FILE_NOT_FOUND as E_FILE_NOT_FOUND;
-use CLRMAP_E_PDB_MISMATCH as E_PDB_MISMATCH;
 use CLRMAP_E_INVALIDARG as E_INVALIDARG;
 use CLRMAP_E_NOINTERFACE as E_NOINTERFACE;
 use CLRMAP_E_NOTIMPL as E_NOTIMPL;
 use CLRMAP_E_POINTER as E_POINTER;
-use CLRMAP_META_E_BAD_SIGNATURE as META_E_BAD_SIGNATURE;
 use CLRMAP_S_FALSE as S_FALSE;
 use CLRMAP_S_OK as S_OK;
 
@@ -93,14 +190,25 @@ pub struct GUID {
     pub Data4: [u8; 8],
 }
 
+// The IIDs, as constants for Rust and as exported objects for C and C++ (an object, not a macro,
+// so that both languages can take its address: `const GUID *g = &IID_ICorProfilerInfo;`).
+const IUNKNOWN: GUID = GUID { Data1: 0, Data2: 0, Data3: 0, Data4: [0xC0, 0, 0, 0, 0, 0, 0, 0x46] };
+const MEMORY_BUFFER: GUID = GUID { Data1: 0x6778_88B3, Data2: 0xD160, Data3: 0x4B8C, Data4: [0xA7, 0x3B, 0xD7, 0x9E, 0x6A, 0xAA, 0x1D, 0x13] };
+const SYMBOL_PROVIDER2: GUID = GUID { Data1: 0xF980_1807, Data2: 0x4764, Data3: 0x4330, Data4: [0x9E, 0x67, 0x4F, 0x68, 0x50, 0x94, 0x16, 0x5E] };
+const PROFILER_INFO: GUID = GUID { Data1: 0x28B5_557D, Data2: 0x3F3F, Data3: 0x48b4, Data4: [0x90, 0xB2, 0x5F, 0x9E, 0xEA, 0x2F, 0x6C, 0x48] };
+
 /// `IID_IUnknown` {00000000-0000-0000-C000-000000000046}.
-pub const IID_IUnknown: GUID = GUID { Data1: 0, Data2: 0, Data3: 0, Data4: [0xC0, 0, 0, 0, 0, 0, 0, 0x46] };
+#[no_mangle]
+pub static IID_IUnknown: GUID = IUNKNOWN;
 /// `IID_ICorDebugMemoryBuffer` {677888B3-D160-4B8C-A73B-D79E6AAA1D13} (cordebug.idl).
-pub const IID_ICorDebugMemoryBuffer: GUID = GUID { Data1: 0x6778_88B3, Data2: 0xD160, Data3: 0x4B8C, Data4: [0xA7, 0x3B, 0xD7, 0x9E, 0x6A, 0xAA, 0x1D, 0x13] };
+#[no_mangle]
+pub static IID_ICorDebugMemoryBuffer: GUID = MEMORY_BUFFER;
 /// `IID_ICorDebugSymbolProvider2` {F9801807-4764-4330-9E67-4F685094165E} (cordebug.idl).
-pub const IID_ICorDebugSymbolProvider2: GUID = GUID { Data1: 0xF980_1807, Data2: 0x4764, Data3: 0x4330, Data4: [0x9E, 0x67, 0x4F, 0x68, 0x50, 0x94, 0x16, 0x5E] };
+#[no_mangle]
+pub static IID_ICorDebugSymbolProvider2: GUID = SYMBOL_PROVIDER2;
 /// `IID_ICorProfilerInfo` {28B5557D-3F3F-48b4-90B2-5F9EEA2F6C48} (corprof.idl).
-pub const IID_ICorProfilerInfo: GUID = GUID { Data1: 0x28B5_557D, Data2: 0x3F3F, Data3: 0x48b4, Data4: [0x90, 0xB2, 0x5F, 0x9E, 0xEA, 0x2F, 0x6C, 0x48] };
+#[no_mangle]
+pub static IID_ICorProfilerInfo: GUID = PROFILER_INFO;
 
 /// `COR_DEBUG_IL_TO_NATIVE_MAP` (cordebug.idl): `ilOffset` is a real IL offset or NO_MAPPING
 /// (0xFFFFFFFF), PROLOG (0xFFFFFFFE) or EPILOG (0xFFFFFFFD); the native range is half-open and
@@ -125,7 +233,172 @@ const _: () = assert!(std::mem::offset_of!(COR_DEBUG_IL_TO_NATIVE_MAP, nativeSta
 const _: () = assert!(std::mem::offset_of!(COR_DEBUG_IL_TO_NATIVE_MAP, nativeEndOffset) == std::mem::offset_of!(CorDebugIlToNativeMap, native_end_offset));
 
 fn guard(f: impl FnOnce() -> HRESULT) -> HRESULT {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(E_FAIL)
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| fail(E_FAIL, None, "an internal error (a panic, caught)"))
+}
+
+// ----------------------------------------------------------------------------------------------
+// The last error: one per thread, set by every export that fails (symbolic-cabi's model).
+
+/// `ClrmapError::location_kind`: the error has no place in any input.
+pub const CLRMAP_LOCATION_NOWHERE: u32 = 0;
+/// `ClrmapError::location_kind`: `location` is an absolute byte offset in the input.
+pub const CLRMAP_LOCATION_OFFSET: u32 = 1;
+/// `ClrmapError::location_kind`: `location` is an RVA asked about or pointed to.
+pub const CLRMAP_LOCATION_RVA: u32 = 2;
+/// `ClrmapError::location_kind`: `location` is an address in a traced process.
+pub const CLRMAP_LOCATION_ADDRESS: u32 = 3;
+
+/// The last error of the calling thread (`clrmap_last_error`). `kind` and `family` are static
+/// strings; `expected` and `message` stay valid until the next clrmap call that fails on the same
+/// thread, or `clrmap_clear_last_error`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ClrmapError {
+    /// The HRESULT the failing call returned.
+    pub hr: HRESULT,
+    /// `CLRMAP_LOCATION_NOWHERE`, `..._OFFSET`, `..._RVA` or `..._ADDRESS`.
+    pub location_kind: u32,
+    /// The offset, RVA or address (0 for NOWHERE).
+    pub location: u64,
+    /// The error kind's stable id (`"bad_image"`, contract §3), or NULL when the failure is not a
+    /// library error (a null argument, a file that cannot be opened, an unrecognized file).
+    pub kind: *const c_char,
+    /// The kind's family: `"parse"`, `"validity"` or `"resolve"`; NULL when `kind` is NULL.
+    pub family: *const c_char,
+    /// What was expected at the location (`"a ReadyToRun major from 3 to 27"`), or "".
+    pub expected: *const c_char,
+    /// The whole message, as the CLI prints it (`"bad_image at offset 60: expected ..."`).
+    pub message: *const c_char,
+}
+
+/// The recorded failure of a thread.
+struct LastError {
+    hr: HRESULT,
+    error: Option<clrmap::Error>,
+    expected: CString,
+    message: CString,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<LastError>> = const { RefCell::new(None) };
+}
+
+fn c_string(s: &str) -> CString {
+    CString::new(s.replace('\0', "")).unwrap_or_default()
+}
+
+/// Record a failure as the thread's last error and return its HRESULT.
+fn fail(hr: HRESULT, error: Option<&clrmap::Error>, message: &str) -> HRESULT {
+    let last = LastError { hr, error: error.copied(), expected: c_string(error.map_or("", |e| e.expected)), message: c_string(message) };
+    // A thread being torn down has no slot left: the HRESULT still answers.
+    let _ = LAST_ERROR.try_with(|slot| slot.replace(Some(last)));
+    hr
+}
+
+/// Record a library error (its kind's HRESULT).
+fn fail_with(error: &clrmap::Error) -> HRESULT {
+    fail(hresult_of_kind(error.kind), Some(error), &error.to_string())
+}
+
+/// Record a library error, answered with another HRESULT (the runtime's, where it has one).
+fn fail_as(hr: HRESULT, error: &clrmap::Error) -> HRESULT {
+    fail(hr, Some(error), &error.to_string())
+}
+
+/// A null pointer where one is required.
+fn null_argument() -> HRESULT {
+    fail(E_POINTER, None, "a required pointer argument is NULL")
+}
+
+/// The kind's id as a static C string.
+fn kind_c_str(kind: ErrorKind) -> &'static CStr {
+    match kind {
+        ErrorKind::Truncated => c"truncated",
+        ErrorKind::TruncatedHeader => c"truncated_header",
+        ErrorKind::TruncatedDirectory => c"truncated_directory",
+        ErrorKind::OffsetOutOfHeap => c"offset_out_of_heap",
+        ErrorKind::TruncatedItem => c"truncated_item",
+        ErrorKind::BadCompressedInteger => c"bad_compressed_integer",
+        ErrorKind::ItemLengthMismatch => c"item_length_mismatch",
+        ErrorKind::EmptyInstantiation => c"empty_instantiation",
+        ErrorKind::BadElementType => c"bad_element_type",
+        ErrorKind::BadToken => c"bad_token",
+        ErrorKind::BadArrayShape => c"bad_array_shape",
+        ErrorKind::BadCallingConvention => c"bad_calling_convention",
+        ErrorKind::TooDeep => c"too_deep",
+        ErrorKind::Unsorted => c"unsorted",
+        ErrorKind::DuplicateRva => c"duplicate_rva",
+        ErrorKind::BadImage => c"bad_image",
+        ErrorKind::BadMetadata => c"bad_metadata",
+        ErrorKind::BadReadyToRun => c"bad_ready_to_run",
+        ErrorKind::UnsupportedVersion => c"unsupported_version",
+        ErrorKind::UnsupportedMachine => c"unsupported_machine",
+        ErrorKind::BadDebugInfo => c"bad_debug_info",
+        ErrorKind::BadTrace => c"bad_trace",
+        ErrorKind::BadCapture => c"bad_capture",
+        ErrorKind::BadPdb => c"bad_pdb",
+        ErrorKind::UnsupportedPdb => c"unsupported_pdb",
+        ErrorKind::PdbMismatch => c"pdb_mismatch",
+        ErrorKind::NotFound => c"not_found",
+        ErrorKind::OutOfRange => c"out_of_range",
+        ErrorKind::BadNotation => c"bad_notation",
+        _ => c"unknown",
+    }
+}
+
+fn family_c_str(family: ErrorFamily) -> &'static CStr {
+    match family {
+        ErrorFamily::Parse => c"parse",
+        ErrorFamily::Validity => c"validity",
+        ErrorFamily::Resolve => c"resolve",
+    }
+}
+
+/// The calling thread's last error: S_OK and `*out` filled when a clrmap call failed on this
+/// thread since the last `clrmap_clear_last_error`; S_FALSE and `*out` zeroed (NULL strings) when
+/// none did; E_POINTER for a NULL `out`. Successful calls leave the last error as it was.
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_last_error(out: *mut ClrmapError) -> HRESULT {
+    if out.is_null() {
+        return E_POINTER;
+    }
+    let answer = catch_unwind(AssertUnwindSafe(|| {
+        LAST_ERROR
+            .try_with(|slot| {
+                slot.borrow().as_ref().map(|last| {
+                    let (location_kind, location) = match last.error.map(|e| e.location) {
+                        Some(Location::Offset(o)) => (CLRMAP_LOCATION_OFFSET, o),
+                        Some(Location::Rva(r)) => (CLRMAP_LOCATION_RVA, u64::from(r)),
+                        Some(Location::Address(a)) => (CLRMAP_LOCATION_ADDRESS, a),
+                        _ => (CLRMAP_LOCATION_NOWHERE, 0),
+                    };
+                    ClrmapError {
+                        hr: last.hr,
+                        location_kind,
+                        location,
+                        kind: last.error.map_or(std::ptr::null(), |e| kind_c_str(e.kind).as_ptr()),
+                        family: last.error.map_or(std::ptr::null(), |e| family_c_str(e.kind.family()).as_ptr()),
+                        expected: last.expected.as_ptr(),
+                        message: last.message.as_ptr(),
+                    }
+                })
+            })
+            .ok()
+            .flatten()
+    }))
+    .ok()
+    .flatten();
+    let none = ClrmapError { hr: S_OK, location_kind: CLRMAP_LOCATION_NOWHERE, location: 0, kind: std::ptr::null(), family: std::ptr::null(), expected: std::ptr::null(), message: std::ptr::null() };
+    let hr = if answer.is_some() { S_OK } else { S_FALSE };
+    // SAFETY: `out` is non-null and points to a writable ClrmapError, per the contract.
+    unsafe { *out = answer.unwrap_or(none) };
+    hr
+}
+
+/// Forget the calling thread's last error (and free its strings).
+#[no_mangle]
+pub extern "C" fn clrmap_clear_last_error() {
+    let _ = catch_unwind(|| LAST_ERROR.try_with(|slot| slot.replace(None)));
 }
 
 /// The bytes of a map: a memory-mapped file or an owned copy.
@@ -290,9 +563,19 @@ const _: () = assert!(std::mem::size_of::<ICorProfilerInfoVtbl>() == 93 * SLOT);
 struct SymbolProvider {
     iface: ICorDebugSymbolProvider2,
     refs: AtomicU32,
-    map: Arc<Storage>,
-    /// Built once when the provider is made, for `clrmap_dict_lookup`.
-    index: LookupIndex,
+    source: ProviderSource,
+}
+
+/// What a symbol provider serves.
+enum ProviderSource {
+    /// A generic dictionary map (`GetGenericDictionaryInfo`, `clrmap_dict_lookup`).
+    Map {
+        map: Arc<Storage>,
+        /// Built once when the provider is made, for `clrmap_dict_lookup`.
+        index: LookupIndex,
+    },
+    /// The frames of a ReadyToRun image (`GetFrameProps`).
+    Image(FrameIndex),
 }
 
 /// The object behind an `ICorDebugMemoryBuffer`; it holds a reference to the map's storage.
@@ -351,7 +634,7 @@ trait Unknown {
 
 impl Unknown for SymbolProvider {
     type Iface = ICorDebugSymbolProvider2;
-    const IID: GUID = IID_ICorDebugSymbolProvider2;
+    const IID: GUID = SYMBOL_PROVIDER2;
     fn refs(&self) -> &AtomicU32 {
         &self.refs
     }
@@ -359,7 +642,7 @@ impl Unknown for SymbolProvider {
 
 impl Unknown for MemoryBuffer {
     type Iface = ICorDebugMemoryBuffer;
-    const IID: GUID = IID_ICorDebugMemoryBuffer;
+    const IID: GUID = MEMORY_BUFFER;
     fn refs(&self) -> &AtomicU32 {
         &self.refs
     }
@@ -367,7 +650,7 @@ impl Unknown for MemoryBuffer {
 
 impl Unknown for ProfilerInfo {
     type Iface = ICorProfilerInfo;
-    const IID: GUID = IID_ICorProfilerInfo;
+    const IID: GUID = PROFILER_INFO;
     fn refs(&self) -> &AtomicU32 {
         &self.refs
     }
@@ -383,10 +666,10 @@ fn object<T: Unknown>(this: *mut T::Iface) -> *mut T {
 unsafe extern "C" fn query_interface<T: Unknown>(this: *mut T::Iface, iid: *const GUID, out: *mut *mut c_void) -> HRESULT {
     guard(|| {
         if out.is_null() {
-            return E_POINTER;
+            return null_argument();
         }
         // SAFETY: `iid` comes from the caller as a GUID pointer (checked for null inside).
-        let ok = unsafe { iid_is(iid, &IID_IUnknown) || iid_is(iid, &T::IID) };
+        let ok = unsafe { iid_is(iid, &IUNKNOWN) || iid_is(iid, &T::IID) };
         // SAFETY: `out` is non-null; `this` is a live object the caller holds a reference to.
         unsafe {
             if ok {
@@ -395,7 +678,7 @@ unsafe extern "C" fn query_interface<T: Unknown>(this: *mut T::Iface, iid: *cons
                 S_OK
             } else {
                 *out = std::ptr::null_mut();
-                E_NOINTERFACE
+                fail(E_NOINTERFACE, None, "an IID of IUnknown or of the object's interface")
             }
         }
     })
@@ -440,10 +723,13 @@ unsafe extern "C" fn sp_get_generic_dictionary_info(this: *mut ICorDebugSymbolPr
     guard(|| {
         let this = object::<SymbolProvider>(this);
         if this.is_null() || out.is_null() {
-            return E_POINTER;
+            return null_argument();
         }
         // SAFETY: `this` is a live provider; the buffer shares its storage through the Arc.
-        let map = unsafe { Arc::clone(&(*this).map) };
+        let ProviderSource::Map { map, .. } = (unsafe { &(*this).source }) else {
+            return fail(E_NOTIMPL, None, "this provider serves a ReadyToRun image's frames, not a dictionary map");
+        };
+        let map = Arc::clone(map);
         let buffer = Box::new(MemoryBuffer { iface: ICorDebugMemoryBuffer { lpVtbl: &MEMORY_BUFFER_VTBL }, refs: AtomicU32::new(1), map });
         // SAFETY: `out` is non-null; the interface is the object's first field.
         unsafe { *out = Box::into_raw(buffer).cast() };
@@ -451,14 +737,40 @@ unsafe extern "C" fn sp_get_generic_dictionary_info(this: *mut ICorDebugSymbolPr
     })
 }
 
-unsafe extern "C" fn sp_get_frame_props(_this: *mut ICorDebugSymbolProvider2, _rva: u32, _start: *mut u32, _parent: *mut u32) -> HRESULT {
-    E_NOTIMPL
+/// `GetFrameProps`: over an image, the frame holding `rva` (cordebug.idl: "the method start rva
+/// (pCodeStartRva) and parent frame's start rva (pParentFrameStartRva). If there is no parent
+/// frame, then pParentFrameStartRva is set to 0"): for a main body the method's start and 0, for
+/// a funclet the funclet's start and its method's (`clrmap::r2r::frames`). An RVA in no
+/// RUNTIME_FUNCTION is E_INVALIDARG (both outs 0), as for an unknown RVA elsewhere; a provider over
+/// a dictionary map answers E_NOTIMPL.
+unsafe extern "C" fn sp_get_frame_props(this: *mut ICorDebugSymbolProvider2, rva: u32, start: *mut u32, parent: *mut u32) -> HRESULT {
+    guard(|| {
+        let this = object::<SymbolProvider>(this);
+        if this.is_null() || start.is_null() || parent.is_null() {
+            return null_argument();
+        }
+        // SAFETY: `this` is a live provider.
+        let ProviderSource::Image(frames) = (unsafe { &(*this).source }) else {
+            return fail(E_NOTIMPL, None, "this provider serves a dictionary map; open a ReadyToRun image with clrmap_symbol_provider_open_image for GetFrameProps");
+        };
+        let (hr, code_start, parent_start) = match frames.frame_props(rva) {
+            Ok(p) => (S_OK, p.code_start, p.parent_frame_start_rva()),
+            Err(e) if e.kind == ErrorKind::NotFound => (fail_as(E_INVALIDARG, &e), 0, 0),
+            Err(e) => (fail_with(&e), 0, 0),
+        };
+        // SAFETY: both out-pointers are non-null.
+        unsafe {
+            *start = code_start;
+            *parent = parent_start;
+        }
+        hr
+    })
 }
 
 unsafe extern "C" fn mb_get_start_address(this: *mut ICorDebugMemoryBuffer, out: *mut *const c_void) -> HRESULT {
     let this = object::<MemoryBuffer>(this);
     if this.is_null() || out.is_null() {
-        return E_POINTER;
+        return null_argument();
     }
     // SAFETY: `this` is live; the address stays valid while the buffer is referenced.
     unsafe { *out = (*this).map.bytes().as_ptr().cast() };
@@ -468,7 +780,7 @@ unsafe extern "C" fn mb_get_start_address(this: *mut ICorDebugMemoryBuffer, out:
 unsafe extern "C" fn mb_get_size(this: *mut ICorDebugMemoryBuffer, out: *mut u32) -> HRESULT {
     let this = object::<MemoryBuffer>(this);
     if this.is_null() || out.is_null() {
-        return E_POINTER;
+        return null_argument();
     }
     // SAFETY: `this` is live; maps over 4 GiB are refused when opened.
     unsafe { *out = u32::try_from((*this).map.bytes().len()).unwrap_or(u32::MAX) };
@@ -479,41 +791,93 @@ unsafe extern "C" fn mb_get_size(this: *mut ICorDebugMemoryBuffer, out: *mut u32
 ///
 /// SAFETY (callers): `out` is non-null and writable.
 unsafe fn new_provider(storage: Storage, out: *mut *mut ICorDebugSymbolProvider2) -> HRESULT {
-    let index = DictionaryMap::parse(storage.bytes()).and_then(|m| m.validate().and_then(|()| LookupIndex::new(&m, SortedFlag::Verify)));
-    let (Ok(index), Ok(_)) = (index, u32::try_from(storage.bytes().len())) else { return META_E_BAD_SIGNATURE };
-    let p = Box::new(SymbolProvider { iface: ICorDebugSymbolProvider2 { lpVtbl: &SYMBOL_PROVIDER_VTBL }, refs: AtomicU32::new(1), map: Arc::new(storage), index });
+    if u32::try_from(storage.bytes().len()).is_err() {
+        return fail_with(&clrmap::Error::nowhere(ErrorKind::OutOfRange, "a dictionary map under 4 GiB (GetSize is a ULONG32)"));
+    }
+    let index = match DictionaryMap::parse(storage.bytes()).and_then(|m| m.validate().and_then(|()| LookupIndex::new(&m, SortedFlag::Verify))) {
+        Ok(index) => index,
+        Err(e) => return fail_with(&e),
+    };
+    // SAFETY: per the caller's contract.
+    unsafe { publish_provider(ProviderSource::Map { map: Arc::new(storage), index }, out) }
+}
+
+/// Box a provider and hand its interface to C.
+///
+/// SAFETY (callers): `out` is non-null and writable.
+unsafe fn publish_provider(source: ProviderSource, out: *mut *mut ICorDebugSymbolProvider2) -> HRESULT {
+    let p = Box::new(SymbolProvider { iface: ICorDebugSymbolProvider2 { lpVtbl: &SYMBOL_PROVIDER_VTBL }, refs: AtomicU32::new(1), source });
     // SAFETY: per the caller's contract; the interface is the object's first field.
     unsafe { *out = Box::into_raw(p).cast() };
     S_OK
 }
 
+/// A regular file mapped, or the HRESULT (recorded) of why not: `CLRMAP_E_BAD_FILE_TYPE` for a
+/// device, FIFO or directory, HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND) for a file that cannot be
+/// opened.
+fn map_for_c(path: &str) -> Result<MappedFile, HRESULT> {
+    map_file(Path::new(path)).map_err(|e| {
+        let hr = if e.kind() == std::io::ErrorKind::InvalidInput { E_BAD_FILE_TYPE } else { E_FILE_NOT_FOUND };
+        fail(hr, None, &format!("cannot read {path}: {e}"))
+    })
+}
+
+/// Open a ReadyToRun image as an `ICorDebugSymbolProvider2` that serves `GetFrameProps`: the
+/// image's RUNTIME_FUNCTIONs are indexed by method when it is opened, and the file is not kept.
+/// `GetGenericDictionaryInfo` and `clrmap_dict_lookup` answer E_NOTIMPL on it. A malformed image
+/// gives its kind's HRESULT (`clrmap_last_error` says where).
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_symbol_provider_open_image(path: *const c_char, out: *mut *mut ICorDebugSymbolProvider2) -> HRESULT {
+    guard(|| {
+        if path.is_null() || out.is_null() {
+            return null_argument();
+        }
+        // SAFETY: the caller passes a NUL-terminated path.
+        let path = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
+        let bytes = match map_for_c(&path) {
+            Ok(b) => b,
+            Err(hr) => return hr,
+        };
+        let frames = match ReadyToRunImage::parse(&bytes).and_then(|image| FrameIndex::new(&image)) {
+            Ok(f) => f,
+            Err(e) => return fail_with(&e),
+        };
+        // SAFETY: `out` is non-null.
+        unsafe { publish_provider(ProviderSource::Image(frames), out) }
+    })
+}
+
 /// Open a dictionary map file (memory-mapped) as an `ICorDebugSymbolProvider2`.
 ///
-/// The map is validated strictly: a malformed one gives META_E_BAD_SIGNATURE, a missing file
+/// The map is validated strictly: a malformed one gives its kind's HRESULT (META_E_BAD_SIGNATURE
+/// for a bad signature, `CLRMAP_E_UNSORTED` for an unsorted map ...), a missing file
 /// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a null argument E_POINTER. Release the object with
 /// its `Release`.
 #[no_mangle]
 pub unsafe extern "C" fn clrmap_symbol_provider_open(path: *const c_char, out: *mut *mut ICorDebugSymbolProvider2) -> HRESULT {
     guard(|| {
         if path.is_null() || out.is_null() {
-            return E_POINTER;
+            return null_argument();
         }
         // SAFETY: the caller passes a NUL-terminated path.
         let path = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
         // Only regular files: a FIFO would block the open, a device has no end.
         match std::fs::metadata(&path) {
             Ok(m) if m.is_file() => {}
-            Ok(_) => return E_BAD_FILE_TYPE,
-            Err(_) => return E_FILE_NOT_FOUND,
+            Ok(_) => return fail(E_BAD_FILE_TYPE, None, &format!("{path}: not a regular file")),
+            Err(e) => return fail(E_FILE_NOT_FOUND, None, &format!("cannot read {path}: {e}")),
         }
-        let Ok(file) = std::fs::File::open(&path) else { return E_FILE_NOT_FOUND };
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) => return fail(E_FILE_NOT_FOUND, None, &format!("cannot read {path}: {e}")),
+        };
         // SAFETY: the file is mapped read-only; clrmap never writes through it. Another process
         // truncating the file while it is mapped is outside what any mapped reader can defend.
         let storage = match unsafe { memmap2::Mmap::map(&file) } {
             Ok(m) => Storage::Mapped(m),
             Err(_) => match clrmap::fs::read_regular(Path::new(&path), clrmap::fs::MAX_FILE) {
                 Ok(v) => Storage::Owned(v),
-                Err(_) => return E_FAIL,
+                Err(e) => return fail(E_FAIL, None, &format!("cannot read {path}: {e}")),
             },
         };
         // SAFETY: `out` is non-null.
@@ -527,7 +891,7 @@ pub unsafe extern "C" fn clrmap_symbol_provider_open(path: *const c_char, out: *
 pub unsafe extern "C" fn clrmap_symbol_provider_from_memory(data: *const u8, len: usize, out: *mut *mut ICorDebugSymbolProvider2) -> HRESULT {
     guard(|| {
         if data.is_null() || out.is_null() {
-            return E_POINTER;
+            return null_argument();
         }
         // SAFETY: the caller passes `len` readable bytes at `data`.
         let bytes = unsafe { std::slice::from_raw_parts(data, len) }.to_vec();
@@ -546,14 +910,24 @@ pub unsafe extern "C" fn clrmap_dict_lookup(provider: *mut ICorDebugSymbolProvid
     guard(|| {
         let provider = object::<SymbolProvider>(provider);
         if provider.is_null() || pcb.is_null() {
-            return E_POINTER;
+            return null_argument();
         }
         // SAFETY: `provider` is a live provider object.
-        let provider = unsafe { &*provider };
+        let ProviderSource::Map { map, index } = (unsafe { &(*provider).source }) else {
+            return fail(E_NOTIMPL, None, "this provider serves a ReadyToRun image's frames, not a dictionary map");
+        };
         // Parsing is O(1) (header and bounds); the index was built when the provider was made.
-        let Ok(map) = DictionaryMap::parse(provider.map.bytes()) else { return META_E_BAD_SIGNATURE };
-        let Some(entry) = provider.index.find(&map, rva) else { return E_INVALIDARG };
-        let Ok(types) = map.item_of(&entry).and_then(|i| i.render(&HexTokens)) else { return META_E_BAD_SIGNATURE };
+        let map = match DictionaryMap::parse(map.bytes()) {
+            Ok(m) => m,
+            Err(e) => return fail_with(&e),
+        };
+        let Some(entry) = index.find(&map, rva) else {
+            return fail_as(E_INVALIDARG, &clrmap::Error::at_rva(ErrorKind::NotFound, rva, "an RVA that a dictionary entry has"));
+        };
+        let types = match map.item_of(&entry).and_then(|i| i.render(&HexTokens)) {
+            Ok(t) => t,
+            Err(e) => return fail_with(&e),
+        };
         let text = types.join("\n");
         let need = u32::try_from(text.len().saturating_add(1)).unwrap_or(u32::MAX);
         // SAFETY: `pcb` is non-null.
@@ -600,25 +974,34 @@ unsafe fn store<'a>(this: *mut ICorProfilerInfo) -> Option<&'a MapStore> {
 unsafe extern "C" fn pi_map1(this: *mut ICorProfilerInfo, fid: FunctionID, c_map: u32, pc_map: *mut u32, map: *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT {
     guard(|| {
         // SAFETY: COM arguments as documented for GetILToNativeMapping.
-        let (Some(store), (pc, m)) = (unsafe { store(this) }, unsafe { protocol_args(c_map, pc_map, map) }) else { return E_POINTER };
-        store.get_il_to_native_mapping(fid as u64, c_map, pc, m)
+        let (Some(store), (pc, m)) = (unsafe { store(this) }, unsafe { protocol_args(c_map, pc_map, map) }) else { return null_argument() };
+        map_call_result(store.get_il_to_native_mapping(fid as u64, c_map, pc, m))
     })
 }
 
 unsafe extern "C" fn pi_map2(this: *mut ICorProfilerInfo, fid: FunctionID, rejit: ReJITID, c_map: u32, pc_map: *mut u32, map: *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT {
     guard(|| {
         // SAFETY: COM arguments as documented for GetILToNativeMapping2.
-        let (Some(store), (pc, m)) = (unsafe { store(this) }, unsafe { protocol_args(c_map, pc_map, map) }) else { return E_POINTER };
-        store.get_il_to_native_mapping2(fid as u64, rejit as u64, c_map, pc, m)
+        let (Some(store), (pc, m)) = (unsafe { store(this) }, unsafe { protocol_args(c_map, pc_map, map) }) else { return null_argument() };
+        map_call_result(store.get_il_to_native_mapping2(fid as u64, rejit as u64, c_map, pc, m))
     })
 }
 
 unsafe extern "C" fn pi_map3(this: *mut ICorProfilerInfo, start: usize, c_map: u32, pc_map: *mut u32, map: *mut COR_DEBUG_IL_TO_NATIVE_MAP) -> HRESULT {
     guard(|| {
         // SAFETY: COM arguments as documented for GetILToNativeMapping3.
-        let (Some(store), (pc, m)) = (unsafe { store(this) }, unsafe { protocol_args(c_map, pc_map, map) }) else { return E_POINTER };
-        store.get_il_to_native_mapping3(start as u64, c_map, pc, m)
+        let (Some(store), (pc, m)) = (unsafe { store(this) }, unsafe { protocol_args(c_map, pc_map, map) }) else { return null_argument() };
+        map_call_result(store.get_il_to_native_mapping3(start as u64, c_map, pc, m))
     })
+}
+
+/// Record a failed IL-map call: E_INVALIDARG, the runtime's answer for an unknown function or
+/// code start, or a null `pcMap` or `map` with `cMap > 0`.
+fn map_call_result(hr: HRESULT) -> HRESULT {
+    if hr == E_INVALIDARG {
+        return fail(hr, None, "no code body has this FunctionID or code start, or pcMap is NULL, or map is NULL with cMap > 0");
+    }
+    hr
 }
 
 /// Open a ReadyToRun image, a `.nettrace` or a clrmap capture as an `ICorProfilerInfo`-shaped
@@ -626,12 +1009,12 @@ unsafe extern "C" fn pi_map3(this: *mut ICorProfilerInfo, start: usize, c_map: u
 ///
 /// All bodies are decoded when the file is opened, so each later call is a lookup (BENCHMARKS.md
 /// has both costs). A missing file is HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a malformed one
-/// META_E_BAD_SIGNATURE.
+/// its kind's HRESULT (`clrmap_last_error` says where).
 #[no_mangle]
 pub unsafe extern "C" fn clrmap_profiler_info_open(path: *const c_char, out: *mut *mut ICorProfilerInfo) -> HRESULT {
     guard(|| {
         if path.is_null() || out.is_null() {
-            return E_POINTER;
+            return null_argument();
         }
         // SAFETY: the caller passes a NUL-terminated path.
         let path = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
@@ -652,9 +1035,9 @@ pub unsafe extern "C" fn clrmap_profiler_info_open(path: *const c_char, out: *mu
 pub unsafe extern "C" fn clrmap_profiler_info_function_ids(info: *mut ICorProfilerInfo, ids: *mut u64, c: u32, pc: *mut u32) -> HRESULT {
     guard(|| {
         // SAFETY: `info` is null or live.
-        let Some(store) = (unsafe { store(info) }) else { return E_POINTER };
+        let Some(store) = (unsafe { store(info) }) else { return null_argument() };
         if pc.is_null() {
-            return E_POINTER;
+            return null_argument();
         }
         let all = store.function_ids();
         let n = u32::try_from(all.len()).unwrap_or(u32::MAX);
@@ -677,12 +1060,14 @@ pub unsafe extern "C" fn clrmap_profiler_info_function_ids(info: *mut ICorProfil
 pub unsafe extern "C" fn clrmap_profiler_info_symbolize(info: *mut ICorProfilerInfo, address: u64, functionId: *mut u64, ilOffset: *mut u32) -> HRESULT {
     guard(|| {
         // SAFETY: `info` is null or live.
-        let Some(o) = (unsafe { object::<ProfilerInfo>(info).as_ref() }) else { return E_POINTER };
+        let Some(o) = (unsafe { object::<ProfilerInfo>(info).as_ref() }) else { return null_argument() };
         if functionId.is_null() || ilOffset.is_null() {
-            return E_POINTER;
+            return null_argument();
         }
         let f = o.sym.symbolize(address, FrameKind::Leaf);
-        let Some(fid) = f.function_id else { return E_INVALIDARG };
+        let Some(fid) = f.function_id else {
+            return fail_as(E_INVALIDARG, &clrmap::Error::at_address(ErrorKind::NotFound, address, "an address inside a code body"));
+        };
         let il = match f.region {
             Some(IlOffset::Il(_)) => f.il_offset.unwrap_or(0),
             Some(special) => special.to_raw(),
@@ -697,15 +1082,18 @@ pub unsafe extern "C" fn clrmap_profiler_info_symbolize(info: *mut ICorProfilerI
     })
 }
 
-/// The HRESULT of a source that did not open: a path that is not a regular file is
-/// `CLRMAP_E_BAD_FILE_TYPE`, one that cannot be read HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a
-/// malformed or unknown file META_E_BAD_SIGNATURE. A torn trace or capture opens (S_OK) with every
-/// whole record.
+/// The HRESULT of a source that did not open, recorded as the thread's last error: a path that is
+/// not a regular file is `CLRMAP_E_BAD_FILE_TYPE`, one that cannot be read
+/// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), a malformed file its kind's HRESULT, a file of no
+/// known format `CLRMAP_E_UNRECOGNIZED_FILE`. A torn trace or capture opens (S_OK) with every whole
+/// record.
 fn open_hresult(e: &OpenError) -> HRESULT {
+    let message = e.to_string();
     match e {
-        OpenError::Io { error, .. } if error.kind() == std::io::ErrorKind::InvalidInput => E_BAD_FILE_TYPE,
-        OpenError::Io { .. } => E_FILE_NOT_FOUND,
-        _ => META_E_BAD_SIGNATURE,
+        OpenError::Io { error, .. } if error.kind() == std::io::ErrorKind::InvalidInput => fail(E_BAD_FILE_TYPE, None, &message),
+        OpenError::Io { .. } => fail(E_FILE_NOT_FOUND, None, &message),
+        OpenError::Input { error, .. } => fail(hresult_of_kind(error.kind), Some(error), &message),
+        OpenError::Unrecognized { .. } => fail(CLRMAP_E_UNRECOGNIZED_FILE, None, &message),
     }
 }
 
@@ -769,7 +1157,7 @@ pub struct ClrmapFrame {
 pub unsafe extern "C" fn clrmap_symbolizer_open(source: *const c_char, pdb: *const c_char, symbol_paths: *const *const c_char, count: u32, out: *mut *mut ClrmapSymbolizer) -> HRESULT {
     guard(|| {
         if source.is_null() || out.is_null() || (count > 0 && symbol_paths.is_null()) {
-            return E_POINTER;
+            return null_argument();
         }
         // SAFETY: NUL-terminated strings, and `count` of them at `symbol_paths`, per the contract.
         let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
@@ -778,15 +1166,15 @@ pub unsafe extern "C" fn clrmap_symbolizer_open(source: *const c_char, pdb: *con
             // SAFETY: `symbol_paths` holds `count` pointers.
             let p = unsafe { *symbol_paths.add(i) };
             if p.is_null() {
-                return E_POINTER;
+                return null_argument();
             }
             dirs.push(PathBuf::from(text(p)));
         }
         let pdb = (!pdb.is_null()).then(|| PathBuf::from(text(pdb)));
         let options = Options { symbols: SymbolPaths { pdb, dirs } };
+        // A PDB of another assembly is `pdb_mismatch`, CLRMAP_E_PDB_MISMATCH, like its kind.
         let sym = match Symbolizer::open(Path::new(&text(source)), options) {
             Ok(sym) => sym,
-            Err(OpenError::Input { error, .. }) if error.kind == ErrorKind::PdbMismatch => return E_PDB_MISMATCH,
             Err(e) => return open_hresult(&e),
         };
         let boxed = Box::new(ClrmapSymbolizer { sym, strings: Mutex::new(HashMap::new()) });
@@ -816,15 +1204,15 @@ impl ClrmapSymbolizer {
 pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolizer, address: u64, kind: u32, out: *mut ClrmapFrame) -> HRESULT {
     guard(|| {
         // SAFETY: `sym` is null or live.
-        let Some(s) = (unsafe { sym.as_ref() }) else { return E_POINTER };
+        let Some(s) = (unsafe { sym.as_ref() }) else { return null_argument() };
         if out.is_null() {
-            return E_POINTER;
+            return null_argument();
         }
         let kind = match kind {
             CLRMAP_FRAME_LEAF => FrameKind::Leaf,
             CLRMAP_FRAME_RETURN_ADDRESS => FrameKind::ReturnAddress,
             CLRMAP_FRAME_RETURN_ADDRESS_CLR31 => FrameKind::ReturnAddressAsIs,
-            _ => return E_INVALIDARG,
+            _ => return fail(E_INVALIDARG, None, "a kind of CLRMAP_FRAME_LEAF, CLRMAP_FRAME_RETURN_ADDRESS or CLRMAP_FRAME_RETURN_ADDRESS_CLR31"),
         };
         let f = s.sym.symbolize(address, kind);
         let flags = if f.token.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if f.line.is_some() { CLRMAP_FRAME_LINE } else { 0 };
