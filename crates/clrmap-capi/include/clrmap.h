@@ -192,7 +192,9 @@ typedef struct ICorDebugSymbolProvider2Vtbl {
                                       struct ICorDebugMemoryBuffer**);
   /**
    * `GetFrameProps(ULONG32 codeRva, ULONG32 *pCodeStartRva, ULONG32 *pParentFrameStartRva)`:
-   * E_NOTIMPL.
+   * over an image (`clrmap_symbol_provider_open_image`), the start of the frame holding
+   * `codeRva` and, for a funclet, its method's start (else 0); E_INVALIDARG in no frame;
+   * E_NOTIMPL over a dictionary map.
    */
   HRESULT (*GetFrameProps)(struct ICorDebugSymbolProvider2*, uint32_t, uint32_t*, uint32_t*);
 } ICorDebugSymbolProvider2Vtbl;

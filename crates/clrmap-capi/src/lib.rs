@@ -498,7 +498,9 @@ pub struct ICorDebugSymbolProvider2Vtbl {
     /// map. The buffer keeps the map alive after the provider's release.
     pub GetGenericDictionaryInfo: unsafe extern "C" fn(*mut ICorDebugSymbolProvider2, *mut *mut ICorDebugMemoryBuffer) -> HRESULT,
     /// `GetFrameProps(ULONG32 codeRva, ULONG32 *pCodeStartRva, ULONG32 *pParentFrameStartRva)`:
-    /// E_NOTIMPL.
+    /// over an image (`clrmap_symbol_provider_open_image`), the start of the frame holding
+    /// `codeRva` and, for a funclet, its method's start (else 0); E_INVALIDARG in no frame;
+    /// E_NOTIMPL over a dictionary map.
     pub GetFrameProps: unsafe extern "C" fn(*mut ICorDebugSymbolProvider2, u32, *mut u32, *mut u32) -> HRESULT,
 }
 
