@@ -209,7 +209,7 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
         if let (true, Some(pid)) = (many_pids, b.pid) {
             extra.push_str(&format!("  pid {pid}"));
         }
-        writeln!(out, "0x{:08X} {}  {place}  size {}{extra}", b.token, b.name.as_deref().unwrap_or("?"), b.code_size)?;
+        writeln!(out, "0x{:08X} {}  {place}  size {}{extra}", b.token, b.full_name.as_deref().or(b.name.as_deref()).unwrap_or("?"), b.code_size)?;
         for e in &b.map {
             writeln!(out, "  {:<12} [0x{:X}, 0x{:X})", il_text(e.il), e.native_start, e.native_end)?;
         }

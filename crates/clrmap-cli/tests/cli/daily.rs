@@ -54,8 +54,33 @@ fn il_dump_filters_by_module_and_suggests_near_names() {
     // Type::Method without the namespace finds the method; a misspelt name is answered with
     // the near ones.
     let o = clrmap(&["il", "dump", "examples/frames.nettrace", "--method", "Nested::Inner"]);
-    assert!(stdout(&o).starts_with("0x06000008 Frames.Nested::Inner  start 0x7F8CE5225900  size 58  Frames.dll"), "{}", stdout(&o));
+    assert!(stdout(&o).starts_with("0x06000008 Frames.Nested::Inner(int32)  start 0x7F8CE5225900  size 58  Frames.dll"), "{}", stdout(&o));
     let o = clrmap(&["il", "dump", "examples/frames.nettrace", "--method", "Frames.Nested::Innr"]);
     assert_eq!(code(&o), Some(1));
     assert!(stderr(&o).ends_with("; near names: Frames.Nested::Inner\n"), "{}", stderr(&o));
+}
+
+#[test]
+fn bodies_carry_their_parameter_types() {
+    // R2R: from the method's own signature in metadata; overloads are told apart.
+    let Some(fw) = std::env::var("CLRMAP_DOTNET_HOME").ok().map(std::path::PathBuf::from).or_else(|| Some(repo_root().join(".dotnet"))) else { return };
+    let corelib = fw.join("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
+    if !corelib.is_file() {
+        assert!(std::env::var("CI").is_err(), "the 3.1.23 runtime is missing");
+        return;
+    }
+    let o = clrmap(&["il", "dump", corelib.to_str().unwrap(), "--method", "System.AppContext::Setup", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["methods"][0]["name"], "System.AppContext::Setup");
+    // Setup(char** pNames, char** pValues, int count) in AppContext.CoreCLR.cs.
+    assert_eq!(v["methods"][0]["full_name"], "System.AppContext::Setup(char**,char**,int32)");
+    let o = clrmap(&["il", "dump", corelib.to_str().unwrap(), "--method", "System.Math::Max", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let mut overloads: Vec<&str> = v["methods"].as_array().unwrap().iter().map(|m| m["full_name"].as_str().unwrap()).collect();
+    overloads.sort_unstable();
+    overloads.dedup();
+    assert!(overloads.contains(&"System.Math::Max(int32,int32)") && overloads.contains(&"System.Math::Max(float64,float64)"), "{overloads:?}");
+    // A trace: the runtime's names, with the instantiation.
+    let text = stdout(&clrmap(&["il", "dump", "examples/frames.nettrace", "--module", "Frames.dll"]));
+    assert!(text.contains(" Frames.Box`1[System.Int32]::Make(!0)  "), "{text}");
 }

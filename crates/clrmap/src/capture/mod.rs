@@ -155,6 +155,7 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
                 rva: if l.kind == "r2r" { l.rva } else { None },
                 code_size: l.code_size,
                 name: None,
+                full_name: None,
                 module,
                 module_path: Some(l.module.clone()),
                 function_id: Some(l.function_id),

@@ -207,4 +207,9 @@ pub struct CodeBody {
     pub tier: Option<String>,
     /// The public map, exactly as `GetILToNativeMapping3(start)` returns it.
     pub map: Vec<MapEntry>,
+    /// The name with the parameter types, which tells overloads apart:
+    /// `System.Collections.Generic.List`1::Add(!0)` (contract §1 notation; for a trace, the
+    /// runtime's own rendering). After `map`, so contract §4's fields keep their order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_name: Option<String>,
 }

@@ -338,3 +338,51 @@ impl<'a> Metadata<'a> {
         Some(MethodArgs { has_this, names })
     }
 }
+
+impl Metadata<'_> {
+    /// A MethodDef's parameter types in the contract's notation, as `(int32,!0)`: what tells
+    /// overloads apart (II.23.2.1 MethodDefSig: calling convention, [GenParamCount],
+    /// ParamCount, RetType, Param*). `None` for another token or a signature that does not
+    /// decode; a varargs SENTINEL ends the list with `...`.
+    pub fn method_params(&self, token: u32) -> Option<String> {
+        if token >> 24 != u32::from(table::METHOD_DEF) {
+            return None;
+        }
+        let row = self.tables.row(table::METHOD_DEF, token & 0x00FF_FFFF).ok()?;
+        let mut sig = self.blobs.get(row.get(4)).ok()?;
+        let cc = sig.u8("a calling convention").ok()?;
+        if cc & 0x10 != 0 {
+            sig.compressed_u32("a generic parameter count").ok()?;
+        }
+        let count = sig.compressed_u32("a parameter count").ok()?;
+        // RetType: VOID is legal only here, so it is read by hand; anything else is a type.
+        if sig.peek_u8("a return type").ok()? == 0x01 {
+            sig.u8("VOID").ok()?;
+        } else {
+            crate::signature::skip_type(&mut sig).ok()?;
+        }
+        let mut out = String::from("(");
+        for i in 0..count {
+            if i > 0 {
+                out.push(',');
+            }
+            // SENTINEL (0x41): the varargs part of a call site; not in a definition, but harmless.
+            if sig.peek_u8("a parameter").ok()? == 0x41 {
+                out.push_str("...");
+                break;
+            }
+            match crate::signature::stream_one(&mut sig, self, &mut out) {
+                Ok(Ok(())) => {}
+                _ => return None,
+            }
+            if out.len() > super::names::MAX_PARAMS_TEXT {
+                return None;
+            }
+        }
+        out.push(')');
+        Some(out)
+    }
+}
+
+/// The longest parameter list printed (names are bounded one by one; this bounds their sum).
+pub(crate) const MAX_PARAMS_TEXT: usize = 64 << 10;

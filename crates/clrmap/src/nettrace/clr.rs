@@ -32,6 +32,8 @@ pub struct MethodLoad {
     pub namespace: String,
     /// The method's name.
     pub name: String,
+    /// `MethodSignature`, as the runtime prints it (`instance void  (!0)`); empty if absent.
+    pub signature: String,
 }
 
 /// ModuleLoad (152) / ModuleDCEnd (rundown 154): `u64 ModuleID, u64 AssemblyID, u32 ModuleFlags,
@@ -80,6 +82,7 @@ pub fn method_load(p: Reader<'_>) -> Result<MethodLoad> {
         flags: r.u32("MethodFlags")?,
         namespace: utf16z(&mut r)?,
         name: utf16z(&mut r)?,
+        signature: utf16z(&mut r).unwrap_or_default(),
     })
 }
 
@@ -209,6 +212,7 @@ impl MethodTable {
             return i;
         }
         let name = if m.namespace.is_empty() { m.name.clone() } else { format!("{}::{}", m.namespace, m.name) };
+        let full_name = m.signature.find('(').and_then(|i| m.signature.get(i..)).map(|params| format!("{name}{params}"));
         self.bodies.push(CodeBody {
             token: m.token,
             rva: None,
@@ -216,6 +220,9 @@ impl MethodTable {
             name: Some(name),
             module: None,
             module_path: None,
+            // The runtime's own data: the type's name carries its instantiation
+            // (`List`1[System.Int32]`), the signature the parameters.
+            full_name,
             function_id: Some(m.method_id),
             start: Some(m.start),
             tier: Some(tier_name(m.flags).to_owned()),

@@ -94,6 +94,12 @@ fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
 }
 
+/// A body's name and its name with parameter types, from its module's metadata.
+fn name_body(md: &Metadata<'_>, body: &mut CodeBody) {
+    body.name = md.method_name(body.token);
+    body.full_name = body.name.as_ref().and_then(|n| md.method_params(body.token).map(|p| format!("{n}{p}")));
+}
+
 /// Read and decode a source file.
 pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
     let io = |error: std::io::Error| OpenError::Io { path: path.to_owned(), error };
@@ -120,7 +126,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
             let mut body = c.body;
             let file = modules.entry(c.module_path.clone()).or_insert_with(|| read_regular(Path::new(&c.module_path), MAX_FILE).ok());
             if let Some(md) = file.as_deref().and_then(|b| Metadata::parse(b).ok()) {
-                body.name = md.method_name(body.token);
+                name_body(&md, &mut body);
             }
             bodies.push(body);
         }
@@ -131,7 +137,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         let mut bodies = image.code_bodies().map_err(input)?;
         if let Ok(md) = Metadata::parse(&bytes) {
             for b in &mut bodies {
-                b.name = md.method_name(b.token);
+                name_body(&md, b);
             }
         }
         return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new() });
