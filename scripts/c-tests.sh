@@ -160,3 +160,67 @@ for (addr, flags, token, il, module, method, file, line, col, eline, ecol), j in
 assert with_line >= 100, with_line
 print(f"c-tests: {len(c)} addresses symbolized from C equal to `clrmap symbolize` ({with_line} with a source line); valgrind clean")
 PY
+
+# A running process (clrmap_profiler_info_open_pid, clrmap_symbolizer_open_pid): the Attach program,
+# started under the launch-time profiler on each runtime, waits on a FIFO; test_pid takes rundown
+# snapshots of it through its diagnostics port. Every map GetILToNativeMapping3 answers through the
+# vtable must equal what the runtime answered the profiler in the same process, for the same code
+# start; one address symbolizes as `clrmap symbolize --pid` says; a missing pid is
+# CLRMAP_E_NO_SUCH_PROCESS.
+gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_pid.c \
+  -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/test_pid"
+mcs -out:"$out/Attach.dll" -r:System.Core.dll tests/dotnet/attach/Attach.cs >/dev/null
+missing_pid=$(cat /proc/sys/kernel/pid_max) # pids are below pid_max: no process has this one
+for rt in "3.1.23 netcoreapp3.1 $home/3.1/dotnetcore2/bin/dotnet" "8.0.4 net8.0 $home/8.0/dnv/net/runtime/.net/dotnet"; do
+  read -r version tfm rt_dotnet <<<"$rt"
+  dir="$out/attach-$version"
+  rm -rf "$dir" && mkdir -p "$dir" && cp "$out/Attach.dll" "$dir/"
+  printf '{ "runtimeOptions": { "tfm": "%s", "framework": { "name": "Microsoft.NETCore.App", "version": "%s" }, "configProperties": { "System.Globalization.Invariant": true } } }' \
+    "$tfm" "$version" > "$dir/Attach.runtimeconfig.json"
+  mkfifo "$dir/stdin"
+  env -u DOTNET_EnableDiagnostics -u COMPlus_EnableDiagnostics -u DOTNET_EnableEventPipe -u COMPlus_EnableEventPipe \
+    CORECLR_ENABLE_PROFILING=1 CORECLR_PROFILER='{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A11}' \
+    CORECLR_PROFILER_PATH="$PWD/$lib/libclrmap_profiler.so" CLRMAP_PROFILER_OUTPUT="$dir/capture.jsonl" \
+    "$rt_dotnet" "$dir/Attach.dll" < "$dir/stdin" > "$dir/stdout" &
+  target=$!
+  trap 'kill "$target" 2>/dev/null || true' EXIT
+  exec 3>"$dir/stdin" # the program reads "exit" from here; closing it ends the program too
+  for _ in $(seq 300); do grep -qx ready "$dir/stdout" && break; sleep 0.1; done
+  grep -qx ready "$dir/stdout" || { echo "c-tests: the Attach program ($version) never said ready" >&2; exit 1; }
+  valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect -q \
+    "$out/test_pid" "$target" "$dir/capture.jsonl" "$missing_pid" > "$dir/c-pid.txt"
+  address=$(awk -F'\t' '/^frame / { sub(/^frame /, "", $1); print $1 }' "$dir/c-pid.txt")
+  "$clrmap" symbolize --json --pid "$target" "$address" > "$dir/cli-pid.jsonl"
+  echo exit >&3
+  exec 3>&-
+  wait "$target" || { echo "c-tests: the Attach program ($version) did not exit cleanly" >&2; exit 1; }
+  trap - EXIT
+  python3 - "$version" "$dir/c-pid.txt" "$dir/capture.jsonl" "$dir/cli-pid.jsonl" <<'PY'
+import json, sys
+version, out, capture, cli = sys.argv[1:5]
+live = {}
+for line in open(capture):
+    r = json.loads(line)
+    if r.get("kind") == "jit":
+        live[(r["function_id"], r["start"])] = [tuple(e) for e in r["map"]]
+lines = [l.rstrip("\n").split(" ") for l in open(out)]
+maps = absent = 0
+for l in lines:
+    if l[0] == "map":
+        key = (int(l[1]), int(l[2]))
+        ours = [tuple(int(x) for x in e.split(",")) for e in l[3:]]
+        assert ours == live[key], (version, key, ours, live[key])
+        maps += 1
+    elif l[0] == "absent":
+        absent += 1
+    assert l[0] != "unseen", (version, "a FunctionID of the snapshot that the profiler never saw", l)
+assert maps >= 100, (version, maps)
+frame = [l for l in open(out) if l.startswith("frame ")][0][len("frame "):].rstrip("\n").split("\t")
+j = json.loads(open(cli).read())
+assert (int(frame[0]), int(frame[2]), int(frame[3]), frame[4], frame[5]) == (j["address"], j["token"], j["il_offset"], j["module"], j["method"]), (version, frame, j)
+missing = [l for l in lines if l[0] == "missing"]
+assert missing and "no_such_process" in " ".join(missing[0]), missing
+print(f"c-tests: {version}: {maps} maps of a running process from C equal to GetILToNativeMapping3 in it"
+      f" ({absent} recorded code starts not in the snapshot); {frame[5]} as `clrmap symbolize --pid`; a missing pid is no_such_process; valgrind clean")
+PY
+done

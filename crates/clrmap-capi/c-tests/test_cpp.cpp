@@ -31,7 +31,9 @@ static const HRESULT hresults[] = {
     CLRMAP_E_UNSORTED, CLRMAP_E_DUPLICATE_RVA, CLRMAP_E_BAD_IMAGE, CLRMAP_E_BAD_METADATA, CLRMAP_E_BAD_READY_TO_RUN,
     CLRMAP_E_UNSUPPORTED_VERSION, CLRMAP_E_UNSUPPORTED_MACHINE, CLRMAP_E_BAD_DEBUG_INFO, CLRMAP_E_BAD_TRACE,
     CLRMAP_E_BAD_CAPTURE, CLRMAP_E_BAD_PDB, CLRMAP_E_UNSUPPORTED_PDB, CLRMAP_E_NOT_FOUND, CLRMAP_E_OUT_OF_RANGE,
-    CLRMAP_E_BAD_NOTATION, CLRMAP_E_UNRECOGNIZED_FILE,
+    CLRMAP_E_BAD_NOTATION, CLRMAP_E_UNRECOGNIZED_FILE, CLRMAP_E_NO_SUCH_PROCESS, CLRMAP_E_NOT_DOTNET,
+    CLRMAP_E_PERMISSION_DENIED, CLRMAP_E_UNSUPPORTED_COMMAND, CLRMAP_E_SERVER_ERROR, CLRMAP_E_PROTOCOL, CLRMAP_E_TIMEOUT,
+    CLRMAP_E_BAD_ARGUMENT, CLRMAP_E_IO, CLRMAP_E_TARGET_EXITED,
 };
 static const uint32_t flags[] = {
     CLRMAP_LOCATION_NOWHERE, CLRMAP_LOCATION_OFFSET, CLRMAP_LOCATION_RVA, CLRMAP_LOCATION_ADDRESS,
@@ -58,9 +60,11 @@ struct Exports {
     HRESULT (*symbol_provider_from_memory)(const uint8_t *, uintptr_t, ICorDebugSymbolProvider2 **);
     HRESULT (*dict_lookup)(ICorDebugSymbolProvider2 *, uint32_t, char *, uint32_t, uint32_t *);
     HRESULT (*profiler_info_open)(const char *, ICorProfilerInfo **);
+    HRESULT (*profiler_info_open_pid)(uint32_t, uint32_t, ICorProfilerInfo **);
     HRESULT (*profiler_info_function_ids)(ICorProfilerInfo *, uint64_t *, uint32_t, uint32_t *);
     HRESULT (*profiler_info_symbolize)(ICorProfilerInfo *, uint64_t, uint64_t *, uint32_t *);
     HRESULT (*symbolizer_open)(const char *, const char *, const char *const *, uint32_t, ClrmapSymbolizer **);
+    HRESULT (*symbolizer_open_pid)(uint32_t, uint32_t, const char *, const char *const *, uint32_t, ClrmapSymbolizer **);
     HRESULT (*symbolizer_symbolize)(const ClrmapSymbolizer *, uint64_t, uint32_t, ClrmapFrame *);
     void (*symbolizer_release)(ClrmapSymbolizer *);
 };
@@ -72,9 +76,11 @@ static const Exports exports = {
     &clrmap_symbol_provider_from_memory,
     &clrmap_dict_lookup,
     &clrmap_profiler_info_open,
+    &clrmap_profiler_info_open_pid,
     &clrmap_profiler_info_function_ids,
     &clrmap_profiler_info_symbolize,
     &clrmap_symbolizer_open,
+    &clrmap_symbolizer_open_pid,
     &clrmap_symbolizer_symbolize,
     &clrmap_symbolizer_release,
 };
@@ -130,6 +136,7 @@ int main(int argc, char **argv) {
     // The profiler-info object and the symbolizer: the failure paths (no image here).
     ICorProfilerInfo *info = nullptr;
     CHECK(exports.profiler_info_open("/nonexistent", &info) == CLRMAP_E_FILE_NOT_FOUND && info == nullptr);
+    CHECK(exports.profiler_info_open_pid(0, 100, nullptr) == CLRMAP_E_POINTER);
     uint32_t count = 0;
     CHECK(exports.profiler_info_function_ids(nullptr, nullptr, 0, &count) == CLRMAP_E_POINTER);
     uint64_t fid = 0;
@@ -138,6 +145,7 @@ int main(int argc, char **argv) {
     ClrmapSymbolizer *sym = nullptr;
     const char *const dirs[] = {"/nonexistent"};
     CHECK(exports.symbolizer_open("/nonexistent", nullptr, dirs, 1, &sym) == CLRMAP_E_FILE_NOT_FOUND && sym == nullptr);
+    CHECK(exports.symbolizer_open_pid(0, 100, nullptr, nullptr, 1, &sym) == CLRMAP_E_POINTER && sym == nullptr);
     ClrmapFrame frame;
     CHECK(exports.symbolizer_symbolize(nullptr, 0, CLRMAP_FRAME_LEAF, &frame) == CLRMAP_E_POINTER);
     exports.symbolizer_release(nullptr);

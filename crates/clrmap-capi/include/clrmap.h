@@ -548,6 +548,57 @@ typedef struct ClrmapFrame {
  */
 #define CLRMAP_E_UNRECOGNIZED_FILE (HRESULT)2147794967u
 
+/**
+ * `no_such_process`: no process has this pid.
+ */
+#define CLRMAP_E_NO_SUCH_PROCESS (HRESULT)2147795201u
+
+/**
+ * `not_dotnet`: the process has no .NET diagnostics socket (not .NET, or
+ * `DOTNET_EnableDiagnostics=0`), or nothing listens on it any more.
+ */
+#define CLRMAP_E_NOT_DOTNET (HRESULT)2147795202u
+
+/**
+ * `permission_denied`: the socket (or the process's `/proc` entry) belongs to another user.
+ */
+#define CLRMAP_E_PERMISSION_DENIED (HRESULT)2147795203u
+
+/**
+ * `unsupported_command`: the runtime is too old for the command (it answered 0x80131385).
+ */
+#define CLRMAP_E_UNSUPPORTED_COMMAND (HRESULT)2147795204u
+
+/**
+ * `server_error`: the runtime refused the request (its HRESULT is in the last error's message).
+ */
+#define CLRMAP_E_SERVER_ERROR (HRESULT)2147795205u
+
+/**
+ * `protocol`: the socket does not speak the diagnostics protocol, or its stream is no nettrace.
+ */
+#define CLRMAP_E_PROTOCOL (HRESULT)2147795206u
+
+/**
+ * `timeout`: the process went quiet for longer than the timeout.
+ */
+#define CLRMAP_E_TIMEOUT (HRESULT)2147795207u
+
+/**
+ * `bad_argument`: a request the diagnostics client refused to send.
+ */
+#define CLRMAP_E_BAD_ARGUMENT (HRESULT)2147795208u
+
+/**
+ * `io`: another I/O error on the diagnostics socket.
+ */
+#define CLRMAP_E_IO (HRESULT)2147795209u
+
+/**
+ * `target_exited`: the process exited (or was killed) before it answered.
+ */
+#define CLRMAP_E_TARGET_EXITED (HRESULT)2147795210u
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -634,6 +685,23 @@ HRESULT clrmap_dict_lookup(struct ICorDebugSymbolProvider2 *provider,
 HRESULT clrmap_profiler_info_open(const char *path, struct ICorProfilerInfo **out);
 
 /**
+ * Open the jitted methods of a running .NET process (Core 3.0+) as an `ICorProfilerInfo`-shaped
+ * object: a rundown snapshot through its diagnostics port (a session with rundown, started and
+ * stopped at once; docs/attach.md), with the maps the runtime gave for every method jitted so
+ * far, behind the same object a `.nettrace` gets. FunctionIDs are the runtime's MethodIDs and
+ * code starts are addresses in the process.
+ *
+ * `timeout_ms` bounds each read and connection (0: 10 s). Each diagnostics error kind has its own
+ * HRESULT (`CLRMAP_E_NO_SUCH_PROCESS`, `CLRMAP_E_NOT_DOTNET`, `CLRMAP_E_PERMISSION_DENIED`,
+ * `CLRMAP_E_UNSUPPORTED_COMMAND`, `CLRMAP_E_SERVER_ERROR`, `CLRMAP_E_PROTOCOL`,
+ * `CLRMAP_E_TIMEOUT`, `CLRMAP_E_BAD_ARGUMENT`, `CLRMAP_E_IO`, `CLRMAP_E_TARGET_EXITED`); the last
+ * error's message names the kind's id (`kind` is NULL: these are no library kinds).
+ */
+HRESULT clrmap_profiler_info_open_pid(uint32_t pid,
+                                      uint32_t timeout_ms,
+                                      struct ICorProfilerInfo **out);
+
+/**
  * The FunctionIDs, sorted, through the two-call protocol: `*pc` always gets the count; S_FALSE
  * if `ids` is null or `c` is too small.
  */
@@ -664,6 +732,20 @@ HRESULT clrmap_symbolizer_open(const char *source,
                                const char *const *symbol_paths,
                                uint32_t count,
                                struct ClrmapSymbolizer **out);
+
+/**
+ * Open a symbolizer over a running .NET process (Core 3.0+): a rundown snapshot of its jitted
+ * methods, as `clrmap_profiler_info_open_pid` takes it (`timeout_ms`, 0: 10 s; the same
+ * HRESULT per diagnostics error kind). `pdb`, `symbol_paths` and `count` are those of
+ * `clrmap_symbolizer_open`; the modules' PDBs are looked for beside the paths the process loaded
+ * them from, then in `symbol_paths`.
+ */
+HRESULT clrmap_symbolizer_open_pid(uint32_t pid,
+                                   uint32_t timeout_ms,
+                                   const char *pdb,
+                                   const char *const *symbol_paths,
+                                   uint32_t count,
+                                   struct ClrmapSymbolizer **out);
 
 /**
  * Symbolize one address (`kind`: `CLRMAP_FRAME_LEAF`, `..._RETURN_ADDRESS`,

@@ -32,7 +32,9 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
+use clrmap::diag::{self, DiagErrorKind};
 use clrmap::ilmap::{CorDebugIlToNativeMap, IlOffset, MapStore};
 use clrmap::pdb::locate::SymbolPaths;
 use clrmap::symbolizer::{FrameKind, OpenError, Options, Symbolizer};
@@ -127,6 +129,31 @@ pub const CLRMAP_E_OUT_OF_RANGE: HRESULT = 0x8004_C015_u32 as HRESULT;
 pub const CLRMAP_E_BAD_NOTATION: HRESULT = 0x8004_C016_u32 as HRESULT;
 /// A file that is none of the sources clrmap reads (no library kind: `ClrmapError::kind` is NULL).
 pub const CLRMAP_E_UNRECOGNIZED_FILE: HRESULT = 0x8004_C017_u32 as HRESULT;
+
+// One HRESULT per diagnostics-port error kind (`clrmap::diag::DiagErrorKind`, its id in comments),
+// for the `_open_pid` calls: MAKE_HRESULT(1, FACILITY_ITF, 0xC1nn).
+
+/// `no_such_process`: no process has this pid.
+pub const CLRMAP_E_NO_SUCH_PROCESS: HRESULT = 0x8004_C101_u32 as HRESULT;
+/// `not_dotnet`: the process has no .NET diagnostics socket (not .NET, or
+/// `DOTNET_EnableDiagnostics=0`), or nothing listens on it any more.
+pub const CLRMAP_E_NOT_DOTNET: HRESULT = 0x8004_C102_u32 as HRESULT;
+/// `permission_denied`: the socket (or the process's `/proc` entry) belongs to another user.
+pub const CLRMAP_E_PERMISSION_DENIED: HRESULT = 0x8004_C103_u32 as HRESULT;
+/// `unsupported_command`: the runtime is too old for the command (it answered 0x80131385).
+pub const CLRMAP_E_UNSUPPORTED_COMMAND: HRESULT = 0x8004_C104_u32 as HRESULT;
+/// `server_error`: the runtime refused the request (its HRESULT is in the last error's message).
+pub const CLRMAP_E_SERVER_ERROR: HRESULT = 0x8004_C105_u32 as HRESULT;
+/// `protocol`: the socket does not speak the diagnostics protocol, or its stream is no nettrace.
+pub const CLRMAP_E_PROTOCOL: HRESULT = 0x8004_C106_u32 as HRESULT;
+/// `timeout`: the process went quiet for longer than the timeout.
+pub const CLRMAP_E_TIMEOUT: HRESULT = 0x8004_C107_u32 as HRESULT;
+/// `bad_argument`: a request the diagnostics client refused to send.
+pub const CLRMAP_E_BAD_ARGUMENT: HRESULT = 0x8004_C108_u32 as HRESULT;
+/// `io`: another I/O error on the diagnostics socket.
+pub const CLRMAP_E_IO: HRESULT = 0x8004_C109_u32 as HRESULT;
+/// `target_exited`: the process exited (or was killed) before it answered.
+pub const CLRMAP_E_TARGET_EXITED: HRESULT = 0x8004_C10A_u32 as HRESULT;
 
 /// The HRESULT of a library error kind: META_E_BAD_SIGNATURE for the signature kinds,
 /// `CLRMAP_E_PDB_MISMATCH` for `pdb_mismatch`, a `CLRMAP_E_*` code of its own for each other kind,
@@ -1031,6 +1058,58 @@ pub unsafe extern "C" fn clrmap_profiler_info_open(path: *const c_char, out: *mu
     })
 }
 
+/// The HRESULT of a diagnostics-port error kind: a `CLRMAP_E_*` code of its own for each.
+pub fn hresult_of_diag_kind(kind: DiagErrorKind) -> HRESULT {
+    match kind {
+        DiagErrorKind::NoSuchProcess => CLRMAP_E_NO_SUCH_PROCESS,
+        DiagErrorKind::NotDotnet => CLRMAP_E_NOT_DOTNET,
+        DiagErrorKind::PermissionDenied => CLRMAP_E_PERMISSION_DENIED,
+        DiagErrorKind::UnsupportedCommand => CLRMAP_E_UNSUPPORTED_COMMAND,
+        DiagErrorKind::ServerError => CLRMAP_E_SERVER_ERROR,
+        DiagErrorKind::Protocol => CLRMAP_E_PROTOCOL,
+        DiagErrorKind::Timeout => CLRMAP_E_TIMEOUT,
+        DiagErrorKind::BadArgument => CLRMAP_E_BAD_ARGUMENT,
+        DiagErrorKind::Io => CLRMAP_E_IO,
+        DiagErrorKind::TargetExited => CLRMAP_E_TARGET_EXITED,
+    }
+}
+
+/// A rundown snapshot of process `pid` (`clrmap::diag::snapshot`), indexed: its HRESULT, recorded as
+/// the thread's last error, when it fails. `timeout_ms` bounds each read; 0 is the default (10 s).
+fn open_pid(pid: u32, timeout_ms: u32, options: Options) -> Result<Symbolizer, HRESULT> {
+    let timeout = if timeout_ms == 0 { diag::DEFAULT_TIMEOUT } else { Duration::from_millis(u64::from(timeout_ms)) };
+    let opened = diag::snapshot(pid, timeout).map_err(|e| fail(hresult_of_diag_kind(e.kind), None, &format!("cannot take a snapshot of process {pid}: {e}")))?;
+    Symbolizer::from_opened(opened, None, options).map_err(|e| open_hresult(&e))
+}
+
+/// Open the jitted methods of a running .NET process (Core 3.0+) as an `ICorProfilerInfo`-shaped
+/// object: a rundown snapshot through its diagnostics port (a session with rundown, started and
+/// stopped at once; docs/attach.md), with the maps the runtime gave for every method jitted so
+/// far, behind the same object a `.nettrace` gets. FunctionIDs are the runtime's MethodIDs and
+/// code starts are addresses in the process.
+///
+/// `timeout_ms` bounds each read and connection (0: 10 s). Each diagnostics error kind has its own
+/// HRESULT (`CLRMAP_E_NO_SUCH_PROCESS`, `CLRMAP_E_NOT_DOTNET`, `CLRMAP_E_PERMISSION_DENIED`,
+/// `CLRMAP_E_UNSUPPORTED_COMMAND`, `CLRMAP_E_SERVER_ERROR`, `CLRMAP_E_PROTOCOL`,
+/// `CLRMAP_E_TIMEOUT`, `CLRMAP_E_BAD_ARGUMENT`, `CLRMAP_E_IO`, `CLRMAP_E_TARGET_EXITED`); the last
+/// error's message names the kind's id (`kind` is NULL: these are no library kinds).
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_profiler_info_open_pid(pid: u32, timeout_ms: u32, out: *mut *mut ICorProfilerInfo) -> HRESULT {
+    guard(|| {
+        if out.is_null() {
+            return null_argument();
+        }
+        let sym = match open_pid(pid, timeout_ms, Options::default()) {
+            Ok(sym) => sym,
+            Err(hr) => return hr,
+        };
+        let info = Box::new(ProfilerInfo { iface: ICorProfilerInfo { lpVtbl: &PROFILER_INFO_VTBL }, refs: AtomicU32::new(1), sym });
+        // SAFETY: `out` is non-null; the interface is the object's first field.
+        unsafe { *out = Box::into_raw(info).cast() };
+        S_OK
+    })
+}
+
 /// The FunctionIDs, sorted, through the two-call protocol: `*pc` always gets the count; S_FALSE
 /// if `ids` is null or `c` is too small.
 #[no_mangle]
@@ -1184,6 +1263,54 @@ pub unsafe extern "C" fn clrmap_symbolizer_open(source: *const c_char, pdb: *con
         unsafe { *out = Box::into_raw(boxed) };
         S_OK
     })
+}
+
+/// Open a symbolizer over a running .NET process (Core 3.0+): a rundown snapshot of its jitted
+/// methods, as `clrmap_profiler_info_open_pid` takes it (`timeout_ms`, 0: 10 s; the same
+/// HRESULT per diagnostics error kind). `pdb`, `symbol_paths` and `count` are those of
+/// `clrmap_symbolizer_open`; the modules' PDBs are looked for beside the paths the process loaded
+/// them from, then in `symbol_paths`.
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_symbolizer_open_pid(pid: u32, timeout_ms: u32, pdb: *const c_char, symbol_paths: *const *const c_char, count: u32, out: *mut *mut ClrmapSymbolizer) -> HRESULT {
+    guard(|| {
+        if out.is_null() || (count > 0 && symbol_paths.is_null()) {
+            return null_argument();
+        }
+        // SAFETY: NUL-terminated strings, and `count` of them at `symbol_paths`, per the contract.
+        let options = match unsafe { symbol_options(pdb, symbol_paths, count) } {
+            Some(o) => o,
+            None => return null_argument(),
+        };
+        let sym = match open_pid(pid, timeout_ms, options) {
+            Ok(sym) => sym,
+            Err(hr) => return hr,
+        };
+        let boxed = Box::new(ClrmapSymbolizer { sym, strings: Mutex::new(HashMap::new()) });
+        // SAFETY: `out` is non-null.
+        unsafe { *out = Box::into_raw(boxed) };
+        S_OK
+    })
+}
+
+/// The symbol options of a `pdb` (may be NULL) and `count` directories at `symbol_paths`; None
+/// if one of them is NULL.
+///
+/// SAFETY (callers): `pdb` is NULL or NUL-terminated; `symbol_paths` holds `count` pointers, each
+/// NULL or NUL-terminated.
+unsafe fn symbol_options(pdb: *const c_char, symbol_paths: *const *const c_char, count: u32) -> Option<Options> {
+    // SAFETY: per the caller's contract, every pointer given to `text` is non-null and NUL-terminated.
+    let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    let mut dirs = Vec::new();
+    for i in 0..count as usize {
+        // SAFETY: `symbol_paths` holds `count` pointers.
+        let p = unsafe { *symbol_paths.add(i) };
+        if p.is_null() {
+            return None;
+        }
+        dirs.push(PathBuf::from(text(p)));
+    }
+    let pdb = (!pdb.is_null()).then(|| PathBuf::from(text(pdb)));
+    Some(Options { symbols: SymbolPaths { pdb, dirs } })
 }
 
 impl ClrmapSymbolizer {
