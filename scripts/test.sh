@@ -28,8 +28,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== rustdoc"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
 
-echo "== tests"
-cargo test --workspace --locked
+echo "== tests (the ones that need .NET, perf or a built binary are #[ignore = \"needs .NET\"]: run them all)"
+cargo test --workspace --locked -- --include-ignored
 
 echo "== C ABI tests (gcc, valgrind)"
 bash scripts/c-tests.sh

@@ -12,9 +12,7 @@ fn dotnet80() -> Option<PathBuf> {
     if p.is_file() {
         return Some(p);
     }
-    assert!(std::env::var("CI").is_err(), "the 8.0.4 runtime is missing: run scripts/install-dotnet.sh");
-    eprintln!("SKIPPED: run scripts/install-dotnet.sh");
-    None
+    panic!("the 8.0.4 runtime is missing: run scripts/install-dotnet.sh")
 }
 
 fn profiler() -> String {
@@ -24,6 +22,7 @@ fn profiler() -> String {
 }
 
 #[test]
+#[ignore = "needs .NET"]
 fn the_profiler_not_loading_has_its_own_status_and_signals_read_as_a_shell_reads_them() {
     let Some(dotnet) = dotnet80() else { return };
     let dir = std::env::temp_dir().join("clrmap-profile-status");

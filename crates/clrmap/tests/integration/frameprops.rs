@@ -52,6 +52,7 @@ fn funclet_offsets_from_eh_info(image: &ReadyToRunImage<'_>) -> BTreeMap<u32, BT
 }
 
 #[test]
+#[ignore = "needs .NET"]
 fn every_funclet_of_corelib_has_its_method_as_parent() {
     for rt in runtimes("frameprops::every_funclet_of_corelib_has_its_method_as_parent") {
         let bytes = std::fs::read(rt.framework.join("System.Private.CoreLib.dll")).unwrap();

@@ -80,6 +80,7 @@ fn clrmap_lines(pdb: &PortablePdb<'_>) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "needs .NET"]
 fn sequence_points_equal_system_reflection_metadata() {
     let test = "pdb::sequence_points_equal_system_reflection_metadata";
     let rts = runtimes(test);

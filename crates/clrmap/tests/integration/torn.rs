@@ -126,6 +126,7 @@ fn stage_frames(dir: &Path) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs .NET"]
 fn a_real_capture_cut_at_every_byte_of_its_last_records_keeps_the_rest() {
     let rts = runtimes("torn::a_real_capture_cut_at_every_byte");
     let Some(so) = profiler_path() else { return };
@@ -171,6 +172,7 @@ fn a_real_capture_cut_at_every_byte_of_its_last_records_keeps_the_rest() {
 }
 
 #[test]
+#[ignore = "needs .NET"]
 fn a_dotnet_child_process_appends_to_its_parents_capture() {
     let rts = runtimes("torn::a_dotnet_child_process_appends");
     let (Some(mcs), Some(so)) = (support::mcs("spawn"), profiler_path()) else { return };
