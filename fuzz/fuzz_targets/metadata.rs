@@ -2,7 +2,8 @@
 //! instantiation map builds, without a panic.
 #![no_main]
 
-use clrmap::metadata::{instantiation_map, schema, spec_lines, table, Metadata};
+use clrmap::gdmap::instantiation_map;
+use clrmap::metadata::{schema, spec_lines, table, Metadata};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -427,7 +427,7 @@ pub fn run(cmd: DictCommand, out: &mut dyn Write) -> Result<(), CliError> {
         DictCommand::FromAssembly { assembly, output, unsorted } => {
             let bytes = read_file(&assembly)?;
             let md = clrmap::metadata::Metadata::parse(&bytes).map_err(CliError::input)?;
-            let map = clrmap::metadata::instantiation_map(&md, !unsorted).map_err(CliError::input)?;
+            let map = clrmap::gdmap::instantiation_map(&md, !unsorted).map_err(CliError::input)?;
             std::fs::write(&output, &map)
                 .map_err(|e| CliError::Message(format!("cannot write {}: {e}", output.display())))?;
             let parsed = DictionaryMap::parse(&map).map_err(CliError::input)?;

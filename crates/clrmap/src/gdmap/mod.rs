@@ -23,11 +23,13 @@
 //! * [`SymbolProvider`] / [`MemoryBuffer`] are the seed API's shape.
 
 mod builder;
+mod from_assembly;
 mod lookup;
 mod map;
 mod service;
 mod validate;
 
+pub use from_assembly::{instantiation_map, method_spec_rva, type_spec_rva};
 pub use builder::DictionaryMapBuilder;
 pub use lookup::{Lookup, LookupIndex, SortedFlag};
 pub use map::{DictionaryMap, Entries, Entry, Item, Types, COUNT_MASK, ENTRY_SIZE, HEADER_SIZE, SORTED_FLAG};

@@ -19,7 +19,7 @@ mod tables;
 pub use heaps::{Blobs, Strings};
 pub use root::Root;
 pub use schema::{table, Coded, Column};
-pub use specs::{instantiation_map, method_spec_args, method_spec_rva, spec_lines, type_spec_rva, SpecLine};
+pub use specs::{method_spec_args, spec_lines, SpecLine};
 pub use tables::{Row, Table, Tables};
 
 use crate::pe::PeImage;

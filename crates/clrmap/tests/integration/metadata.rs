@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clrmap::gdmap::DictionaryMap;
-use clrmap::metadata::{instantiation_map, method_spec_rva, schema, spec_lines, table, type_spec_rva, Metadata};
+use clrmap::gdmap::{instantiation_map, method_spec_rva, type_spec_rva};
+use clrmap::metadata::{schema, spec_lines, table, Metadata};
 
 use crate::support::{self, run, runtime31, runtimes, Runtime};
 
