@@ -4,12 +4,7 @@
 use crate::support::*;
 
 fn corelib() -> Option<String> {
-    let home = std::env::var("CLRMAP_DOTNET_HOME").map(std::path::PathBuf::from).unwrap_or_else(|_| repo_root().join(".dotnet"));
-    let p = home.join("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
-    if p.is_file() {
-        return Some(p.to_string_lossy().into_owned());
-    }
-    panic!("the 3.1.23 runtime is missing: run scripts/install-dotnet.sh")
+    Some(dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll"))
 }
 
 #[test]
@@ -68,12 +63,7 @@ fn at_resolves_an_rva_and_vars_print() {
 }
 
 fn corelib80() -> Option<String> {
-    let home = std::env::var("CLRMAP_DOTNET_HOME").map(std::path::PathBuf::from).unwrap_or_else(|_| repo_root().join(".dotnet"));
-    let p = home.join("8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll");
-    if p.is_file() {
-        return Some(p.to_string_lossy().into_owned());
-    }
-    panic!("the 8.0.4 runtime is missing: run scripts/install-dotnet.sh")
+    Some(dotnet_file("8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll"))
 }
 
 #[test]

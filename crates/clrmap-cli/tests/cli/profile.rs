@@ -7,12 +7,7 @@ use std::path::PathBuf;
 use crate::support::*;
 
 fn dotnet80() -> Option<PathBuf> {
-    let home = std::env::var("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|_| repo_root().join(".dotnet"));
-    let p = home.join("8.0/dnv/net/runtime/.net/dotnet");
-    if p.is_file() {
-        return Some(p);
-    }
-    panic!("the 8.0.4 runtime is missing: run scripts/install-dotnet.sh")
+    Some(PathBuf::from(dotnet_file("8.0/dnv/net/runtime/.net/dotnet")))
 }
 
 fn profiler() -> String {

@@ -28,3 +28,13 @@ pub fn stderr(o: &Output) -> String {
 pub fn code(o: &Output) -> Option<i32> {
     o.status.code()
 }
+
+/// A file of the real runtimes installed by scripts/install-dotnet.sh (`CLRMAP_DOTNET_HOME`, or
+/// `.dotnet`), e.g. `8.0/dnv/net/runtime/.net/dotnet`. The tests that ask are
+/// `#[ignore = "needs .NET"]`, and a missing file fails them.
+pub fn dotnet_file(rel: &str) -> String {
+    let home = std::env::var("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|_| repo_root().join(".dotnet"));
+    let p = home.join(rel);
+    assert!(p.is_file(), "{} is missing: run scripts/install-dotnet.sh", p.display());
+    p.to_string_lossy().into_owned()
+}

@@ -97,19 +97,7 @@ mod tests {
 
     #[test]
     fn signed_vectors() {
-        let cases: &[(i32, &[u8])] = &[
-            (3, &[0x06]),
-            (-3, &[0x7B]),
-            (64, &[0x80, 0x80]),
-            (-64, &[0x01]),
-            (8192, &[0xC0, 0x00, 0x40, 0x00]),
-            (-8192, &[0x80, 0x01]),
-            (268_435_455, &[0xDF, 0xFF, 0xFF, 0xFE]),
-            (-268_435_456, &[0xC0, 0x00, 0x00, 0x01]),
-            (-1, &[0x7F]),
-            (63, &[0x7E]),
-            (-65, &[0xBF, 0x7F]),
-        ];
+        let cases = crate::read::cursor::tests::SIGNED_SPEC_VECTORS;
         for &(v, b) in cases {
             let mut out = Vec::new();
             push_compressed_i32(&mut out, v).unwrap();
