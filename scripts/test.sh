@@ -34,6 +34,14 @@ cargo test --workspace --locked -- --include-ignored
 echo "== C ABI tests (gcc, valgrind)"
 bash scripts/c-tests.sh
 
+echo "== install as the README says, into a scratch prefix, and profile without flags"
+prefix="$PWD/target/install-check"
+rm -rf "$prefix"
+bash scripts/install.sh "$prefix" >/dev/null
+env -u CLRMAP_PROFILER_PATH "$prefix/bin/clrmap" profile -o "$prefix/frames.capture" -- \
+  "${CLRMAP_DOTNET_HOME:-$PWD/.dotnet}/8.0/dnv/net/runtime/.net/dotnet" tests/fixtures/frames/release-portable/Frames.dll >/dev/null
+"$prefix/bin/clrmap" il dump "$prefix/frames.capture" --module Frames.dll | grep -q "Frames.Nested::Inner"
+
 if [ -x scripts/fuzz.sh ]; then
   echo "== fuzz (${FUZZ_SECONDS}s per target)"
   bash scripts/fuzz.sh "$FUZZ_SECONDS"

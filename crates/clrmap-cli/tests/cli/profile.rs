@@ -39,3 +39,25 @@ fn the_profiler_not_loading_has_its_own_status_and_signals_read_as_a_shell_reads
     let o = clrmap(&["profile", "-o", cap, "--profiler", &so, "--", "sh", "-c", &format!("'{}' '{}' >/dev/null; exit 7", dotnet.display(), frames.display())]);
     assert_eq!(code(&o), Some(7), "{}", stderr(&o));
 }
+
+#[test]
+#[ignore = "needs .NET"]
+fn an_installed_clrmap_finds_its_profiler_without_flags() {
+    // What the README's install step gives: clrmap and libclrmap_profiler.so side by side.
+    let Some(dotnet) = dotnet80() else { return };
+    let bin = std::env::temp_dir().join("clrmap-installed/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_clrmap"), bin.join("clrmap")).unwrap();
+    std::fs::copy(profiler(), bin.join("libclrmap_profiler.so")).unwrap();
+    let cap = bin.join("../app.capture");
+    let frames = repo_root().join("tests/fixtures/frames/release-portable/Frames.dll");
+    let o = std::process::Command::new(bin.join("clrmap"))
+        .args(["profile", "-o", cap.to_str().unwrap(), "--"])
+        .arg(&dotnet)
+        .arg(&frames)
+        .env_remove("CLRMAP_PROFILER_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read_to_string(&cap).unwrap().starts_with("{\"format\":\"clrmap-capture\""));
+}
