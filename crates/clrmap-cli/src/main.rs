@@ -50,6 +50,9 @@ enum Command {
     Trace(cmd::diag::TraceGroup),
     /// The .NET processes this user can reach through their diagnostics port.
     Ps(cmd::diag::PsArgs),
+    /// Linux perf: jitdump files with source lines and perf maps, from a capture or a trace.
+    #[command(subcommand)]
+    Perf(cmd::perf::PerfCommand),
     /// Run a .NET command with the clrmap profiler attached and capture every body's map.
     ///
     /// Example: `clrmap profile -o app.capture -- dotnet app.dll`
@@ -68,6 +71,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Ps(a) => cmd::diag::ps(&a, out).map_err(CliError::Io),
         Command::Pdb(c) => cmd::pdb::run(c, out),
         Command::Symbolize(a) => cmd::symbolize::run(a, out),
+        Command::Perf(c) => cmd::perf::run(c, out),
     }
 }
 

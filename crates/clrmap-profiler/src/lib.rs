@@ -7,6 +7,15 @@
 //!   stderr and records nothing).
 //! * `CLRMAP_PROFILER_DISABLE_R2R=1`: add `COR_PRF_DISABLE_ALL_NGEN_IMAGES`, so even ReadyToRun
 //!   methods are jitted.
+//! * `CLRMAP_PROFILER_PERF=DIR` (set by `clrmap profile --perf`): also write Linux perf's
+//!   `DIR/jit-PID.dump` and `DIR/perf-PID.map` while the process runs (docs/perf.md). The dump
+//!   is mapped with PROT_EXEC (perf's marker); each jitted body (at JITCompilationFinished) and
+//!   each ReadyToRun method (when its code is first published) gets a JIT_CODE_DEBUG_INFO record
+//!   with its source lines and a JIT_CODE_LOAD record with its code bytes copied from the
+//!   process, written together in one `write`: a killed process leaves every whole record. Names
+//!   and lines come from the clrmap library ([`clrmap::jitdump`], [`clrmap::symbolizer::ModuleSymbols`]):
+//!   each module's metadata is memory-mapped and its PDB read once, when its first body is seen.
+//! * `CLRMAP_PROFILER_SYMBOL_PATH=DIR:DIR...`: more directories for PDBs (with `--perf`).
 //!
 //! COM by hand: one static class factory and one static profiler object, each a pointer to a
 //! vtable of `extern "C"` functions in IDL slot order (corprof.idl; dotnet-runtime.md §5). The
@@ -88,13 +97,34 @@ struct CodeInfo {
     size: usize,
 }
 
+/// One module, as the jitdump needs it: names from its metadata, lines from its PDB.
+struct PerfModule {
+    metadata: Option<clrmap::metadata::Metadata<'static>>,
+    symbols: Option<clrmap::symbolizer::ModuleSymbols>,
+}
+
+/// The live jitdump and perf map (`CLRMAP_PROFILER_PERF`).
+struct Perf {
+    dump: File,
+    map: File,
+    /// perf's marker: the dump mapped PROT_EXEC for the process's lifetime.
+    _marker: memmap2::Mmap,
+    next_index: u64,
+    modules: HashMap<String, PerfModule>,
+    symbols: clrmap::pdb::locate::SymbolPaths,
+}
+
 struct State {
     info: *mut c_void,
+    perf: Option<Perf>,
     /// The capture, opened for appending: a .NET child process inherits the environment and so
     /// writes to the same file, and each line goes out in one `write`, whole.
     out: Option<File>,
     pid: u32,
-    pending_r2r: Vec<usize>,
+    /// R2R methods found but not yet published, with when they were found: their jitdump
+    /// records carry that time, before the method first runs (a record stamped when it is
+    /// written, at the next callback, could come after the method's hot loop has ended).
+    pending_r2r: Vec<(usize, u64)>,
     seen_jit_starts: std::collections::HashSet<usize>,
     /// Module path → its SizeOfImage, read once from the file's PE header.
     image_sizes: HashMap<String, Option<u32>>,
@@ -109,6 +139,7 @@ fn state() -> &'static Mutex<State> {
     STATE.get_or_init(|| {
         Mutex::new(State {
             info: std::ptr::null_mut(),
+            perf: None,
             out: None,
             pid: std::process::id(),
             pending_r2r: Vec::new(),
@@ -299,9 +330,17 @@ unsafe extern "C" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> Hre
             std::process::id()
         );
         let _ = out.write_all(header.as_bytes());
+        let perf = std::env::var_os("CLRMAP_PROFILER_PERF").and_then(|dir| match start_perf(std::path::Path::new(&dir)) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("clrmap-profiler: cannot start the perf jitdump in {}: {e}", std::path::Path::new(&dir).display());
+                None
+            }
+        });
         if let Ok(mut s) = state().lock() {
             s.info = info;
             s.out = Some(out);
+            s.perf = perf;
         }
         S_OK
     })
@@ -359,7 +398,7 @@ fn il_map(info: *mut c_void, by_start: bool, key: usize) -> Result<Vec<IlMap>, H
 }
 
 /// Code ranges by FunctionID (GetCodeInfo2, slot 42) or by code start (GetCodeInfo4, slot 92).
-fn code_info(info: *mut c_void, by_start: bool, key: usize) -> Option<(usize, usize)> {
+fn code_info(info: *mut c_void, by_start: bool, key: usize) -> Option<(usize, usize, usize)> {
     type InfoFn = unsafe extern "C" fn(*mut c_void, usize, u32, *mut u32, *mut CodeInfo) -> Hresult;
     // SAFETY: both slots take (key, cCodeInfos, pcCodeInfos, COR_PRF_CODE_INFO[]).
     let f: InfoFn = unsafe { method(info, if by_start { INFO_GET_CODE_INFO4 } else { INFO_GET_CODE_INFO2 }) };
@@ -371,7 +410,8 @@ fn code_info(info: *mut c_void, by_start: bool, key: usize) -> Option<(usize, us
         return None;
     }
     let used = ranges.get(..(n as usize).min(ranges.len()))?;
-    Some((used.first()?.start, used.iter().fold(0usize, |a, r| a.saturating_add(r.size))))
+    let first = used.first()?;
+    Some((first.start, used.iter().fold(0usize, |a, r| a.saturating_add(r.size)), first.size))
 }
 
 fn json_map(map: &[IlMap]) -> String {
@@ -438,15 +478,16 @@ fn record(s: &mut State, kind: &str, fid: usize, module: &str, base: usize, toke
 fn drain_r2r(s: &mut State) {
     let info = s.info;
     let pending = std::mem::take(&mut s.pending_r2r);
-    for fid in pending {
+    for (fid, found) in pending {
         match il_map(info, false, fid) {
             Ok(map) => {
                 let Some((module, base, token)) = function_info(info, fid) else { continue };
-                let Some((start, size)) = code_info(info, false, fid) else { continue };
+                let Some((start, size, first)) = code_info(info, false, fid) else { continue };
                 record(s, "r2r", fid, &module, base, token, start, size, 0, &map, None);
+                perf_record(s, &module, token, start, size, first, &map, found);
             }
             // Not published yet (E_INVALIDARG inside the search callback): try again later.
-            Err(_) => s.pending_r2r.push(fid),
+            Err(_) => s.pending_r2r.push((fid, found)),
         }
     }
 }
@@ -460,7 +501,8 @@ unsafe extern "C" fn jit_cached_function_search_finished(_this: *mut c_void, fid
             drain_r2r(&mut s);
             // COR_PRF_CACHED_FUNCTION_FOUND = 0.
             if result == 0 {
-                s.pending_r2r.push(fid);
+                let found = if s.perf.is_some() { monotonic_ns() } else { 0 };
+                s.pending_r2r.push((fid, found));
             }
         }
         S_OK
@@ -492,8 +534,9 @@ unsafe extern "C" fn jit_compilation_finished(_this: *mut c_void, fid: usize, _h
                 continue;
             }
             let Ok(map) = il_map(info, true, start) else { continue };
-            let size = code_info(info, true, start).map_or(0, |(_, size)| size);
+            let (size, first) = code_info(info, true, start).map_or((0, 0), |(_, size, first)| (size, first));
             record(&mut s, "jit", fid, &module, base, token, start, size, body, &map, map1.as_deref());
+            perf_record(&mut s, &module, token, start, size, first, &map, monotonic_ns());
         }
         S_OK
     })
@@ -514,4 +557,102 @@ unsafe extern "C" fn shutdown(_this: *mut c_void) -> Hresult {
         }
         S_OK
     })
+}
+
+/// CLOCK_MONOTONIC in ns: the clock `perf record -k 1` stamps samples with.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer to a timespec.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
+fn thread_id() -> u32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// Create `DIR/jit-PID.dump` (header written) and `DIR/perf-PID.map`, and map the dump PROT_EXEC:
+/// the mmap event perf records is how `perf inject --jit` finds the file.
+fn start_perf(dir: &std::path::Path) -> std::io::Result<Perf> {
+    let pid = std::process::id();
+    let path = dir.join(format!("jit-{pid}.dump"));
+    let mut dump = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?;
+    let header = clrmap::jitdump::FileHeader { elf_machine: clrmap::jitdump::host_machine(), pid, timestamp: monotonic_ns(), flags: 0 };
+    dump.write_all(&header.encode())?;
+    dump.sync_all()?;
+    // SAFETY: a read-only, executable mapping of the header we just wrote; nothing reads it (it
+    // only marks the file for perf), and the file is only appended to.
+    let marker = unsafe { memmap2::MmapOptions::new().len(clrmap::jitdump::HEADER_SIZE as usize).map_exec(&dump)? };
+    let map = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(dir.join(format!("perf-{pid}.map")))?;
+    let dirs = std::env::var_os("CLRMAP_PROFILER_SYMBOL_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
+    Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs } })
+}
+
+/// A module's metadata and PDB lines, loaded the first time one of its bodies is written. The
+/// file is memory-mapped and the mapping kept for the process's lifetime.
+fn perf_module(symbols: &clrmap::pdb::locate::SymbolPaths, path: &str) -> PerfModule {
+    let mapped = File::open(path).ok().and_then(|f| {
+        // SAFETY: a read-only mapping of a module file the runtime has loaded; it is never
+        // unmapped (leaked), so the slices borrowed from it stay valid.
+        let m = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+        let m: &'static memmap2::Mmap = Box::leak(Box::new(m));
+        Some(m.as_ref())
+    });
+    let Some(bytes) = mapped else { return PerfModule { metadata: None, symbols: None } };
+    let metadata = clrmap::metadata::Metadata::parse(bytes).ok();
+    let symbols = clrmap::symbolizer::ModuleSymbols::load(bytes, Some(std::path::Path::new(path)), symbols).ok().flatten();
+    PerfModule { metadata, symbols }
+}
+
+/// Write one body to the jitdump (debug info, then the code load with the bytes of its first code
+/// range) and the perf map. `size` is the body's code size (all ranges, as the capture gives
+/// it); the lines follow the capture's map over it, as the offline route computes them.
+#[allow(clippy::too_many_arguments)]
+fn perf_record(s: &mut State, module: &str, token: u32, start: usize, size: usize, first: usize, map: &[IlMap], timestamp: u64) {
+    let pid = s.pid;
+    let Some(perf) = s.perf.as_mut() else { return };
+    if start == 0 || first == 0 {
+        return;
+    }
+    let symbols = &perf.symbols;
+    let m = perf.modules.entry(module.to_owned()).or_insert_with(|| perf_module(symbols, module));
+    let file_name = std::path::Path::new(module).file_name().map(|f| f.to_string_lossy().into_owned());
+    let method = m.metadata.as_ref().and_then(|md| md.method_name(token));
+    let name = clrmap::jitdump::build::symbol_name(method.as_deref(), file_name.as_deref(), token);
+    let entries: Vec<clrmap::ilmap::MapEntry> = map
+        .iter()
+        .map(|e| clrmap::ilmap::CorDebugIlToNativeMap { il_offset: e.il, native_start_offset: e.start, native_end_offset: e.end }.into())
+        .collect();
+    let code_size = u32::try_from(size).unwrap_or(u32::MAX);
+    let rows = m.symbols.as_ref().map(|sym| sym.line_table(token, &entries, code_size)).unwrap_or_default();
+    let mut out = Vec::new();
+    if !rows.is_empty() {
+        let lines = clrmap::jitdump::line_entries(start as u64, &rows);
+        if let Some(r) = clrmap::jitdump::encode_debug_info(timestamp, start as u64, &lines) {
+            out = r;
+        }
+    }
+    // SAFETY: [start, start + first) is the body's first code range, as the runtime reported it
+    // (GetCodeInfo2/4): published, mapped and readable code that the runtime never frees while
+    // the module is loaded.
+    let code = unsafe { std::slice::from_raw_parts(start as *const u8, first) };
+    perf.next_index = perf.next_index.saturating_add(1);
+    let load = clrmap::jitdump::CodeLoad {
+        timestamp,
+        pid,
+        tid: thread_id(),
+        address: start as u64,
+        code_size: first as u64,
+        code_index: perf.next_index,
+        name: &name,
+        code: Some(code),
+    };
+    let Some(r) = clrmap::jitdump::encode_code_load(&load) else { return };
+    out.extend(r);
+    // One write per body: a process killed mid-run leaves every whole record.
+    let _ = perf.dump.write_all(&out);
+    let _ = perf.map.write_all(clrmap::jitdump::perf_map_line(start as u64, first as u64, &name).as_bytes());
 }

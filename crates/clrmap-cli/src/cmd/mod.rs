@@ -8,4 +8,5 @@ pub mod profile;
 pub mod trace;
 pub mod pdb;
 pub mod symbolize;
+pub mod perf;
 pub mod diag;

@@ -11,3 +11,4 @@ mod errors;
 mod daily;
 mod profile;
 mod hostile;
+mod perf;

@@ -1,0 +1,169 @@
+//! `clrmap perf`: Linux perf's jitdump (with source lines) and perf map, offline, from a capture
+//! or a trace; and enrichment of the jitdump the runtime wrote (docs/perf.md).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use clrmap::jitdump::build::{enrich, perf_map, plan, write_new, Planned};
+use clrmap::jitdump::{host_machine, FileHeader};
+use clrmap::pdb::locate::SymbolPaths;
+use clrmap::symbolizer::{Options, SourceKind, Symbolizer};
+
+use crate::cmd::symbolize::open_error;
+use crate::output::CliError;
+
+/// `clrmap perf ...`
+#[derive(Debug, Subcommand)]
+pub enum PerfCommand {
+    /// Write `jit-PID.dump` for `perf inject --jit`: each body's JIT_CODE_DEBUG_INFO (its source
+    /// lines from its module's PDB) and JIT_CODE_LOAD (zero-filled code: no `perf annotate`).
+    /// With --enrich, add the lines and the ReadyToRun methods to the jitdump the runtime wrote
+    /// for the same run (DOTNET_PerfMapEnabled=1), keeping its records and timestamps.
+    ///
+    /// Example: `clrmap perf jitdump app.capture --enrich /tmp/jit-1234.dump`
+    #[command(verbatim_doc_comment)]
+    Jitdump(JitdumpArgs),
+    /// Write a perf map (`perf-PID.map`: `START SIZE NAME`), ReadyToRun methods included.
+    Map(MapArgs),
+}
+
+/// What both commands read.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// A capture written by `clrmap profile`, or a .nettrace.
+    pub source: PathBuf,
+    /// The process whose bodies to write (default: the only one the source names).
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// A portable PDB to use (it must match its assembly's CodeView id).
+    #[arg(long)]
+    pub pdb: Option<PathBuf>,
+    /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
+    #[arg(long = "symbol-path")]
+    pub symbol_path: Vec<PathBuf>,
+}
+
+/// `clrmap perf jitdump SOURCE [-o FILE] [--enrich DUMP]`
+#[derive(Debug, Args)]
+pub struct JitdumpArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// The file to write (default: `jit-PID.dump` here; with --enrich, the enriched file itself).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// The runtime's jitdump of the same run, to enrich (its pid is the default --pid).
+    #[arg(long)]
+    pub enrich: Option<PathBuf>,
+    /// The timestamp (CLOCK_MONOTONIC ns) of every record of a new file (default 0).
+    #[arg(long, default_value_t = 0)]
+    pub timestamp: u64,
+}
+
+/// `clrmap perf map SOURCE [-o FILE]`
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// The file to write (default: `perf-PID.map` here).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Run a `perf` command.
+pub fn run(c: PerfCommand, out: &mut dyn Write) -> Result<(), CliError> {
+    match c {
+        PerfCommand::Jitdump(a) => jitdump(a, out),
+        PerfCommand::Map(a) => map(a, out),
+    }
+}
+
+fn open(a: &SourceArgs) -> Result<Symbolizer, CliError> {
+    let options = Options { symbols: SymbolPaths { pdb: a.pdb.clone(), dirs: a.symbol_path.clone() } };
+    let sym = Symbolizer::open(&a.source, options).map_err(open_error)?;
+    if sym.kind() == SourceKind::ReadyToRun {
+        return Err(CliError::Usage(format!("{}: an image has no load addresses; give a capture or a trace of the process", a.source.display())));
+    }
+    crate::cmd::il::warn(&a.source, sym.warnings());
+    Ok(sym)
+}
+
+/// The process to write: `--pid`, else the only one the bodies name.
+fn choose_pid(sym: &Symbolizer, pid: Option<u32>) -> Result<u32, CliError> {
+    if let Some(p) = pid {
+        return Ok(p);
+    }
+    let mut pids: Vec<u32> = sym.store().bodies().iter().filter_map(|b| b.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    match pids.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(CliError::Usage("the source names no process: pass --pid".into())),
+        many => Err(CliError::Usage(format!("the source has {} processes ({}): pass --pid", many.len(), join(many)))),
+    }
+}
+
+fn join(pids: &[u32]) -> String {
+    pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Code starts in recording order: a capture's line order, else address order.
+fn recording_order(source: &Path, planned: &[Planned], pid: u32) -> Vec<u64> {
+    let from_capture = std::fs::read(source).ok().and_then(|b| clrmap::capture::read_capture(&b).ok()).map(|c| {
+        c.bodies.iter().filter(|b| b.pid == pid).filter_map(|b| b.body.start).collect::<Vec<u64>>()
+    });
+    from_capture.unwrap_or_else(|| planned.iter().map(|p| p.address).collect())
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory, renamed over it.
+fn replace(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.clrmap-tmp"));
+    std::fs::write(&tmp, bytes).map_err(|e| CliError::Message(format!("cannot write {}: {e}", tmp.display())))?;
+    std::fs::rename(&tmp, path).map_err(|e| CliError::Message(format!("cannot replace {}: {e}", path.display())))
+}
+
+fn jitdump(a: JitdumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let sym = open(&a.source)?;
+    if let Some(dump_path) = &a.enrich {
+        let dump = std::fs::read(dump_path).map_err(|e| CliError::Message(format!("cannot read {}: {e}", dump_path.display())))?;
+        let dump_pid = clrmap::jitdump::read::parse(&dump).map_err(CliError::input)?.header.pid;
+        let pid = a.source.pid.unwrap_or(dump_pid);
+        let planned = plan(&sym, Some(pid));
+        let order = recording_order(&a.source.source, &planned, pid);
+        let (bytes, stats, warning) = enrich(&dump, &planned, &order).map_err(CliError::input)?;
+        if let Some(w) = warning {
+            eprintln!("warning: {}: {w}; the torn record was dropped", dump_path.display());
+        }
+        let target = a.output.clone().unwrap_or_else(|| dump_path.clone());
+        replace(&target, &bytes)?;
+        writeln!(
+            out,
+            "enriched {} (pid {pid}): kept {} records, added lines to {} code loads, added {} bodies",
+            target.display(),
+            stats.kept,
+            stats.lines_added,
+            stats.loads_added
+        )?;
+        return Ok(());
+    }
+    let pid = choose_pid(&sym, a.source.pid)?;
+    let planned = plan(&sym, Some(pid));
+    let header = FileHeader { elf_machine: host_machine(), pid, timestamp: a.timestamp, flags: 0 };
+    let bytes = write_new(&planned, header);
+    let target = a.output.unwrap_or_else(|| PathBuf::from(format!("jit-{pid}.dump")));
+    replace(&target, &bytes)?;
+    let with_lines = planned.iter().filter(|p| !p.lines.is_empty()).count();
+    writeln!(out, "wrote {} (pid {pid}): {} code loads, {with_lines} with source lines", target.display(), planned.len())?;
+    Ok(())
+}
+
+fn map(a: MapArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let sym = open(&a.source)?;
+    let pid = choose_pid(&sym, a.source.pid)?;
+    let planned = plan(&sym, Some(pid));
+    let target = a.output.unwrap_or_else(|| PathBuf::from(format!("perf-{pid}.map")));
+    replace(&target, perf_map(&planned).as_bytes())?;
+    writeln!(out, "wrote {} (pid {pid}): {} symbols", target.display(), planned.len())?;
+    Ok(())
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Build the Linux perf test program: tests/dotnet/perf/Hot.cs compiled by Roslyn csc 2.10
+# (scripts/install-roslyn.sh) against the 3.1.23 framework, Release, with a portable PDB,
+# deterministically (-pathmap maps the source directory to /_/src/), into tests/fixtures/perf/:
+# Hot.dll, Hot.pdb and Hot.runtimeconfig.json (3.1.23 with rollForward LatestMajor, so the same
+# file runs on 3.1.23 and 8.0.4; invariant globalization; tiered compilation off, so each method
+# has one optimized body and ReadyToRun code stays in use).
+# Options: --check  build into a temp dir and compare with the committed fixture (exit 1 if it differs).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+home="${CLRMAP_DOTNET_HOME:-$root/.dotnet}"
+src="$root/tests/dotnet/perf"
+out="$root/tests/fixtures/perf"
+check=0
+for a in "$@"; do
+  case "$a" in
+    --check) check=1 ;;
+    *) echo "usage: $0 [--check]" >&2; exit 2 ;;
+  esac
+done
+if [ ! -x "$home/3.1/dotnetcore2/bin/dotnet" ]; then
+  bash "$root/scripts/install-dotnet.sh" >/dev/null
+fi
+csc="$(bash "$root/scripts/install-roslyn.sh" | sed -n 's/^csc: //p')"
+fw="$home/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23"
+refs=()
+for a in System.Private.CoreLib System.Runtime System.Console System.Runtime.Extensions; do
+  refs+=("-r:$fw/$a.dll")
+done
+
+build() { # dir
+  local dir="$1"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  (cd "$src" && "$csc" -nologo -noconfig -nostdlib -langversion:7.3 -target:exe -platform:anycpu \
+      -deterministic "-pathmap:$src/=/_/src/,$dir/=/_/" -optimize+ -debug:portable -checksumalgorithm:SHA256 \
+      "${refs[@]}" -out:"$dir/Hot.dll" Hot.cs)
+  cat >"$dir/Hot.runtimeconfig.json" <<'JSON'
+{
+  "runtimeOptions": {
+    "tfm": "netcoreapp3.1",
+    "rollForward": "LatestMajor",
+    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
+    "configProperties": {
+      "System.Globalization.Invariant": true,
+      "System.Runtime.TieredCompilation": false
+    }
+  }
+}
+JSON
+}
+
+if [ "$check" = 1 ]; then
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  build "$tmp/perf"
+  if ! diff -r "$tmp/perf" "$out" >/dev/null; then
+    echo "build-perf-fixture: tests/fixtures/perf differs from a fresh build" >&2
+    exit 1
+  fi
+  echo "build-perf-fixture: byte-identical to the committed fixture"
+  exit 0
+fi
+build "$out"
+(cd "$out" && ls -l)
