@@ -16,8 +16,12 @@ bash scripts/install-roslyn.sh
 echo "== install 3.1.23's win-x86 and win-x64 frameworks (ReadyToRun images of other machines)"
 bash scripts/install-r2r-images.sh
 
-echo "== the committed Frames fixtures are what Roslyn builds from tests/dotnet/frames (byte for byte)"
+echo "== install Linux perf (perf tests)"
+bash scripts/install-perf.sh
+
+echo "== the committed Frames and Hot fixtures are what Roslyn builds from tests/dotnet (byte for byte)"
 bash scripts/build-frame-fixtures.sh --check
+bash scripts/build-perf-fixture.sh --check
 
 echo "== build"
 cargo build --workspace --all-targets --locked
