@@ -341,7 +341,7 @@ impl<'a> Metadata<'a> {
 
 impl Metadata<'_> {
     /// A MethodDef's parameter types in the contract's notation, as `(int32,!0)`: what tells
-    /// overloads apart (II.23.2.1 MethodDefSig: calling convention, [GenParamCount],
+    /// overloads apart (II.23.2.1 MethodDefSig: calling convention, `[GenParamCount]`,
     /// ParamCount, RetType, Param*). `None` for another token or a signature that does not
     /// decode; a varargs SENTINEL ends the list with `...`.
     pub fn method_params(&self, token: u32) -> Option<String> {
