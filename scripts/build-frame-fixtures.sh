@@ -38,6 +38,9 @@ for a in System.Private.CoreLib System.Runtime System.Console System.Linq System
 done
 mapfile -t sources < <(cd "$src" && ls -1 ./*.cs | sed 's|^\./||' | LC_ALL=C sort)
 
+# shellcheck source=lib/roslyn.sh
+. "$root/scripts/lib/roslyn.sh"
+
 build() { # variant dir
   local variant="$1" dir="$2" opt debug
   case "$variant" in
@@ -48,25 +51,7 @@ build() { # variant dir
     *-portable) debug="-debug:portable" ;;
     *-embedded) debug="-debug:embedded" ;;
   esac
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  # Run from the source dir with relative file names; -pathmap makes the PDB's paths /_/src/<name>.
-  (cd "$src" && "$csc" -nologo -noconfig -nostdlib -langversion:7.3 -target:exe -platform:anycpu \
-      -deterministic "-pathmap:$src/=/_/src/,$dir/=/_/" "$opt" "$debug" -checksumalgorithm:SHA256 \
-      "${refs[@]}" -out:"$dir/Frames.dll" "${sources[@]}")
-  cat >"$dir/Frames.runtimeconfig.json" <<'JSON'
-{
-  "runtimeOptions": {
-    "tfm": "netcoreapp3.1",
-    "rollForward": "LatestMajor",
-    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
-    "configProperties": {
-      "System.Globalization.Invariant": true,
-      "System.Runtime.TieredCompilation": false
-    }
-  }
-}
-JSON
+  roslyn_compile "$src" "$dir" Frames "$opt" "$debug" "${sources[@]}"
 }
 
 variants="debug-portable debug-embedded release-portable release-embedded"

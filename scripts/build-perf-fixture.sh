@@ -28,26 +28,12 @@ for a in System.Private.CoreLib System.Runtime System.Console System.Runtime.Ext
   refs+=("-r:$fw/$a.dll")
 done
 
+# shellcheck source=lib/roslyn.sh
+. "$root/scripts/lib/roslyn.sh"
+
 build() { # dir
   local dir="$1"
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  (cd "$src" && "$csc" -nologo -noconfig -nostdlib -langversion:7.3 -target:exe -platform:anycpu \
-      -deterministic "-pathmap:$src/=/_/src/,$dir/=/_/" -optimize+ -debug:portable -checksumalgorithm:SHA256 \
-      "${refs[@]}" -out:"$dir/Hot.dll" Hot.cs)
-  cat >"$dir/Hot.runtimeconfig.json" <<'JSON'
-{
-  "runtimeOptions": {
-    "tfm": "netcoreapp3.1",
-    "rollForward": "LatestMajor",
-    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
-    "configProperties": {
-      "System.Globalization.Invariant": true,
-      "System.Runtime.TieredCompilation": false
-    }
-  }
-}
-JSON
+  roslyn_compile "$src" "$dir" Hot -optimize+ -debug:portable Hot.cs
 }
 
 if [ "$check" = 1 ]; then

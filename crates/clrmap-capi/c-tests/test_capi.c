@@ -17,8 +17,7 @@ _Static_assert(sizeof(ICorProfilerInfoVtbl) == 93 * sizeof(void *), "93 slots");
 _Static_assert(offsetof(ICorDebugSymbolProvider2Vtbl, GetGenericDictionaryInfo) == 3 * sizeof(void *), "IDL slot 3");
 _Static_assert(sizeof(COR_DEBUG_IL_TO_NATIVE_MAP) == 12, "12 bytes");
 
-static int failures = 0;
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
+#include "check.h"
 
 /* The IIDs as cordebug.idl and corprof.idl spell them, typed here independently of the header. */
 static const GUID IDL_IUnknown = {0, 0, 0, {0xC0, 0, 0, 0, 0, 0, 0, 0x46}};

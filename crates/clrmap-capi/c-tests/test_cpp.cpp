@@ -10,14 +10,7 @@
 #include <cstring>
 #include <vector>
 
-static int failures = 0;
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            std::fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #c);   \
-            failures++;                                                           \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 // The IIDs are objects: their addresses are constant expressions, in C++ as in C.
 static const GUID *const iids[] = {&IID_IUnknown, &IID_ICorDebugMemoryBuffer, &IID_ICorDebugSymbolProvider2, &IID_ICorProfilerInfo};

@@ -24,14 +24,7 @@
 
 #include "clrmap.h"
 
-static int failures = 0;
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 #define TIMEOUT_MS 30000u
 
