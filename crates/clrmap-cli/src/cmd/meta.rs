@@ -139,7 +139,7 @@ fn specs_text(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
         } else {
             md.tables()
                 .row(table::METHOD_SPEC, rid)
-                .and_then(|row| md.blobs().get(row.get(1)))
+                .and_then(|row| md.blobs().get(row.get(1)?))
                 .and_then(|blob| method_spec(blob, &md, &mut w))
         };
         if let Some(e) = w.take_error() {

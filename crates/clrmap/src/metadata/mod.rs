@@ -74,8 +74,8 @@ impl<'a> Metadata<'a> {
         let type_rows = tables.rows(table::TYPE_DEF) as usize;
         let mut nested = vec![0u32; type_rows.saturating_add(1)];
         for row in tables.table(table::NESTED_CLASS).iter() {
-            if let Some(slot) = nested.get_mut(row.get(0) as usize) {
-                *slot = row.get(1);
+            if let Some(slot) = nested.get_mut(row.get(0)? as usize) {
+                *slot = row.get(1)?;
             }
         }
         Ok(Metadata {

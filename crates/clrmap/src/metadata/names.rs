@@ -76,7 +76,7 @@ impl Metadata<'_> {
             return Err(fmt::Error);
         }
         let row = self.tables.row(table::TYPE_DEF, rid).map_err(|_| fmt::Error)?;
-        let name = self.strings.get(row.get(1)).map_err(|_| fmt::Error)?;
+        let name = row.get(1).and_then(|i| self.strings.get(i)).map_err(|_| fmt::Error)?;
         match self.enclosing(rid) {
             // II.22.32: a nested type is named by its enclosing type; its own namespace is empty.
             Some(outer) => {
@@ -85,7 +85,7 @@ impl Metadata<'_> {
                 out.write_str(name)
             }
             None => {
-                let ns = self.strings.get(row.get(2)).map_err(|_| fmt::Error)?;
+                let ns = row.get(2).and_then(|i| self.strings.get(i)).map_err(|_| fmt::Error)?;
                 qualified(out, ns, name)
             }
         }
@@ -96,9 +96,9 @@ impl Metadata<'_> {
             return Err(fmt::Error);
         }
         let row = self.tables.row(table::TYPE_REF, rid).map_err(|_| fmt::Error)?;
-        let scope = row.get(0);
-        let name = self.strings.get(row.get(1)).map_err(|_| fmt::Error)?;
-        let ns = self.strings.get(row.get(2)).map_err(|_| fmt::Error)?;
+        let scope = row.get(0).map_err(|_| fmt::Error)?;
+        let name = row.get(1).and_then(|i| self.strings.get(i)).map_err(|_| fmt::Error)?;
+        let ns = row.get(2).and_then(|i| self.strings.get(i)).map_err(|_| fmt::Error)?;
         // ResolutionScope (II.24.2.6): tag 0 Module, 1 ModuleRef, 2 AssemblyRef, 3 TypeRef.
         let (tag, scope_rid) = (scope & 3, scope >> 2);
         if scope_rid == 0 {
@@ -107,12 +107,12 @@ impl Metadata<'_> {
         match tag {
             1 => {
                 let m = self.tables.row(table::MODULE_REF, scope_rid).map_err(|_| fmt::Error)?;
-                write!(out, "[.module {}]", self.strings.get(m.get(0)).map_err(|_| fmt::Error)?)?;
+                write!(out, "[.module {}]", m.get(0).and_then(|i| self.strings.get(i)).map_err(|_| fmt::Error)?)?;
                 qualified(out, ns, name)
             }
             2 => {
                 let a = self.tables.row(table::ASSEMBLY_REF, scope_rid).map_err(|_| fmt::Error)?;
-                write!(out, "[{}]", self.strings.get(a.get(6)).map_err(|_| fmt::Error)?)?;
+                write!(out, "[{}]", a.get(6).and_then(|i| self.strings.get(i)).map_err(|_| fmt::Error)?)?;
                 qualified(out, ns, name)
             }
             3 => {
@@ -200,7 +200,7 @@ impl Metadata<'_> {
         let (mut lo, mut hi) = (1u32, types.len().saturating_add(1));
         while lo < hi {
             let mid = lo.midpoint(hi);
-            let start = types.row(mid).ok()?.get(5);
+            let start = types.row(mid).and_then(|row| row.get(5)).ok()?;
             if start <= rid {
                 lo = mid.saturating_add(1);
             } else {
@@ -218,7 +218,7 @@ impl Metadata<'_> {
         }
         let rid = token & 0x00FF_FFFF;
         let row = self.tables.row(table::METHOD_DEF, rid).ok()?;
-        let name = self.strings.get(row.get(3)).ok()?;
+        let name = row.get(3).and_then(|i| self.strings.get(i)).ok()?;
         let mut out = String::new();
         if let Some(owner) = self.method_owner(rid) {
             self.typedef_name(owner, &mut out, 0).ok()?;
@@ -231,7 +231,7 @@ impl Metadata<'_> {
     /// A TypeSpec row's signature blob.
     pub fn type_spec(&self, rid: u32) -> Result<Reader<'_>> {
         let row = self.tables.row(table::TYPE_SPEC, rid)?;
-        self.blobs.get(row.get(0))
+        self.blobs.get(row.get(0)?)
     }
 
     /// A type token's name as a string (`class`/`valuetype` not included).
@@ -309,7 +309,7 @@ impl<'a> Metadata<'a> {
         let rid = token & 0x00FF_FFFF;
         let methods = self.tables.table(table::METHOD_DEF);
         let row = methods.row(rid).ok()?;
-        let mut sig = self.blobs.get(row.get(4)).ok()?;
+        let mut sig = row.get(4).and_then(|i| self.blobs.get(i)).ok()?;
         // MethodDefSig: calling convention, [GenParamCount], ParamCount, RetType, Param*.
         let cc = sig.u8("a calling convention").ok()?;
         if cc & 0x10 != 0 {
@@ -323,12 +323,17 @@ impl<'a> Metadata<'a> {
         let has_this = cc & 0x20 != 0 && cc & 0x40 == 0;
         let mut names: Vec<Option<&'a str>> = vec![None; count as usize];
         let params = self.tables.table(table::PARAM);
-        let first = row.get(5);
-        let end = methods.row(rid.saturating_add(1)).map_or(params.len().saturating_add(1), |next| next.get(5));
+        let first = row.get(5).ok()?;
+        // The last method's list runs to the end of the Param table (II.22.26).
+        let end = match methods.row(rid.saturating_add(1)) {
+            Ok(next) => next.get(5).ok()?,
+            Err(_) => params.len().saturating_add(1),
+        };
         for p in first..end.min(params.len().saturating_add(1)) {
             let Ok(param) = params.row(p) else { break };
-            let sequence = param.get(1);
-            if let (Some(slot), Ok(name)) = (names.get_mut((sequence as usize).wrapping_sub(1)), self.strings.get(param.get(2))) {
+            let Ok(sequence) = param.get(1) else { break };
+            let name = param.get(2).and_then(|i| self.strings.get(i));
+            if let (Some(slot), Ok(name)) = (names.get_mut((sequence as usize).wrapping_sub(1)), name) {
                 *slot = Some(name);
             }
         }
@@ -349,7 +354,7 @@ impl Metadata<'_> {
             return None;
         }
         let row = self.tables.row(table::METHOD_DEF, token & 0x00FF_FFFF).ok()?;
-        let mut sig = self.blobs.get(row.get(4)).ok()?;
+        let mut sig = row.get(4).and_then(|i| self.blobs.get(i)).ok()?;
         let cc = sig.u8("a calling convention").ok()?;
         if cc & 0x10 != 0 {
             sig.compressed_u32("a generic parameter count").ok()?;

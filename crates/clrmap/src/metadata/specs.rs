@@ -89,7 +89,7 @@ pub fn spec_lines(md: &Metadata<'_>, names: &dyn TypeNames) -> Vec<SpecLine> {
         let text = md
             .tables()
             .row(table::METHOD_SPEC, rid)
-            .and_then(|row| md.blobs().get(row.get(1)))
+            .and_then(|row| md.blobs().get(row.get(1)?))
             .and_then(|blob| method_spec_text(blob, &mut renderer));
         out.push(SpecLine { token: 0x2B00_0000 | rid, text });
     }

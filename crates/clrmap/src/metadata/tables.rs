@@ -24,6 +24,8 @@ const fn width(wide: bool) -> u8 {
 struct Layout {
     rows: u32,
     row_size: u32,
+    /// How many of `columns` the table has; the rest are unused slots.
+    count: u8,
     /// (offset in row, width) of each column.
     columns: [(u8, u8); MAX_COLUMNS],
 }
@@ -46,6 +48,8 @@ pub struct Table<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct Row<'a> {
     bytes: &'a [u8],
+    /// Absolute offset of the row's first byte, so a bad column names where the row is.
+    at: u64,
     layout: Layout,
 }
 
@@ -101,6 +105,7 @@ impl<'a> Tables<'a> {
             let Some(cols) = columns(id as u8) else { continue };
             let mut layout = Layout { rows: rows.get(id).copied().unwrap_or(0), ..Layout::default() };
             let mut size = 0u8;
+            layout.count = cols.len().min(MAX_COLUMNS) as u8;
             for (slot, col) in layout.columns.iter_mut().zip(cols) {
                 let width = match *col {
                     Column::Fixed(w) => w,
@@ -175,26 +180,90 @@ impl<'a> Table<'a> {
         let mut r = self.data;
         let size = self.layout.row_size as usize;
         r.skip((rid as usize).saturating_sub(1).saturating_mul(size), "a row")?;
-        Ok(Row { bytes: r.bytes(size, "a row")?, layout: self.layout })
+        let at = r.offset();
+        Ok(Row { bytes: r.bytes(size, "a row")?, at, layout: self.layout })
     }
 
     /// Every row, in order.
     pub fn iter(&self) -> impl Iterator<Item = Row<'a>> + 'a {
         let layout = self.layout;
+        let start = self.data.offset();
         let size = (layout.row_size as usize).max(1);
-        self.data.as_slice().chunks_exact(size).map(move |bytes| Row { bytes, layout })
+        self.data.as_slice().chunks_exact(size).enumerate().map(move |(i, bytes)| {
+            let at = start.saturating_add((i as u64).saturating_mul(size as u64));
+            Row { bytes, at, layout }
+        })
     }
 }
 
 impl Row<'_> {
-    /// Column `i` as a `u32` (0 if the table has no such column).
-    pub fn get(&self, i: usize) -> u32 {
-        let Some(&(offset, width)) = self.layout.columns.get(i) else { return 0 };
-        let at = offset as usize;
-        match (width, self.bytes.get(at..at.saturating_add(width as usize))) {
-            (2, Some(&[a, b])) => u32::from(u16::from_le_bytes([a, b])),
-            (4, Some(&[a, b, c, d])) => u32::from_le_bytes([a, b, c, d]),
-            _ => 0,
+    /// Absolute offset of the row's first byte.
+    pub fn offset(&self) -> u64 {
+        self.at
+    }
+
+    /// Column `i` as a `u32` (2- and 4-byte columns alike).
+    ///
+    /// A column the table does not have is `not_found` at the row's offset: a caller that asks
+    /// for one has the wrong table in hand, and a silent 0 would read as a null index, which
+    /// is a legal value in most columns and so would hide the mistake.
+    pub fn get(&self, i: usize) -> Result<u32> {
+        let column = if i < usize::from(self.layout.count) { self.layout.columns.get(i) } else { None };
+        let Some(&(offset, width)) = column else {
+            return Err(Error::new(ErrorKind::NotFound, self.at, "a column the table has"));
+        };
+        let start = offset as usize;
+        match (width, self.bytes.get(start..start.saturating_add(width as usize))) {
+            (2, Some(&[a, b])) => Ok(u32::from(u16::from_le_bytes([a, b]))),
+            (4, Some(&[a, b, c, d])) => Ok(u32::from_le_bytes([a, b, c, d])),
+            // The layout gives every column 2 or 4 bytes inside `row_size`, and a row holds
+            // exactly `row_size` bytes; this arm is for a layout that breaks that rule.
+            _ => Err(Error::new(ErrorKind::BadMetadata, self.at.saturating_add(offset.into()), "a column inside its row")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table stream holding one Module row (II.22.30: Generation u16, Name, Mvid, EncId,
+    /// EncBaseId; 10 bytes with narrow heaps), placed at absolute offset 100.
+    fn one_module_row() -> Vec<u8> {
+        let mut s = Vec::new();
+        s.extend_from_slice(&0u32.to_le_bytes()); // Reserved
+        s.extend_from_slice(&[2, 0, 0, 1]); // MajorVersion, MinorVersion, HeapSizes, Reserved
+        s.extend_from_slice(&1u64.to_le_bytes()); // Valid: Module only
+        s.extend_from_slice(&0u64.to_le_bytes()); // Sorted
+        s.extend_from_slice(&1u32.to_le_bytes()); // Module's row count
+        s.extend_from_slice(&[7, 0, 1, 0, 2, 0, 0, 0, 0, 0]);
+        s
+    }
+
+    #[test]
+    fn a_column_the_table_lacks_is_not_found_at_the_row() {
+        let bytes = one_module_row();
+        let tables = Tables::parse(Reader::new(&bytes, 100)).unwrap();
+        let row = tables.row(0, 1).unwrap();
+        let row_at = 100 + 24 + 4;
+        assert_eq!(row.offset(), row_at);
+        assert_eq!((row.get(0), row.get(1), row.get(2), row.get(4)), (Ok(7), Ok(1), Ok(2), Ok(0)));
+        // Module has 5 columns: the 6th, and the last slot of the widest table, are errors.
+        for i in [5, MAX_COLUMNS - 1, MAX_COLUMNS, usize::MAX] {
+            assert_eq!(row.get(i), Err(Error::new(ErrorKind::NotFound, row_at, "a column the table has")), "column {i}");
+        }
+        // Rows from the iterator know where they are too.
+        assert_eq!(tables.table(0).iter().map(|r| r.offset()).collect::<Vec<_>>(), [row_at]);
+    }
+
+    #[test]
+    fn a_row_outside_the_table_is_not_found() {
+        let bytes = one_module_row();
+        let tables = Tables::parse(Reader::new(&bytes, 0)).unwrap();
+        for rid in [0, 2, u32::MAX] {
+            assert_eq!(tables.row(0, rid).map(|_| ()).unwrap_err().kind, ErrorKind::NotFound);
+        }
+        // An absent table has no rows at all.
+        assert_eq!(tables.row(0x02, 1).map(|_| ()).unwrap_err().kind, ErrorKind::NotFound);
     }
 }

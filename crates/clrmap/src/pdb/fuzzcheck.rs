@@ -64,7 +64,8 @@ pub fn fuzz_check_pdb(data: &[u8]) {
 
     // Local scopes: every method with a debug row, and every method a LocalScope row names.
     let variables = pdb.tables().table(table::LOCAL_VARIABLE).len();
-    let mut scope_methods: Vec<u32> = pdb.tables().table(table::LOCAL_SCOPE).iter().map(|row| row.get(0)).collect();
+    // Column 0 (Method) is in every LocalScope row, so `ok()` drops nothing.
+    let mut scope_methods: Vec<u32> = pdb.tables().table(table::LOCAL_SCOPE).iter().filter_map(|row| row.get(0).ok()).collect();
     scope_methods.extend(1..=methods.min(0x00FF_FFFF));
     scope_methods.sort_unstable();
     scope_methods.dedup();

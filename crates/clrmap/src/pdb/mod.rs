@@ -181,8 +181,8 @@ impl<'a> PortablePdb<'a> {
     /// Document row `rid` (1-based).
     pub fn document(&self, rid: u32) -> Result<Document> {
         let row = self.tables.row(table::DOCUMENT, rid).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
-        let name = self.document_name(row.get(0))?;
-        let language = self.guid(row.get(3))?;
+        let name = self.document_name(row.get(0)?)?;
+        let language = self.guid(row.get(3)?)?;
         Ok(Document { name, language })
     }
 
@@ -241,8 +241,8 @@ impl<'a> PortablePdb<'a> {
             return Err(Error::nowhere(ErrorKind::NotFound, "a MethodDef token"));
         }
         let row = self.tables.row(table::METHOD_DEBUG_INFORMATION, method & 0x00FF_FFFF)?;
-        let blob = self.blobs.get(row.get(1)).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
-        Ok((row.get(0), blob))
+        let blob = self.blobs.get(row.get(1)?).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+        Ok((row.get(0)?, blob))
     }
 
     /// The sequence points of a method (MethodDef token), lazily decoded. A method without a

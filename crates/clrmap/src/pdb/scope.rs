@@ -41,7 +41,7 @@ impl PortablePdb<'_> {
         let (mut lo, mut hi) = (1u32, scopes.len().saturating_add(1));
         while lo < hi {
             let mid = lo.saturating_add(hi.saturating_sub(lo) >> 1);
-            if scopes.row(mid)?.get(0) < rid {
+            if scopes.row(mid)?.get(0)? < rid {
                 lo = mid.saturating_add(1);
             } else {
                 hi = mid;
@@ -51,12 +51,12 @@ impl PortablePdb<'_> {
         let mut row_id = lo;
         while row_id <= scopes.len() {
             let row = scopes.row(row_id)?;
-            if row.get(0) != rid {
+            if row.get(0)? != rid {
                 break;
             }
-            let first = row.get(2);
+            let first = row.get(2)?;
             let end = match scopes.row(row_id.saturating_add(1)) {
-                Ok(next) => next.get(2),
+                Ok(next) => next.get(2)?,
                 Err(_) => variables.len().saturating_add(1),
             };
             if first == 0 || first > end || end > variables.len().saturating_add(1) {
@@ -65,10 +65,10 @@ impl PortablePdb<'_> {
             let mut vars = Vec::with_capacity(end.saturating_sub(first) as usize);
             for v in first..end {
                 let var = variables.row(v)?;
-                let name = self.strings().get(var.get(2)).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
-                vars.push(LocalVariable { index: var.get(1) as u16, attributes: var.get(0) as u16, name: name.to_owned() });
+                let name = self.strings().get(var.get(2)?).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+                vars.push(LocalVariable { index: var.get(1)? as u16, attributes: var.get(0)? as u16, name: name.to_owned() });
             }
-            out.push(LocalScope { start_offset: row.get(4), length: row.get(5), variables: vars });
+            out.push(LocalScope { start_offset: row.get(4)?, length: row.get(5)?, variables: vars });
             row_id = row_id.saturating_add(1);
         }
         Ok(out)

@@ -93,8 +93,11 @@ fn every_table_of_every_assembly_iterates_and_every_method_has_a_name() {
                 let mut count = 0;
                 for row in t.iter() {
                     for c in 0..n {
-                        let _ = row.get(c);
+                        row.get(c).unwrap();
                     }
+                    // A column past the schema's is an error at the row, never a silent 0.
+                    let e = row.get(n).unwrap_err();
+                    assert_eq!((e.kind, e.offset()), (clrmap::ErrorKind::NotFound, Some(row.offset())));
                     count += 1;
                 }
                 assert_eq!(count, t.len(), "{} table 0x{id:02X}", f.display());
