@@ -1,6 +1,8 @@
 // The independent oracle for `clrmap meta specs`: System.Reflection.Metadata (the runtime's own
 // metadata reader) decodes every TypeSpec and MethodSpec, and a type provider written from the
 // output contract's §1 notation renders them. clrmap's output must equal this line for line.
+// A MethodSpec prints as `Owner::Method<A1,A2>(P1,P2)`: the method it instantiates (a MethodDef,
+// or a MemberRef named by its parent), its arguments, and the method's parameter types.
 //
 //   SrmOracle.dll FILE...            for each file: "== FILE", then its lines
 //   SrmOracle.dll --bench N FILE     open FILE and render all specs N times; print ms per run
@@ -61,7 +63,7 @@ sealed class Provider : ISignatureTypeProvider<string, object>
         return name;
     }
 
-    string DefName(TypeDefinitionHandle h)
+    public string DefName(TypeDefinitionHandle h)
     {
         var td = md.GetTypeDefinition(h);
         var outer = td.GetDeclaringType();
@@ -69,7 +71,7 @@ sealed class Provider : ISignatureTypeProvider<string, object>
         return Qualified(md.GetString(td.Namespace), md.GetString(td.Name));
     }
 
-    string RefName(TypeReferenceHandle h)
+    public string RefName(TypeReferenceHandle h)
     {
         var tr = md.GetTypeReference(h);
         string name = md.GetString(tr.Name), ns = md.GetString(tr.Namespace);
@@ -148,6 +150,52 @@ sealed class Provider : ISignatureTypeProvider<string, object>
 
 static class SrmOracle
 {
+    // `Owner::Name` of a MethodSpec's method. A MemberRef's parent (MemberRefParent) is a type,
+    // named as a signature names its token, a ModuleRef, or a MethodDef (a vararg call site),
+    // which gives its own owner.
+    static string MethodName(MetadataReader md, Provider p, EntityHandle m)
+    {
+        if (m.Kind == HandleKind.MethodDefinition)
+        {
+            var def = md.GetMethodDefinition((MethodDefinitionHandle)m);
+            return p.DefName(def.GetDeclaringType()) + "::" + md.GetString(def.Name);
+        }
+        var mr = md.GetMemberReference((MemberReferenceHandle)m);
+        string owner;
+        switch (mr.Parent.Kind)
+        {
+            case HandleKind.TypeDefinition: owner = p.DefName((TypeDefinitionHandle)mr.Parent); break;
+            case HandleKind.TypeReference: owner = p.RefName((TypeReferenceHandle)mr.Parent); break;
+            case HandleKind.TypeSpecification:
+                owner = md.GetTypeSpecification((TypeSpecificationHandle)mr.Parent).DecodeSignature(p, null);
+                break;
+            case HandleKind.ModuleReference:
+                owner = "[.module " + md.GetString(md.GetModuleReference((ModuleReferenceHandle)mr.Parent).Name) + "]";
+                break;
+            case HandleKind.MethodDefinition:
+                owner = p.DefName(md.GetMethodDefinition((MethodDefinitionHandle)mr.Parent).GetDeclaringType());
+                break;
+            default: throw new BadImageFormatException("MemberRef parent " + mr.Parent.Kind);
+        }
+        return owner + "::" + md.GetString(mr.Name);
+    }
+
+    // `(P1,P2)`: the method's parameter types; a vararg call site's list ends with `...` where
+    // its required parameters end.
+    static string MethodParams(MetadataReader md, Provider p, EntityHandle m)
+    {
+        MethodSignature<string> sig = m.Kind == HandleKind.MethodDefinition
+            ? md.GetMethodDefinition((MethodDefinitionHandle)m).DecodeSignature(p, null)
+            : md.GetMemberReference((MemberReferenceHandle)m).DecodeMethodSignature(p, null);
+        var parts = new List<string>();
+        for (int i = 0; i < sig.ParameterTypes.Length; i++)
+        {
+            if (i == sig.RequiredParameterCount) { parts.Add("..."); break; }
+            parts.Add(sig.ParameterTypes[i]);
+        }
+        return "(" + string.Join(",", parts) + ")";
+    }
+
     static List<string> Lines(string path)
     {
         var lines = new List<string>();
@@ -170,7 +218,12 @@ static class SrmOracle
             {
                 var h = MetadataTokens.MethodSpecificationHandle(rid);
                 string text;
-                try { text = "<" + string.Join(",", md.GetMethodSpecification(h).DecodeSignature(p, null)) + ">"; }
+                try
+                {
+                    var spec = md.GetMethodSpecification(h);
+                    string args = "<" + string.Join(",", spec.DecodeSignature(p, null)) + ">";
+                    text = MethodName(md, p, spec.Method) + args + MethodParams(md, p, spec.Method);
+                }
                 catch (BadImageFormatException) { text = "!error"; }
                 lines.Add(string.Format("0x{0:X8}\t{1}", 0x2B000000 | rid, text));
             }

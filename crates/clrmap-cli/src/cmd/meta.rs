@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use core::fmt::Write as _;
 
-use clrmap::metadata::{table, Metadata};
+use clrmap::metadata::{table, Metadata, SpecMethod};
 use clrmap::read::Reader;
 use clrmap::signature::{skip_type, stream_one, TypeNames};
 use clrmap::ErrorKind;
@@ -18,8 +18,9 @@ use crate::output::{read_file, CliError};
 #[derive(Debug, Subcommand)]
 pub enum MetaCommand {
     /// Print every TypeSpec row as `0x1B0000NN<TAB>type` and every MethodSpec row as
-    /// `0x2B0000NN<TAB><A1,A2,...>`, in token order, with real names. A blob that does not
-    /// decode prints `0x...<TAB>!error <kind>`.
+    /// `0x2B0000NN<TAB>Owner::Method<A1,A2,...>(P1,P2,...)`: the method it instantiates, the
+    /// arguments, and the method's parameter types. In token order, with real names. A blob
+    /// that does not decode prints `0x...<TAB>!error <kind>`.
     ///
     /// Example: `clrmap meta specs .dotnet/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Linq.dll`
     #[command(verbatim_doc_comment)]
@@ -27,6 +28,8 @@ pub enum MetaCommand {
         /// The assembly (PE32 or PE32+, ReadyToRun images included).
         assembly: PathBuf,
         /// One JSON object per line: `{"token":N,"text":"..."}`, or `{"token":N,"error":"kind"}`.
+        /// A MethodSpec's `text` is `<A1,A2,...>`, and it adds `method` (the MethodDef or MemberRef
+        /// token), `name` (`Owner::Method`) and `full_name` (the text line's form).
         #[arg(long)]
         json: bool,
     },
@@ -43,9 +46,9 @@ fn type_spec(blob: Reader<'_>, names: &dyn TypeNames, out: &mut IoFmt<'_>) -> cl
     stream_one(&mut blob.clone(), names, out)
 }
 
-/// One MethodSpec blob (II.23.2.15: `0x0A GenArgCount Type+`) as `<A1,A2,...>`: validated whole,
-/// then streamed.
-fn method_spec(blob: Reader<'_>, names: &dyn TypeNames, out: &mut IoFmt<'_>) -> clrmap::Result<core::fmt::Result> {
+/// One MethodSpec blob (II.23.2.15: `0x0A GenArgCount Type+`) as `<A1,A2,...>` between `before`
+/// and `after`: validated whole, then streamed, so nothing is written for a blob that fails.
+fn method_spec(blob: Reader<'_>, names: &dyn TypeNames, (before, after): (&str, &str), out: &mut IoFmt<'_>) -> clrmap::Result<core::fmt::Result> {
     let mut r = blob;
     let at = r.offset();
     if r.u8("the MethodSpec header 0x0A")? != 0x0A {
@@ -65,22 +68,24 @@ fn method_spec(blob: Reader<'_>, names: &dyn TypeNames, out: &mut IoFmt<'_>) -> 
     }
     let mut r = args;
     let mut w = || -> clrmap::Result<core::fmt::Result> {
-        out.write_char('<').ok();
+        if let Err(e) = out.write_str(before).and_then(|()| out.write_char('<')) {
+            return Ok(Err(e));
+        }
         for i in 0..count {
             if i > 0 {
-                out.write_char(',').ok();
+                if let Err(e) = out.write_char(',') {
+                    return Ok(Err(e));
+                }
             }
             if let Err(e) = stream_one(&mut r, names, out)? {
                 return Ok(Err(e));
             }
         }
-        Ok(out.write_char('>'))
+        Ok(out.write_char('>').and_then(|()| out.write_str(after)))
     };
     w()
 }
 
-/// Print the spec lines of `bytes`, streaming: the same lines as `spec_lines`, each written as
-/// it is rendered.
 /// One JSON line of `meta specs --json`.
 #[derive(serde::Serialize)]
 struct SpecJson<'a> {
@@ -89,67 +94,89 @@ struct SpecJson<'a> {
     text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'static str>,
+    /// A MethodSpec's method: its token, `Owner::Name`, and the text line's full form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    full_name: Option<String>,
 }
 
-/// `specs`, as text or JSON lines. A JSON line is rendered whole before it is written: names are
-/// bounded (64 KiB each), so a line is too.
-fn specs_as(bytes: &[u8], json: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    if json {
-        let mut text = Vec::new();
-        specs_text(bytes, &mut text)?;
-        for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let line = String::from_utf8_lossy(line);
-            let (token, rest) = line.split_once('\t').unwrap_or((&line, ""));
-            let token = u32::from_str_radix(token.trim_start_matches("0x"), 16).unwrap_or(0);
-            let spec = match rest.strip_prefix("!error ") {
-                Some(kind) => SpecJson { token, text: None, error: Some(error_kind(kind)) },
-                None => SpecJson { token, text: Some(rest), error: None },
-            };
-            serde_json::to_writer(&mut *out, &spec).map_err(std::io::Error::other)?;
-            writeln!(out)?;
+/// Write row `token`'s rendering (what follows the tab) into `out`, and say what it was. A
+/// MethodSpec's text is `<A1,...>` alone unless `with_method`, when the method's name goes before
+/// it and its parameters after.
+fn spec_text(md: &Metadata<'_>, token: u32, with_method: bool, out: &mut dyn Write) -> Result<Rendered, CliError> {
+    let rid = token & 0x00FF_FFFF;
+    let mut w = IoFmt::new(out);
+    let (r, method) = if token >> 24 == u32::from(table::TYPE_SPEC) {
+        (md.type_spec(rid).and_then(|blob| type_spec(blob, md, &mut w)), None)
+    } else {
+        match md.method_spec(rid) {
+            Ok(row) => {
+                let m = SpecMethod::new(md, row.method);
+                let around = if with_method { (m.name.as_str(), m.params.as_deref().unwrap_or("")) } else { ("", "") };
+                (method_spec(row.instantiation, md, around, &mut w), Some(m))
+            }
+            Err(e) => (Err(e), None),
         }
-        return Ok(());
+    };
+    if let Some(e) = w.take_error() {
+        return Err(CliError::Io(e));
     }
-    specs_text(bytes, out)
+    match r {
+        Ok(Ok(())) => Ok(Rendered { error: None, method }),
+        Ok(Err(_)) => Err(CliError::Io(std::io::Error::other("formatting failed"))),
+        // Nothing was written: the blob is validated before it is printed.
+        Err(e) => Ok(Rendered { error: Some(e.kind), method }),
+    }
 }
 
-/// The static id of an error kind printed by `specs_text`.
-fn error_kind(text: &str) -> &'static str {
-    [
-        ErrorKind::BadCompressedInteger, ErrorKind::ItemLengthMismatch, ErrorKind::EmptyInstantiation, ErrorKind::BadElementType,
-        ErrorKind::BadToken, ErrorKind::BadArrayShape, ErrorKind::BadCallingConvention, ErrorKind::TooDeep, ErrorKind::Truncated,
-        ErrorKind::BadMetadata, ErrorKind::NotFound,
-    ]
-    .into_iter()
-    .map(ErrorKind::as_str)
-    .find(|k| *k == text)
-    .unwrap_or("bad_metadata")
+/// What `spec_text` wrote: nothing, when the row failed with `error`; and a MethodSpec's method.
+struct Rendered {
+    error: Option<ErrorKind>,
+    method: Option<SpecMethod>,
 }
 
+/// Every TypeSpec, then every MethodSpec, in token order.
+fn spec_tokens(md: &Metadata<'_>) -> impl Iterator<Item = u32> {
+    let (specs, methods) = (md.tables().rows(table::TYPE_SPEC), md.tables().rows(table::METHOD_SPEC));
+    (1..=specs).map(|rid| 0x1B00_0000 | rid).chain((1..=methods).map(|rid| 0x2B00_0000 | rid))
+}
+
+/// `specs` as JSON lines. Each line is rendered whole before it is written; only one line is
+/// held at a time.
+fn specs_json(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
+    let md = Metadata::parse(bytes).map_err(CliError::input)?;
+    let mut text = Vec::new();
+    for token in spec_tokens(&md) {
+        text.clear();
+        let rendered = spec_text(&md, token, false, &mut text)?;
+        let text = String::from_utf8_lossy(&text);
+        let method = rendered.method.as_ref();
+        let spec = SpecJson {
+            token,
+            text: rendered.error.is_none().then_some(&*text),
+            error: rendered.error.map(ErrorKind::as_str),
+            method: method.map(|m| m.token),
+            name: method.map(|m| m.name.as_str()),
+            full_name: method.filter(|_| rendered.error.is_none()).map(|m| format!("{}{text}{}", m.name, m.params.as_deref().unwrap_or(""))),
+        };
+        serde_json::to_writer(&mut *out, &spec).map_err(std::io::Error::other)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// `specs` as text, streaming: the same lines as `spec_lines`'s `full_text`, each written as it
+/// is rendered.
 fn specs_text(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
     let md = Metadata::parse(bytes).map_err(CliError::input)?;
-    let (specs, methods) = (md.tables().rows(table::TYPE_SPEC), md.tables().rows(table::METHOD_SPEC));
-    let tokens = (1..=specs).map(|rid| 0x1B00_0000 | rid).chain((1..=methods).map(|rid| 0x2B00_0000 | rid));
-    for token in tokens {
-        let rid = token & 0x00FF_FFFF;
+    for token in spec_tokens(&md) {
         write!(out, "0x{token:08X}\t")?;
-        let mut w = IoFmt::new(out);
-        let r = if token >> 24 == u32::from(table::TYPE_SPEC) {
-            md.type_spec(rid).and_then(|blob| type_spec(blob, &md, &mut w))
-        } else {
-            md.tables()
-                .row(table::METHOD_SPEC, rid)
-                .and_then(|row| md.blobs().get(row.get(1)?))
-                .and_then(|blob| method_spec(blob, &md, &mut w))
-        };
-        if let Some(e) = w.take_error() {
-            return Err(CliError::Io(e));
-        }
-        match r {
-            Ok(Ok(())) => writeln!(out)?,
-            Ok(Err(_)) => return Err(CliError::Io(std::io::Error::other("formatting failed"))),
-            // Nothing was written: the blob is validated before it is printed.
-            Err(e) => writeln!(out, "!error {}", e.kind)?,
+        match spec_text(&md, token, true, out)?.error {
+            None => writeln!(out)?,
+            Some(kind) => writeln!(out, "!error {kind}")?,
         }
     }
     Ok(())
@@ -158,6 +185,13 @@ fn specs_text(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
 /// Run a `meta` command.
 pub fn run(cmd: MetaCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        MetaCommand::Specs { assembly, json } => specs_as(&read_file(&assembly)?, json, out),
+        MetaCommand::Specs { assembly, json } => {
+            let bytes = read_file(&assembly)?;
+            if json {
+                specs_json(&bytes, out)
+            } else {
+                specs_text(&bytes, out)
+            }
+        }
     }
 }

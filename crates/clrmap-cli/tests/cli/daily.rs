@@ -34,12 +34,31 @@ fn il_at_and_meta_specs_speak_json() {
     let text = stdout(&clrmap(&["meta", "specs", "tests/fixtures/frames/debug-portable/Frames.dll"]));
     let json = stdout(&clrmap(&["meta", "specs", "tests/fixtures/frames/debug-portable/Frames.dll", "--json"]));
     assert_eq!(text.lines().count(), json.lines().count());
+    let mut method_specs = 0;
     for (t, j) in text.lines().zip(json.lines()) {
         let v: serde_json::Value = serde_json::from_str(j).unwrap();
         let (token, rest) = t.split_once('\t').unwrap();
         assert_eq!(format!("0x{:08X}", v["token"].as_u64().unwrap()), token);
-        assert_eq!(v["text"].as_str(), Some(rest));
+        if token.starts_with("0x2B") {
+            // A MethodSpec: `text` keeps the arguments alone; the text line is `full_name`, the
+            // method's `name`, the arguments, then its parameter types.
+            let (name, args) = (v["name"].as_str().unwrap(), v["text"].as_str().unwrap());
+            assert_eq!(v["full_name"].as_str(), Some(rest));
+            assert!(rest.starts_with(&format!("{name}{args}(")) && rest.ends_with(')'), "{rest}");
+            assert!(matches!(v["method"].as_u64().unwrap() >> 24, 0x06 | 0x0A), "{j}");
+            method_specs += 1;
+        } else {
+            assert_eq!(v["text"].as_str(), Some(rest));
+            assert!(v.get("method").is_none() && v.get("full_name").is_none(), "{j}");
+        }
     }
+    assert_eq!(method_specs, 21);
+    assert!(text.contains("\n0x2B00000C\tclass Frames.Box`1<string>::Map<int32>(class [System.Private.CoreLib]System.Func`2<!0,!!0>)\n"), "{text}");
+    // The streaming printer says what the library's `spec_lines` says.
+    let bytes = std::fs::read(repo_root().join("tests/fixtures/frames/debug-portable/Frames.dll")).unwrap();
+    let md = clrmap::metadata::Metadata::parse(&bytes).unwrap();
+    let lines: Vec<String> = clrmap::metadata::spec_lines(&md, &md).iter().map(|l| format!("0x{:08X}\t{}", l.token, l.full_text().unwrap())).collect();
+    assert_eq!(text.lines().collect::<Vec<_>>(), lines);
 }
 
 #[test]

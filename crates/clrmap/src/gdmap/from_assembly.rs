@@ -41,8 +41,7 @@ pub fn instantiation_map(md: &Metadata<'_>, sorted: bool) -> Result<Vec<u8>> {
     }
     let mut method_entries = Vec::new();
     for rid in 1..=methods {
-        let row = md.tables().row(table::METHOD_SPEC, rid)?;
-        let mut r = md.blobs().get(row.get(1)?)?;
+        let mut r = md.method_spec(rid)?.instantiation;
         let at = r.offset();
         if r.u8("the MethodSpec header 0x0A")? != 0x0A {
             return Err(Error::new(ErrorKind::BadCallingConvention, at, "the MethodSpec header 0x0A"));

@@ -9,6 +9,8 @@ use core::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 
 mod heaps;
+mod members;
+pub use members::MethodSpecRow;
 mod names;
 pub use names::{MethodArgs, MAX_NAME_BYTES, MAX_NAME_WORK};
 mod root;
@@ -19,7 +21,7 @@ mod tables;
 pub use heaps::{Blobs, Strings};
 pub use root::Root;
 pub use schema::{table, Coded, Column};
-pub use specs::{method_spec_args, spec_lines, SpecLine};
+pub use specs::{method_spec_args, spec_lines, SpecLine, SpecMethod};
 pub use tables::{Row, Table, Tables};
 
 use crate::pe::PeImage;

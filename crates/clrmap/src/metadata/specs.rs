@@ -1,5 +1,7 @@
 //! Every TypeSpec and MethodSpec of an assembly, rendered: what `clrmap meta specs` prints, and
 //! the instantiations that `gdmap::instantiation_map` turns into a dictionary map (gdmap.md §7).
+//! A MethodSpec prints with the method it instantiates, `Owner::Name<A1,A2>(P1,P2)`: its
+//! arguments alone do not say which method they are for.
 
 use super::schema::table;
 use super::Metadata;
@@ -13,6 +15,44 @@ pub struct SpecLine {
     pub token: u32,
     /// TypeSpec: the type. MethodSpec: `<A1,A2,...>`.
     pub text: Result<String>,
+    /// MethodSpec: the method it instantiates. `None` for a TypeSpec, or a MethodSpec whose row
+    /// cannot be read.
+    pub method: Option<SpecMethod>,
+}
+
+/// The method a MethodSpec instantiates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecMethod {
+    /// Its MethodDef (0x06) or MemberRef (0x0A) token.
+    pub token: u32,
+    /// `Owner::Name` ([`Metadata::member_name`]), or the raw `0x...` token when it names no row.
+    pub name: String,
+    /// Its parameter types, `(P1,P2)`; `None` when its signature does not decode.
+    pub params: Option<String>,
+}
+
+impl SpecMethod {
+    /// `method` (a MethodSpec's Method column), named through `md`.
+    pub fn new(md: &Metadata<'_>, method: u32) -> Self {
+        SpecMethod {
+            token: method,
+            name: md.member_name(method).unwrap_or_else(|| format!("0x{method:08X}")),
+            params: md.member_params(method),
+        }
+    }
+}
+
+impl SpecLine {
+    /// The text `meta specs` prints after the token: a TypeSpec's type, or a MethodSpec's
+    /// `Owner::Name<A1,A2>(P1,P2)` (the parameter list left out when the method's signature
+    /// does not decode).
+    pub fn full_text(&self) -> Result<String> {
+        let text = self.text.clone()?;
+        Ok(match &self.method {
+            Some(m) => format!("{}{text}{}", m.name, m.params.as_deref().unwrap_or("")),
+            None => text,
+        })
+    }
 }
 
 /// A MethodSpec blob's header (II.23.2.15): the 0x0A byte and GenArgCount (≥ 1).
@@ -83,15 +123,14 @@ pub fn spec_lines(md: &Metadata<'_>, names: &dyn TypeNames) -> Vec<SpecLine> {
             }
             Ok(t)
         });
-        out.push(SpecLine { token: 0x1B00_0000 | rid, text });
+        out.push(SpecLine { token: 0x1B00_0000 | rid, text, method: None });
     }
     for rid in 1..=methods {
-        let text = md
-            .tables()
-            .row(table::METHOD_SPEC, rid)
-            .and_then(|row| md.blobs().get(row.get(1)?))
-            .and_then(|blob| method_spec_text(blob, &mut renderer));
-        out.push(SpecLine { token: 0x2B00_0000 | rid, text });
+        let (text, method) = match md.method_spec(rid) {
+            Ok(row) => (method_spec_text(row.instantiation, &mut renderer), Some(SpecMethod::new(md, row.method))),
+            Err(e) => (Err(e), None),
+        };
+        out.push(SpecLine { token: 0x2B00_0000 | rid, text, method });
     }
     out
 }

@@ -129,3 +129,25 @@ fn a_typedef_nested_in_itself_prints_raw() {
     // Cached, and the same the second time.
     assert_eq!(render(&[0x15, 0x12, 15 << 2, 0x01, 0x08], &md).unwrap(), "class 0x0200000F<int32>");
 }
+
+#[test]
+fn a_methodspec_whose_method_names_no_row_prints_the_raw_token() {
+    // MethodSpec row 1 is `Frames.Generic::Pass<string>(!!0)`. Its Method column (MethodDefOrRef,
+    // 2 bytes here) is pointed at MemberRef 0x7FFF, then at MethodDef 0: neither is a row.
+    let clean = frames();
+    let md = Metadata::parse(&clean).unwrap();
+    let at = md.tables().row(table::METHOD_SPEC, 1).unwrap().offset() as usize;
+    assert_eq!(spec_lines(&md, &md)[md.tables().rows(table::TYPE_SPEC) as usize].full_text().unwrap(), "Frames.Generic::Pass<string>(!!0)");
+    for (coded, token) in [(0xFFFFu16, 0x0A00_7FFFu32), (0, 0x0600_0000)] {
+        let mut bytes = clean.clone();
+        bytes[at..at + 2].copy_from_slice(&coded.to_le_bytes());
+        let md = Metadata::parse(&bytes).unwrap();
+        assert_eq!(md.method_spec(1).unwrap().method, token);
+        let lines = quick("spec_lines", || spec_lines(&md, &md));
+        let line = &lines[md.tables().rows(table::TYPE_SPEC) as usize];
+        assert_eq!(line.token, 0x2B00_0001);
+        let method = line.method.as_ref().unwrap();
+        assert_eq!((method.token, method.params.as_deref()), (token, None));
+        assert_eq!(line.full_text().unwrap(), format!("0x{token:08X}<string>"));
+    }
+}

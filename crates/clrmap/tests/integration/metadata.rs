@@ -8,7 +8,7 @@ use std::process::Command;
 
 use clrmap::gdmap::DictionaryMap;
 use clrmap::gdmap::{instantiation_map, method_spec_rva, type_spec_rva};
-use clrmap::metadata::{schema, spec_lines, table, Metadata};
+use clrmap::metadata::{schema, spec_lines, table, Metadata, SpecMethod};
 
 use crate::support::{self, run, runtime31, runtimes, Runtime};
 
@@ -31,7 +31,7 @@ fn clrmap_lines(path: &Path) -> Vec<String> {
     let md = Metadata::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     spec_lines(&md, &md)
         .into_iter()
-        .map(|l| match l.text {
+        .map(|l| match l.full_text() {
             Ok(t) => format!("0x{:08X}\t{t}", l.token),
             Err(e) => panic!("{}: 0x{:08X} does not decode: {e}", path.display(), l.token),
         })
@@ -52,6 +52,32 @@ fn oracle_lines(rt31: &Runtime, oracle: &Path, files: &[PathBuf]) -> HashMap<Pat
         }
     }
     out
+}
+
+#[test]
+fn a_methodspec_prints_with_the_method_it_instantiates() {
+    // Frames.dll's MethodSpecs name a MethodDef, a MemberRef on a TypeRef and a MemberRef on a
+    // TypeSpec (a method of a generic instantiation); each with its parameter types.
+    let bytes = std::fs::read(support::fixture("tests/fixtures/frames/debug-portable/Frames.dll")).unwrap();
+    let md = Metadata::parse(&bytes).unwrap();
+    let lines = spec_lines(&md, &md);
+    let line = |token: u32| lines.iter().find(|l| l.token == token).unwrap();
+    let cases = [
+        (0x2B00_0001, 0x0600_0000, "<string>", "Frames.Generic::Pass<string>(!!0)"),
+        (0x2B00_0004, 0x0A00_0000, "<int32>", "[System.Linq]System.Linq.Enumerable::Where<int32>(class [System.Private.CoreLib]System.Collections.Generic.IEnumerable`1<!!0>,class [System.Private.CoreLib]System.Func`2<!!0,bool>)"),
+        (0x2B00_000C, 0x0A00_0000, "<int32>", "class Frames.Box`1<string>::Map<int32>(class [System.Private.CoreLib]System.Func`2<!0,!!0>)"),
+    ];
+    for (token, table, args, full) in cases {
+        let l = line(token);
+        assert_eq!(l.text.as_deref(), Ok(args), "0x{token:08X}");
+        assert_eq!(l.full_text().as_deref(), Ok(full), "0x{token:08X}");
+        let m = l.method.as_ref().unwrap();
+        assert_eq!(m.token >> 24, table >> 24, "0x{token:08X}");
+        assert!(full.starts_with(&format!("{}<", m.name)) && full.ends_with(m.params.as_deref().unwrap()));
+    }
+    // A TypeSpec line is its type alone.
+    assert!(line(0x1B00_0001).method.is_none());
+    assert_eq!(line(0x1B00_0001).full_text(), line(0x1B00_0001).text);
 }
 
 #[test]
@@ -152,8 +178,16 @@ fn corelib_instantiation_map_renders_like_the_oracle() {
                 };
                 let want = format!("<{types}>");
                 let theirs = by_token[&token];
-                // A TypeSpec renders as `class G<args>`: its argument list is the entry's item.
-                assert!(theirs.ends_with(&want), "0x{token:08X}: oracle {theirs}, map {want}");
+                if token >> 24 == 0x2B {
+                    // A MethodSpec renders as `Owner::Method<args>(params)`: its arguments are
+                    // the entry's item.
+                    let m = SpecMethod::new(&md, md.method_spec(token & 0x00FF_FFFF).unwrap().method);
+                    let want = format!("{}{want}{}", m.name, m.params.unwrap());
+                    assert_eq!(theirs, want, "0x{token:08X}");
+                } else {
+                    // A TypeSpec renders as `class G<args>`: its argument list is the entry's item.
+                    assert!(theirs.ends_with(&want), "0x{token:08X}: oracle {theirs}, map {want}");
+                }
                 checked += 1;
             }
             println!("{}: CoreLib map (sorted={sorted}) {checked} entries equal to SRM", rt.version);

@@ -1,0 +1,149 @@
+//! Methods named by token, a MethodDef (II.22.26) or a MemberRef (II.22.25), as `Owner::Name`
+//! with their parameter types `(P1,P2)` in the notation of `contract.md` §1: what tells overloads
+//! apart in a body's name, and what `meta specs` prints around a MethodSpec's arguments.
+
+use super::schema::table;
+use super::Metadata;
+use crate::read::{Reader, Result};
+use crate::signature::{skip_type, stream_one, TypeNames};
+
+/// The longest parameter list printed (names are bounded one by one; this bounds their sum).
+const MAX_PARAMS_TEXT: usize = 64 << 10;
+
+/// A MethodSpec row (II.22.29): the method it instantiates and its Instantiation blob.
+#[derive(Clone, Copy, Debug)]
+pub struct MethodSpecRow<'a> {
+    /// The generic method: a MethodDef (0x06) or MemberRef (0x0A) token. Its row may be 0 or
+    /// past its table in a hostile file; naming it then falls back to this raw token.
+    pub method: u32,
+    /// The Instantiation blob (II.23.2.15: `0x0A GenArgCount Type+`).
+    pub instantiation: Reader<'a>,
+}
+
+/// The `0x...` form a token prints as when it names nothing, as the type printer does (§1).
+fn raw(token: u32) -> String {
+    format!("0x{token:08X}")
+}
+
+impl<'a> Metadata<'a> {
+    /// MethodSpec row `rid`. Its Method column is a MethodDefOrRef coded index (II.24.2.6: one
+    /// tag bit, 0 MethodDef, 1 MemberRef).
+    pub fn method_spec(&self, rid: u32) -> Result<MethodSpecRow<'a>> {
+        let row = self.tables.row(table::METHOD_SPEC, rid)?;
+        let coded = row.get(0)?;
+        let kind = if coded & 1 == 0 { table::METHOD_DEF } else { table::MEMBER_REF };
+        let method = u32::from(kind) << 24 | (coded >> 1) & 0x00FF_FFFF;
+        Ok(MethodSpecRow { method, instantiation: self.blobs.get(row.get(1)?)? })
+    }
+
+    /// `Owner::Name` for a MethodDef or MemberRef token; `None` for another table or a row that
+    /// is not there. A MemberRef's owner is its Class (II.22.25, MemberRefParent): a type is
+    /// named as §1 names its token (a TypeSpec as its own signature, so a method of a generic
+    /// instantiation reads `class N<A>::Name`), a ModuleRef as `[.module M]`, and a MethodDef
+    /// (a vararg call site) by that method's own owner. An owner that cannot be named prints as
+    /// its raw token, as the type printer does.
+    pub fn member_name(&self, token: u32) -> Option<String> {
+        let rid = token & 0x00FF_FFFF;
+        match (token >> 24) as u8 {
+            table::METHOD_DEF => self.method_name(token),
+            table::MEMBER_REF => {
+                let row = self.tables.row(table::MEMBER_REF, rid).ok()?;
+                let name = row.get(1).and_then(|i| self.strings.get(i)).ok()?;
+                let class = row.get(0).ok()?;
+                // MemberRefParent: 3 tag bits; TypeDef, TypeRef, ModuleRef, MethodDef, TypeSpec.
+                let (tag, parent) = (class & 7, class >> 3);
+                let owner = match tag {
+                    0 | 1 | 4 => {
+                        let kind = [table::TYPE_DEF, table::TYPE_REF, 0, 0, table::TYPE_SPEC].get(tag as usize).copied().unwrap_or(0);
+                        let parent = u32::from(kind) << 24 | parent;
+                        let mut owner = String::new();
+                        match self.write_type_name(parent, &mut owner) {
+                            Ok(()) => owner,
+                            Err(_) => raw(parent),
+                        }
+                    }
+                    2 => match self.tables.row(table::MODULE_REF, parent).and_then(|m| m.get(0)).and_then(|i| self.strings.get(i)) {
+                        Ok(module) => format!("[.module {module}]"),
+                        Err(_) => raw(u32::from(table::MODULE_REF) << 24 | parent),
+                    },
+                    3 => {
+                        let def = u32::from(table::METHOD_DEF) << 24 | parent;
+                        let method = self.method_name(def).unwrap_or_else(|| raw(def));
+                        // The call site names the same method as its MethodDef: keep the owner.
+                        match method.rsplit_once("::") {
+                            Some((owner, _)) => owner.to_owned(),
+                            None => method,
+                        }
+                    }
+                    _ => raw(class),
+                };
+                Some(format!("{owner}::{name}"))
+            }
+            _ => None,
+        }
+    }
+
+    /// A MethodDef's parameter types in the contract's notation, as `(int32,!0)`: what tells
+    /// overloads apart. `None` for another token or a signature that does not decode.
+    pub fn method_params(&self, token: u32) -> Option<String> {
+        if token >> 24 != u32::from(table::METHOD_DEF) {
+            return None;
+        }
+        self.member_params(token)
+    }
+
+    /// A MethodDef's or a method MemberRef's parameter types, as `(int32,!0)`. `None` for another
+    /// token, a field MemberRef, or a signature that does not decode.
+    pub fn member_params(&self, token: u32) -> Option<String> {
+        let rid = token & 0x00FF_FFFF;
+        // The Signature column: MethodDef's 5th (II.22.26), MemberRef's 3rd (II.22.25).
+        let (id, column) = match (token >> 24) as u8 {
+            table::METHOD_DEF => (table::METHOD_DEF, 4),
+            table::MEMBER_REF => (table::MEMBER_REF, 2),
+            _ => return None,
+        };
+        let row = self.tables.row(id, rid).ok()?;
+        let sig = row.get(column).and_then(|i| self.blobs.get(i)).ok()?;
+        params_text(sig, self)
+    }
+}
+
+/// The parameter list of a MethodDefSig or MethodRefSig (II.23.2.1-2: calling convention,
+/// `[GenParamCount]`, ParamCount, RetType, Param*) as `(P1,P2)`; `None` when it does not decode.
+/// A varargs SENTINEL ends the list with `...`: the types after it belong to one call site, not
+/// to the method.
+fn params_text(sig: Reader<'_>, names: &dyn TypeNames) -> Option<String> {
+    let mut sig = sig;
+    let cc = sig.u8("a calling convention").ok()?;
+    // A FIELD (6), LOCAL_SIG (7), PROPERTY (8) or GENERICINST (0xA) blob is not a method's.
+    if !matches!(cc & 0x0F, 0..=5 | 9) {
+        return None;
+    }
+    if cc & 0x10 != 0 {
+        sig.compressed_u32("a generic parameter count").ok()?;
+    }
+    let count = sig.compressed_u32("a parameter count").ok()?;
+    // RetType: VOID is legal only here, so it is read by hand; anything else is a type.
+    if sig.peek_u8("a return type").ok()? == 0x01 {
+        sig.u8("VOID").ok()?;
+    } else {
+        skip_type(&mut sig).ok()?;
+    }
+    let mut out = String::from("(");
+    for i in 0..count {
+        if i > 0 {
+            out.push(',');
+        }
+        if sig.peek_u8("a parameter").ok()? == 0x41 {
+            out.push_str("...");
+            break;
+        }
+        stream_one(&mut sig, names, &mut out).ok()?.ok()?;
+        // Names are bounded one by one; this bounds their sum.
+        if out.len() > MAX_PARAMS_TEXT {
+            return None;
+        }
+    }
+    out.push(')');
+    Some(out)
+}
