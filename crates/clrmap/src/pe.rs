@@ -7,7 +7,8 @@
 //! `object` knows by name.
 
 use object::pe::{
-    ImageDosHeader, ImageNtHeaders32, ImageNtHeaders64, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR, IMAGE_DIRECTORY_ENTRY_DEBUG,
+    ImageCor20Header, ImageDataDirectory, ImageDosHeader, ImageNtHeaders32, ImageNtHeaders64, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR,
+    IMAGE_DIRECTORY_ENTRY_DEBUG,
 };
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, SectionTable};
 use object::LittleEndian as LE;
@@ -21,6 +22,17 @@ pub struct Directory {
     pub rva: u32,
     /// Size in bytes.
     pub size: u32,
+}
+
+/// The CLI header's size (ECMA-335 II.25.3.3: 72 bytes), checked against `object`'s layout of it.
+const COR20_SIZE: u32 = 72;
+const _: () = assert!(core::mem::size_of::<ImageCor20Header>() == COR20_SIZE as usize);
+
+impl From<&ImageDataDirectory> for Directory {
+    fn from(dir: &ImageDataDirectory) -> Self {
+        let (rva, size) = dir.address_range();
+        Directory { rva, size }
+    }
 }
 
 /// The CLI header (ECMA-335 II.25.3.3), the fields clrmap uses.
@@ -140,8 +152,7 @@ impl<'a> PeImage<'a> {
         let _ = nt.optional_header().magic();
         let mut image = PeImage { data, sections, machine, is_64, cor20: None, debug: Directory::default() };
         if let Some(dir) = dirs.get(IMAGE_DIRECTORY_ENTRY_DEBUG) {
-            let (rva, size) = dir.address_range();
-            image.debug = Directory { rva, size };
+            image.debug = dir.into();
         }
         if let Some(dir) = dirs.get(IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR) {
             let (rva, size) = dir.address_range();
@@ -152,31 +163,22 @@ impl<'a> PeImage<'a> {
         Ok(image)
     }
 
+    /// The CLI header at `rva`, read as `object`'s `ImageCor20Header`. Its 72 bytes must lie in
+    /// one section's raw data inside the file ([`PeImage::reader_at`] says where they do not).
+    /// Its `cb` is not checked: every field clrmap reads is inside the fixed 72 bytes.
     fn read_cor20(&self, rva: u32) -> Result<Cor20Header> {
-        let mut r = self.reader_at(rva, 72)?;
-        let dir = |r: &mut Reader<'a>| -> Result<Directory> {
-            Ok(Directory { rva: r.u32("an RVA")?, size: r.u32("a size")? })
-        };
-        let _cb = r.u32("the CLI header size")?;
-        let major_runtime_version = r.u16("MajorRuntimeVersion")?;
-        let minor_runtime_version = r.u16("MinorRuntimeVersion")?;
-        let metadata = dir(&mut r)?;
-        let flags = r.u32("Flags")?;
-        let entry_point = r.u32("EntryPointToken")?;
-        let resources = dir(&mut r)?;
-        let _strong_name = dir(&mut r)?;
-        let _code_manager = dir(&mut r)?;
-        let _vtable_fixups = dir(&mut r)?;
-        let _export_jumps = dir(&mut r)?;
-        let managed_native_header = dir(&mut r)?;
+        let r = self.reader_at(rva, COR20_SIZE)?;
+        // `from_bytes` fails only on a short slice, which `reader_at` has ruled out; the
+        // fields are byte arrays, so there is no alignment to fail on.
+        let (h, _) = object::pod::from_bytes::<ImageCor20Header>(r.as_slice()).map_err(|()| bad(r.offset(), "a 72-byte CLI header"))?;
         Ok(Cor20Header {
-            major_runtime_version,
-            minor_runtime_version,
-            metadata,
-            flags,
-            entry_point,
-            resources,
-            managed_native_header,
+            major_runtime_version: h.major_runtime_version.get(LE),
+            minor_runtime_version: h.minor_runtime_version.get(LE),
+            metadata: (&h.meta_data).into(),
+            flags: h.flags.get(LE),
+            entry_point: h.entry_point_token_or_rva.get(LE),
+            resources: (&h.resources).into(),
+            managed_native_header: (&h.managed_native_header).into(),
         })
     }
 
@@ -329,5 +331,49 @@ mod tests {
         let cv = pe.codeview().unwrap().unwrap();
         assert!(cv.is_portable());
         assert_eq!(cv.file_name(), "Frames.pdb");
+    }
+
+    /// Frames.dll with its COM descriptor directory (data directory 14) set to `rva`, 72.
+    fn with_cor20_at(bytes: &[u8], rva: u32) -> Vec<u8> {
+        let mut bytes = bytes.to_vec();
+        let nt = u32::from_le_bytes(bytes[0x3C..0x40].try_into().unwrap()) as usize;
+        // The optional header follows the 4-byte signature and the 20-byte file header; PE32's
+        // data directories start 96 bytes into it.
+        assert_eq!(&bytes[nt + 24..nt + 26], &[0x0B, 0x01], "a PE32 fixture");
+        let dir = nt + 24 + 96 + 14 * 8;
+        bytes[dir..dir + 4].copy_from_slice(&rva.to_le_bytes());
+        bytes[dir + 4..dir + 8].copy_from_slice(&72u32.to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn the_cli_header_reads_through_object_and_fails_where_its_bytes_are_missing() {
+        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/frames/debug-portable/Frames.dll")).unwrap();
+        let pe = PeImage::parse(&bytes).unwrap();
+        let h = *pe.require_cor20().unwrap();
+        // Roslyn writes runtime version 2.5 and ILONLY; the metadata root starts with BSJB.
+        assert_eq!((h.major_runtime_version, h.minor_runtime_version, h.flags & 1), (2, 5, 1));
+        assert_eq!(pe.reader_at(h.metadata.rva, 4).unwrap().as_slice(), b"BSJB");
+        assert_eq!(h.managed_native_header, Directory::default());
+        let (name, text_rva, text_size, text_offset, raw_size) = pe.sections().find(|s| s.0.starts_with(b".text")).unwrap();
+        assert!(raw_size >= text_size && text_size > 72, "{name:?}");
+
+        // Past every section: an RVA nothing maps.
+        let e = PeImage::parse(&with_cor20_at(&bytes, 0x0100_0000)).unwrap_err();
+        assert_eq!((e.kind, e.location, e.expected), (ErrorKind::BadImage, Location::Rva(0x0100_0000), "an RVA inside a section"));
+        // 8 bytes before the end of the section: the 72 bytes do not fit in it.
+        let end = text_rva + text_size - 8;
+        let e = PeImage::parse(&with_cor20_at(&bytes, end)).unwrap_err();
+        let at = u64::from(text_offset + text_size - 8);
+        assert_eq!((e.kind, e.location, e.expected), (ErrorKind::BadImage, Location::Offset(at), "a range inside one section"));
+        // The file cut inside the header: its 72 bytes are not all there, said at its first byte.
+        let cut_at = pe.rva_to_offset(h.metadata.rva).unwrap() as usize;
+        let moved = with_cor20_at(&bytes, h.metadata.rva);
+        let e = PeImage::parse(&moved[..cut_at + 40]).unwrap_err();
+        assert_eq!((e.kind, e.location, e.expected), (ErrorKind::BadImage, Location::Offset(cut_at as u64), "section data"));
+        // A header anywhere inside a section reads: over the metadata root, `cb` is `BSJB` and
+        // MajorRuntimeVersion is the root's MajorVersion, 1.
+        let pe_moved = PeImage::parse(&moved).unwrap();
+        assert_eq!(pe_moved.require_cor20().unwrap().major_runtime_version, 1);
     }
 }
