@@ -9,7 +9,7 @@
 //!   * `CLRMAP_PROFILER_DISABLE_R2R=1`: add `COR_PRF_DISABLE_ALL_NGEN_IMAGES`, so even ReadyToRun
 //!     methods are jitted.
 //!   * `CLRMAP_PROFILER_PERF=DIR` (set by `clrmap profile --perf`): also write Linux perf's
-//!     `DIR/jit-PID.dump` and `DIR/perf-PID.map` while the process runs ([`perf`], docs/perf.md).
+//!     `DIR/jit-PID.dump` and `DIR/perf-PID.map` while the process runs (`perf.rs`, docs/perf.md).
 //!   * `CLRMAP_PROFILER_SYMBOL_PATH=DIR:DIR...`: more directories for PDBs (with `--perf`).
 //! * **Attached to a running process** through the diagnostics port's AttachProfiler command
 //!   (`clrmap profile --pid PID`): `InitializeForAttach`, with its settings as JSON in the client
@@ -19,7 +19,7 @@
 //!   then asks the runtime to detach it; `ProfilerDetachSucceeded` writes the end record. It never
 //!   writes to the process's stdout or stderr.
 //!
-//! COM by hand ([`com`]): one static class factory and one static profiler object, each pointing
+//! COM by hand (`com.rs`): one static class factory and one static profiler object, each pointing
 //! at a typed vtable. No panic crosses the FFI: every entry point runs inside `catch_unwind`.
 #![allow(unsafe_code)]
 #![allow(clippy::missing_safety_doc)]
