@@ -53,9 +53,11 @@ enum Command {
     /// Linux perf: jitdump files with source lines and perf maps, from a capture or a trace.
     #[command(subcommand)]
     Perf(cmd::perf::PerfCommand),
-    /// Run a .NET command with the clrmap profiler attached and capture every body's map.
+    /// Run a .NET command with the clrmap profiler loaded, or attach it to a running process
+    /// (`--pid`), and capture every body's map.
     ///
-    /// Example: `clrmap profile -o app.capture -- dotnet app.dll`
+    /// Examples: `clrmap profile -o app.capture -- dotnet app.dll`;
+    /// `clrmap profile --pid 1234 -o live.capture --duration 10s`
     Profile(cmd::profile::ProfileArgs),
 }
 

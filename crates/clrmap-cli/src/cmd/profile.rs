@@ -1,4 +1,5 @@
-//! `clrmap profile`: run a .NET command with the clrmap profiler attached.
+//! `clrmap profile`: run a .NET command with the clrmap profiler loaded, or attach it to a
+//! running process through its diagnostics port (`--pid`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,9 +11,20 @@ use crate::output::CliError;
 /// The profiler's CLSID (any GUID works; CoreCLR needs the braces).
 pub const PROFILER_CLSID: &str = "{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A11}";
 
-/// `clrmap profile -o CAPTURE [--disable-r2r] -- CMD...`
+/// `clrmap profile -o CAPTURE [--disable-r2r] [--perf] -- CMD...`, or
+/// `clrmap profile --pid PID -o CAPTURE [--duration D]`
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
+    /// Attach to this running .NET process instead of starting one (AttachProfiler on its
+    /// diagnostics port; no restart). It records the bodies jitted before the attach and those
+    /// jitted after, until Ctrl-C, SIGTERM, --duration, or the process's exit; then the runtime
+    /// detaches the profiler and the app runs on undisturbed. ReadyToRun methods are not
+    /// recorded after attach (their maps are in their images: `clrmap il dump IMAGE`).
+    #[arg(long, conflicts_with_all = ["command", "disable_r2r", "perf"])]
+    pid: Option<u32>,
+    /// With --pid: stop after this long (30s, 500ms, 2m).
+    #[arg(long, requires = "pid", value_parser = crate::cmd::diag::parse_duration)]
+    duration: Option<std::time::Duration>,
     /// Where the profiler writes its capture (JSON lines; docs/capture-format.md).
     #[arg(short, long)]
     output: PathBuf,
@@ -29,7 +41,7 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "/tmp")]
     perf: Option<PathBuf>,
     /// The command, e.g. `dotnet app.dll`.
-    #[arg(last = true, required = true)]
+    #[arg(last = true, required_unless_present = "pid")]
     command: Vec<String>,
 }
 
@@ -88,6 +100,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         .map_err(|e| CliError::Usage(format!("profiler {}: {e}", profiler.display())))?;
     let output = absolute(&args.output)?;
     start_capture(&output)?;
+    if let Some(pid) = args.pid {
+        return attach(pid, &profiler, &output, args.duration);
+    }
     let (program, rest) = args.command.split_first().ok_or_else(|| CliError::Usage("no command given".into()))?;
     let mut c = Command::new(program);
     c.args(rest)
@@ -119,6 +134,72 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         return Ok(PROFILER_NOT_LOADED);
     }
     Ok(shell_status(status))
+}
+
+/// `profile --pid`: attach, record until asked to stop or the process exits, then detach.
+fn attach(pid: u32, profiler: &Path, output: &Path, duration: Option<std::time::Duration>) -> Result<i32, CliError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use clrmap::diag::{self, Client};
+
+    let diag_error = |e: diag::DiagError| CliError::Status(format!("{}: {}", e.kind, e.message), crate::cmd::diag::exit_status(e.kind));
+    let mut stop_file = output.as_os_str().to_owned();
+    stop_file.push(".stop");
+    let stop_file = PathBuf::from(stop_file);
+    let _ = std::fs::remove_file(&stop_file);
+    // The profiler's settings, read by its InitializeForAttach. Paths are as the target sees
+    // them: the same file system (a container's target needs paths inside it).
+    let config = serde_json::json!({ "output": output, "stop_file": stop_file, "watch_pid": std::process::id() });
+    let clsid = diag::guid_bytes(PROFILER_CLSID).ok_or_else(|| CliError::Message("bad profiler CLSID".into()))?;
+    let client = Client::for_pid(pid, diag::DEFAULT_TIMEOUT).map_err(diag_error)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
+        eprintln!("warning: no Ctrl-C handler ({e}); stop with --duration");
+    }
+    let path = profiler.to_str().ok_or_else(|| CliError::Usage(format!("profiler path {} is not UTF-8", profiler.display())))?;
+    client.attach_profiler(Duration::from_secs(10), clsid, path, config.to_string().as_bytes()).map_err(diag_error)?;
+    let deadline = duration.and_then(|d| Instant::now().checked_add(d));
+    let until = if duration.is_some() { "for the duration" } else { "until Ctrl-C" };
+    eprintln!("clrmap: attached to process {pid}; recording into {} {until} or the process's exit", output.display());
+    let read = || std::fs::read(output).ok().and_then(|b| clrmap::capture::read_capture(&b).ok()).unwrap_or_default();
+    let exited = loop {
+        if diag::exited(pid) {
+            break true;
+        }
+        if stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut detached = exited;
+    if !exited {
+        // Ask the profiler to detach, and wait for its end record (the runtime first waits for
+        // every callback to leave the profiler).
+        std::fs::write(&stop_file, b"").map_err(|e| CliError::Message(format!("cannot write {}: {e}", stop_file.display())))?;
+        let waited = Instant::now();
+        while waited.elapsed() < Duration::from_secs(20) {
+            if read().ended.contains(&pid) || diag::exited(pid) {
+                detached = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = std::fs::remove_file(&stop_file);
+    }
+    let capture = read();
+    let before = capture.bodies.iter().filter(|b| b.before_attach).count();
+    let how = if exited { "the process exited" } else { "detached" };
+    eprintln!("clrmap: {how}; wrote {} ({} bodies: {before} jitted before the attach, {} after)", output.display(), capture.bodies.len(), capture.bodies.len().saturating_sub(before));
+    if !detached {
+        return Err(CliError::Status(
+            format!("timeout: process {pid} has not detached the profiler after 20 s; the capture keeps every whole record so far"),
+            crate::cmd::diag::exit_status(diag::DiagErrorKind::Timeout),
+        ));
+    }
+    Ok(0)
 }
 
 fn absolute(p: &Path) -> Result<PathBuf, CliError> {

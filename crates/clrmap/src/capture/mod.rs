@@ -7,7 +7,9 @@
 //! one file (a .NET program that starts a .NET child, which inherits the profiler): each writes
 //! its own header and tags its records with its pid.
 
-use serde::Deserialize;
+mod record;
+
+pub use record::{Body, End, Header, Record};
 
 use crate::ilmap::{CodeBody, IlOffset, MapEntry};
 use crate::read::{Error, ErrorKind, Result};
@@ -16,39 +18,6 @@ use crate::read::{Error, ErrorKind, Result};
 pub const FORMAT: &str = "clrmap-capture";
 /// The version this reader understands.
 pub const VERSION: u32 = 1;
-
-#[derive(Deserialize)]
-struct Header {
-    format: String,
-    version: u32,
-    #[serde(default)]
-    pid: u32,
-}
-
-#[derive(Deserialize)]
-struct Line {
-    kind: String,
-    #[serde(default)]
-    pid: Option<u32>,
-    #[serde(default)]
-    function_id: u64,
-    #[serde(default)]
-    module: String,
-    #[serde(default)]
-    token: u32,
-    #[serde(default)]
-    start: u64,
-    #[serde(default)]
-    rva: Option<u32>,
-    #[serde(default)]
-    code_size: u32,
-    #[serde(default)]
-    body: u32,
-    #[serde(default)]
-    map: Vec<[u32; 3]>,
-    #[serde(default)]
-    map1: Option<Vec<[u32; 3]>>,
-}
 
 /// One recorded body, with what `GetILToNativeMapping(functionId)` answered for its function.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +34,8 @@ pub struct CapturedBody {
     pub map1: Option<Vec<MapEntry>>,
     /// The process that recorded it.
     pub pid: u32,
+    /// Jitted before an attached profiler came (enumerated at attach).
+    pub before_attach: bool,
 }
 
 /// Everything whole in a capture.
@@ -74,8 +45,10 @@ pub struct Capture {
     pub bodies: Vec<CapturedBody>,
     /// The processes that wrote a header, in file order.
     pub pids: Vec<u32>,
-    /// The processes that wrote the orderly-shutdown record.
+    /// The processes that wrote the end record (orderly shutdown, or detach).
     pub ended: Vec<u32>,
+    /// The processes whose profiler was attached to them while running.
+    pub attached: Vec<u32>,
     /// A torn last line (`bad_capture` at its offset): everything before it was kept.
     pub warning: Option<Error>,
 }
@@ -130,29 +103,36 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             first = false;
             pid = h.pid;
             out.pids.push(pid);
+            if h.attach {
+                out.attached.push(pid);
+            }
             continue;
         }
-        let l = match serde_json::from_str::<Line>(text) {
-            Ok(l) => l,
+        let record = match serde_json::from_str::<Record>(text) {
+            Ok(r) => r,
             Err(_) if !whole => {
                 torn(&mut out);
                 break;
             }
             Err(_) => return Err(Error::new(ErrorKind::BadCapture, at, "a JSON body record")),
         };
+        let (kind, l) = match record {
+            Record::End(e) => {
+                out.ended.push(e.pid.unwrap_or(pid));
+                continue;
+            }
+            Record::Jit(b) => ("jit", b),
+            Record::R2r(b) => ("r2r", b),
+        };
         let record_pid = l.pid.unwrap_or(pid);
-        if l.kind == "end" {
-            out.ended.push(record_pid);
-            continue;
-        }
         let module = std::path::Path::new(&l.module).file_name().map(|f| f.to_string_lossy().into_owned());
-        let tier = if l.kind == "r2r" { "r2r".to_owned() } else { format!("jit#{}", l.body) };
+        let tier = if kind == "r2r" { "r2r".to_owned() } else { format!("jit#{}", l.body) };
         out.bodies.push(CapturedBody {
             body: CodeBody {
                 token: l.token,
                 // An RVA only for ReadyToRun code: jitted code lies in no module's image, whatever
                 // an old profiler wrote (docs/capture-format.md).
-                rva: if l.kind == "r2r" { l.rva } else { None },
+                rva: if kind == "r2r" { l.rva } else { None },
                 code_size: l.code_size,
                 name: None,
                 full_name: None,
@@ -165,10 +145,11 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
                 map: entries(&l.map),
             },
             module_path: l.module,
-            kind: l.kind,
+            kind: kind.to_owned(),
             index: l.body,
             map1: l.map1.as_deref().map(entries),
             pid: record_pid,
+            before_attach: l.before_attach,
         });
     }
     Ok(out)

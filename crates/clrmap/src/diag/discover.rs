@@ -41,6 +41,14 @@ fn proc_error(pid: u32, e: &std::io::Error) -> DiagError {
     }
 }
 
+/// Whether process `pid` has exited: it has no `/proc` entry, or it is a zombie (exited, not yet
+/// reaped by its parent).
+pub fn exited(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    matches!(state, None | Some("Z" | "X"))
+}
+
 /// The process's command line from `/proc/{pid}/cmdline` (arguments joined by spaces).
 pub fn proc_cmdline(pid: u32) -> Option<String> {
     let raw = read_proc(&PathBuf::from(format!("/proc/{pid}/cmdline"))).ok()?;

@@ -23,6 +23,8 @@ pub const E_BAD_ENCODING: u32 = 0x8013_1384;
 pub const E_UNKNOWN_COMMAND: u32 = 0x8013_1385;
 /// `CORDIAGIPC_E_UNKNOWN_MAGIC`.
 pub const E_UNKNOWN_MAGIC: u32 = 0x8013_1386;
+/// `CORPROF_E_PROFILER_ALREADY_ACTIVE`: AttachProfiler to a process that has a profiler.
+pub const CORPROF_E_PROFILER_ALREADY_ACTIVE: u32 = 0x8013_136A;
 
 /// One message: command set, command id and payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,6 +112,7 @@ pub fn expect_ok(reply: Message, command: &str) -> Result<Vec<u8>, DiagError> {
                 E_UNKNOWN_COMMAND => (DiagErrorKind::UnsupportedCommand, format!("the runtime does not know {command} (it is too old for it)")),
                 E_BAD_ENCODING => (DiagErrorKind::ServerError, format!("the runtime could not decode {command}")),
                 E_UNKNOWN_MAGIC => (DiagErrorKind::ServerError, format!("the runtime did not accept the message header of {command}")),
+                CORPROF_E_PROFILER_ALREADY_ACTIVE => (DiagErrorKind::ServerError, format!("the runtime refused {command}: a profiler is already loaded in the process")),
                 _ => (DiagErrorKind::ServerError, format!("the runtime refused {command}")),
             };
             Err(DiagError::new(kind, format!("{what} (HRESULT 0x{hr:08X})")).with_hresult(hr))
@@ -137,6 +140,16 @@ impl Payload {
     pub fn u8(&mut self, v: u8) -> &mut Self {
         self.0.push(v);
         self
+    }
+    /// Raw bytes (a GUID, in its in-memory layout).
+    pub fn raw(&mut self, bytes: &[u8]) -> &mut Self {
+        self.0.extend_from_slice(bytes);
+        self
+    }
+    /// An array of bytes: u32 count, then the bytes.
+    pub fn array(&mut self, bytes: &[u8]) -> &mut Self {
+        self.u32(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+        self.raw(bytes)
     }
     /// A string: u32 length in UTF-16 units including the NUL, then UTF-16LE; an empty string is
     /// length 0.

@@ -24,7 +24,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-pub use discover::{list_sockets, mapped_runtime_version, parse_socket_name, parse_start_key, proc_cmdline, socket_path, start_key, tmp_dir};
+pub use discover::{exited, list_sockets, mapped_runtime_version, parse_socket_name, parse_start_key, proc_cmdline, socket_path, start_key, tmp_dir};
 pub use session::{Chunk, Framer, Provider, Session, SessionConfig, SessionReader, Stopper, JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE};
 
 use crate::symbolizer::{OpenedSource, SourceKind};
@@ -194,9 +194,7 @@ impl Client {
         if !matches!(e.kind, DiagErrorKind::Protocol | DiagErrorKind::NotDotnet | DiagErrorKind::Io) {
             return e;
         }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-        if matches!(state, None | Some("Z" | "X")) {
+        if discover::exited(pid) {
             return DiagError::new(DiagErrorKind::TargetExited, format!("process {pid} exited ({})", e.message));
         }
         e
@@ -231,6 +229,48 @@ impl Client {
         };
         Ok(ProcessInfo { pid, runtime_cookie, command_line, os, arch, entrypoint_assembly, runtime_version })
     }
+}
+
+impl Client {
+    /// AttachProfiler (command set 0x03, id 0x01; ipc-protocol.md): load the profiler at `path`
+    /// (a path as the target process sees it) with COM class `clsid` (a GUID in its in-memory
+    /// layout) into the running process, which calls its `InitializeForAttach` with
+    /// `client_data`. `attach_timeout` is how long the runtime may wait for that; the reply is
+    /// awaited that long plus this client's timeout. The reply's HRESULT is the runtime's answer.
+    pub fn attach_profiler(&self, attach_timeout: Duration, clsid: [u8; 16], path: &str, client_data: &[u8]) -> Result<(), DiagError> {
+        let mut payload = ipc::Payload::default();
+        let ms = u32::try_from(attach_timeout.as_millis()).unwrap_or(u32::MAX);
+        payload.u32(ms).raw(&clsid).string(path).array(client_data);
+        let mut stream = open_socket(&self.path, self.timeout.saturating_add(attach_timeout)).map_err(|e| self.explain(e))?;
+        ipc::send(&mut stream, &ipc::Message { command_set: 0x03, command_id: 0x01, payload: payload.0 }).map_err(|e| self.explain(e))?;
+        let reply = ipc::expect_ok(ipc::receive(&mut stream).map_err(|e| self.explain(e))?, "AttachProfiler")?;
+        // An OK reply carries the HRESULT of the attach itself.
+        match reply.get(..4) {
+            Some(&[a, b, c, d]) if u32::from_le_bytes([a, b, c, d]) != 0 => {
+                let hr = u32::from_le_bytes([a, b, c, d]);
+                Err(DiagError::new(DiagErrorKind::ServerError, format!("the runtime could not attach the profiler (HRESULT 0x{hr:08X})")).with_hresult(hr))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A GUID's text form (`{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A11}`, braces optional) in its
+/// in-memory layout: Data1..Data3 little-endian, then Data4's eight bytes.
+pub fn guid_bytes(text: &str) -> Option<[u8; 16]> {
+    let hex: String = text.trim().trim_start_matches('{').trim_end_matches('}').chars().filter(|&c| c != '-').collect();
+    if hex.len() != 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut b = [0u8; 16];
+    for (slot, pair) in b.iter_mut().zip(hex.as_bytes().chunks(2)) {
+        *slot = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    // Data1 (4 bytes), Data2 and Data3 (2 each) are stored little-endian.
+    b.get_mut(0..4)?.reverse();
+    b.get_mut(4..6)?.reverse();
+    b.get_mut(6..8)?.reverse();
+    Some(b)
 }
 
 /// One .NET process found by [`list_processes`].
@@ -390,4 +430,33 @@ pub fn snapshot_client(client: &Client) -> Result<OpenedSource, DiagError> {
     // The stream has ended: the stop reply is moot unless nothing came at all.
     let _ = stopper.finish();
     Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guids_are_laid_out_as_in_memory() {
+        // Data1..Data3 little-endian, Data4 as written (the GUID struct's layout).
+        let b = guid_bytes("{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A11}").unwrap();
+        assert_eq!(b, [0x8E, 0x4F, 0x0F, 0x8C, 0x3B, 0x6A, 0x1E, 0x4C, 0x9D, 0x2A, 0x5B, 0x7E, 0x3C, 0x1F, 0x0A, 0x11]);
+        assert_eq!(guid_bytes("8c0f4f8e-6a3b-4c1e-9d2a-5b7e3c1f0a11"), Some(b));
+        assert_eq!(guid_bytes("{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A1}"), None);
+        assert_eq!(guid_bytes("{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A1G}"), None);
+    }
+
+    #[test]
+    fn attach_profiler_payload() {
+        let mut p = ipc::Payload::default();
+        p.u32(10_000).raw(&[7; 16]).string("/p.so").array(b"{}");
+        // u32 timeout, CLSID, u32 length in UTF-16 units with the NUL, UTF-16LE, u32 count, bytes.
+        let mut want = 10_000u32.to_le_bytes().to_vec();
+        want.extend([7; 16]);
+        want.extend(6u32.to_le_bytes());
+        want.extend("/p.so\0".encode_utf16().flat_map(u16::to_le_bytes));
+        want.extend(2u32.to_le_bytes());
+        want.extend(b"{}");
+        assert_eq!(p.0, want);
+    }
 }

@@ -39,6 +39,8 @@ struct Target {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     version: &'static str,
+    /// Every stdout line read so far.
+    seen: Vec<String>,
 }
 
 impl Target {
@@ -54,7 +56,7 @@ impl Target {
         let mut child = c.spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut t = Target { child, stdin, stdout, version: rt.version };
+        let mut t = Target { child, stdin, stdout, version: rt.version, seen: Vec::new() };
         t.expect("ready");
         t
     }
@@ -69,6 +71,7 @@ impl Target {
         loop {
             line.clear();
             assert!(self.stdout.read_line(&mut line).unwrap() > 0, "{}: the program ended before {word:?}", self.version);
+            self.seen.push(line.trim_end().to_owned());
             if line.trim() == word {
                 return;
             }
@@ -84,6 +87,18 @@ impl Target {
         self.command("exit");
         let status = wait_timeout(&mut self.child, TIMEOUT).expect("the program exits on \"exit\"");
         assert!(status.success(), "{}: {status:?}", self.version);
+    }
+}
+
+impl Target {
+    /// Say "exit", and return the program's whole stdout and its exit status.
+    fn exit_output(mut self) -> (Vec<String>, std::process::ExitStatus) {
+        self.command("exit");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut rest).unwrap();
+        self.seen.extend(rest.lines().map(str::to_owned));
+        let status = wait_timeout(&mut self.child, TIMEOUT).expect("the program exits on \"exit\"");
+        (std::mem::take(&mut self.seen), status)
     }
 }
 
@@ -399,13 +414,22 @@ fn garbage_silence_and_bad_pids_are_clear_errors_never_hangs() {
         let out = out.to_str().unwrap();
         let (code, err) = status_of(&["trace", "collect", "--pid", &pid_max.to_string(), "-o", out]);
         assert_eq!(code, Some(3), "{err}");
+        let cap = dir.join("cli.capture");
+        let cap = cap.to_str().unwrap();
+        let (code, err) = status_of(&["profile", "--pid", &pid_max.to_string(), "-o", cap]);
+        assert_eq!(code, Some(3), "{err}");
         let plain = Command::new("sleep").arg("30").spawn().unwrap();
         let (code, err) = status_of(&["trace", "collect", "--pid", &plain.id().to_string(), "-o", out, "--timeout", "1s"]);
+        assert_eq!(code, Some(4), "{err}");
+        let (code, err) = status_of(&["profile", "--pid", &plain.id().to_string(), "-o", cap]);
         assert_eq!(code, Some(4), "{err}");
         let mut plain = plain;
         let _ = plain.kill();
         let _ = plain.wait();
         let (code, err) = status_of(&["trace", "collect", "--pid", &sleeper.id().to_string(), "-o", out, "--timeout", "1s"]);
+        assert_eq!(code, Some(8), "{err}");
+        assert!(err.contains("protocol"), "{err}");
+        let (code, err) = status_of(&["profile", "--pid", &sleeper.id().to_string(), "-o", cap]);
         assert_eq!(code, Some(8), "{err}");
         assert!(err.contains("protocol"), "{err}");
         let o = Command::new(&bin).args(["ps", "--timeout", "1s"]).output().unwrap();
@@ -449,5 +473,120 @@ fn il_dump_il_at_and_symbolize_take_a_pid() {
         let o = run(&["il", "dump", "--pid", "999999999"]);
         assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
         target.exit();
+    }
+}
+
+/// `clrmap profile --pid PID -o CAPTURE`, its stderr piped.
+fn profile_pid(bin: &Path, pid: u32, capture: &Path) -> Child {
+    Command::new(bin).args(["profile", "--pid", &pid.to_string(), "-o"]).arg(capture).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// Wait until the attached profiler has written its header and the bodies it enumerated.
+fn wait_for_attach(version: &str, capture: &Path, cli: &mut Child) -> clrmap::capture::Capture {
+    let t = Instant::now();
+    while t.elapsed() < TIMEOUT {
+        if let Ok(b) = std::fs::read(capture) {
+            let c = clrmap::capture::read_capture(&b).unwrap();
+            if c.bodies.iter().filter(|b| b.before_attach).count() >= 50 {
+                return c;
+            }
+        }
+        assert!(cli.try_wait().unwrap().is_none(), "{version}: profile --pid ended before the attach completed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{version}: no attach within {TIMEOUT:?}")
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    err
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes() {
+    let rts = runtimes("attach::profile_pid_attaches");
+    let (Some(mcs), Some(bin)) = (support::mcs("attach program"), clrmap_bin()) else { return };
+    for rt in &rts {
+        let dll = program(rt, &mcs, "profile-pid");
+        // The program's own output and status, with nothing attached.
+        let mut plain = Target::start(rt, &dll, None);
+        for _ in 0..2 {
+            plain.command("jit");
+            plain.expect("jitted");
+        }
+        let (plain_out, plain_status) = plain.exit_output();
+
+        // Attached while it runs; SIGINT detaches; the program goes on.
+        let mut target = Target::start(rt, &dll, None);
+        let capture = dll.with_file_name("attached.capture");
+        let _ = std::fs::remove_file(&capture);
+        let mut cli = profile_pid(&bin, target.pid(), &capture);
+        wait_for_attach(rt.version, &capture, &mut cli);
+        target.command("jit");
+        target.expect("jitted");
+        // The runtime's rundown, in the same process, is the oracle for every body's map.
+        let snap = diag::snapshot(target.pid(), TIMEOUT).unwrap();
+        let by_key: HashMap<(u64, u64), &CodeBody> = snap.bodies.iter().map(|b| ((b.function_id.unwrap(), b.start.unwrap()), b)).collect();
+        support::run(Command::new("kill").args(["-INT", &cli.id().to_string()]));
+        let status = wait_timeout(&mut cli, TIMEOUT * 2).unwrap_or_else(|| panic!("{}: profile --pid did not stop on SIGINT", rt.version));
+        let err = stderr_of(&mut cli);
+        assert!(status.success(), "{}: {status:?}: {err}", rt.version);
+        assert!(err.contains("detached"), "{}: {err}", rt.version);
+        let c = clrmap::capture::read_capture(&std::fs::read(&capture).unwrap()).unwrap();
+        assert!(c.warning.is_none() && c.attached == [target.pid()] && c.ended == [target.pid()], "{}: {:?} {:?} {:?}", rt.version, c.warning, c.attached, c.ended);
+        let mut compared = 0;
+        for b in &c.bodies {
+            assert_eq!(b.kind, "jit", "{}: only jitted bodies after attach", rt.version);
+            let key = (b.body.function_id.unwrap(), b.body.start.unwrap());
+            let Some(s) = by_key.get(&key) else {
+                // Every body of the program is in the rundown; a framework body may have been
+                // collected (a dynamic method) before it.
+                assert_ne!(b.body.module.as_deref(), Some("Attach.dll"), "{}: token 0x{:08X} is not in the rundown", rt.version, b.body.token);
+                continue;
+            };
+            assert_eq!((&b.body.map, b.body.code_size), (&s.map, s.code_size), "{}: {:?}", rt.version, s.name);
+            compared += 1;
+        }
+        // Bodies from before the attach (enumerated) and after it (JITCompilationFinished).
+        let when = |name: &str| {
+            let s = snap.bodies.iter().find(|b| b.name.as_deref() == Some(name)).unwrap_or_else(|| panic!("{}: {name} in the rundown", rt.version));
+            let key = (s.function_id.unwrap(), s.start.unwrap());
+            c.bodies.iter().find(|b| (b.body.function_id.unwrap(), b.body.start.unwrap()) == key).unwrap_or_else(|| panic!("{}: {name} not captured", rt.version)).before_attach
+        };
+        assert!(when("Attach::Before"), "{}: Attach::Before is from before the attach", rt.version);
+        assert!(!when("Attach::After"), "{}: Attach::After is from after the attach", rt.version);
+        let before = c.bodies.iter().filter(|b| b.before_attach).count();
+        println!(
+            "{}: profile --pid: {} bodies ({before} before the attach, {} after); {compared} maps equal to the rundown's for the same code start",
+            rt.version,
+            c.bodies.len(),
+            c.bodies.len() - before
+        );
+        assert!(compared >= 100, "{}: {compared} compared", rt.version);
+        // Detached, the program runs on: same output, same status as without the attach.
+        target.command("jit");
+        target.expect("jitted");
+        let (out, status) = target.exit_output();
+        assert_eq!((out, status.code()), (plain_out.clone(), plain_status.code()), "{}", rt.version);
+
+        // Attached until the program exits by itself.
+        let mut target = Target::start(rt, &dll, None);
+        let capture = dll.with_file_name("until-exit.capture");
+        let _ = std::fs::remove_file(&capture);
+        let mut cli = profile_pid(&bin, target.pid(), &capture);
+        wait_for_attach(rt.version, &capture, &mut cli);
+        for _ in 0..2 {
+            target.command("jit");
+            target.expect("jitted");
+        }
+        let (out, status) = target.exit_output();
+        assert_eq!((out, status.code()), (plain_out.clone(), plain_status.code()), "{}", rt.version);
+        let status = wait_timeout(&mut cli, TIMEOUT).unwrap_or_else(|| panic!("{}: profile --pid did not end with the process", rt.version));
+        let err = stderr_of(&mut cli);
+        assert!(status.success() && err.contains("the process exited"), "{}: {status:?}: {err}", rt.version);
+        let c = clrmap::capture::read_capture(&std::fs::read(&capture).unwrap()).unwrap();
+        assert!(c.bodies.iter().any(|b| !b.before_attach), "{}: bodies after the attach", rt.version);
     }
 }

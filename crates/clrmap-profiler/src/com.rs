@@ -1,0 +1,351 @@
+//! COM by hand, typed: the vtables this profiler serves (class factory, ICorProfilerCallback11)
+//! and the parts of the runtime's it calls (ICorProfilerInfo9, ICorProfilerFunctionEnum), as
+//! `#[repr(C)]` structs in IDL slot order (corprof.idl; dotnet-runtime.md §5), each slot checked
+//! at compile time against its index. Unused runs of slots are arrays of words, so a struct
+//! cannot silently shift a slot.
+
+use std::ffi::c_void;
+use std::mem::{offset_of, size_of};
+
+// Every callback this profiler does not handle shares one stub that ignores its arguments. That is
+// sound only where the caller owns the argument area (x86-64 System V and Windows x64, AArch64
+// AAPCS64): with callee-pops conventions (32-bit x86 stdcall) a stub with the wrong arity corrupts
+// the stack. CoreCLR's profiling API on Linux runs on x64 and arm64.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("clrmap-profiler's shared callback stub assumes a caller-cleans calling convention (x86-64 or AArch64)");
+
+/// A COM HRESULT.
+pub type Hresult = i32;
+/// Success.
+pub const S_OK: Hresult = 0;
+/// The interface is not served.
+pub const E_NOINTERFACE: Hresult = 0x8000_4002_u32 as i32;
+/// Unspecified failure (what a caught panic becomes).
+pub const E_FAIL: Hresult = 0x8000_4005_u32 as i32;
+
+/// A COM GUID (Data1..Data4, the in-memory layout of `GUID`).
+#[repr(C)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Guid(pub u32, pub u16, pub u16, pub [u8; 8]);
+
+/// ICorProfilerInfo9's IID.
+pub const IID_ICORPROFILERINFO9: Guid = Guid(0x0081_70DB, 0xF8CC, 0x4796, [0x9A, 0x51, 0xDC, 0x8A, 0xA0, 0xB4, 0x70, 0x12]);
+
+/// A COM object as the caller sees it: a pointer to its vtable.
+#[repr(C)]
+pub struct ComObject<V: 'static> {
+    /// The vtable.
+    pub vtbl: &'static V,
+}
+
+// SAFETY: the objects are immutable after creation and their vtables are 'static and immutable.
+unsafe impl<V> Sync for ComObject<V> {}
+unsafe impl<V> Send for ComObject<V> {}
+
+/// One word of a vtable slot this crate neither serves nor calls.
+pub type Unused = usize;
+
+type QueryInterface = unsafe extern "system" fn(*mut c_void, *const Guid, *mut *mut c_void) -> Hresult;
+type AddRef = unsafe extern "system" fn(*mut c_void) -> u32;
+/// A callback that ignores its arguments (see the calling-convention check above).
+pub type Stub = unsafe extern "system" fn(*mut c_void) -> Hresult;
+
+/// IClassFactory.
+#[repr(C)]
+pub struct ClassFactoryVtbl {
+    pub query_interface: QueryInterface,
+    pub add_ref: AddRef,
+    pub release: AddRef,
+    pub create_instance: unsafe extern "system" fn(*mut c_void, *mut c_void, *const Guid, *mut *mut c_void) -> Hresult,
+    pub lock_server: unsafe extern "system" fn(*mut c_void, i32) -> Hresult,
+}
+
+/// ICorProfilerCallback through ICorProfilerCallback11: 98 slots.
+#[repr(C)]
+pub struct CallbackVtbl {
+    pub query_interface: QueryInterface,
+    pub add_ref: AddRef,
+    pub release: AddRef,
+    /// 3: Initialize(IUnknown*).
+    pub initialize: unsafe extern "system" fn(*mut c_void, *mut c_void) -> Hresult,
+    /// 4: Shutdown().
+    pub shutdown: Stub,
+    /// 5..=23: AppDomain, assembly, module and class events, FunctionUnloadStarted,
+    /// JITCompilationStarted.
+    pub _5: [Stub; 19],
+    /// 24: JITCompilationFinished(FunctionID, HRESULT, BOOL).
+    pub jit_compilation_finished: unsafe extern "system" fn(*mut c_void, usize, Hresult, i32) -> Hresult,
+    /// 25: JITCachedFunctionSearchStarted(FunctionID, BOOL*).
+    pub jit_cached_function_search_started: unsafe extern "system" fn(*mut c_void, usize, *mut i32) -> Hresult,
+    /// 26: JITCachedFunctionSearchFinished(FunctionID, COR_PRF_JIT_CACHE).
+    pub jit_cached_function_search_finished: unsafe extern "system" fn(*mut c_void, usize, u32) -> Hresult,
+    /// 27: JITFunctionPitched.
+    pub _27: Stub,
+    /// 28: JITInlining(FunctionID caller, FunctionID callee, BOOL*).
+    pub jit_inlining: unsafe extern "system" fn(*mut c_void, usize, usize, *mut i32) -> Hresult,
+    /// 29..=79: the rest of ICorProfilerCallback and all of ICorProfilerCallback2.
+    pub _29: [Stub; 51],
+    /// 80: ICorProfilerCallback3::InitializeForAttach(IUnknown*, void* clientData, UINT cb).
+    pub initialize_for_attach: unsafe extern "system" fn(*mut c_void, *mut c_void, *const u8, u32) -> Hresult,
+    /// 81: ProfilerAttachComplete().
+    pub profiler_attach_complete: Stub,
+    /// 82: ProfilerDetachSucceeded().
+    pub profiler_detach_succeeded: Stub,
+    /// 83..=96: ICorProfilerCallback4 through 10.
+    pub _83: [Stub; 14],
+    /// 97: ICorProfilerCallback11::LoadAsNotificationOnly(BOOL*).
+    pub load_as_notification_only: unsafe extern "system" fn(*mut c_void, *mut i32) -> Hresult,
+}
+
+/// The ICorProfilerInfo9 slots this profiler calls.
+#[repr(C)]
+pub struct InfoVtbl {
+    pub query_interface: QueryInterface,
+    pub add_ref: AddRef,
+    pub release: AddRef,
+    pub _3: [Unused; 12],
+    /// 15: GetFunctionInfo(FunctionID, ClassID*, ModuleID*, mdToken*).
+    pub get_function_info: unsafe extern "system" fn(*mut c_void, usize, *mut usize, *mut usize, *mut u32) -> Hresult,
+    /// 16: SetEventMask(DWORD).
+    pub set_event_mask: unsafe extern "system" fn(*mut c_void, u32) -> Hresult,
+    pub _17: [Unused; 3],
+    /// 20: GetModuleInfo(ModuleID, LPCBYTE*, ULONG, ULONG*, WCHAR[], AssemblyID*).
+    pub get_module_info: unsafe extern "system" fn(*mut c_void, usize, *mut *const u8, u32, *mut u32, *mut u16, *mut usize) -> Hresult,
+    pub _21: [Unused; 14],
+    /// 35: GetILToNativeMapping(FunctionID, ULONG32, ULONG32*, COR_DEBUG_IL_TO_NATIVE_MAP[]).
+    pub get_il_to_native_mapping: MapFn,
+    pub _36: [Unused; 6],
+    /// 42: GetCodeInfo2(FunctionID, ULONG32, ULONG32*, COR_PRF_CODE_INFO[]).
+    pub get_code_info2: CodeInfoFn,
+    pub _43: [Unused; 15],
+    /// 58: ICorProfilerInfo3::RequestProfilerDetach(DWORD expectedCompletionMilliseconds).
+    pub request_profiler_detach: unsafe extern "system" fn(*mut c_void, u32) -> Hresult,
+    pub _59: [Unused; 20],
+    /// 79: ICorProfilerInfo4::EnumJITedFunctions2(ICorProfilerFunctionEnum**).
+    pub enum_jited_functions2: unsafe extern "system" fn(*mut c_void, *mut *mut c_void) -> Hresult,
+    pub _80: [Unused; 10],
+    /// 90: ICorProfilerInfo9::GetNativeCodeStartAddresses(FunctionID, ReJITID, ULONG32, ULONG32*, UINT_PTR[]).
+    pub get_native_code_start_addresses: unsafe extern "system" fn(*mut c_void, usize, usize, u32, *mut u32, *mut usize) -> Hresult,
+    /// 91: GetILToNativeMapping3(UINT_PTR codeStart, ULONG32, ULONG32*, COR_DEBUG_IL_TO_NATIVE_MAP[]).
+    pub get_il_to_native_mapping3: MapFn,
+    /// 92: GetCodeInfo4(UINT_PTR codeStart, ULONG32, ULONG32*, COR_PRF_CODE_INFO[]).
+    pub get_code_info4: CodeInfoFn,
+}
+
+/// The two-call map getters (by FunctionID or by code start).
+pub type MapFn = unsafe extern "system" fn(*mut c_void, usize, u32, *mut u32, *mut IlMap) -> Hresult;
+/// The code-range getters (by FunctionID or by code start).
+pub type CodeInfoFn = unsafe extern "system" fn(*mut c_void, usize, u32, *mut u32, *mut CodeInfo) -> Hresult;
+
+/// ICorProfilerFunctionEnum.
+#[repr(C)]
+pub struct FunctionEnumVtbl {
+    pub query_interface: QueryInterface,
+    pub add_ref: AddRef,
+    pub release: AddRef,
+    /// 3..=6: Skip, Reset, Clone, GetCount.
+    pub _3: [Unused; 4],
+    /// 7: Next(ULONG celt, COR_PRF_FUNCTION ids[], ULONG* fetched).
+    pub next: unsafe extern "system" fn(*mut c_void, u32, *mut PrfFunction, *mut u32) -> Hresult,
+}
+
+/// COR_DEBUG_IL_TO_NATIVE_MAP.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct IlMap {
+    pub il: u32,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// COR_PRF_CODE_INFO.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct CodeInfo {
+    pub start: usize,
+    pub size: usize,
+}
+
+/// COR_PRF_FUNCTION.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub struct PrfFunction {
+    pub function_id: usize,
+    pub rejit_id: usize,
+}
+
+const W: usize = size_of::<usize>();
+
+// Layout checks: each served or called slot sits at its IDL index.
+const _: () = {
+    assert!(offset_of!(ClassFactoryVtbl, lock_server) == 4 * W);
+    assert!(offset_of!(CallbackVtbl, initialize) == 3 * W);
+    assert!(offset_of!(CallbackVtbl, shutdown) == 4 * W);
+    assert!(offset_of!(CallbackVtbl, jit_compilation_finished) == 24 * W);
+    assert!(offset_of!(CallbackVtbl, jit_cached_function_search_started) == 25 * W);
+    assert!(offset_of!(CallbackVtbl, jit_cached_function_search_finished) == 26 * W);
+    assert!(offset_of!(CallbackVtbl, jit_inlining) == 28 * W);
+    assert!(offset_of!(CallbackVtbl, initialize_for_attach) == 80 * W);
+    assert!(offset_of!(CallbackVtbl, profiler_attach_complete) == 81 * W);
+    assert!(offset_of!(CallbackVtbl, profiler_detach_succeeded) == 82 * W);
+    assert!(offset_of!(CallbackVtbl, load_as_notification_only) == 97 * W);
+    assert!(size_of::<CallbackVtbl>() == 98 * W);
+    assert!(offset_of!(InfoVtbl, get_function_info) == 15 * W);
+    assert!(offset_of!(InfoVtbl, set_event_mask) == 16 * W);
+    assert!(offset_of!(InfoVtbl, get_module_info) == 20 * W);
+    assert!(offset_of!(InfoVtbl, get_il_to_native_mapping) == 35 * W);
+    assert!(offset_of!(InfoVtbl, get_code_info2) == 42 * W);
+    assert!(offset_of!(InfoVtbl, request_profiler_detach) == 58 * W);
+    assert!(offset_of!(InfoVtbl, enum_jited_functions2) == 79 * W);
+    assert!(offset_of!(InfoVtbl, get_native_code_start_addresses) == 90 * W);
+    assert!(offset_of!(InfoVtbl, get_il_to_native_mapping3) == 91 * W);
+    assert!(offset_of!(InfoVtbl, get_code_info4) == 92 * W);
+    assert!(offset_of!(FunctionEnumVtbl, next) == 7 * W);
+    assert!(size_of::<IlMap>() == 12 && size_of::<CodeInfo>() == 2 * W && size_of::<PrfFunction>() == 2 * W);
+};
+
+/// The runtime's ICorProfilerInfo9, with safe wrappers for the calls this profiler makes.
+#[derive(Clone, Copy)]
+pub struct Info(*mut ComObject<InfoVtbl>);
+
+// SAFETY: ICorProfilerInfo is free-threaded (callable from any thread).
+unsafe impl Send for Info {}
+
+impl Info {
+    /// QueryInterface `unknown` (the runtime's IUnknown) for ICorProfilerInfo9.
+    ///
+    /// # Safety
+    /// `unknown` is a live COM object (what Initialize / InitializeForAttach received).
+    pub unsafe fn from_unknown(unknown: *mut c_void) -> Result<Info, Hresult> {
+        if unknown.is_null() {
+            return Err(E_NOINTERFACE);
+        }
+        let object = unknown as *mut ComObject<InfoVtbl>;
+        let mut info: *mut c_void = std::ptr::null_mut();
+        // SAFETY: every COM object's slot 0 is QueryInterface.
+        let hr = unsafe { ((*object).vtbl.query_interface)(unknown, &IID_ICORPROFILERINFO9, &mut info) };
+        if hr != S_OK || info.is_null() {
+            return Err(if hr == S_OK { E_NOINTERFACE } else { hr });
+        }
+        Ok(Info(info as *mut ComObject<InfoVtbl>))
+    }
+
+    fn vtbl(&self) -> &'static InfoVtbl {
+        // SAFETY: `self.0` is the runtime's ICorProfilerInfo9, alive for the process (or until
+        // detach, after which no code of this library runs).
+        unsafe { (*self.0).vtbl }
+    }
+
+    fn this(&self) -> *mut c_void {
+        self.0 as *mut c_void
+    }
+
+    /// SetEventMask.
+    pub fn set_event_mask(&self, mask: u32) -> Hresult {
+        // SAFETY: slot 16 has this signature.
+        unsafe { (self.vtbl().set_event_mask)(self.this(), mask) }
+    }
+
+    /// RequestProfilerDetach: from a thread of the profiler's own, never from a callback.
+    pub fn request_profiler_detach(&self, expected_ms: u32) -> Hresult {
+        // SAFETY: slot 58 has this signature.
+        unsafe { (self.vtbl().request_profiler_detach)(self.this(), expected_ms) }
+    }
+
+    /// The function's module path and base address, and its token.
+    pub fn function_info(&self, fid: usize) -> Option<(String, usize, u32)> {
+        let (mut class, mut module, mut token) = (0usize, 0usize, 0u32);
+        // SAFETY: out-pointers to locals.
+        let hr = unsafe { (self.vtbl().get_function_info)(self.this(), fid, &mut class, &mut module, &mut token) };
+        if hr != S_OK {
+            return None;
+        }
+        let mut base: *const u8 = std::ptr::null();
+        let mut name = vec![0u16; 1024];
+        let mut len = 0u32;
+        let mut assembly = 0usize;
+        // SAFETY: the buffer holds `name.len()` UTF-16 units; the rest are out-pointers to locals.
+        let hr = unsafe { (self.vtbl().get_module_info)(self.this(), module, &mut base, name.len() as u32, &mut len, name.as_mut_ptr(), &mut assembly) };
+        if hr != S_OK {
+            return None;
+        }
+        let n = (len as usize).min(name.len());
+        let path = String::from_utf16_lossy(name.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned();
+        Some((path, base as usize, token))
+    }
+
+    /// The two-call protocol, by FunctionID (GetILToNativeMapping) or by code start
+    /// (GetILToNativeMapping3).
+    pub fn il_map(&self, by_start: bool, key: usize) -> Result<Vec<IlMap>, Hresult> {
+        let f = if by_start { self.vtbl().get_il_to_native_mapping3 } else { self.vtbl().get_il_to_native_mapping };
+        let mut n = 0u32;
+        // SAFETY: a size query: cMap 0 and a null map.
+        let hr = unsafe { f(self.this(), key, 0, &mut n, std::ptr::null_mut()) };
+        if hr != S_OK {
+            return Err(hr);
+        }
+        let mut map = vec![IlMap::default(); n as usize];
+        let mut m = 0u32;
+        // SAFETY: the buffer holds `n` entries.
+        let hr = unsafe { f(self.this(), key, n, &mut m, map.as_mut_ptr()) };
+        if hr != S_OK {
+            return Err(hr);
+        }
+        map.truncate(m as usize);
+        Ok(map)
+    }
+
+    /// Code ranges by FunctionID (GetCodeInfo2) or by code start (GetCodeInfo4): the first
+    /// start, the total size, and the first range's size.
+    pub fn code_info(&self, by_start: bool, key: usize) -> Option<(usize, usize, usize)> {
+        let f = if by_start { self.vtbl().get_code_info4 } else { self.vtbl().get_code_info2 };
+        let mut ranges = [CodeInfo::default(); 8];
+        let mut n = 0u32;
+        // SAFETY: the buffer holds 8 entries.
+        let hr = unsafe { f(self.this(), key, ranges.len() as u32, &mut n, ranges.as_mut_ptr()) };
+        if hr != S_OK || n == 0 {
+            return None;
+        }
+        let used = ranges.get(..(n as usize).min(ranges.len()))?;
+        let first = used.first()?;
+        Some((first.start, used.iter().fold(0usize, |a, r| a.saturating_add(r.size)), first.size))
+    }
+
+    /// The function's native code starts, one per code version (GetNativeCodeStartAddresses).
+    pub fn native_code_starts(&self, fid: usize, rejit: usize) -> Vec<usize> {
+        let mut starts = [0usize; 16];
+        let mut n = 0u32;
+        // SAFETY: the buffer holds 16 entries.
+        let hr = unsafe { (self.vtbl().get_native_code_start_addresses)(self.this(), fid, rejit, starts.len() as u32, &mut n, starts.as_mut_ptr()) };
+        if hr != S_OK {
+            return Vec::new();
+        }
+        starts.iter().take((n as usize).min(starts.len())).copied().filter(|&s| s != 0).collect()
+    }
+
+    /// Every function the runtime has jitted so far (EnumJITedFunctions2), with its ReJITID.
+    pub fn jited_functions(&self) -> Result<Vec<PrfFunction>, Hresult> {
+        let mut e: *mut c_void = std::ptr::null_mut();
+        // SAFETY: an out-pointer to a local.
+        let hr = unsafe { (self.vtbl().enum_jited_functions2)(self.this(), &mut e) };
+        if hr != S_OK || e.is_null() {
+            return Err(hr);
+        }
+        let object = e as *mut ComObject<FunctionEnumVtbl>;
+        let mut out = Vec::new();
+        let mut batch = [PrfFunction::default(); 256];
+        loop {
+            let mut fetched = 0u32;
+            // SAFETY: `e` is the runtime's ICorProfilerFunctionEnum; the buffer holds 256 entries.
+            let hr = unsafe { ((*object).vtbl.next)(e, batch.len() as u32, batch.as_mut_ptr(), &mut fetched) };
+            out.extend(batch.iter().take((fetched as usize).min(batch.len())));
+            // S_FALSE (1): fewer than asked, the end.
+            if hr != S_OK || fetched == 0 {
+                break;
+            }
+        }
+        // SAFETY: release our reference to the enumerator.
+        unsafe { ((*object).vtbl.release)(e) };
+        Ok(out)
+    }
+}

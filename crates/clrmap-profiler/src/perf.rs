@@ -1,0 +1,123 @@
+//! The live Linux perf route (`CLRMAP_PROFILER_PERF`): `jit-PID.dump` with source lines, and
+//! `perf-PID.map` (docs/perf.md). Names and lines come from the clrmap library, as offline.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+
+use crate::com::IlMap;
+
+/// One module, as the jitdump needs it: names from its metadata, lines from its PDB.
+pub struct PerfModule {
+    metadata: Option<clrmap::metadata::Metadata<'static>>,
+    symbols: Option<clrmap::symbolizer::ModuleSymbols>,
+}
+
+/// The live jitdump and perf map.
+pub struct Perf {
+    dump: File,
+    map: File,
+    /// perf's marker: the dump mapped PROT_EXEC for the process's lifetime.
+    _marker: memmap2::Mmap,
+    next_index: u64,
+    modules: HashMap<String, PerfModule>,
+    symbols: clrmap::pdb::locate::SymbolPaths,
+    pid: u32,
+}
+
+/// CLOCK_MONOTONIC in ns: the clock `perf record -k 1` stamps samples with.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer to a timespec.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
+fn thread_id() -> u32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// Create `DIR/jit-PID.dump` (header written) and `DIR/perf-PID.map`, and map the dump PROT_EXEC:
+/// the mmap event perf records is how `perf inject --jit` finds the file.
+pub fn start_perf(dir: &std::path::Path) -> std::io::Result<Perf> {
+    let pid = std::process::id();
+    let path = dir.join(format!("jit-{pid}.dump"));
+    let mut dump = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?;
+    let header = clrmap::jitdump::FileHeader { elf_machine: clrmap::jitdump::host_machine(), pid, timestamp: monotonic_ns(), flags: 0 };
+    dump.write_all(&header.encode())?;
+    dump.sync_all()?;
+    // SAFETY: a read-only, executable mapping of the header we just wrote; nothing reads it (it
+    // only marks the file for perf), and the file is only appended to.
+    let marker = unsafe { memmap2::MmapOptions::new().len(clrmap::jitdump::HEADER_SIZE as usize).map_exec(&dump)? };
+    let map = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(dir.join(format!("perf-{pid}.map")))?;
+    let dirs = std::env::var_os("CLRMAP_PROFILER_SYMBOL_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
+    Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs }, pid })
+}
+
+/// A module's metadata and PDB lines, loaded the first time one of its bodies is written. The
+/// file is memory-mapped and the mapping kept for the process's lifetime.
+fn perf_module(symbols: &clrmap::pdb::locate::SymbolPaths, path: &str) -> PerfModule {
+    let mapped = File::open(path).ok().and_then(|f| {
+        // SAFETY: a read-only mapping of a module file the runtime has loaded; it is never
+        // unmapped (leaked), so the slices borrowed from it stay valid.
+        let m = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+        let m: &'static memmap2::Mmap = Box::leak(Box::new(m));
+        Some(m.as_ref())
+    });
+    let Some(bytes) = mapped else { return PerfModule { metadata: None, symbols: None } };
+    let metadata = clrmap::metadata::Metadata::parse(bytes).ok();
+    let symbols = clrmap::symbolizer::ModuleSymbols::load(bytes, Some(std::path::Path::new(path)), symbols).ok().flatten();
+    PerfModule { metadata, symbols }
+}
+
+/// Write one body to the jitdump (debug info, then the code load with the bytes of its first code
+/// range) and the perf map. `size` is the body's code size (all ranges, as the capture gives
+/// it); the lines follow the capture's map over it, as the offline route computes them.
+#[allow(clippy::too_many_arguments)]
+pub fn perf_record(perf: &mut Perf, module: &str, token: u32, start: usize, size: usize, first: usize, map: &[IlMap], timestamp: u64) {
+    let pid = perf.pid;
+    if start == 0 || first == 0 {
+        return;
+    }
+    let symbols = &perf.symbols;
+    let m = perf.modules.entry(module.to_owned()).or_insert_with(|| perf_module(symbols, module));
+    let file_name = std::path::Path::new(module).file_name().map(|f| f.to_string_lossy().into_owned());
+    let method = m.metadata.as_ref().and_then(|md| md.method_name(token));
+    let name = clrmap::jitdump::build::symbol_name(method.as_deref(), file_name.as_deref(), token);
+    let entries: Vec<clrmap::ilmap::MapEntry> = map
+        .iter()
+        .map(|e| clrmap::ilmap::CorDebugIlToNativeMap { il_offset: e.il, native_start_offset: e.start, native_end_offset: e.end }.into())
+        .collect();
+    let code_size = u32::try_from(size).unwrap_or(u32::MAX);
+    let rows = m.symbols.as_ref().map(|sym| sym.line_table(token, &entries, code_size)).unwrap_or_default();
+    let mut out = Vec::new();
+    if !rows.is_empty() {
+        let lines = clrmap::jitdump::line_entries(start as u64, &rows);
+        if let Some(r) = clrmap::jitdump::encode_debug_info(timestamp, start as u64, &lines) {
+            out = r;
+        }
+    }
+    // SAFETY: [start, start + first) is the body's first code range, as the runtime reported it
+    // (GetCodeInfo2/4): published, mapped and readable code that the runtime never frees while
+    // the module is loaded.
+    let code = unsafe { std::slice::from_raw_parts(start as *const u8, first) };
+    perf.next_index = perf.next_index.saturating_add(1);
+    let load = clrmap::jitdump::CodeLoad {
+        timestamp,
+        pid,
+        tid: thread_id(),
+        address: start as u64,
+        code_size: first as u64,
+        code_index: perf.next_index,
+        name: &name,
+        code: Some(code),
+    };
+    let Some(r) = clrmap::jitdump::encode_code_load(&load) else { return };
+    out.extend(r);
+    // One write per body: a process killed mid-run leaves every whole record.
+    let _ = perf.dump.write_all(&out);
+    let _ = perf.map.write_all(clrmap::jitdump::perf_map_line(start as u64, first as u64, &name).as_bytes());
+}

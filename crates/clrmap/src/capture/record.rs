@@ -1,0 +1,114 @@
+//! The capture's lines as types: one definition, serialized by the profiler
+//! (`crates/clrmap-profiler`) and deserialized by [`read_capture`](super::read_capture), so the
+//! writer and the reader cannot drift apart. The wire form is docs/capture-format.md.
+
+use serde::{Deserialize, Serialize};
+
+/// Line 1 of each process's part of a capture.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT`](super::FORMAT).
+    pub format: String,
+    /// [`VERSION`](super::VERSION).
+    pub version: u32,
+    /// The process that wrote it.
+    #[serde(default)]
+    pub pid: u32,
+    /// The COR_PRF_MONITOR mask the profiler asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_mask: Option<u32>,
+    /// What `SetEventMask` answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_event_mask_hr: Option<i32>,
+    /// `COR_PRF_DISABLE_ALL_NGEN_IMAGES` was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_r2r: Option<bool>,
+    /// The profiler was attached to a running process (`InitializeForAttach`), not loaded at
+    /// start-up: ReadyToRun methods are not recorded (the runtime allows no cache-search
+    /// callbacks after attach), and bodies jitted before the attach carry `before_attach`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub attach: bool,
+}
+
+/// Every line after a header: a code body, or the end of a process's recording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Record {
+    /// A jitted body (JITCompilationFinished, or enumerated at attach).
+    Jit(Body),
+    /// A ReadyToRun method whose code the runtime published (JITCachedFunctionSearchFinished).
+    R2r(Body),
+    /// The recording ended: the runtime shut down, or the profiler detached.
+    End(End),
+}
+
+/// One native code body and its IL-to-native map, as the runtime answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Body {
+    /// The recording process (absent in old captures: the last header's).
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// The runtime's FunctionID.
+    #[serde(default)]
+    pub function_id: u64,
+    /// The module's path, from `GetModuleInfo`.
+    #[serde(default)]
+    pub module: String,
+    /// The MethodDef token.
+    #[serde(default)]
+    pub token: u32,
+    /// The code start address.
+    #[serde(default)]
+    pub start: u64,
+    /// ReadyToRun code inside its module's image: `start` minus the module base.
+    #[serde(default)]
+    pub rva: Option<u32>,
+    /// The sum of the body's code ranges.
+    #[serde(default)]
+    pub code_size: u32,
+    /// Jitted code: the body's index in `GetNativeCodeStartAddresses`.
+    #[serde(default)]
+    pub body: u32,
+    /// `[ilOffset, nativeStartOffset, nativeEndOffset]` triples, raw.
+    #[serde(default)]
+    pub map: Vec<[u32; 3]>,
+    /// Jitted code: `GetILToNativeMapping(functionId)` at the same moment.
+    #[serde(default)]
+    pub map1: Option<Vec<[u32; 3]>>,
+    /// Enumerated at attach (`EnumJITedFunctions2`): jitted before the profiler came.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub before_attach: bool,
+}
+
+/// The end of one process's recording.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct End {
+    /// The process.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// `shutdown` (the runtime's Shutdown callback) or `detached` (ProfilerDetachSucceeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Record {
+    /// The record as one capture line, newline included (written in one `write`).
+    pub fn to_line(&self) -> String {
+        let mut s = serde_json::to_string(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
+
+impl Header {
+    /// The header as one capture line, newline included.
+    pub fn to_line(&self) -> String {
+        let mut s = serde_json::to_string(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
