@@ -355,12 +355,8 @@ impl Metadata<'_> {
             sig.compressed_u32("a generic parameter count").ok()?;
         }
         let count = sig.compressed_u32("a parameter count").ok()?;
-        // RetType: VOID is legal only here, so it is read by hand; anything else is a type.
-        if sig.peek_u8("a return type").ok()? == 0x01 {
-            sig.u8("VOID").ok()?;
-        } else {
-            crate::signature::skip_type(&mut sig).ok()?;
-        }
+        // RetType (II.23.2.11), where VOID is legal.
+        crate::signature::decode_return_type(&mut sig, &mut ()).ok()?;
         let mut out = String::from("(");
         for i in 0..count {
             if i > 0 {
