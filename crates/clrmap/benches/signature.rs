@@ -4,7 +4,7 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 
 use clrmap::read::Reader;
-use clrmap::signature::{decode_type, skip_type, HexTokens, Renderer, TreeProvider};
+use clrmap::signature::{decode_type, skip_type, HexTokens, SpanRenderer, TreeProvider};
 
 #[path = "support/gen.rs"]
 mod gen;
@@ -33,7 +33,9 @@ fn bench(c: &mut Criterion) {
             let names = HexTokens;
             b.iter(|| {
                 for s in &sigs {
-                    black_box(decode_type(&mut Reader::new(black_box(s), 0), &mut Renderer::new(&names)).unwrap());
+                    let mut printer = SpanRenderer::new(&names);
+                    let span = decode_type(&mut Reader::new(black_box(s), 0), &mut printer).unwrap();
+                    black_box(printer.text(span).to_owned());
                 }
             })
         });

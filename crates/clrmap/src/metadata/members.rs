@@ -5,7 +5,7 @@
 use super::schema::table;
 use super::Metadata;
 use crate::read::{Reader, Result};
-use crate::signature::{skip_type, stream_one, TypeNames};
+use crate::signature::{stream_one, TypeNames};
 
 /// The longest parameter list printed (names are bounded one by one; this bounds their sum).
 const MAX_PARAMS_TEXT: usize = 64 << 10;
@@ -123,12 +123,8 @@ fn params_text(sig: Reader<'_>, names: &dyn TypeNames) -> Option<String> {
         sig.compressed_u32("a generic parameter count").ok()?;
     }
     let count = sig.compressed_u32("a parameter count").ok()?;
-    // RetType: VOID is legal only here, so it is read by hand; anything else is a type.
-    if sig.peek_u8("a return type").ok()? == 0x01 {
-        sig.u8("VOID").ok()?;
-    } else {
-        skip_type(&mut sig).ok()?;
-    }
+    // RetType (II.23.2.11), the one place VOID is legal: the signature module's rule.
+    crate::signature::decode_return_type(&mut sig, &mut ()).ok()?;
     let mut out = String::from("(");
     for i in 0..count {
         if i > 0 {

@@ -5,6 +5,7 @@
 //! [`TypeProvider`]. Nothing is allocated in proportion to an untrusted count: list capacities are
 //! capped by the bytes left, because every element takes at least one byte.
 
+use super::position::Position;
 use super::provider::TypeProvider;
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive};
 use crate::read::{token_table, Error, ErrorKind, Reader, Result};
@@ -17,7 +18,6 @@ pub const MAX_DEPTH: u32 = 100;
 pub const MAX_ARRAY_RANK: u32 = 64;
 
 // Element type codes (II.23.1.16; CoreCLR corhdr.h `CorElementType`).
-pub(super) const VOID: u8 = 0x01;
 pub(super) const PTR: u8 = 0x0F;
 pub(super) const BYREF: u8 = 0x10;
 pub(super) const VALUETYPE: u8 = 0x11;
@@ -38,14 +38,6 @@ const CANON_ZAPSIG: u8 = 0x3E;
 const MODULE_ZAPSIG: u8 = 0x3F;
 const PINNED: u8 = 0x45;
 
-/// Where a type stands, for the rules that depend on position (contract §2 "Where modifiers may
-/// stand"): VOID is legal only as an FNPTR return or under PTR, also with modifiers in between.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Position {
-    Plain,
-    VoidAllowed,
-}
-
 /// Decode one type (depth 1) from `r`, strictly, through `provider`.
 ///
 /// On success the reader stands right after the type. Errors carry the contract's kind and the
@@ -63,6 +55,12 @@ pub fn decode_type<P: TypeProvider>(r: &mut Reader<'_>, provider: &mut P) -> Res
 /// accepts these codes.
 pub fn skip_zapsig_type(r: &mut Reader<'_>) -> Result<()> {
     Decoder { provider: &mut (), zapsig: true }.ty(r, 1, Position::Plain)
+}
+
+/// Decode a method's return type (RetType, II.23.2.11): like [`decode_type`], but VOID is legal
+/// here (also after custom modifiers).
+pub fn decode_return_type<P: TypeProvider>(r: &mut Reader<'_>, provider: &mut P) -> Result<P::Type> {
+    Decoder { provider, zapsig: false }.ty(r, 1, Position::Return)
 }
 
 /// Decode a local variable's type (II.23.2.6): like [`decode_type`], but a leading PINNED is
@@ -104,21 +102,15 @@ impl<P: TypeProvider> Decoder<'_, P> {
         // dnlib, Cecil and ildasm read one byte, and so do we).
         let code = r.u8("an element type")?;
         let bad = || Error::new(ErrorKind::BadElementType, start, "an element type legal here");
-        if code == VOID {
-            return if pos == Position::VoidAllowed {
-                Ok(self.provider.primitive(Primitive::Void))
-            } else {
-                Err(Error::new(ErrorKind::BadElementType, start, "VOID only as an FNPTR return or under PTR"))
-            };
-        }
         if let Some(p) = Primitive::from_code(code) {
+            pos.check(p, start)?;
             return Ok(self.provider.primitive(p));
         }
         match code {
             // PTR CustomMod* Type | PTR CustomMod* VOID. The modifiers are read as types wrapping
             // the pointee, so VOID stays legal beneath them.
             PTR => {
-                let inner = self.ty(r, deeper(depth), Position::VoidAllowed)?;
+                let inner = self.ty(r, deeper(depth), Position::Pointee)?;
                 Ok(self.provider.ptr(inner))
             }
             BYREF => {
@@ -221,7 +213,7 @@ impl<P: TypeProvider> Decoder<'_, P> {
         };
         let count = r.compressed_u32("a parameter count")?;
         self.provider.begin_fn_ptr(calling_convention);
-        let return_type = self.ty(r, deeper(depth), Position::VoidAllowed)?;
+        let return_type = self.ty(r, deeper(depth), Position::Return)?;
         let mut parameters = list(count, r);
         let mut sentinel = None;
         for i in 0..count {

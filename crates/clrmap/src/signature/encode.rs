@@ -6,13 +6,14 @@
 //! reject.
 
 use super::decode::{MAX_ARRAY_RANK, MAX_DEPTH};
-use super::types::{MethodSignature, Primitive, Type};
+use super::position::Position;
+use super::types::{MethodSignature, Type};
 use crate::read::write::{push_coded_type_token, push_compressed_i32, push_compressed_u32};
 use crate::read::{token_table, Error, ErrorKind, Result};
 
 /// Append the canonical encoding of `ty`.
 pub fn encode_type(ty: &Type, out: &mut Vec<u8>) -> Result<()> {
-    encode(ty, out, 1, false)
+    encode(ty, out, 1, Position::Plain)
 }
 
 fn fail(kind: ErrorKind, expected: &'static str) -> Error {
@@ -26,16 +27,16 @@ fn type_def_or_ref(token: u32, out: &mut Vec<u8>) -> Result<()> {
     push_coded_type_token(out, token)
 }
 
-fn encode(ty: &Type, out: &mut Vec<u8>, depth: u32, void_ok: bool) -> Result<()> {
+fn encode(ty: &Type, out: &mut Vec<u8>, depth: u32, pos: Position) -> Result<()> {
     if depth > MAX_DEPTH {
         return Err(fail(ErrorKind::TooDeep, "types nested at most 100 deep"));
     }
     let next = depth.saturating_add(1);
     match ty {
-        Type::Primitive { primitive: Primitive::Void } if !void_ok => {
-            return Err(fail(ErrorKind::BadElementType, "VOID only as an FNPTR return or under PTR"))
+        Type::Primitive { primitive } => {
+            pos.check_nowhere(*primitive)?;
+            out.push(primitive.code());
         }
-        Type::Primitive { primitive } => out.push(primitive.code()),
         Type::Named { value_type, token } => {
             out.push(if *value_type { 0x11 } else { 0x12 });
             type_def_or_ref(*token, out)?;
@@ -49,12 +50,12 @@ fn encode(ty: &Type, out: &mut Vec<u8>, depth: u32, void_ok: bool) -> Result<()>
             type_def_or_ref(*token, out)?;
             push_compressed_u32(out, u32::try_from(args.len()).map_err(|_| fail(ErrorKind::OutOfRange, "fewer arguments"))?)?;
             for a in args {
-                encode(a, out, next, false)?;
+                encode(a, out, next, Position::Plain)?;
             }
         }
         Type::SzArray { element } => {
             out.push(0x1D);
-            encode(element, out, next, false)?;
+            encode(element, out, next, Position::Plain)?;
         }
         Type::Array { element, shape } => {
             if shape.rank == 0
@@ -65,7 +66,7 @@ fn encode(ty: &Type, out: &mut Vec<u8>, depth: u32, void_ok: bool) -> Result<()>
                 return Err(fail(ErrorKind::BadArrayShape, "rank 1-64 with no more sizes or bounds than the rank"));
             }
             out.push(0x14);
-            encode(element, out, next, false)?;
+            encode(element, out, next, Position::Plain)?;
             push_compressed_u32(out, shape.rank)?;
             push_compressed_u32(out, shape.sizes.len() as u32)?;
             for &s in &shape.sizes {
@@ -78,11 +79,11 @@ fn encode(ty: &Type, out: &mut Vec<u8>, depth: u32, void_ok: bool) -> Result<()>
         }
         Type::Ptr { element } => {
             out.push(0x0F);
-            encode(element, out, next, true)?;
+            encode(element, out, next, Position::Pointee)?;
         }
         Type::ByRef { element } => {
             out.push(0x10);
-            encode(element, out, next, false)?;
+            encode(element, out, next, Position::Plain)?;
         }
         Type::Pinned { .. } => {
             return Err(fail(ErrorKind::BadElementType, "no PINNED inside a type"));
@@ -90,7 +91,7 @@ fn encode(ty: &Type, out: &mut Vec<u8>, depth: u32, void_ok: bool) -> Result<()>
         Type::Modified { required, modifier, element } => {
             out.push(if *required { 0x1F } else { 0x20 });
             push_coded_type_token(out, *modifier)?;
-            encode(element, out, next, void_ok)?;
+            encode(element, out, next, pos)?;
         }
         Type::Var { index } => {
             out.push(0x13);
@@ -124,12 +125,12 @@ fn encode_method(sig: &MethodSignature<Type>, out: &mut Vec<u8>, next: u32) -> R
             return Err(fail(ErrorKind::BadElementType, "a SENTINEL before at least one parameter"));
         }
     }
-    encode(&sig.return_type, out, next, true)?;
+    encode(&sig.return_type, out, next, Position::Return)?;
     for (i, p) in sig.parameters.iter().enumerate() {
         if sig.sentinel == Some(i) {
             out.push(0x41);
         }
-        encode(p, out, next, false)?;
+        encode(p, out, next, Position::Plain)?;
     }
     Ok(())
 }

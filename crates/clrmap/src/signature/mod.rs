@@ -2,8 +2,8 @@
 //! `docs/design/specs/Ecma-335-Augments.md`): decode, encode, print, parse.
 //!
 //! * [`decode_type`] walks one type strictly (the rules of `contract.md` §2) and hands each
-//!   production to a [`TypeProvider`]: [`TreeProvider`] builds owned [`Type`] trees, [`Renderer`]
-//!   builds ILAsm text, and `()` only validates ([`skip_type`]).
+//!   production to a [`TypeProvider`]: [`TreeProvider`] builds owned [`Type`] trees, [`SpanRenderer`]
+//!   and [`StreamRenderer`] print ILAsm text (one printer, into a buffer or a writer), and `()` only validates ([`skip_type`]).
 //! * [`encode_type`] writes canonical bytes; [`parse_type`] reads the printer's notation back.
 //! * Token names go through [`TypeNames`]; [`HexTokens`] prints `0x01000012`.
 
@@ -11,17 +11,18 @@ mod decode;
 mod encode;
 mod names;
 mod parse;
+mod position;
 mod print;
 mod provider;
 pub(crate) mod quick;
 mod sig;
 mod types;
 
-pub use decode::{decode_local_type, decode_type, skip_type, skip_zapsig_type, MAX_ARRAY_RANK, MAX_DEPTH};
+pub use decode::{decode_local_type, decode_return_type, decode_type, skip_type, skip_zapsig_type, MAX_ARRAY_RANK, MAX_DEPTH};
 pub use encode::encode_type;
 pub use names::{HexTokens, TypeNames};
 pub use parse::{parse_type, parse_type_list};
-pub use print::{fold, render, render_one, stream_one, write_type, Renderer, Span, SpanRenderer, StreamRenderer};
+pub use print::{fold, render, render_one, stream_one, write_type, Print, Span, SpanRenderer, StreamRenderer};
 pub use provider::{TreeProvider, TypeProvider};
 pub use sig::TypeSig;
 pub use types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};

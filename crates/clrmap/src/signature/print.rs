@@ -1,53 +1,34 @@
-//! The ILAsm-notation printer (`contract.md` §1).
+//! The ILAsm-notation printer (`contract.md` §1): one printer, two places for its text.
 //!
-//! [`Renderer`] is a [`TypeProvider`] whose types are strings, so decoding and printing happen in
-//! one walk. Modifiers and array forms are suffixes (`int32 modreq(N)`, `int32[]`), which is why
-//! the text is built bottom-up.
+//! The decoder hands productions over in byte order, and in that order every production's text
+//! is its parts' texts, plus prefixes and separators (given through the provider's `begin_*`
+//! hooks) and suffixes (`int32 modreq(N)`, `int32[]`, `int32*`). So the notation is written once,
+//! as a [`TypeProvider`] over any [`Print`] target, and the text only ever grows at its end:
+//!
+//! * [`SpanRenderer`] appends to one growing buffer and hands back [`Span`]s of it: a whole
+//!   signature renders with one allocation.
+//! * [`StreamRenderer`] writes straight into a [`core::fmt::Write`], in constant space.
+//!
+//! The two differ only where a resolver fails to name a token: a buffer can take back what a
+//! resolver wrote half-way and print the raw token instead; a stream cannot, and fails.
 
-use core::fmt::Write as _;
+use core::fmt::{self, Write as _};
 
 use super::decode::decode_type;
 use super::names::TypeNames;
 use super::provider::TypeProvider;
-use super::types::{ArrayShape, MethodSignature, Primitive, Type};
+use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
 use crate::read::{Reader, Result};
-
-/// A provider that renders each type as ILAsm text, naming tokens through a [`TypeNames`].
-pub struct Renderer<'n> {
-    names: &'n dyn TypeNames,
-}
-
-impl core::fmt::Debug for Renderer<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("Renderer")
-    }
-}
-
-impl<'n> Renderer<'n> {
-    /// A renderer naming tokens through `names` ([`super::HexTokens`] for `0x01000012`).
-    pub fn new(names: &'n dyn TypeNames) -> Self {
-        Renderer { names }
-    }
-
-    fn push_name(&self, out: &mut String, token: u32) {
-        let mark = out.len();
-        if self.names.write_type_name(token, out).is_err() {
-            // A resolver that cannot name a token must not lose it: fall back to the raw token.
-            out.truncate(mark);
-            let _ = write!(out, "0x{token:08X}");
-        }
-    }
-}
 
 /// The text of one ARRAY dimension (contract §1): `L...H` with H = L+S-1, `0...H` for a size
 /// alone, `L...` for a bound alone, `...` for neither.
-fn push_dimension(out: &mut dyn core::fmt::Write, size: Option<u32>, lower: Option<i32>) {
-    let _ = match (lower, size) {
+fn write_dimension(out: &mut dyn fmt::Write, size: Option<u32>, lower: Option<i32>) -> fmt::Result {
+    match (lower, size) {
         (Some(l), Some(s)) => write!(out, "{}...{}", l, i64::from(l).saturating_add(i64::from(s)).saturating_sub(1)),
         (None, Some(s)) => write!(out, "0...{}", i64::from(s).saturating_sub(1)),
         (Some(l), None) => write!(out, "{l}..."),
-        (None, None) => write!(out, "..."),
-    };
+        (None, None) => out.write_str("..."),
+    }
 }
 
 /// The calling-convention word of an FNPTR (contract §1), with its trailing space.
@@ -63,412 +44,72 @@ fn calling_convention_word(kind: u8) -> &'static str {
     }
 }
 
-impl TypeProvider for Renderer<'_> {
-    type Type = String;
-
-    fn primitive(&mut self, primitive: Primitive) -> String {
-        primitive.keyword().to_owned()
-    }
-
-    fn named(&mut self, value_type: bool, token: u32) -> String {
-        let mut s = String::from(if value_type { "valuetype " } else { "class " });
-        self.push_name(&mut s, token);
-        s
-    }
-
-    fn generic_inst(&mut self, value_type: bool, token: u32, args: Vec<String>) -> String {
-        let mut s = self.named(value_type, token);
-        s.push('<');
-        s.push_str(&args.join(","));
-        s.push('>');
-        s
-    }
-
-    fn sz_array(&mut self, mut element: String) -> String {
-        element.push_str("[]");
-        element
-    }
-
-    fn array(&mut self, mut element: String, shape: ArrayShape) -> String {
-        element.push('[');
-        for i in 0..shape.rank as usize {
-            if i > 0 {
-                element.push(',');
-            }
-            push_dimension(&mut element, shape.sizes.get(i).copied(), shape.lower_bounds.get(i).copied());
-        }
-        element.push(']');
-        element
-    }
-
-    fn ptr(&mut self, mut element: String) -> String {
-        element.push('*');
-        element
-    }
-
-    fn by_ref(&mut self, mut element: String) -> String {
-        element.push('&');
-        element
-    }
-
-    fn pinned(&mut self, mut element: String) -> String {
-        element.push_str(" pinned");
-        element
-    }
-
-    fn modified(&mut self, required: bool, modifier: u32, mut element: String) -> String {
-        element.push_str(if required { " modreq(" } else { " modopt(" });
-        self.push_name(&mut element, modifier);
-        element.push(')');
-        element
-    }
-
-    fn var(&mut self, index: u32) -> String {
-        format!("!{index}")
-    }
-
-    fn mvar(&mut self, index: u32) -> String {
-        format!("!!{index}")
-    }
-
-    fn fn_ptr(&mut self, sig: MethodSignature<String>) -> String {
-        let cc = sig.calling_convention;
-        let mut s = String::from("method ");
-        if cc.has_this() {
-            s.push_str("instance ");
-        }
-        if cc.explicit_this() {
-            s.push_str("explicit ");
-        }
-        s.push_str(calling_convention_word(cc.kind()));
-        s.push_str(&sig.return_type);
-        s.push_str(" *(");
-        let mut first = true;
-        for (i, p) in sig.parameters.iter().enumerate() {
-            if sig.sentinel == Some(i) {
-                if !first {
-                    s.push(',');
-                }
-                s.push_str("...");
-                first = false;
-            }
-            if !first {
-                s.push(',');
-            }
-            s.push_str(p);
-            first = false;
-        }
-        s.push(')');
-        s
+/// `class ` or `valuetype `.
+fn kind_word(value_type: bool) -> &'static str {
+    if value_type {
+        "valuetype "
+    } else {
+        "class "
     }
 }
 
-/// A span of [`SpanRenderer`]'s buffer: one rendered type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
-    start: usize,
-    end: usize,
+/// Where the printer's text goes. Sealed: the two targets are [`SpanRenderer`] and
+/// [`StreamRenderer`].
+pub trait Print: sealed::Sealed {
+    /// What a printed type is to the caller: a [`Span`] of a buffer, or nothing for a stream.
+    type Mark: Copy;
+    /// Append text.
+    fn put(&mut self, s: &str);
+    /// Append a token's name, or the raw token where the target can fall back to it.
+    fn put_name(&mut self, token: u32);
+    /// An empty mark at the end of the text.
+    fn here(&self) -> Self::Mark;
+    /// `from` grown to take in all the text written after it.
+    fn through(&self, from: Self::Mark) -> Self::Mark;
+    /// A production with a `begin_*` hook starts here ([`Print::close`] ends it).
+    fn open(&mut self);
+    /// The mark of the most recently opened production, through the end of the text.
+    fn close(&mut self) -> Self::Mark;
 }
 
-/// A renderer that writes every type into one growing buffer and hands back spans of it, so a
-/// whole signature renders with one allocation instead of one per node. When a suffix applies to
-/// the span at the end of the buffer (the usual case) it is appended in place; otherwise the
-/// pieces are copied to the end.
-pub struct SpanRenderer<'n> {
-    names: &'n dyn TypeNames,
-    /// Always UTF-8: only `str`s are ever appended, and spans start and end at their boundaries.
-    buf: Vec<u8>,
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::SpanRenderer<'_> {}
+    impl Sealed for super::StreamRenderer<'_, '_> {}
 }
 
-/// `fmt::Write` into the byte buffer.
-struct Sink<'b>(&'b mut Vec<u8>);
+/// `fmt::Write` onto a print target, for formatted pieces (numbers, dimensions).
+struct Via<'p, P: Print>(&'p mut P);
 
-impl core::fmt::Write for Sink<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
+impl<P: Print> fmt::Write for Via<'_, P> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.put(s);
         Ok(())
     }
 }
 
-impl core::fmt::Debug for SpanRenderer<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("SpanRenderer")
-    }
-}
+/// The notation, written once for both targets. Prefixes and separators come in the `begin_*`
+/// hooks; every other production appends its suffix to its parts, which end the text already.
+impl<P: Print> TypeProvider for P {
+    type Type = P::Mark;
 
-impl<'n> SpanRenderer<'n> {
-    /// A renderer naming tokens through `names`.
-    pub fn new(names: &'n dyn TypeNames) -> Self {
-        SpanRenderer { names, buf: Vec::with_capacity(256) }
-    }
-
-    /// The text of a span.
-    pub fn text(&self, s: Span) -> &str {
-        self.buf.get(s.start..s.end).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("")
-    }
-
-    fn push_str(&mut self, s: &str) {
-        self.buf.extend_from_slice(s.as_bytes());
-    }
-
-    /// Forget all spans, keeping the buffer's capacity.
-    pub fn clear(&mut self) {
-        self.buf.clear();
-    }
-
-    fn open(&self) -> usize {
-        self.buf.len()
-    }
-
-    fn close(&self, start: usize) -> Span {
-        Span { start, end: self.buf.len() }
-    }
-
-    /// Make `s` the last thing in the buffer (copying it there if it is not) and return its start.
-    fn move_to_end(&mut self, s: Span) -> usize {
-        if s.end == self.buf.len() {
-            return s.start;
-        }
-        let start = self.buf.len();
-        self.push_span(s);
-        start
-    }
-
-    fn push_name(&mut self, token: u32) {
-        let mark = self.buf.len();
-        if self.names.write_type_name(token, &mut Sink(&mut self.buf)).is_err() {
-            self.buf.truncate(mark);
-            let _ = write!(Sink(&mut self.buf), "0x{token:08X}");
-        }
-    }
-
-    fn push_span(&mut self, s: Span) {
-        // Copy within the buffer: the span lies before the current end.
-        if s.start <= s.end && s.end <= self.buf.len() {
-            self.buf.extend_from_within(s.start..s.end);
-        }
-    }
-}
-
-impl TypeProvider for SpanRenderer<'_> {
-    type Type = Span;
-
-    fn primitive(&mut self, primitive: Primitive) -> Span {
-        let start = self.open();
-        self.push_str(primitive.keyword());
-        self.close(start)
-    }
-
-    fn named(&mut self, value_type: bool, token: u32) -> Span {
-        let start = self.open();
-        self.push_str(if value_type { "valuetype " } else { "class " });
-        self.push_name(token);
-        self.close(start)
-    }
-
-    fn generic_inst(&mut self, value_type: bool, token: u32, args: Vec<Span>) -> Span {
-        let start = self.open();
-        self.push_str(if value_type { "valuetype " } else { "class " });
-        self.push_name(token);
-        self.buf.push(b'<');
-        for (i, a) in args.iter().enumerate() {
-            if i > 0 {
-                self.buf.push(b',');
-            }
-            self.push_span(*a);
-        }
-        self.buf.push(b'>');
-        self.close(start)
-    }
-
-    fn sz_array(&mut self, element: Span) -> Span {
-        let start = self.move_to_end(element);
-        self.push_str("[]");
-        self.close(start)
-    }
-
-    fn array(&mut self, element: Span, shape: ArrayShape) -> Span {
-        let start = self.move_to_end(element);
-        self.buf.push(b'[');
-        for i in 0..shape.rank as usize {
-            if i > 0 {
-                self.buf.push(b',');
-            }
-            push_dimension(&mut Sink(&mut self.buf), shape.sizes.get(i).copied(), shape.lower_bounds.get(i).copied());
-        }
-        self.buf.push(b']');
-        self.close(start)
-    }
-
-    fn ptr(&mut self, element: Span) -> Span {
-        let start = self.move_to_end(element);
-        self.buf.push(b'*');
-        self.close(start)
-    }
-
-    fn by_ref(&mut self, element: Span) -> Span {
-        let start = self.move_to_end(element);
-        self.buf.push(b'&');
-        self.close(start)
-    }
-
-    fn pinned(&mut self, element: Span) -> Span {
-        let start = self.move_to_end(element);
-        self.push_str(" pinned");
-        self.close(start)
-    }
-
-    fn modified(&mut self, required: bool, modifier: u32, element: Span) -> Span {
-        let start = self.move_to_end(element);
-        self.push_str(if required { " modreq(" } else { " modopt(" });
-        self.push_name(modifier);
-        self.buf.push(b')');
-        self.close(start)
-    }
-
-    fn var(&mut self, index: u32) -> Span {
-        let start = self.open();
-        let _ = write!(Sink(&mut self.buf), "!{index}");
-        self.close(start)
-    }
-
-    fn mvar(&mut self, index: u32) -> Span {
-        let start = self.open();
-        let _ = write!(Sink(&mut self.buf), "!!{index}");
-        self.close(start)
-    }
-
-    fn fn_ptr(&mut self, sig: MethodSignature<Span>) -> Span {
-        let start = self.open();
-        let cc = sig.calling_convention;
-        self.push_str("method ");
-        if cc.has_this() {
-            self.push_str("instance ");
-        }
-        if cc.explicit_this() {
-            self.push_str("explicit ");
-        }
-        self.push_str(calling_convention_word(cc.kind()));
-        self.push_span(sig.return_type);
-        self.push_str(" *(");
-        let mut first = true;
-        for (i, p) in sig.parameters.iter().enumerate() {
-            if sig.sentinel == Some(i) {
-                if !first {
-                    self.buf.push(b',');
-                }
-                self.push_str("...");
-                first = false;
-            }
-            if !first {
-                self.buf.push(b',');
-            }
-            self.push_span(*p);
-            first = false;
-        }
-        self.buf.push(b')');
-        self.close(start)
-    }
-}
-
-/// A provider that prints each type as it is decoded, straight into a [`core::fmt::Write`]: the
-/// text is the same as [`Renderer`]'s, but nothing is held in memory beyond the decoder's stack, so
-/// a type of any size streams in constant space.
-///
-/// The first write error stops the output and is kept ([`StreamRenderer::finish`]). A token that
-/// `names` cannot name falls back to the raw `0x...` token when the resolver wrote nothing for it;
-/// a resolver that fails after writing part of a name fails the output (nothing can be taken back).
-/// A type that does not decode leaves partial text behind: validate first ([`super::skip_type`])
-/// when that matters.
-pub struct StreamRenderer<'n, 'w> {
-    names: &'n dyn TypeNames,
-    out: &'w mut dyn core::fmt::Write,
-    failed: bool,
-}
-
-impl core::fmt::Debug for StreamRenderer<'_, '_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("StreamRenderer").field("failed", &self.failed).finish()
-    }
-}
-
-/// Counts what a resolver writes, and whether the writer under it failed.
-struct Watch<'w> {
-    out: &'w mut dyn core::fmt::Write,
-    written: bool,
-    failed: bool,
-}
-
-impl core::fmt::Write for Watch<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        if !s.is_empty() {
-            self.written = true;
-        }
-        let r = self.out.write_str(s);
-        if r.is_err() {
-            self.failed = true;
-        }
-        r
-    }
-}
-
-impl<'n, 'w> StreamRenderer<'n, 'w> {
-    /// A renderer naming tokens through `names` and writing to `out`.
-    pub fn new(names: &'n dyn TypeNames, out: &'w mut dyn core::fmt::Write) -> Self {
-        StreamRenderer { names, out, failed: false }
-    }
-
-    /// `Ok` unless a write failed (or a name failed after part of it was written).
-    pub fn finish(&self) -> core::fmt::Result {
-        if self.failed {
-            Err(core::fmt::Error)
-        } else {
-            Ok(())
-        }
-    }
-
-    fn put(&mut self, s: &str) {
-        if !self.failed && self.out.write_str(s).is_err() {
-            self.failed = true;
-        }
-    }
-
-    fn put_fmt(&mut self, args: core::fmt::Arguments<'_>) {
-        if !self.failed && self.out.write_fmt(args).is_err() {
-            self.failed = true;
-        }
-    }
-
-    fn put_name(&mut self, token: u32) {
-        if self.failed {
-            return;
-        }
-        let mut w = Watch { out: &mut *self.out, written: false, failed: false };
-        if self.names.write_type_name(token, &mut w).is_ok() {
-            return;
-        }
-        if w.written || w.failed {
-            self.failed = true;
-        } else {
-            self.put_fmt(format_args!("0x{token:08X}"));
-        }
-    }
-}
-
-impl TypeProvider for StreamRenderer<'_, '_> {
-    type Type = ();
-
-    fn primitive(&mut self, primitive: Primitive) {
+    fn primitive(&mut self, primitive: Primitive) -> P::Mark {
+        let at = self.here();
         self.put(primitive.keyword());
+        self.through(at)
     }
 
-    fn named(&mut self, value_type: bool, token: u32) {
-        self.put(if value_type { "valuetype " } else { "class " });
+    fn named(&mut self, value_type: bool, token: u32) -> P::Mark {
+        let at = self.here();
+        self.put(kind_word(value_type));
         self.put_name(token);
+        self.through(at)
     }
 
     fn begin_generic_inst(&mut self, value_type: bool, token: u32) {
-        self.named(value_type, token);
+        self.open();
+        self.put(kind_word(value_type));
+        self.put_name(token);
         self.put("<");
     }
 
@@ -478,56 +119,64 @@ impl TypeProvider for StreamRenderer<'_, '_> {
         }
     }
 
-    fn generic_inst(&mut self, _: bool, _: u32, _: Vec<()>) {
+    fn generic_inst(&mut self, _: bool, _: u32, _: Vec<P::Mark>) -> P::Mark {
         self.put(">");
+        self.close()
     }
 
-    fn sz_array(&mut self, _: ()) {
+    fn sz_array(&mut self, element: P::Mark) -> P::Mark {
         self.put("[]");
+        self.through(element)
     }
 
-    fn array(&mut self, _: (), shape: ArrayShape) {
+    fn array(&mut self, element: P::Mark, shape: ArrayShape) -> P::Mark {
         self.put("[");
         for i in 0..shape.rank as usize {
             if i > 0 {
                 self.put(",");
             }
-            if !self.failed {
-                let mut w = Watch { out: &mut *self.out, written: false, failed: false };
-                push_dimension(&mut w, shape.sizes.get(i).copied(), shape.lower_bounds.get(i).copied());
-                self.failed = w.failed;
-            }
+            let _ = write_dimension(&mut Via(self), shape.sizes.get(i).copied(), shape.lower_bounds.get(i).copied());
         }
         self.put("]");
+        self.through(element)
     }
 
-    fn ptr(&mut self, _: ()) {
+    fn ptr(&mut self, element: P::Mark) -> P::Mark {
         self.put("*");
+        self.through(element)
     }
 
-    fn by_ref(&mut self, _: ()) {
+    fn by_ref(&mut self, element: P::Mark) -> P::Mark {
         self.put("&");
+        self.through(element)
     }
 
-    fn pinned(&mut self, _: ()) {
+    fn pinned(&mut self, element: P::Mark) -> P::Mark {
         self.put(" pinned");
+        self.through(element)
     }
 
-    fn modified(&mut self, required: bool, modifier: u32, _: ()) {
+    fn modified(&mut self, required: bool, modifier: u32, element: P::Mark) -> P::Mark {
         self.put(if required { " modreq(" } else { " modopt(" });
         self.put_name(modifier);
         self.put(")");
+        self.through(element)
     }
 
-    fn var(&mut self, index: u32) {
-        self.put_fmt(format_args!("!{index}"));
+    fn var(&mut self, index: u32) -> P::Mark {
+        let at = self.here();
+        let _ = write!(Via(self), "!{index}");
+        self.through(at)
     }
 
-    fn mvar(&mut self, index: u32) {
-        self.put_fmt(format_args!("!!{index}"));
+    fn mvar(&mut self, index: u32) -> P::Mark {
+        let at = self.here();
+        let _ = write!(Via(self), "!!{index}");
+        self.through(at)
     }
 
-    fn begin_fn_ptr(&mut self, cc: super::types::CallingConvention) {
+    fn begin_fn_ptr(&mut self, cc: CallingConvention) {
+        self.open();
         self.put("method ");
         if cc.has_this() {
             self.put("instance ");
@@ -553,12 +202,189 @@ impl TypeProvider for StreamRenderer<'_, '_> {
         }
     }
 
-    fn fn_ptr(&mut self, sig: MethodSignature<()>) {
+    fn fn_ptr(&mut self, sig: MethodSignature<P::Mark>) -> P::Mark {
         if sig.parameters.is_empty() {
             self.put(" *(");
         }
         self.put(")");
+        self.close()
     }
+}
+
+/// A span of [`SpanRenderer`]'s buffer: one rendered type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    start: usize,
+    end: usize,
+}
+
+/// The printer into one growing buffer: every type is a [`Span`] of it, so a whole signature
+/// renders with one allocation instead of one per node.
+pub struct SpanRenderer<'n> {
+    names: &'n dyn TypeNames,
+    /// Always UTF-8: only `str`s are ever appended, and spans start and end at their boundaries.
+    buf: Vec<u8>,
+    /// Where each open GENERICINST or FNPTR started.
+    open: Vec<usize>,
+}
+
+/// `fmt::Write` into the byte buffer.
+struct Sink<'b>(&'b mut Vec<u8>);
+
+impl fmt::Write for Sink<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+impl fmt::Debug for SpanRenderer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SpanRenderer")
+    }
+}
+
+impl<'n> SpanRenderer<'n> {
+    /// A renderer naming tokens through `names` ([`super::HexTokens`] for `0x01000012`).
+    pub fn new(names: &'n dyn TypeNames) -> Self {
+        SpanRenderer { names, buf: Vec::with_capacity(256), open: Vec::new() }
+    }
+
+    /// The text of a span.
+    pub fn text(&self, s: Span) -> &str {
+        self.buf.get(s.start..s.end).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("")
+    }
+
+    /// Forget all spans, keeping the buffer's capacity.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.open.clear();
+    }
+}
+
+impl Print for SpanRenderer<'_> {
+    type Mark = Span;
+
+    fn put(&mut self, s: &str) {
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+
+    fn put_name(&mut self, token: u32) {
+        let mark = self.buf.len();
+        if self.names.write_type_name(token, &mut Sink(&mut self.buf)).is_err() {
+            // A resolver that cannot name a token must not lose it: take back what it wrote and
+            // print the raw token.
+            self.buf.truncate(mark);
+            let _ = write!(Sink(&mut self.buf), "0x{token:08X}");
+        }
+    }
+
+    fn here(&self) -> Span {
+        Span { start: self.buf.len(), end: self.buf.len() }
+    }
+
+    fn through(&self, from: Span) -> Span {
+        Span { start: from.start, end: self.buf.len() }
+    }
+
+    fn open(&mut self) {
+        self.open.push(self.buf.len());
+    }
+
+    fn close(&mut self) -> Span {
+        // The decoder closes what it opened; an empty stack (a provider misused) spans nothing.
+        let start = self.open.pop().unwrap_or(self.buf.len());
+        Span { start, end: self.buf.len() }
+    }
+}
+
+/// The printer straight into a [`core::fmt::Write`]: nothing is held in memory beyond the
+/// decoder's stack, so a type of any size streams in constant space.
+///
+/// The first write error stops the output and is kept ([`StreamRenderer::finish`]). A token that
+/// `names` cannot name falls back to the raw `0x...` token when the resolver wrote nothing for it;
+/// a resolver that fails after writing part of a name fails the output (nothing can be taken back).
+/// A type that does not decode leaves partial text behind: validate first ([`super::skip_type`])
+/// when that matters.
+pub struct StreamRenderer<'n, 'w> {
+    names: &'n dyn TypeNames,
+    out: &'w mut dyn fmt::Write,
+    failed: bool,
+}
+
+impl fmt::Debug for StreamRenderer<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamRenderer").field("failed", &self.failed).finish()
+    }
+}
+
+/// Counts what a resolver writes, and whether the writer under it failed.
+struct Watch<'w> {
+    out: &'w mut dyn fmt::Write,
+    written: bool,
+    failed: bool,
+}
+
+impl fmt::Write for Watch<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if !s.is_empty() {
+            self.written = true;
+        }
+        let r = self.out.write_str(s);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
+    }
+}
+
+impl<'n, 'w> StreamRenderer<'n, 'w> {
+    /// A renderer naming tokens through `names` and writing to `out`.
+    pub fn new(names: &'n dyn TypeNames, out: &'w mut dyn fmt::Write) -> Self {
+        StreamRenderer { names, out, failed: false }
+    }
+
+    /// `Ok` unless a write failed (or a name failed after part of it was written).
+    pub fn finish(&self) -> fmt::Result {
+        if self.failed {
+            Err(fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Print for StreamRenderer<'_, '_> {
+    type Mark = ();
+
+    fn put(&mut self, s: &str) {
+        if !self.failed && self.out.write_str(s).is_err() {
+            self.failed = true;
+        }
+    }
+
+    fn put_name(&mut self, token: u32) {
+        if self.failed {
+            return;
+        }
+        let mut w = Watch { out: &mut *self.out, written: false, failed: false };
+        if self.names.write_type_name(token, &mut w).is_ok() {
+            return;
+        }
+        if w.written || w.failed {
+            self.failed = true;
+        } else {
+            let _ = write!(Via(self), "0x{token:08X}");
+        }
+    }
+
+    fn here(&self) {}
+
+    fn through(&self, _: ()) {}
+
+    fn open(&mut self) {}
+
+    fn close(&mut self) {}
 }
 
 /// Decode one type from `r` and print it into `out` as it is decoded (see [`StreamRenderer`]).
@@ -588,13 +414,22 @@ pub fn render(bytes: &[u8], names: &dyn TypeNames) -> Result<String> {
     Ok(s)
 }
 
-/// Rebuild an owned tree through any provider (for example a [`Renderer`]).
+/// Rebuild an owned tree through any provider, calling its hooks in decoding order (so a
+/// printer gets the same calls as from the bytes).
 pub fn fold<P: TypeProvider>(ty: &Type, p: &mut P) -> P::Type {
     match ty {
         Type::Primitive { primitive } => p.primitive(*primitive),
         Type::Named { value_type, token } => p.named(*value_type, *token),
         Type::GenericInst { value_type, token, args } => {
-            let args = args.iter().map(|a| fold(a, p)).collect();
+            p.begin_generic_inst(*value_type, *token);
+            let args = args
+                .iter()
+                .zip(0u32..)
+                .map(|(a, i)| {
+                    p.begin_generic_arg(i);
+                    fold(a, p)
+                })
+                .collect();
             p.generic_inst(*value_type, *token, args)
         }
         Type::SzArray { element } => {
@@ -624,8 +459,17 @@ pub fn fold<P: TypeProvider>(ty: &Type, p: &mut P) -> P::Type {
         Type::Var { index } => p.var(*index),
         Type::MVar { index } => p.mvar(*index),
         Type::FnPtr { signature } => {
+            p.begin_fn_ptr(signature.calling_convention);
             let return_type = fold(&signature.return_type, p);
-            let parameters = signature.parameters.iter().map(|a| fold(a, p)).collect();
+            let parameters = signature
+                .parameters
+                .iter()
+                .zip(0u32..)
+                .map(|(a, i)| {
+                    p.begin_fn_ptr_param(i, signature.sentinel == Some(i as usize));
+                    fold(a, p)
+                })
+                .collect();
             p.fn_ptr(MethodSignature {
                 calling_convention: signature.calling_convention,
                 generic_parameter_count: signature.generic_parameter_count,
@@ -639,7 +483,9 @@ pub fn fold<P: TypeProvider>(ty: &Type, p: &mut P) -> P::Type {
 
 /// Render an owned tree in ILAsm notation.
 pub fn write_type(ty: &Type, names: &dyn TypeNames) -> String {
-    fold(ty, &mut Renderer::new(names))
+    let mut printer = SpanRenderer::new(names);
+    let span = fold(ty, &mut printer);
+    printer.text(span).to_owned()
 }
 
 impl core::fmt::Display for Type {

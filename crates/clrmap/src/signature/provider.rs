@@ -2,7 +2,7 @@
 //! System.Reflection.Metadata's `ISignatureTypeProvider`.
 //!
 //! The decoder validates and walks the bytes; the provider decides what a type *is* to the
-//! caller: an owned tree ([`TreeProvider`]), a rendered string (`print::Renderer`), or nothing at
+//! caller: an owned tree ([`TreeProvider`]), rendered text (`print::SpanRenderer`), or nothing at
 //! all (`()`: validation and skipping, with no allocation).
 
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};

@@ -14,7 +14,8 @@
 //! recursing, it counts the types still owed: a GENERICINST owes its arguments, an SZARRAY its
 //! element, an FNPTR its return type and parameters.
 
-use super::decode::{ARRAY, CLASS, FNPTR, GENERICINST, MVAR, SZARRAY, VALUETYPE, VAR, VOID};
+use super::decode::{ARRAY, CLASS, FNPTR, GENERICINST, MVAR, SZARRAY, VALUETYPE, VAR};
+use super::position::Position;
 use super::{CallingConvention, MAX_ARRAY_RANK};
 use crate::read::Reader;
 
@@ -67,19 +68,19 @@ fn array_shape(b: &mut &[u8]) -> bool {
     true
 }
 
-/// The primitives the acceptors take: every one but VOID (legal only as an FNPTR return, or under
-/// PTR).
+/// The primitives the acceptors take in a plain position: every one but VOID (see
+/// [`Position`]). Only an FNPTR's return is covered as a place where VOID may stand.
 #[inline(always)]
 const fn is_covered_primitive(code: u8) -> bool {
-    matches!(code, 0x02..=0x0E | 0x16 | 0x18 | 0x19 | 0x1C)
+    Position::Plain.allows_primitive_code(code)
 }
 
 /// True if `bytes` is exactly `count` well-formed types of the covered shapes.
 pub(crate) fn plain_types(mut bytes: &[u8], count: u32) -> bool {
     let mut owed = count as usize;
     let mut compound = 0u32;
-    // The next type is an FNPTR's return type, where VOID is legal.
-    let mut void_ok = false;
+    // Where the next type stands: an FNPTR's return type follows its parameter count.
+    let mut next = Position::Plain;
     while owed > 0 {
         // Every type takes at least one byte: a count beyond the bytes left is a fault.
         if owed > bytes.len() {
@@ -88,8 +89,8 @@ pub(crate) fn plain_types(mut bytes: &[u8], count: u32) -> bool {
         owed = owed.wrapping_sub(1);
         let Some((&code, rest)) = bytes.split_first() else { return false };
         bytes = rest;
-        let void_here = void_ok;
-        void_ok = false;
+        let here = next;
+        next = Position::Plain;
         match code {
             CLASS | VALUETYPE => {
                 if !type_def_or_ref(&mut bytes) {
@@ -133,7 +134,7 @@ pub(crate) fn plain_types(mut bytes: &[u8], count: u32) -> bool {
                     Some(n) if (n as usize) < bytes.len() => owed = owed.wrapping_add(n as usize).wrapping_add(1),
                     _ => return false,
                 }
-                void_ok = true;
+                next = Position::Return;
             }
             ARRAY => {
                 compound = compound.wrapping_add(1);
@@ -141,8 +142,7 @@ pub(crate) fn plain_types(mut bytes: &[u8], count: u32) -> bool {
                     return false;
                 }
             }
-            VOID if void_here => {}
-            _ if is_covered_primitive(code) => {}
+            _ if here.allows_primitive_code(code) => {}
             _ => return false,
         }
         if compound > MAX_COMPOUND {
@@ -225,9 +225,9 @@ const fn step(state: u16, b: u8) -> (u16, i32) {
         // (the element's code, read in S_ELEM, costs nothing).
         S_TYPE | S_ELEM | S_RET => {
             let cost = if state == S_ELEM { 0 } else { -1 };
+            let pos = if state == S_RET { Position::Return } else { Position::Plain };
             match b {
-                VOID if state == S_RET => (S_TYPE, cost),
-                0x02..=0x0E | 0x16 | 0x18 | 0x19 | 0x1C => (S_TYPE, cost),
+                _ if pos.allows_primitive_code(b) => (S_TYPE, cost),
                 CLASS | VALUETYPE => (S_TOK, cost),
                 VAR | MVAR => (S_NUM, cost),
                 SZARRAY => (S_ELEM, cost),
@@ -264,7 +264,7 @@ const fn step(state: u16, b: u8) -> (u16, i32) {
         S_FNGEN if one_byte => (S_FNPC, 0),
         S_FNPC if b <= 126 => (S_RET, (b as i32).wrapping_add(1)),
         S_AEL => match b {
-            0x02..=0x0E | 0x16 | 0x18 | 0x19 | 0x1C => (S_RANK, 0),
+            _ if is_covered_primitive(b) => (S_RANK, 0),
             CLASS | VALUETYPE => (S_ATOK, 0),
             _ => (S_FAIL, 0),
         },

@@ -2,7 +2,7 @@
 
 use super::decode::{decode_type, skip_type};
 use super::names::TypeNames;
-use super::print::Renderer;
+use super::print::SpanRenderer;
 use super::provider::{TreeProvider, TypeProvider};
 use super::types::Type;
 use crate::read::{Reader, Result};
@@ -47,6 +47,8 @@ impl<'a> TypeSig<'a> {
 
     /// ILAsm text.
     pub fn render(&self, names: &dyn TypeNames) -> Result<String> {
-        self.decode(&mut Renderer::new(names))
+        let mut printer = SpanRenderer::new(names);
+        let span = self.decode(&mut printer)?;
+        Ok(printer.text(span).to_owned())
     }
 }

@@ -257,8 +257,9 @@ fn deep_ptr_chain_is_too_deep_not_a_stack_overflow() {
 #[test]
 fn local_types_allow_pinned() {
     let mut r = Reader::new(&[0x45, 0x10, 0x08], 0);
-    let t = decode_local_type(&mut r, &mut Renderer::new(&HexTokens)).unwrap();
-    assert_eq!(t, "int32& pinned");
+    let mut printer = SpanRenderer::new(&HexTokens);
+    let t = decode_local_type(&mut r, &mut printer).unwrap();
+    assert_eq!(printer.text(t), "int32& pinned");
 }
 
 #[test]
