@@ -201,10 +201,19 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
             (None, Some(start)) => format!("start 0x{start:X}"),
             (None, None) => String::new(),
         };
+        // Traces and captures mix modules and code kinds: say which (an image's bodies are all
+        // its own ReadyToRun code).
         let mut extra = String::new();
-        for part in [b.module.as_deref(), b.tier.as_deref()].into_iter().flatten() {
-            extra.push_str("  ");
-            extra.push_str(part);
+        if let Some(module) = &b.module {
+            extra.push_str(&format!("  {module}"));
+            if let Some(kind) = b.kind {
+                extra.push_str(&format!("  {kind}"));
+            }
+            match (b.tier, b.version) {
+                (Some(tier), _) => extra.push_str(&format!(" {tier}")),
+                (None, Some(v)) => extra.push_str(&format!(" #{v}")),
+                (None, None) => {}
+            }
         }
         if let (true, Some(pid)) = (many_pids, b.pid) {
             extra.push_str(&format!("  pid {pid}"));

@@ -101,3 +101,27 @@ fn bodies_carry_their_parameter_types() {
     let text = stdout(&clrmap(&["il", "dump", "examples/frames.nettrace", "--module", "Frames.dll"]));
     assert!(text.contains(" Frames.Box`1[System.Int32]::Make(!0)  "), "{text}");
 }
+
+#[test]
+fn trace_bodies_say_their_kind_and_tier_in_one_vocabulary() {
+    // The example trace ran Frames' debug build with TieredCompilation off (its runtimeconfig):
+    // the JIT compiles a debuggable assembly's methods with MinOpts and everything else fully
+    // optimized, and the trace's MethodFlags say so (bits 7-9), with the "jitted" bit set.
+    let v: serde_json::Value = serde_json::from_str(&stdout(&clrmap(&["il", "dump", "examples/frames.nettrace", "--json"]))).unwrap();
+    let methods = v["methods"].as_array().unwrap();
+    let (mut own, mut optimized, mut others) = (0, 0, 0);
+    for m in methods {
+        assert_eq!(m["kind"], "jit", "{m}");
+        if m["module"] == "Frames.dll" {
+            assert_eq!(m["tier"], "minopt", "{m}");
+            own += 1;
+        } else {
+            others += 1;
+            optimized += usize::from(m["tier"] == "optimized");
+        }
+    }
+    assert!(own >= 50 && optimized * 10 >= others * 9, "{own} own, {optimized} of {others} optimized");
+    // Text: module, kind and tier after the size.
+    let text = stdout(&clrmap(&["il", "dump", "examples/frames.nettrace", "--module", "Frames.dll"]));
+    assert!(text.lines().filter(|l| l.starts_with("0x")).all(|l| l.ends_with("  Frames.dll  jit minopt")), "{text}");
+}

@@ -11,7 +11,7 @@ mod record;
 
 pub use record::{Body, End, Header, Record};
 
-use crate::ilmap::{CodeBody, IlOffset, MapEntry};
+use crate::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry};
 use crate::read::{Error, ErrorKind, Result};
 
 /// The capture format's name in its header line.
@@ -26,8 +26,8 @@ pub struct CapturedBody {
     pub body: CodeBody,
     /// The module's full path as the runtime reported it.
     pub module_path: String,
-    /// `"r2r"` or `"jit"`.
-    pub kind: String,
+    /// ReadyToRun or jitted.
+    pub kind: CodeKind,
     /// For jitted bodies: the body's index among the function's code versions (0 = first).
     pub index: u32,
     /// For jitted bodies: what `GetILToNativeMapping(functionId)` returned at the same time.
@@ -121,18 +121,17 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
                 out.ended.push(e.pid.unwrap_or(pid));
                 continue;
             }
-            Record::Jit(b) => ("jit", b),
-            Record::R2r(b) => ("r2r", b),
+            Record::Jit(b) => (CodeKind::Jit, b),
+            Record::R2r(b) => (CodeKind::R2r, b),
         };
         let record_pid = l.pid.unwrap_or(pid);
         let module = std::path::Path::new(&l.module).file_name().map(|f| f.to_string_lossy().into_owned());
-        let tier = if kind == "r2r" { "r2r".to_owned() } else { format!("jit#{}", l.body) };
         out.bodies.push(CapturedBody {
             body: CodeBody {
                 token: l.token,
                 // An RVA only for ReadyToRun code: jitted code lies in no module's image, whatever
                 // an old profiler wrote (docs/capture-format.md).
-                rva: if kind == "r2r" { l.rva } else { None },
+                rva: if kind == CodeKind::R2r { l.rva } else { None },
                 code_size: l.code_size,
                 name: None,
                 full_name: None,
@@ -140,12 +139,14 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
                 module_path: Some(l.module.clone()),
                 function_id: Some(l.function_id),
                 start: Some(l.start),
-                tier: Some(tier),
+                kind: Some(kind),
+                tier: None,
+                version: if kind == CodeKind::Jit { Some(l.body) } else { None },
                 pid: Some(record_pid),
                 map: entries(&l.map),
             },
             module_path: l.module,
-            kind: kind.to_owned(),
+            kind,
             index: l.body,
             map1: l.map1.as_deref().map(entries),
             pid: record_pid,

@@ -5,7 +5,7 @@ mod protocol;
 mod symbolize;
 mod transform;
 
-pub use model::{
+pub use model::{CodeKind, Tier, 
     Bound, CodeBody, CorDebugIlToNativeMap, CorDebugIlToNativeMappingTypes, IlOffset, MapEntry, SourceTypes,
 };
 pub use transform::public_map;

@@ -171,6 +171,99 @@ impl From<MapEntry> for CorDebugIlToNativeMap {
     }
 }
 
+/// Where a body's code came from: one vocabulary for images, traces and captures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CodeKind {
+    /// Precompiled ReadyToRun code, from the module's image.
+    R2r,
+    /// Code the JIT produced in the process.
+    Jit,
+}
+
+impl CodeKind {
+    /// `r2r` or `jit`, as in JSON and in captures.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodeKind::R2r => "r2r",
+            CodeKind::Jit => "jit",
+        }
+    }
+
+    /// A trace's MethodFlags (ClrEtwAll.man MethodFlagsMap): bit 0x8 is "Jitted"; a method load
+    /// without it is precompiled code.
+    pub fn from_method_flags(flags: u32) -> CodeKind {
+        if flags & 0x8 != 0 {
+            CodeKind::Jit
+        } else {
+            CodeKind::R2r
+        }
+    }
+}
+
+impl fmt::Display for CodeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A jitted body's optimization tier, as the runtime reports it in a trace's MethodFlags bits
+/// 7-9 (ClrEtwAll.man; the runtime's JitOptimizationTier).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tier {
+    /// 1: MinOptJitted (optimization disabled).
+    Minopt,
+    /// 2: Optimized (not tiered: fully optimized at once).
+    Optimized,
+    /// 3: QuickJitted (tier 0).
+    Tier0,
+    /// 4: OptimizedTier1.
+    Tier1,
+    /// 5: OptimizedTier1OSR (on-stack replacement of a hot loop).
+    Tier1Osr,
+    /// 6: QuickJittedInstrumented.
+    TierInstrumented,
+    /// 7: OptimizedTier1Instrumented.
+    Tier1Instrumented,
+}
+
+impl Tier {
+    /// From MethodFlags; `None` for 0 (unknown, and precompiled code).
+    pub fn from_method_flags(flags: u32) -> Option<Tier> {
+        Some(match (flags >> 7) & 7 {
+            1 => Tier::Minopt,
+            2 => Tier::Optimized,
+            3 => Tier::Tier0,
+            4 => Tier::Tier1,
+            5 => Tier::Tier1Osr,
+            6 => Tier::TierInstrumented,
+            7 => Tier::Tier1Instrumented,
+            _ => return None,
+        })
+    }
+
+    /// The JSON and text name: `minopt`, `optimized`, `tier0`, `tier1`, `tier1-osr`,
+    /// `tier-instrumented`, `tier1-instrumented`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Minopt => "minopt",
+            Tier::Optimized => "optimized",
+            Tier::Tier0 => "tier0",
+            Tier::Tier1 => "tier1",
+            Tier::Tier1Osr => "tier1-osr",
+            Tier::TierInstrumented => "tier-instrumented",
+            Tier::Tier1Instrumented => "tier1-instrumented",
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One native code body and its public IL-to-native map: what every source (ReadyToRun image,
 /// trace, live capture) produces, and what `clrmap il dump --json` prints (contract §4).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -202,9 +295,16 @@ pub struct CodeBody {
     /// The process that ran it, for captures (several processes can share one capture).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    /// The code version's tier, where the source knows it (e.g. "tier0", "tier1", "r2r", "osr").
+    /// Precompiled or jitted, where the source says (images: always `r2r`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tier: Option<String>,
+    pub kind: Option<CodeKind>,
+    /// A jitted body's tier, where the source knows it (traces; a capture does not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<Tier>,
+    /// A jitted body's index among its method's code versions (captures:
+    /// `GetNativeCodeStartAddresses` order, 0 first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<u32>,
     /// The public map, exactly as `GetILToNativeMapping3(start)` returns it.
     pub map: Vec<MapEntry>,
     /// The name with the parameter types, which tells overloads apart:

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::stream::{utf16z, Event};
-use crate::ilmap::{CodeBody, IlOffset, MapEntry};
+use crate::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry, Tier};
 use crate::read::{Reader, Result};
 
 /// `Microsoft-Windows-DotNETRuntime`.
@@ -124,20 +124,6 @@ pub fn rebuild_map(entries: &[(u32, u32)], size: u32) -> Vec<MapEntry> {
         .collect()
 }
 
-/// The optimization tier of MethodFlags bits 7-9.
-pub fn tier_name(flags: u32) -> &'static str {
-    match (flags >> 7) & 7 {
-        1 => "minopt",
-        2 => "optimized",
-        3 => "tier0",
-        4 => "tier1",
-        5 => "tier1-osr",
-        6 => "tier-instrumented",
-        7 => "tier1-instrumented",
-        _ => "unknown",
-    }
-}
-
 /// The name of a CLR event, from the runtime's manifest (ClrEtwAll.man), for the events of the
 /// runtime and rundown providers that clrmap reads or that traces usually hold. The runtime does
 /// not write names into a trace's metadata, so tools carry the table.
@@ -225,7 +211,9 @@ impl MethodTable {
             full_name,
             function_id: Some(m.method_id),
             start: Some(m.start),
-            tier: Some(tier_name(m.flags).to_owned()),
+            kind: Some(CodeKind::from_method_flags(m.flags)),
+            tier: Tier::from_method_flags(m.flags),
+            version: None,
             pid: None,
             map: Vec::new(),
         });

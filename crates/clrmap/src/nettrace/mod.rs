@@ -7,5 +7,5 @@
 mod clr;
 mod stream;
 
-pub use clr::{event_name, il_map, method_load, module_load, read_code_bodies, read_code_bodies_partial, rebuild_map, tier_name, IlMapEvent, MethodLoad, MethodTable, ModuleLoad, RUNDOWN, RUNTIME};
+pub use clr::{event_name, il_map, method_load, module_load, read_code_bodies, read_code_bodies_partial, rebuild_map, IlMapEvent, MethodLoad, MethodTable, ModuleLoad, RUNDOWN, RUNTIME};
 pub use stream::{read_events, utf16z, Event, EventMeta, Stats, MAX_BLOCK};

@@ -277,6 +277,7 @@ impl<'a> ReadyToRunImage<'a> {
                 rva: Some(entry.begin),
                 code_size,
                 map: public_map(&bounds, code_size),
+                kind: Some(crate::ilmap::CodeKind::R2r),
                 ..CodeBody::default()
             });
         }

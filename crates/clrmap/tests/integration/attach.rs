@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use clrmap::capture::read_captured;
 use clrmap::diag::{self, Client, CollectControl, DiagErrorKind, EndReason, SessionConfig};
-use clrmap::ilmap::CodeBody;
+use clrmap::ilmap::{CodeBody, CodeKind};
 use clrmap::nettrace::{read_code_bodies, read_events, RUNDOWN};
 
 use crate::profiler::{profiler_path, CLSID};
@@ -128,7 +128,7 @@ fn live_maps(capture: &Path) -> HashMap<(u64, u64), CodeBody> {
     read_captured(whole)
         .unwrap()
         .into_iter()
-        .filter(|c| c.kind == "jit")
+        .filter(|c| c.kind == CodeKind::Jit)
         .map(|c| ((c.body.function_id.unwrap(), c.body.start.unwrap()), c.body))
         .collect()
 }
@@ -538,7 +538,7 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
         assert!(c.warning.is_none() && c.attached == [target.pid()] && c.ended == [target.pid()], "{}: {:?} {:?} {:?}", rt.version, c.warning, c.attached, c.ended);
         let mut compared = 0;
         for b in &c.bodies {
-            assert_eq!(b.kind, "jit", "{}: only jitted bodies after attach", rt.version);
+            assert_eq!(b.kind, CodeKind::Jit, "{}: only jitted bodies after attach", rt.version);
             let key = (b.body.function_id.unwrap(), b.body.start.unwrap());
             let Some(s) = by_key.get(&key) else {
                 // Every body of the program is in the rundown; a framework body may have been

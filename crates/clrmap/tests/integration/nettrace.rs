@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
+use clrmap::ilmap::{CodeKind, Tier};
 use clrmap::capture::read_captured;
 use clrmap::nettrace::{read_code_bodies, read_events};
 
@@ -55,7 +56,7 @@ fn trace_maps_equal_the_live_runtime_on_both_runtimes() {
         let live: HashMap<(u64, u64), _> = read_captured(&capture)
             .unwrap()
             .into_iter()
-            .filter(|c| c.kind == "jit")
+            .filter(|c| c.kind == CodeKind::Jit)
             .map(|c| ((c.body.function_id.unwrap(), c.body.start.unwrap()), c.body))
             .collect();
         let (mut equal, mut tiers) = (0, std::collections::BTreeMap::new());
@@ -68,8 +69,10 @@ fn trace_maps_equal_the_live_runtime_on_both_runtimes() {
             assert_eq!(b.code_size, l.code_size, "{}: {:?} code size", rt.version, b.name);
             // The module, from the trace's module load events, is the one the profiler saw.
             assert_eq!(b.module, l.module, "{}: {:?} module", rt.version, b.name);
+            // The trace's MethodFlags say jitted, as the profiler saw it.
+            assert_eq!(b.kind, Some(CodeKind::Jit), "{}: {:?} kind", rt.version, b.name);
             equal += 1;
-            *tiers.entry(b.tier.clone().unwrap_or_default()).or_insert(0) += 1;
+            *tiers.entry(b.tier.map_or("unknown", Tier::as_str)).or_insert(0) += 1;
         }
         println!("{}: {} trace bodies with maps; {equal} equal to the live runtime's, by tier {tiers:?}", rt.version, bodies.len());
         assert!(equal >= 20, "{}: only {equal} bodies compared", rt.version);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clrmap::capture::{read_captured, CapturedBody};
-use clrmap::ilmap::MapEntry;
+use clrmap::ilmap::{MapEntry, CodeKind};
 use clrmap::r2r::ReadyToRunImage;
 
 use crate::support::{self, runtimes, Runtime};
@@ -99,7 +99,7 @@ fn live_runtime_maps_equal_clrmaps_maps_on_both_runtimes() {
         let bodies = capture(rt, &dll, &so, false);
         let mut cache = HashMap::new();
         let (mut equal, mut modules) = (0usize, std::collections::BTreeSet::new());
-        for b in bodies.iter().filter(|b| b.kind == "r2r") {
+        for b in bodies.iter().filter(|b| b.kind == CodeKind::R2r) {
             let rva = b.body.rva.expect("an R2R body has an RVA in its module");
             let maps = image_maps(&mut cache, &b.module_path);
             let ours = maps.get(&(b.body.token, rva)).unwrap_or_else(|| {
@@ -114,8 +114,8 @@ fn live_runtime_maps_equal_clrmaps_maps_on_both_runtimes() {
         // when the JIT's code heap lies within 4 GiB of a module's base (issue 14).
         let mut sizes: HashMap<String, u32> = HashMap::new();
         for b in &bodies {
-            match (b.kind.as_str(), b.body.rva) {
-                ("jit", rva) => assert_eq!(rva, None, "{}: jitted 0x{:08X} in {} has an RVA", rt.version, b.body.token, b.module_path),
+            match (b.kind, b.body.rva) {
+                (CodeKind::Jit, rva) => assert_eq!(rva, None, "{}: jitted 0x{:08X} in {} has an RVA", rt.version, b.body.token, b.module_path),
                 (_, Some(rva)) => {
                     let size = *sizes.entry(b.module_path.clone()).or_insert_with(|| size_of_image(&b.module_path));
                     assert!(rva < size, "{}: RVA 0x{rva:X} past SizeOfImage 0x{size:X} of {}", rt.version, b.module_path);
@@ -127,7 +127,7 @@ fn live_runtime_maps_equal_clrmaps_maps_on_both_runtimes() {
 
         // Tiering (ilmap.md §1.5): a method with two bodies has two maps, and GetILToNativeMapping
         // by FunctionID answers with the first body's.
-        let jit: Vec<&CapturedBody> = bodies.iter().filter(|b| b.kind == "jit").collect();
+        let jit: Vec<&CapturedBody> = bodies.iter().filter(|b| b.kind == CodeKind::Jit).collect();
         let mut tiered = 0;
         for later in jit.iter().filter(|b| b.index >= 1) {
             let Some(first) = jit.iter().find(|b| b.body.function_id == later.body.function_id && b.index == 0) else { continue };
@@ -151,10 +151,10 @@ fn jitted_maps_of_r2r_methods_differ_from_the_image() {
     for rt in &rts {
         let dll = workload(rt, &mcs, "jit");
         let bodies = capture(rt, &dll, &so, true);
-        assert!(!bodies.iter().any(|b| b.kind == "r2r"), "{}: R2R code ran although disabled", rt.version);
+        assert!(!bodies.iter().any(|b| b.kind == CodeKind::R2r), "{}: R2R code ran although disabled", rt.version);
         let mut cache = HashMap::new();
         let (mut compared, mut differ) = (0, 0);
-        for b in bodies.iter().filter(|b| b.kind == "jit" && b.index == 0) {
+        for b in bodies.iter().filter(|b| b.kind == CodeKind::Jit && b.index == 0) {
             if !b.module_path.contains("Microsoft.NETCore.App") {
                 continue;
             }
