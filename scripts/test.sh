@@ -2,7 +2,7 @@
 # The whole test suite: what `.ci/run` runs and what the README tells newcomers to run.
 #   1. install the real .NET runtimes and mcs (scripts/install-dotnet.sh), and Roslyn csc
 #      (scripts/install-roslyn.sh); rebuild the PDB fixtures and check they equal the committed ones
-#   2. build everything, clippy with -D warnings
+#   2. build everything, clippy with -D warnings; the library alone without its default features
 #   3. all tests (real-runtime tests are mandatory when CI=true)
 #   4. C ABI tests (when present), fuzz targets built and run briefly when a nightly toolchain exists
 set -euo pipefail
@@ -28,6 +28,10 @@ cargo build --workspace --all-targets --locked
 
 echo "== clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== the library without its default features (no serde_json, no capture reader)"
+cargo build -p clrmap --no-default-features --locked
+cargo clippy -p clrmap --no-default-features --locked -- -D warnings
 
 echo "== rustdoc"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked

@@ -7,15 +7,21 @@
 //!   ([`gdmap`]), whose heap items are ECMA-335 type signatures ([`signature`]).
 //! * `ICorProfilerInfo::GetILToNativeMapping`: IL-to-native maps ([`ilmap`]), read from
 //!   ReadyToRun images ([`r2r`]), EventPipe traces ([`nettrace`]) and live profiler captures
-//!   ([`capture`]).
+//!   (`capture`).
 //!
 //! Every read goes through one panic-free cursor ([`read::Reader`]). Errors carry a stable kind,
 //! the absolute byte offset and what was expected ([`read::Error`]).
+//!
+//! ## Features
+//! * `serde` (default): the `capture` module, whose files are JSON lines, and `serde::Serialize`
+//!   on the types the CLI prints as JSON. Without it, `symbolizer::open_source` does not
+//!   recognize a capture, and the library does not depend on `serde_json`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 // Tests may do plain arithmetic (unwrap, indexing and panics are allowed in tests by clippy.toml).
 #![cfg_attr(test, allow(clippy::arithmetic_side_effects))]
 
+#[cfg(feature = "serde")]
 pub mod capture;
 pub mod diag;
 pub mod fs;

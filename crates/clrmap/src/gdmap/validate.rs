@@ -1,6 +1,5 @@
 //! Strict validation (contract §3, "Which fault is first") and the lint report.
 
-use serde::Serialize;
 
 use super::map::{DictionaryMap, Entry, Item};
 use crate::read::{Error, ErrorKind, Result};
@@ -349,8 +348,9 @@ fn duplicate(e: &Entry) -> Error {
 }
 
 /// What a lint finding is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum LintKind {
     /// Heap bytes that no entry's item covers.
     UnreferencedBytes,
@@ -375,7 +375,8 @@ impl LintKind {
 }
 
 /// A lint finding: not a fault, but worth knowing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Lint {
     /// What.
     pub kind: LintKind,

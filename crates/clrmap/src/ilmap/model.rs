@@ -2,7 +2,6 @@
 
 use core::fmt;
 
-use serde::Serialize;
 
 /// `COR_DEBUG_IL_TO_NATIVE_MAP` (cordebug.idl, corprof.idl): three `ULONG32`, 12 bytes, no padding.
 /// `il_offset` holds either a real IL offset or a [`CorDebugIlToNativeMappingTypes`] value.
@@ -91,7 +90,8 @@ impl fmt::Display for IlOffset {
 }
 
 /// Contract §4: `il` is a number, or one of the strings `PROLOG`, `EPILOG`, `NO_MAPPING`.
-impl Serialize for IlOffset {
+#[cfg(feature = "serde")]
+impl serde::Serialize for IlOffset {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             IlOffset::Il(v) => s.serialize_u32(*v),
@@ -141,7 +141,8 @@ pub struct Bound {
 }
 
 /// One entry of a public map, in the form of contract §4's JSON.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct MapEntry {
     /// The IL offset.
     pub il: IlOffset,
@@ -172,8 +173,8 @@ impl From<MapEntry> for CorDebugIlToNativeMap {
 }
 
 /// Where a body's code came from: one vocabulary for images, traces and captures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(rename_all = "lowercase"))]
 pub enum CodeKind {
     /// Precompiled ReadyToRun code, from the module's image.
     R2r,
@@ -209,8 +210,8 @@ impl fmt::Display for CodeKind {
 
 /// A jitted body's optimization tier, as the runtime reports it in a trace's MethodFlags bits
 /// 7-9 (ClrEtwAll.man; the runtime's JitOptimizationTier).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(rename_all = "kebab-case"))]
 pub enum Tier {
     /// 1: MinOptJitted (optimization disabled).
     Minopt,
@@ -266,50 +267,51 @@ impl fmt::Display for Tier {
 
 /// One native code body and its public IL-to-native map: what every source (ReadyToRun image,
 /// trace, live capture) produces, and what `clrmap il dump --json` prints (contract §4).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CodeBody {
     /// The MethodDef token.
     pub token: u32,
     /// The body's code start RVA within its module (for an R2R body: the entry RUNTIME_FUNCTION's
     /// BeginAddress). `None` for jitted code, which has no RVA.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub rva: Option<u32>,
     /// Code size in bytes (what GetCodeInfo2 reports for the body).
     pub code_size: u32,
     /// `Ns.Type::Method`, when names are known.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub name: Option<String>,
     /// The module's file name (traces and captures), e.g. `System.Private.CoreLib.dll`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub module: Option<String>,
     /// The module's full path as the runtime reported it (traces and captures): where its
     /// metadata and PDB are looked for. Not part of the JSON contract.
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub module_path: Option<String>,
     /// The runtime's FunctionID (= a trace's MethodID), for traces and captures.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub function_id: Option<u64>,
     /// The body's absolute code start address, for traces and captures.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub start: Option<u64>,
     /// The process that ran it, for captures (several processes can share one capture).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub pid: Option<u32>,
     /// Precompiled or jitted, where the source says (images: always `r2r`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub kind: Option<CodeKind>,
     /// A jitted body's tier, where the source knows it (traces; a capture does not).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub tier: Option<Tier>,
     /// A jitted body's index among its method's code versions (captures:
     /// `GetNativeCodeStartAddresses` order, 0 first).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub version: Option<u32>,
     /// The public map, exactly as `GetILToNativeMapping3(start)` returns it.
     pub map: Vec<MapEntry>,
     /// The name with the parameter types, which tells overloads apart:
     /// `System.Collections.Generic.List`1::Add(!0)` (contract §1 notation; for a trace, the
     /// runtime's own rendering). After `map`, so contract §4's fields keep their order.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub full_name: Option<String>,
 }

@@ -9,8 +9,9 @@ fn bad(at: u64, expected: &'static str) -> Error {
 }
 
 /// A variable's location (`ICorDebugInfo::VarLoc`, cordebuginfo.h), as stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 #[allow(missing_docs)]
 pub enum VarLoc {
     Reg { reg: u32 },
@@ -27,7 +28,8 @@ pub enum VarLoc {
 }
 
 /// One variable's live range and location.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Var {
     /// Native start offset.
     pub start: u32,

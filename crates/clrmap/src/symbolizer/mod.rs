@@ -29,7 +29,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use serde::Serialize;
 
 use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
@@ -66,7 +65,8 @@ pub struct Options {
 
 /// The answer for one address (contract §5). Every field but `address` is `None` where unknown;
 /// an address in no known body has only `address`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Frame<'s> {
     /// The address asked about.
     pub address: u64,
@@ -89,23 +89,24 @@ pub struct Frame<'s> {
     /// End column.
     pub end_column: Option<u32>,
     /// The body's code start (an RVA for an image).
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub code_start: Option<u64>,
     /// The native offset looked up, from the code start (after any return-address adjustment).
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub native_offset: Option<u32>,
     /// The kind of map entry that held the offset (`None`: no entry did).
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub region: Option<IlOffset>,
     /// The body's FunctionID, for traces and captures (the code start for an image).
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub function_id: Option<u64>,
 }
 
 /// One row of a body's line table ([`Symbolizer::line_table`], [`ModuleSymbols::line_table`]):
 /// from `native_offset` (bytes from the code start) up to the next row's, the code is this line.
 /// The last row is at the code size and only closes the table.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LineRow {
     /// Offset from the body's code start.
     pub native_offset: u32,

@@ -1,7 +1,6 @@
 //! Opening a source of code bodies: a ReadyToRun image (`MZ`), an EventPipe trace (`Nettrace`) or
 //! a clrmap capture (`{"format":"clrmap-capture"`), recognized by their first bytes.
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -114,13 +113,15 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         return Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() });
     }
     let bytes = read_regular(path, MAX_FILE).map_err(io)?;
+    // Captures are JSON lines: without the `serde` feature there is no reader for them.
+    #[cfg(feature = "serde")]
     if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
         let capture = crate::capture::read_capture(&bytes).map_err(input)?;
         let warnings: Vec<Error> = capture.warning.into_iter().collect();
         let captured = capture.bodies;
         // Names come from each module's own metadata, read once per module. A module that cannot
         // be read costs only its names.
-        let mut modules: HashMap<String, Option<Vec<u8>>> = HashMap::new();
+        let mut modules: std::collections::HashMap<String, Option<Vec<u8>>> = std::collections::HashMap::new();
         let mut bodies = Vec::with_capacity(captured.len());
         for c in captured {
             let mut body = c.body;

@@ -9,8 +9,9 @@ use crate::metadata::MethodArgs;
 use crate::pdb::LocalScope;
 
 /// What a variable number names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum VarKind {
     /// An IL argument (`this` included).
     Arg,
@@ -27,7 +28,8 @@ pub enum VarKind {
 }
 
 /// A variable number, named.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct VarName {
     /// Argument, local, or a special variable.
     pub kind: VarKind,
