@@ -138,6 +138,10 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         if let Ok(md) = Metadata::parse(&bytes) {
             for b in &mut bodies {
                 name_body(&md, b);
+                // An instantiation's full name carries its arguments, from its signature.
+                if let Some(name) = b.signature.and_then(|at| crate::r2r::instantiation_name(&bytes, at, &md)) {
+                    b.full_name = Some(name);
+                }
             }
         }
         return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new() });
