@@ -11,7 +11,7 @@ use core::fmt;
 use super::schema::table;
 use super::Metadata;
 use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{skip_type, stream_one, TypeNames};
+use crate::signature::{decode_return_type, skip_type, stream_one, SpanRenderer, TypeNames};
 
 /// Nesting deeper than this (enclosing types, TypeRef scopes, TypeSpecs inside modifiers) is
 /// refused: hostile metadata can make any of them a cycle (Augments item 3 warns of TypeSpec cycles).
@@ -341,10 +341,33 @@ impl<'a> Metadata<'a> {
 
 impl Metadata<'_> {
     /// A MethodDef's parameter types in the contract's notation, as `(int32,!0)`: what tells
-    /// overloads apart (II.23.2.1 MethodDefSig: calling convention, `[GenParamCount]`,
-    /// ParamCount, RetType, Param*). `None` for another token or a signature that does not
-    /// decode; a varargs SENTINEL ends the list with `...`.
+    /// overloads apart. `None` for another token or a signature that does not decode; a varargs
+    /// SENTINEL ends the list with `...`.
     pub fn method_params(&self, token: u32) -> Option<String> {
+        self.method_signature_text(token, false).map(|(_, params)| params)
+    }
+
+    /// A body's full name: `display` (the method's name as the caller shows it, with its owner's
+    /// and its own arguments where known) followed by its parameter types, `Ns.Type::M(int32)`.
+    ///
+    /// Conversion operators (`op_Implicit`, `op_Explicit`, and C#'s `op_CheckedExplicit`) are
+    /// the methods that the CLS lets overload on their return type alone (ECMA-335 Partition I,
+    /// "Conversion operators"), so theirs leads, as in an ILAsm member reference:
+    /// `uint8 System.Half::op_Explicit(valuetype System.Half)`.
+    pub fn method_full_name(&self, token: u32, display: &str) -> Option<String> {
+        let simple = display.rsplit_once("::").map_or(display, |(_, m)| m);
+        let simple = simple.split_once('<').map_or(simple, |(m, _)| m);
+        let conversion = matches!(simple, "op_Implicit" | "op_Explicit" | "op_CheckedExplicit");
+        let (ret, params) = self.method_signature_text(token, conversion)?;
+        Some(match ret {
+            Some(ret) => format!("{ret} {display}{params}"),
+            None => format!("{display}{params}"),
+        })
+    }
+
+    /// A MethodDef's return type (when `with_return`) and parameter types (II.23.2.1 MethodDefSig:
+    /// calling convention, `[GenParamCount]`, ParamCount, RetType, Param*).
+    fn method_signature_text(&self, token: u32, with_return: bool) -> Option<(Option<String>, String)> {
         if token >> 24 != u32::from(table::METHOD_DEF) {
             return None;
         }
@@ -356,7 +379,14 @@ impl Metadata<'_> {
         }
         let count = sig.compressed_u32("a parameter count").ok()?;
         // RetType (II.23.2.11), where VOID is legal.
-        crate::signature::decode_return_type(&mut sig, &mut ()).ok()?;
+        let ret = if with_return {
+            let mut printer = SpanRenderer::new(self);
+            let span = decode_return_type(&mut sig, &mut printer).ok()?;
+            Some(printer.text(span).to_owned())
+        } else {
+            decode_return_type(&mut sig, &mut ()).ok()?;
+            None
+        };
         let mut out = String::from("(");
         for i in 0..count {
             if i > 0 {
@@ -367,18 +397,18 @@ impl Metadata<'_> {
                 out.push_str("...");
                 break;
             }
-            match crate::signature::stream_one(&mut sig, self, &mut out) {
+            match stream_one(&mut sig, self, &mut out) {
                 Ok(Ok(())) => {}
                 _ => return None,
             }
-            if out.len() > super::names::MAX_PARAMS_TEXT {
+            if out.len() > MAX_PARAMS_TEXT {
                 return None;
             }
         }
         out.push(')');
-        Some(out)
+        Some((ret, out))
     }
 }
 
 /// The longest parameter list printed (names are bounded one by one; this bounds their sum).
-pub(crate) const MAX_PARAMS_TEXT: usize = 64 << 10;
+const MAX_PARAMS_TEXT: usize = 64 << 10;

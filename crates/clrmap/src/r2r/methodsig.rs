@@ -83,7 +83,7 @@ fn owner_text(text: &str) -> &str {
 /// The full name of the body whose method signature starts at file offset `at` of `image`, in
 /// the contract's notation: `Ns.Type`1<int32>::Method<string>(!0,!!0)`. The owner and the
 /// method's arguments come from the signature, the method's name and its parameter types from
-/// `md`. Stubs say so after the name, as R2RDump does: ` [UNBOX]`, ` [INST]`. `None` when the
+/// `md` ([`Metadata::method_full_name`], which also puts a conversion operator's return type first). Stubs say so after the name, as R2RDump does: ` [UNBOX]`, ` [INST]`. `None` when the
 /// signature does not read or names a method of another module.
 pub fn instantiation_name(image: &[u8], at: u64, md: &Metadata<'_>) -> Option<String> {
     let bytes = image.get(usize::try_from(at).ok()?..)?;
@@ -93,21 +93,21 @@ pub fn instantiation_name(image: &[u8], at: u64, md: &Metadata<'_>) -> Option<St
         return None;
     }
     let plain = md.method_name(sig.token)?;
-    let mut out = match (&sig.owner, plain.rsplit_once("::")) {
+    let mut display = match (&sig.owner, plain.rsplit_once("::")) {
         (Some(owner), Some((_, method))) => format!("{}::{method}", owner_text(printer.text(*owner))),
         _ => plain.clone(),
     };
     if !sig.instantiation.is_empty() {
-        out.push('<');
+        display.push('<');
         for (i, a) in sig.instantiation.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                display.push(',');
             }
-            out.push_str(printer.text(*a));
+            display.push_str(printer.text(*a));
         }
-        out.push('>');
+        display.push('>');
     }
-    out.push_str(&md.method_params(sig.token)?);
+    let mut out = md.method_full_name(sig.token, &display)?;
     if sig.flags & UNBOXING_STUB != 0 {
         out.push_str(" [UNBOX]");
     }

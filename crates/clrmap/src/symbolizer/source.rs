@@ -97,7 +97,7 @@ fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
 /// A body's name and its name with parameter types, from its module's metadata.
 fn name_body(md: &Metadata<'_>, body: &mut CodeBody) {
     body.name = md.method_name(body.token);
-    body.full_name = body.name.as_ref().and_then(|n| md.method_params(body.token).map(|p| format!("{n}{p}")));
+    body.full_name = body.name.as_ref().and_then(|n| md.method_full_name(body.token, n));
 }
 
 /// Read and decode a source file.

@@ -37,6 +37,21 @@ fn split_args(text: &str) -> Option<(Vec<&str>, &str)> {
     None
 }
 
+/// `full` without the return type that leads it: from the last ` Owner` outside any brackets
+/// (the return type's own mentions of the owner come before it; the arguments' are inside).
+fn without_return_type<'a>(full: &'a str, owner: &str) -> &'a str {
+    let (mut depth, mut last) = (0i32, None);
+    for (i, c) in full.char_indices() {
+        match c {
+            '<' | '[' | '(' => depth += 1,
+            '>' | ']' | ')' => depth -= 1,
+            ' ' if depth == 0 && full[i + 1..].starts_with(owner) => last = Some(i + 1),
+            _ => {}
+        }
+    }
+    last.map_or(full, |i| &full[i..])
+}
+
 /// GenericParam rows per owner (TypeOrMethodDef coded index: tag 0 TypeDef, 1 MethodDef).
 fn generic_arity(md: &Metadata<'_>) -> HashMap<u32, usize> {
     let mut out = HashMap::new();
@@ -79,6 +94,8 @@ fn instantiations_carry_their_type_and_method_arguments() {
                 let (name, full) = (b.name.as_deref().unwrap(), b.full_name.as_deref());
                 let full = full.unwrap_or_else(|| panic!("{}: {name} has no full name", f.display()));
                 let (owner_name, method) = name.rsplit_once("::").unwrap();
+                // A conversion operator's return type leads (Metadata::method_full_name).
+                let full = if method.starts_with("op_") && !full.starts_with(owner_name) { without_return_type(full, owner_name) } else { full };
                 let rest = full.strip_prefix(owner_name).unwrap_or_else(|| panic!("{full} is not a body of {owner_name}"));
                 // The owner's arguments, one per generic parameter of its TypeDef.
                 let owner = *owners.entry(b.token).or_insert_with(|| owner_of(&md, b.token));
@@ -130,6 +147,14 @@ fn corelib_instantiations_are_told_apart() {
         ] {
             assert!(full.contains(want), "{}: {want} is missing", rt.version);
         }
+        // Every body has a name of its own: instantiations by their arguments, overloads by their
+        // parameters, conversion operators also by their return types.
+        let mut seen = BTreeSet::new();
+        for b in &opened.bodies {
+            let name = b.full_name.as_deref().unwrap();
+            assert!(seen.insert(name), "{}: two bodies are named {name}", rt.version);
+        }
+        assert!(full.contains("uint8 System.Decimal::op_Explicit(valuetype System.Decimal)"), "{}", rt.version);
         // Every List`1::Add body has a name of its own.
         let adds: Vec<&str> = opened
             .bodies
