@@ -97,6 +97,19 @@ fn bodies_carry_their_parameter_types() {
     overloads.sort_unstable();
     overloads.dedup();
     assert!(overloads.contains(&"System.Math::Max(int32,int32)") && overloads.contains(&"System.Math::Max(float64,float64)"), "{overloads:?}");
+    // R2R instantiations (section 109): the type's arguments from the instantiation signature,
+    // in text and in JSON; `name` stays as contract §4 has it.
+    let o = clrmap(&["il", "dump", corelib.to_str().unwrap(), "--method", "System.Collections.Generic.List`1::Add", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let adds = v["methods"].as_array().unwrap();
+    assert!(adds.iter().all(|m| m["name"] == "System.Collections.Generic.List`1::Add"));
+    let mut full: Vec<&str> = adds.iter().map(|m| m["full_name"].as_str().unwrap()).collect();
+    full.sort_unstable();
+    full.dedup();
+    assert_eq!(full.len(), adds.len(), "{full:?}");
+    assert!(full.contains(&"System.Collections.Generic.List`1<int32>::Add(!0)"), "{full:?}");
+    let text = stdout(&clrmap(&["il", "dump", corelib.to_str().unwrap(), "--method", "System.Collections.Generic.List`1::Add"]));
+    assert!(text.lines().any(|l| l.contains(" System.Collections.Generic.List`1<class System.__Canon>::Add(!0)  rva 0x")), "{text}");
     // A trace: the runtime's names, with the instantiation.
     let text = stdout(&clrmap(&["il", "dump", "examples/frames.nettrace", "--module", "Frames.dll"]));
     assert!(text.contains(" Frames.Box`1[System.Int32]::Make(!0)  "), "{text}");

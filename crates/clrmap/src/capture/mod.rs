@@ -135,6 +135,7 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
                 code_size: l.code_size,
                 name: None,
                 full_name: None,
+                signature: None,
                 module,
                 module_path: Some(l.module.clone()),
                 function_id: Some(l.function_id),

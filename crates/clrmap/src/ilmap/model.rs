@@ -314,4 +314,9 @@ pub struct CodeBody {
     /// runtime's own rendering). After `map`, so contract §4's fields keep their order.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub full_name: Option<String>,
+    /// For an instantiation compiled into a ReadyToRun image (section 109): the file offset of
+    /// its method signature, which holds the type's and the method's arguments
+    /// ([`crate::r2r::instantiation_name`]). Not part of the JSON contract.
+    #[serde(skip)]
+    pub signature: Option<u64>,
 }

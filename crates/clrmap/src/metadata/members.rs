@@ -5,7 +5,7 @@
 use super::schema::table;
 use super::Metadata;
 use crate::read::{Reader, Result};
-use crate::signature::{stream_one, TypeNames};
+use crate::signature::{decode_return_type, stream_one, SpanRenderer, TypeNames};
 
 /// The longest parameter list printed (names are bounded one by one; this bounds their sum).
 const MAX_PARAMS_TEXT: usize = 64 << 10;
@@ -104,15 +104,38 @@ impl<'a> Metadata<'a> {
         };
         let row = self.tables.row(id, rid).ok()?;
         let sig = row.get(column).and_then(|i| self.blobs.get(i)).ok()?;
-        params_text(sig, self)
+        signature_text(sig, self, false).map(|(_, params)| params)
+    }
+
+    /// A body's full name: `display` (the method's name as the caller shows it, with its owner's
+    /// and its own arguments where known) followed by its parameter types, `Ns.Type::M(int32)`.
+    ///
+    /// Conversion operators (`op_Implicit`, `op_Explicit`, and C#'s `op_CheckedExplicit`) are
+    /// the methods that the CLS lets overload on their return type alone (ECMA-335 Partition I,
+    /// "Conversion operators"), so theirs leads, as in an ILAsm member reference:
+    /// `uint8 System.Half::op_Explicit(valuetype System.Half)`.
+    pub fn method_full_name(&self, token: u32, display: &str) -> Option<String> {
+        if token >> 24 != u32::from(table::METHOD_DEF) {
+            return None;
+        }
+        let simple = display.rsplit_once("::").map_or(display, |(_, m)| m);
+        let simple = simple.split_once('<').map_or(simple, |(m, _)| m);
+        let conversion = matches!(simple, "op_Implicit" | "op_Explicit" | "op_CheckedExplicit");
+        let row = self.tables.row(table::METHOD_DEF, token & 0x00FF_FFFF).ok()?;
+        let sig = row.get(4).and_then(|i| self.blobs.get(i)).ok()?;
+        let (ret, params) = signature_text(sig, self, conversion)?;
+        Some(match ret {
+            Some(ret) => format!("{ret} {display}{params}"),
+            None => format!("{display}{params}"),
+        })
     }
 }
 
 /// The parameter list of a MethodDefSig or MethodRefSig (II.23.2.1-2: calling convention,
-/// `[GenParamCount]`, ParamCount, RetType, Param*) as `(P1,P2)`; `None` when it does not decode.
-/// A varargs SENTINEL ends the list with `...`: the types after it belong to one call site, not
-/// to the method.
-fn params_text(sig: Reader<'_>, names: &dyn TypeNames) -> Option<String> {
+/// `[GenParamCount]`, ParamCount, RetType, Param*) as `(P1,P2)`, and the return type too when
+/// `with_return`; `None` when it does not decode. A varargs SENTINEL ends the list with `...`: the
+/// types after it belong to one call site, not to the method.
+fn signature_text(sig: Reader<'_>, names: &dyn TypeNames, with_return: bool) -> Option<(Option<String>, String)> {
     let mut sig = sig;
     let cc = sig.u8("a calling convention").ok()?;
     // A FIELD (6), LOCAL_SIG (7), PROPERTY (8) or GENERICINST (0xA) blob is not a method's.
@@ -124,7 +147,14 @@ fn params_text(sig: Reader<'_>, names: &dyn TypeNames) -> Option<String> {
     }
     let count = sig.compressed_u32("a parameter count").ok()?;
     // RetType (II.23.2.11), the one place VOID is legal: the signature module's rule.
-    crate::signature::decode_return_type(&mut sig, &mut ()).ok()?;
+    let ret = if with_return {
+        let mut printer = SpanRenderer::new(names);
+        let span = decode_return_type(&mut sig, &mut printer).ok()?;
+        Some(printer.text(span).to_owned())
+    } else {
+        decode_return_type(&mut sig, &mut ()).ok()?;
+        None
+    };
     let mut out = String::from("(");
     for i in 0..count {
         if i > 0 {
@@ -141,5 +171,5 @@ fn params_text(sig: Reader<'_>, names: &dyn TypeNames) -> Option<String> {
         }
     }
     out.push(')');
-    Some(out)
+    Some((ret, out))
 }

@@ -209,6 +209,7 @@ impl MethodTable {
             // The runtime's own data: the type's name carries its instantiation
             // (`List`1[System.Int32]`), the signature the parameters.
             full_name,
+            signature: None,
             function_id: Some(m.method_id),
             start: Some(m.start),
             kind: Some(CodeKind::from_method_flags(m.flags)),

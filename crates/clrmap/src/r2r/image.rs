@@ -56,6 +56,9 @@ pub struct EntryPoint {
     pub runtime_function: u32,
     /// True for an instantiation from section 109.
     pub instantiation: bool,
+    /// For an instantiation: the file offset of its method signature, which names the body
+    /// ([`super::instantiation_name`]).
+    pub signature: Option<u64>,
 }
 
 /// A parsed ReadyToRun image.
@@ -187,7 +190,7 @@ impl<'a> ReadyToRunImage<'a> {
                 if let Some(at) = arr.get(i)? {
                     let mut r = native::at(sec, at)?;
                     let id = native::unsigned(&mut r)?;
-                    out.push(EntryPoint { token: 0x0600_0000 | i.saturating_add(1), runtime_function: Self::entry_index(id), instantiation: false });
+                    out.push(EntryPoint { token: 0x0600_0000 | i.saturating_add(1), runtime_function: Self::entry_index(id), instantiation: false, signature: None });
                 }
             }
         }
@@ -195,9 +198,10 @@ impl<'a> ReadyToRunImage<'a> {
             let table = NativeHashtable::parse(sec, sec.offset())?;
             for at in table.entries()? {
                 let mut r = native::at(sec, at)?;
+                let signature = r.offset();
                 let token = super::methodsig::skip_method_signature(&mut r)?;
                 let id = native::unsigned(&mut r)?;
-                out.push(EntryPoint { token, runtime_function: Self::entry_index(id), instantiation: true });
+                out.push(EntryPoint { token, runtime_function: Self::entry_index(id), instantiation: true, signature: Some(signature) });
             }
         }
         Ok(out)
@@ -278,6 +282,7 @@ impl<'a> ReadyToRunImage<'a> {
                 code_size,
                 map: public_map(&bounds, code_size),
                 kind: Some(crate::ilmap::CodeKind::R2r),
+                signature: e.signature,
                 ..CodeBody::default()
             });
         }

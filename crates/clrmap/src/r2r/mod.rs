@@ -23,5 +23,6 @@ pub use debuginfo::{
     bitpacked_bounds, decode as decode_debug_info, encode_bitpacked_bounds, encode_nibble_bounds, nibble_bounds, nibble_vars, DebugInfo,
     NibbleWriter, Var, VarLoc,
 };
+pub use methodsig::{instantiation_name, read_method_signature, MethodSig};
 pub use image::{section, EntryPoint, ReadyToRunImage, RuntimeFunction, MAX_KNOWN_MAJOR, READYTORUN_SIGNATURE};
 pub use machine::{Machine, Os};

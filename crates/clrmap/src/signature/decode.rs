@@ -31,12 +31,55 @@ pub(super) const MVAR: u8 = 0x1E;
 pub(super) const CMOD_REQD: u8 = 0x1F;
 pub(super) const CMOD_OPT: u8 = 0x20;
 const SENTINEL: u8 = 0x41;
-const VAR_ZAPSIG: u8 = 0x3B;
-const NATIVE_ARRAY_TEMPLATE_ZAPSIG: u8 = 0x3C;
-const NATIVE_VALUETYPE_ZAPSIG: u8 = 0x3D;
-const CANON_ZAPSIG: u8 = 0x3E;
-const MODULE_ZAPSIG: u8 = 0x3F;
 const PINNED: u8 = 0x45;
+
+/// The codes a grammar adds to ECMA-335's. The strict grammar ([`Ecma`]) adds none; the
+/// runtime's zapsig flavour (`super::zapsig`) adds its own. Everything else (the walk, the depth
+/// limit, the VOID rule, the ECMA productions) is the one decoder's.
+pub(super) trait Grammar<P: TypeProvider>: Sized {
+    /// A type whose element type `code` (at `at`) ECMA-335 does not define.
+    fn extra(d: &mut Decoder<'_, P, Self>, r: &mut Reader<'_>, code: u8, at: u64, depth: u32, pos: Position) -> Result<P::Type>;
+
+    /// GENERICINST's generic type: `CLASS | VALUETYPE` and a TypeDefOrRefEncoded token
+    /// (Augments items 1, 2). Returns whether it is a value type, and the token.
+    fn generic_type(d: &mut Decoder<'_, P, Self>, r: &mut Reader<'_>) -> Result<(bool, u32)> {
+        let _ = d;
+        class_or_value_type(r)
+    }
+
+    /// The provider has named GENERICINST's generic type; its arguments follow.
+    #[inline]
+    fn generic_type_named(d: &mut Decoder<'_, P, Self>) {
+        let _ = d;
+    }
+}
+
+/// ECMA-335 with the Augments and the contract's rules, and no other code: what dictionary maps,
+/// metadata blobs and the CLI read.
+pub(super) struct Ecma;
+
+impl<P: TypeProvider> Grammar<P> for Ecma {
+    // END 0x00, the obsolete 0x17/0x1A, the runtime-internal 0x21/0x22/0x3B-0x3F, SENTINEL
+    // outside a parameter list, PINNED in a type, and everything unknown (contract §2).
+    fn extra(_: &mut Decoder<'_, P, Self>, _: &mut Reader<'_>, _: u8, at: u64, _: u32, _: Position) -> Result<P::Type> {
+        Err(bad_element_type(at))
+    }
+}
+
+/// `bad_element_type` at `at`: a code the grammar does not have.
+pub(super) fn bad_element_type(at: u64) -> Error {
+    Error::new(ErrorKind::BadElementType, at, "an element type legal here")
+}
+
+/// `CLASS | VALUETYPE` then a TypeDefOrRefEncoded token: GENERICINST's generic type.
+pub(super) fn class_or_value_type(r: &mut Reader<'_>) -> Result<(bool, u32)> {
+    let kind_at = r.offset();
+    let kind = r.u8("CLASS or VALUETYPE")?;
+    if kind != CLASS && kind != VALUETYPE {
+        return Err(Error::new(ErrorKind::BadElementType, kind_at, "CLASS or VALUETYPE after GENERICINST"));
+    }
+    Ok((kind == VALUETYPE, type_def_or_ref(r)?))
+}
 
 /// Decode one type (depth 1) from `r`, strictly, through `provider`.
 ///
@@ -44,29 +87,19 @@ const PINNED: u8 = 0x45;
 /// absolute offset of the field at fault; the cursor's generic [`ErrorKind::Truncated`] is left for
 /// the caller to map (a heap item maps it to `item_length_mismatch`).
 pub fn decode_type<P: TypeProvider>(r: &mut Reader<'_>, provider: &mut P) -> Result<P::Type> {
-    Decoder { provider, zapsig: false }.ty(r, 1, Position::Plain)
-}
-
-/// Skip one type written in the runtime's *zapsig* flavour (ReadyToRun method signatures): the
-/// ECMA grammar plus VAR_ZAPSIG 0x3B (a RID), NATIVE_ARRAY_TEMPLATE 0x3C and NATIVE_VALUETYPE
-/// 0x3D (each followed by a type), CANON 0x3E (`System.__Canon`) and MODULE_ZAPSIG 0x3F (a module
-/// index, then a type, also where GENERICINST expects CLASS/VALUETYPE). corhdr.h
-/// `CorElementTypeZapSig`; ilmap.md "Reading InstanceMethodEntryPoints". A dictionary map never
-/// accepts these codes.
-pub fn skip_zapsig_type(r: &mut Reader<'_>) -> Result<()> {
-    Decoder { provider: &mut (), zapsig: true }.ty(r, 1, Position::Plain)
+    Decoder::<P, Ecma>::new(provider).ty(r, 1, Position::Plain)
 }
 
 /// Decode a method's return type (RetType, II.23.2.11): like [`decode_type`], but VOID is legal
 /// here (also after custom modifiers).
 pub fn decode_return_type<P: TypeProvider>(r: &mut Reader<'_>, provider: &mut P) -> Result<P::Type> {
-    Decoder { provider, zapsig: false }.ty(r, 1, Position::Return)
+    Decoder::<P, Ecma>::new(provider).ty(r, 1, Position::Return)
 }
 
 /// Decode a local variable's type (II.23.2.6): like [`decode_type`], but a leading PINNED is
 /// allowed (`PINNED? BYREF? Type`, with custom modifiers first).
 pub fn decode_local_type<P: TypeProvider>(r: &mut Reader<'_>, provider: &mut P) -> Result<P::Type> {
-    let mut d = Decoder { provider, zapsig: false };
+    let mut d = Decoder::<P, Ecma>::new(provider);
     if r.peek_u8("an element type")? == PINNED {
         r.u8("PINNED")?;
         let inner = d.ty(r, 2, Position::Plain)?;
@@ -80,20 +113,24 @@ pub fn skip_type(r: &mut Reader<'_>) -> Result<()> {
     decode_type(r, &mut ())
 }
 
-struct Decoder<'p, P> {
-    provider: &'p mut P,
-    /// Accept the runtime's zapsig codes (only ever with the `()` provider: [`skip_zapsig_type`]).
-    zapsig: bool,
+/// The one recursive-descent walk, for a grammar `G`.
+pub(super) struct Decoder<'p, P, G> {
+    pub(super) provider: &'p mut P,
+    grammar: core::marker::PhantomData<G>,
 }
 
 /// `depth + 1`, saturating (the limit check stops the walk long before overflow).
 #[inline]
-fn deeper(depth: u32) -> u32 {
+pub(super) fn deeper(depth: u32) -> u32 {
     depth.saturating_add(1)
 }
 
-impl<P: TypeProvider> Decoder<'_, P> {
-    fn ty(&mut self, r: &mut Reader<'_>, depth: u32, pos: Position) -> Result<P::Type> {
+impl<'p, P: TypeProvider, G: Grammar<P>> Decoder<'p, P, G> {
+    pub(super) fn new(provider: &'p mut P) -> Self {
+        Decoder { provider, grammar: core::marker::PhantomData }
+    }
+
+    pub(super) fn ty(&mut self, r: &mut Reader<'_>, depth: u32, pos: Position) -> Result<P::Type> {
         let start = r.offset();
         if depth > MAX_DEPTH {
             return Err(Error::new(ErrorKind::TooDeep, start, "types nested at most 100 deep"));
@@ -101,7 +138,6 @@ impl<P: TypeProvider> Decoder<'_, P> {
         // II.23.2.12: the element type is one byte (SRM reads a compressed integer here; CoreCLR,
         // dnlib, Cecil and ildasm read one byte, and so do we).
         let code = r.u8("an element type")?;
-        let bad = || Error::new(ErrorKind::BadElementType, start, "an element type legal here");
         if let Some(p) = Primitive::from_code(code) {
             pos.check(p, start)?;
             return Ok(self.provider.primitive(p));
@@ -138,29 +174,20 @@ impl<P: TypeProvider> Decoder<'_, P> {
             }
             // GENERICINST (CLASS | VALUETYPE) TypeDefOrRefEncoded GenArgCount Type+ (Augments 1, 2).
             GENERICINST => {
-                let mut kind_at = r.offset();
-                let mut kind = r.u8("CLASS or VALUETYPE")?;
-                if self.zapsig && kind == MODULE_ZAPSIG {
-                    r.compressed_u32("a module index")?;
-                    kind_at = r.offset();
-                    kind = r.u8("CLASS or VALUETYPE")?;
-                }
-                if kind != CLASS && kind != VALUETYPE {
-                    return Err(Error::new(ErrorKind::BadElementType, kind_at, "CLASS or VALUETYPE after GENERICINST"));
-                }
-                let token = type_def_or_ref(r)?;
+                let (value_type, token) = G::generic_type(self, r)?;
                 let count_at = r.offset();
                 let count = r.compressed_u32("a generic argument count")?;
                 if count == 0 {
                     return Err(Error::new(ErrorKind::EmptyInstantiation, count_at, "at least one generic argument"));
                 }
-                self.provider.begin_generic_inst(kind == VALUETYPE, token);
+                self.provider.begin_generic_inst(value_type, token);
+                G::generic_type_named(self);
                 let mut args = list(count, r);
                 for i in 0..count {
                     self.provider.begin_generic_arg(i);
                     args.push(self.ty(r, deeper(depth), Position::Plain)?);
                 }
-                Ok(self.provider.generic_inst(kind == VALUETYPE, token, args))
+                Ok(self.provider.generic_inst(value_type, token, args))
             }
             FNPTR => {
                 let sig = self.method_signature(r, depth)?;
@@ -178,23 +205,7 @@ impl<P: TypeProvider> Decoder<'_, P> {
                 let inner = self.ty(r, deeper(depth), pos)?;
                 Ok(self.provider.modified(code == CMOD_REQD, modifier, inner))
             }
-            // Zapsig codes, in zapsig mode only. The provider sees `object` in their place: this
-            // mode is only reachable through `skip_zapsig_type`, whose provider is `()`.
-            VAR_ZAPSIG if self.zapsig => {
-                r.compressed_u32("a type RID")?;
-                Ok(self.provider.primitive(Primitive::Object))
-            }
-            NATIVE_ARRAY_TEMPLATE_ZAPSIG | NATIVE_VALUETYPE_ZAPSIG if self.zapsig => {
-                self.ty(r, deeper(depth), Position::Plain)
-            }
-            CANON_ZAPSIG if self.zapsig => Ok(self.provider.primitive(Primitive::Object)),
-            MODULE_ZAPSIG if self.zapsig => {
-                r.compressed_u32("a module index")?;
-                self.ty(r, deeper(depth), pos)
-            }
-            // END 0x00, the obsolete 0x17/0x1A, the runtime-internal 0x21/0x22/0x3B-0x3F, SENTINEL
-            // outside a parameter list, PINNED in a type, and everything unknown (contract §2).
-            _ => Err(bad()),
+            _ => G::extra(self, r, code, start, depth, pos),
         }
     }
 
@@ -244,7 +255,7 @@ fn list<T>(count: u32, r: &Reader<'_>) -> Vec<T> {
 }
 
 /// TypeDefOrRefEncoded: a coded token that must name a TypeDef or TypeRef (Augments item 1).
-fn type_def_or_ref(r: &mut Reader<'_>) -> Result<u32> {
+pub(super) fn type_def_or_ref(r: &mut Reader<'_>) -> Result<u32> {
     let at = r.offset();
     let token = r.coded_type_token("a TypeDefOrRefEncoded token")?;
     if token_table(token) == 0x1B {

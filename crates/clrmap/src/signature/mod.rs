@@ -17,14 +17,16 @@ mod provider;
 pub(crate) mod quick;
 mod sig;
 mod types;
+mod zapsig;
 
-pub use decode::{decode_local_type, decode_return_type, decode_type, skip_type, skip_zapsig_type, MAX_ARRAY_RANK, MAX_DEPTH};
+pub use decode::{decode_local_type, decode_return_type, decode_type, skip_type, MAX_ARRAY_RANK, MAX_DEPTH};
 pub use encode::encode_type;
 pub use names::{HexTokens, TypeNames};
 pub use parse::{parse_type, parse_type_list};
 pub use print::{fold, render, render_one, stream_one, write_type, Print, Span, SpanRenderer, StreamRenderer};
 pub use provider::{TreeProvider, TypeProvider};
 pub use sig::TypeSig;
+pub use zapsig::{decode_zapsig_type, skip_zapsig_type, ZapsigProvider};
 pub use types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
 
 #[cfg(test)]

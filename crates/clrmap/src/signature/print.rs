@@ -17,6 +17,7 @@ use core::fmt::{self, Write as _};
 use super::decode::decode_type;
 use super::names::TypeNames;
 use super::provider::TypeProvider;
+use super::zapsig::ZapsigProvider;
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
 use crate::read::{Reader, Result};
 
@@ -70,6 +71,15 @@ pub trait Print: sealed::Sealed {
     fn open(&mut self);
     /// The mark of the most recently opened production, through the end of the text.
     fn close(&mut self) -> Self::Mark;
+    /// Tokens named from here on belong to module `index` of a ReadyToRun image's reference
+    /// table (`None`: to the names' own module).
+    fn set_module(&mut self, index: Option<u32>);
+}
+
+/// A token of another module (a zapsig MODULE_ZAPSIG override): the resolver names this module's
+/// tokens only, so it prints raw, after the module's index: `[#2]0x01000003`.
+fn write_foreign_token(out: &mut dyn fmt::Write, module: u32, token: u32) -> fmt::Result {
+    write!(out, "[#{module}]0x{token:08X}")
 }
 
 mod sealed {
@@ -211,6 +221,27 @@ impl<P: Print> TypeProvider for P {
     }
 }
 
+/// The zapsig productions (ReadyToRun signatures), in the same notation.
+impl<P: Print> ZapsigProvider for P {
+    /// `System.__Canon` is a class of CoreLib; the runtime and R2RDump print it by that name.
+    fn canon(&mut self) -> P::Mark {
+        let at = self.here();
+        self.put("class System.__Canon");
+        self.through(at)
+    }
+
+    /// The GenericParam row's token (0x2A), which resolvers name as they can.
+    fn generic_param(&mut self, rid: u32) -> P::Mark {
+        let at = self.here();
+        self.put_name(0x2A00_0000 | (rid & 0x00FF_FFFF));
+        self.through(at)
+    }
+
+    fn module(&mut self, index: Option<u32>) {
+        self.set_module(index);
+    }
+}
+
 /// A span of [`SpanRenderer`]'s buffer: one rendered type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
@@ -226,6 +257,8 @@ pub struct SpanRenderer<'n> {
     buf: Vec<u8>,
     /// Where each open GENERICINST or FNPTR started.
     open: Vec<usize>,
+    /// The module of the tokens being named, when not the names' own (zapsig only).
+    module: Option<u32>,
 }
 
 /// `fmt::Write` into the byte buffer.
@@ -247,7 +280,7 @@ impl fmt::Debug for SpanRenderer<'_> {
 impl<'n> SpanRenderer<'n> {
     /// A renderer naming tokens through `names` ([`super::HexTokens`] for `0x01000012`).
     pub fn new(names: &'n dyn TypeNames) -> Self {
-        SpanRenderer { names, buf: Vec::with_capacity(256), open: Vec::new() }
+        SpanRenderer { names, buf: Vec::with_capacity(256), open: Vec::new(), module: None }
     }
 
     /// The text of a span.
@@ -259,6 +292,7 @@ impl<'n> SpanRenderer<'n> {
     pub fn clear(&mut self) {
         self.buf.clear();
         self.open.clear();
+        self.module = None;
     }
 }
 
@@ -270,6 +304,10 @@ impl Print for SpanRenderer<'_> {
     }
 
     fn put_name(&mut self, token: u32) {
+        if let Some(module) = self.module {
+            let _ = write_foreign_token(&mut Sink(&mut self.buf), module, token);
+            return;
+        }
         let mark = self.buf.len();
         if self.names.write_type_name(token, &mut Sink(&mut self.buf)).is_err() {
             // A resolver that cannot name a token must not lose it: take back what it wrote and
@@ -296,6 +334,10 @@ impl Print for SpanRenderer<'_> {
         let start = self.open.pop().unwrap_or(self.buf.len());
         Span { start, end: self.buf.len() }
     }
+
+    fn set_module(&mut self, index: Option<u32>) {
+        self.module = index;
+    }
 }
 
 /// The printer straight into a [`core::fmt::Write`]: nothing is held in memory beyond the
@@ -310,6 +352,8 @@ pub struct StreamRenderer<'n, 'w> {
     names: &'n dyn TypeNames,
     out: &'w mut dyn fmt::Write,
     failed: bool,
+    /// The module of the tokens being named, when not the names' own (zapsig only).
+    module: Option<u32>,
 }
 
 impl fmt::Debug for StreamRenderer<'_, '_> {
@@ -341,7 +385,7 @@ impl fmt::Write for Watch<'_> {
 impl<'n, 'w> StreamRenderer<'n, 'w> {
     /// A renderer naming tokens through `names` and writing to `out`.
     pub fn new(names: &'n dyn TypeNames, out: &'w mut dyn fmt::Write) -> Self {
-        StreamRenderer { names, out, failed: false }
+        StreamRenderer { names, out, failed: false, module: None }
     }
 
     /// `Ok` unless a write failed (or a name failed after part of it was written).
@@ -367,6 +411,10 @@ impl Print for StreamRenderer<'_, '_> {
         if self.failed {
             return;
         }
+        if let Some(module) = self.module {
+            let _ = write_foreign_token(&mut Via(self), module, token);
+            return;
+        }
         let mut w = Watch { out: &mut *self.out, written: false, failed: false };
         if self.names.write_type_name(token, &mut w).is_ok() {
             return;
@@ -385,6 +433,10 @@ impl Print for StreamRenderer<'_, '_> {
     fn open(&mut self) {}
 
     fn close(&mut self) {}
+
+    fn set_module(&mut self, index: Option<u32>) {
+        self.module = index;
+    }
 }
 
 /// Decode one type from `r` and print it into `out` as it is decoded (see [`StreamRenderer`]).

@@ -96,7 +96,7 @@ fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
 /// A body's name and its name with parameter types, from its module's metadata.
 fn name_body(md: &Metadata<'_>, body: &mut CodeBody) {
     body.name = md.method_name(body.token);
-    body.full_name = body.name.as_ref().and_then(|n| md.method_params(body.token).map(|p| format!("{n}{p}")));
+    body.full_name = body.name.as_ref().and_then(|n| md.method_full_name(body.token, n));
 }
 
 /// Read and decode a source file.
@@ -139,6 +139,10 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         if let Ok(md) = Metadata::parse(&bytes) {
             for b in &mut bodies {
                 name_body(&md, b);
+                // An instantiation's full name carries its arguments, from its signature.
+                if let Some(name) = b.signature.and_then(|at| crate::r2r::instantiation_name(&bytes, at, &md)) {
+                    b.full_name = Some(name);
+                }
             }
         }
         return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new() });

@@ -9,6 +9,7 @@ mod support;
 mod fuzz_regressions;
 mod metadata;
 mod r2r;
+mod instantiations;
 mod profiler;
 mod nettrace;
 mod pdb;
