@@ -7,6 +7,7 @@
 //! profiler (`cargo build --workspace`): `#[ignore = "needs .NET"]`, run by scripts/test.sh, and a
 //! missing tool fails them.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -208,21 +209,38 @@ fn live_route(version: &str) {
     assert!(own.lines.iter().any(|e| e.line == marker_line("HOT-OWN") && e.file == "/_/src/Hot.cs"), "{own:?}");
     assert!(planned.iter().any(|p| p.name == "System.Marvin::ComputeHash32" && p.lines.is_empty()));
     // Live code loads carry the process's code bytes: not all zero.
-    let mut reader = JitDumpReader::new(std::fs::File::open(&dump).unwrap()).unwrap();
-    let mut nonzero = 0;
-    while let Some(raw) = reader.next_record().unwrap() {
-        if let JitDumpRecord::CodeLoad(l) = raw.parse().unwrap() {
-            nonzero += usize::from(l.code_bytes.as_slice().iter().any(|&b| b != 0));
+    let code_of = |path: &Path| {
+        let mut reader = JitDumpReader::new(std::fs::File::open(path).unwrap()).unwrap();
+        let mut code = HashMap::new();
+        while let Some(raw) = reader.next_record().unwrap() {
+            if let JitDumpRecord::CodeLoad(l) = raw.parse().unwrap() {
+                code.insert(l.code_addr, l.code_bytes.as_slice().to_vec());
+            }
         }
-    }
-    assert_eq!(nonzero, live.len());
+        code
+    };
+    let live_code = code_of(&dump);
+    assert_eq!(live_code.values().filter(|c| c.iter().any(|&b| b != 0)).count(), live.len());
 
-    // Offline from the capture: the same ranges, names and lines (zero-filled code).
+    // Offline from the capture: the same ranges, names and lines; ReadyToRun code read from
+    // its image, byte for byte what the process ran; jitted code zero-filled.
     let offline = dir.join("offline.dump");
     run_ok(Command::new(env!("CARGO_BIN_EXE_clrmap")).args(["perf", "jitdump"]).arg(&cap).arg("-o").arg(&offline));
     let (off_pid, off) = read_independently(&offline);
     assert_eq!(off_pid, pid);
     assert_eq!(off, expected);
+    let r2r: std::collections::HashSet<u64> = sym.store().bodies().iter().filter(|b| b.rva.is_some()).filter_map(|b| b.start).collect();
+    let mut from_image = 0;
+    for (address, code) in code_of(&offline) {
+        if r2r.contains(&address) {
+            assert_eq!(Some(&code), live_code.get(&address), "{version}: R2R code at 0x{address:X} differs from the process's");
+            from_image += 1;
+        } else {
+            assert!(code.iter().all(|&b| b == 0), "{version}: jitted code offline is zeros");
+        }
+    }
+    assert!(from_image >= 10, "{version}: {from_image} R2R bodies");
+    println!("{version}: offline jitdump: {from_image} ReadyToRun bodies with code from their images, equal to the process's");
     // Enriching the live file changes nothing: it already has every line and body.
     let again = dir.join("again.dump");
     run_ok(Command::new(env!("CARGO_BIN_EXE_clrmap")).args(["perf", "jitdump"]).arg(&cap).arg("--enrich").arg(&dump).arg("-o").arg(&again));

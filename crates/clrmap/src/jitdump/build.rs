@@ -1,9 +1,10 @@
 //! Jitdump records and perf maps from a source of bodies (a capture or a trace), offline.
 //!
-//! Offline there is no process memory: code bytes are zeros, so `perf report` shows the methods
-//! and their lines but `perf annotate` has no instructions. Module load addresses, body addresses
-//! and sizes come from the capture or trace, the lines from each module's PDB
-//! ([`crate::symbolizer::Symbolizer::line_table`]).
+//! Offline there is no process memory. ReadyToRun code is the same bytes as in its module's file
+//! (the loader maps sections as they are; relocations are in data, not in R2R method code), so a
+//! body with an RVA gets its code from the image; jitted code is zeros, and `perf annotate` has no
+//! instructions for it. Module load addresses, body addresses and sizes come from the capture or
+//! trace, the lines from each module's PDB ([`crate::symbolizer::Symbolizer::line_table`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -27,6 +28,9 @@ pub struct Planned {
     pub lines: Vec<LineEntry>,
     /// The process that ran it, when the source says.
     pub pid: Option<u32>,
+    /// The code bytes, where known offline (ReadyToRun code, from its image); else zeros are
+    /// written.
+    pub code: Option<Vec<u8>>,
 }
 
 /// The symbol name clrmap gives a body: `Ns.Type::Method`, or `Module.dll!0x06000012` when its
@@ -46,20 +50,41 @@ fn name_of(body: &CodeBody) -> String {
 /// `pid` (all when `None`; bodies that name no process are always kept), in address order.
 pub fn plan(sym: &Symbolizer, pid: Option<u32>) -> Vec<Planned> {
     let mut out = Vec::new();
+    let mut images = Images::default();
     for (i, body) in sym.store().bodies().iter().enumerate() {
         let Some(start) = body.start else { continue };
         if body.code_size == 0 || pid.is_some_and(|p| body.pid.is_some_and(|b| b != p)) {
             continue;
         }
         let lines = line_entries(start, &sym.line_table(i));
-        out.push(Planned { address: start, code_size: u64::from(body.code_size), name: name_of(body), lines, pid: body.pid });
+        let code = match (body.rva, body.module_path.as_deref()) {
+            (Some(rva), Some(path)) => images.code(path, rva, body.code_size),
+            _ => None,
+        };
+        out.push(Planned { address: start, code_size: u64::from(body.code_size), name: name_of(body), lines, pid: body.pid, code });
     }
     out.sort_by_key(|p| p.address);
     out
 }
 
+/// Module files read for their ReadyToRun code, each once (`None`: unreadable, not a PE file).
+#[derive(Default)]
+struct Images(HashMap<String, Option<Vec<u8>>>);
+
+impl Images {
+    /// `size` bytes of code at `rva` in the image at `path`, when one section's raw data holds
+    /// them all.
+    fn code(&mut self, path: &str, rva: u32, size: u32) -> Option<Vec<u8>> {
+        let bytes = self.0.entry(path.to_owned()).or_insert_with(|| crate::fs::read_regular(std::path::Path::new(path), crate::fs::MAX_FILE).ok()).as_deref()?;
+        let image = crate::pe::PeImage::parse(bytes).ok()?;
+        let mut code = image.reader_at(rva, size).ok()?;
+        Some(code.bytes(size as usize, "code").ok()?.to_vec())
+    }
+}
+
 /// A whole jitdump: the header, then for each body its debug-info record (when it has lines) and
-/// its code load, all stamped `header.timestamp`, code indexes from 1, zero-filled code, thread 0.
+/// its code load, all stamped `header.timestamp`, code indexes from 1, thread 0, and the code
+/// bytes where known (else zeros).
 pub fn write_new(planned: &[Planned], header: FileHeader) -> Vec<u8> {
     let mut out = header.encode().to_vec();
     let mut index = 0u64;
@@ -76,7 +101,8 @@ fn push_body(out: &mut Vec<u8>, p: &Planned, timestamp: u64, pid: u32, index: u6
             out.extend(r);
         }
     }
-    let load = CodeLoad { timestamp, pid, tid: 0, address: p.address, code_size: p.code_size, code_index: index, name: &p.name, code: None };
+    let code = p.code.as_deref().filter(|c| c.len() as u64 == p.code_size);
+    let load = CodeLoad { timestamp, pid, tid: 0, address: p.address, code_size: p.code_size, code_index: index, name: &p.name, code };
     if let Some(r) = encode_code_load(&load) {
         out.extend(r);
     }
@@ -177,7 +203,7 @@ mod tests {
             LineEntry { address, line, column: 1, file: "a.cs".into() },
             LineEntry { address: address + 16, line, column: 1, file: "a.cs".into() },
         ];
-        Planned { address, code_size: 16, name: format!("M{address:x}"), lines, pid: Some(7) }
+        Planned { address, code_size: 16, name: format!("M{address:x}"), lines, pid: Some(7), code: None }
     }
 
     /// A runtime-like dump: code loads only, no debug info.
