@@ -4,7 +4,7 @@
 //! ([`crate::signature::decode_zapsig_type`]).
 //!
 //! A body's full name comes from here: the owner type carries the type's arguments and the
-//! instantiation the method's (`System.Collections.Generic.List`1<int32>::Add(!0)`), which is
+//! instantiation the method's (``System.Collections.Generic.List`1<int32>::Add(!0)``), which is
 //! what tells the instantiations of one method apart.
 
 use crate::metadata::Metadata;
@@ -81,10 +81,11 @@ fn owner_text(text: &str) -> &str {
 }
 
 /// The full name of the body whose method signature starts at file offset `at` of `image`, in
-/// the contract's notation: `Ns.Type`1<int32>::Method<string>(!0,!!0)`. The owner and the
+/// the contract's notation: ``Ns.Type`1<int32>::Method<string>(!0,!!0)``. The owner and the
 /// method's arguments come from the signature, the method's name and its parameter types from
-/// `md` ([`Metadata::method_full_name`], which also puts a conversion operator's return type first). Stubs say so after the name, as R2RDump does: ` [UNBOX]`, ` [INST]`. `None` when the
-/// signature does not read or names a method of another module.
+/// `md` ([`Metadata::method_full_name`], which also puts a conversion operator's return type
+/// first). Stubs say so after the name, as R2RDump does: `" [UNBOX]"`, `" [INST]"`. `None` when
+/// the signature does not read or names a method of another module.
 pub fn instantiation_name(image: &[u8], at: u64, md: &Metadata<'_>) -> Option<String> {
     let bytes = image.get(usize::try_from(at).ok()?..)?;
     let mut printer = SpanRenderer::new(md);

@@ -2,7 +2,8 @@
 //! strictness rules of `contract.md` §2).
 //!
 //! One recursive-descent walk, guarded by a depth limit, hands every production to a
-//! [`TypeProvider`]. Nothing is allocated in proportion to an untrusted count: list capacities are
+//! [`TypeProvider`]. The walk is generic over a [`Grammar`]: [`Ecma`] adds no code to the
+//! standard's, the zapsig grammar (`zapsig.rs`) adds the runtime's. Nothing is allocated in proportion to an untrusted count: list capacities are
 //! capped by the bytes left, because every element takes at least one byte.
 
 use super::position::Position;

@@ -132,6 +132,25 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20_000))]
+        /// The zapsig grammar extends the strict one: whatever the strict decoder accepts, it
+        /// accepts too, stopping at the same byte and printing the same text.
+        #[test]
+        fn strict_types_read_the_same_as_zapsig(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24)) {
+            let mut strict = Reader::new(&bytes, 0);
+            let mut p = SpanRenderer::new(&HexTokens);
+            if let Ok(span) = crate::signature::decode_type(&mut strict, &mut p) {
+                let want = p.text(span).to_owned();
+                let mut zap = Reader::new(&bytes, 0);
+                let mut q = SpanRenderer::new(&HexTokens);
+                let got = decode_zapsig_type(&mut zap, &mut q).map(|s| q.text(s).to_owned());
+                proptest::prop_assert_eq!(got.ok(), Some(want));
+                proptest::prop_assert_eq!(zap.len(), strict.len());
+            }
+        }
+    }
+
     #[test]
     fn ecma_rules_still_hold() {
         // VOID outside a return, and an unknown code, are faults here too.

@@ -3,7 +3,7 @@
 
 use clrmap::gdmap::{DictionaryMap, DictionaryMapBuilder, Lookup, SortedFlag};
 use clrmap::read::Reader;
-use clrmap::signature::{decode_type, encode_type, parse_type, write_type, HexTokens, TreeProvider};
+use clrmap::signature::{decode_type, decode_zapsig_type, encode_type, parse_type, write_type, HexTokens, SpanRenderer, TreeProvider};
 
 use crate::support::repo_root;
 
@@ -31,6 +31,11 @@ fn signature_inputs() {
             assert_eq!(decode_type(&mut Reader::new(&bytes, 0), &mut TreeProvider).unwrap(), tree);
             let text = write_type(&tree, &HexTokens);
             assert_eq!(write_type(&parse_type(&text).unwrap(), &HexTokens), text);
+            let mut zap = SpanRenderer::new(&HexTokens);
+            let span = decode_zapsig_type(&mut Reader::new(&data, 0), &mut zap).unwrap();
+            assert_eq!(zap.text(span), text);
+        } else {
+            let _ = decode_zapsig_type(&mut Reader::new(&data, 0), &mut SpanRenderer::new(&HexTokens));
         }
     }
 }
