@@ -588,5 +588,19 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
         assert!(status.success() && err.contains("the process exited"), "{}: {status:?}: {err}", rt.version);
         let c = clrmap::capture::read_capture(&std::fs::read(&capture).unwrap()).unwrap();
         assert!(c.bodies.iter().any(|b| !b.before_attach), "{}: bodies after the attach", rt.version);
+
+        // A process that already has a profiler (here, clrmap's own from launch): the runtime's
+        // refusal, with its HRESULT, in its own status; the process is not disturbed.
+        let so = profiler_path().unwrap();
+        let launch = dll.with_file_name("launch.capture");
+        let _ = std::fs::remove_file(&launch);
+        let target = Target::start(rt, &dll, Some((&so, &launch)));
+        let refused = dll.with_file_name("refused.capture");
+        let o = Command::new(&bin).args(["profile", "--pid", &target.pid().to_string(), "-o"]).arg(&refused).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(8), "{}: {err}", rt.version);
+        assert!(err.contains("0x8013136A") && err.contains("already loaded"), "{}: {err}", rt.version);
+        let (out, status) = target.exit_output();
+        assert_eq!((out[0].as_str(), status.code()), (plain_out[0].as_str(), Some(0)), "{}", rt.version);
     }
 }
