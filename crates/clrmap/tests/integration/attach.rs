@@ -589,6 +589,26 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
         let c = clrmap::capture::read_capture(&std::fs::read(&capture).unwrap()).unwrap();
         assert!(c.bodies.iter().any(|b| !b.before_attach), "{}: bodies after the attach", rt.version);
 
+        // `clrmap` killed while attached: the profiler sees its pid gone and detaches by itself.
+        let mut target = Target::start(rt, &dll, None);
+        let capture = dll.with_file_name("orphaned.capture");
+        let _ = std::fs::remove_file(&capture);
+        let mut cli = profile_pid(&bin, target.pid(), &capture);
+        wait_for_attach(rt.version, &capture, &mut cli);
+        cli.kill().unwrap();
+        let _ = cli.wait();
+        let t = Instant::now();
+        while !clrmap::capture::read_capture(&std::fs::read(&capture).unwrap()).unwrap().ended.contains(&target.pid()) {
+            assert!(t.elapsed() < TIMEOUT, "{}: the profiler did not detach after clrmap was killed", rt.version);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for _ in 0..2 {
+            target.command("jit");
+            target.expect("jitted");
+        }
+        let (out, status) = target.exit_output();
+        assert_eq!((out, status.code()), (plain_out.clone(), plain_status.code()), "{}", rt.version);
+
         // A process that already has a profiler (here, clrmap's own from launch): the runtime's
         // refusal, with its HRESULT, in its own status; the process is not disturbed.
         let so = profiler_path().unwrap();
