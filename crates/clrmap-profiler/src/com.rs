@@ -275,23 +275,27 @@ impl Info {
     }
 
     /// The two-call protocol, by FunctionID (GetILToNativeMapping) or by code start
-    /// (GetILToNativeMapping3).
+    /// (GetILToNativeMapping3). The first call already offers room for 64 entries (most maps fit):
+    /// `pcMap` says how many there are, so a second call is needed only for longer maps, and the
+    /// runtime decodes most maps once instead of twice.
     pub fn il_map(&self, by_start: bool, key: usize) -> Result<Vec<IlMap>, Hresult> {
         let f = if by_start { self.vtbl().get_il_to_native_mapping3 } else { self.vtbl().get_il_to_native_mapping };
+        let mut map = vec![IlMap::default(); 64];
         let mut n = 0u32;
-        // SAFETY: a size query: cMap 0 and a null map.
-        let hr = unsafe { f(self.this(), key, 0, &mut n, std::ptr::null_mut()) };
+        // SAFETY: the buffer holds `map.len()` entries.
+        let hr = unsafe { f(self.this(), key, map.len() as u32, &mut n, map.as_mut_ptr()) };
         if hr != S_OK {
             return Err(hr);
         }
-        let mut map = vec![IlMap::default(); n as usize];
-        let mut m = 0u32;
-        // SAFETY: the buffer holds `n` entries.
-        let hr = unsafe { f(self.this(), key, n, &mut m, map.as_mut_ptr()) };
-        if hr != S_OK {
-            return Err(hr);
+        if n as usize > map.len() {
+            map = vec![IlMap::default(); n as usize];
+            // SAFETY: the buffer holds `n` entries.
+            let hr = unsafe { f(self.this(), key, n, &mut n, map.as_mut_ptr()) };
+            if hr != S_OK {
+                return Err(hr);
+            }
         }
-        map.truncate(m as usize);
+        map.truncate((n as usize).min(map.len()));
         Ok(map)
     }
 
