@@ -282,6 +282,11 @@ unsafe extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mu
             return E_FAIL;
         }
         if let Ok(mut s) = state().lock() {
+            // A fresh recording: the runtime may have kept this library loaded since an earlier
+            // attach and detach (glibc does not unload a library whose thread-local destructors
+            // are still registered), and what that recording saw must not hide bodies from this one.
+            s.seen_jit_starts.clear();
+            s.pending_r2r.clear();
             s.info = Some(info);
             s.out = Some(out);
         }
@@ -358,6 +363,8 @@ unsafe extern "system" fn profiler_detach_succeeded(_this: *mut c_void) -> Hresu
             // The runtime unloads this library next: nothing may call into it.
             s.info = None;
             s.out = None;
+            s.seen_jit_starts.clear();
+            s.pending_r2r.clear();
         }
         S_OK
     })

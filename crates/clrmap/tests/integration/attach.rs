@@ -565,6 +565,20 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
             c.bodies.len() - before
         );
         assert!(compared >= 100, "{}: {compared} compared", rt.version);
+        // Attached again to the same process: a second recording as whole as the first.
+        let again = dll.with_file_name("again.capture");
+        let _ = std::fs::remove_file(&again);
+        let mut cli = profile_pid(&bin, target.pid(), &again);
+        wait_for_attach(rt.version, &again, &mut cli);
+        support::run(Command::new("kill").args(["-INT", &cli.id().to_string()]));
+        let status = wait_timeout(&mut cli, TIMEOUT * 2).unwrap_or_else(|| panic!("{}: the second profile --pid did not stop", rt.version));
+        assert!(status.success(), "{}: {status:?}: {}", rt.version, stderr_of(&mut cli));
+        // Everything the first recording saw was jitted before the second attach.
+        let second = clrmap::capture::read_capture(&std::fs::read(&again).unwrap()).unwrap();
+        let enumerated: std::collections::HashSet<(u64, u64)> =
+            second.bodies.iter().filter(|b| b.before_attach).map(|b| (b.body.function_id.unwrap(), b.body.start.unwrap())).collect();
+        let missing = c.bodies.iter().filter(|b| !enumerated.contains(&(b.body.function_id.unwrap(), b.body.start.unwrap()))).count();
+        assert_eq!(missing, 0, "{}: {missing} bodies of the first recording not enumerated by the second attach ({} enumerated)", rt.version, enumerated.len());
         // Detached, the program runs on: same output, same status as without the attach.
         target.command("jit");
         target.expect("jitted");
