@@ -115,7 +115,7 @@ fn spec_text(md: &Metadata<'_>, token: u32, with_method: bool, out: &mut dyn Wri
         match md.method_spec(rid) {
             Ok(row) => {
                 let m = SpecMethod::new(md, row.method);
-                let around = if with_method { (m.name.as_str(), m.params.as_deref().unwrap_or("")) } else { ("", "") };
+                let around = if with_method { (&*m.name, m.params.as_deref().unwrap_or("")) } else { ("", "") };
                 (method_spec(row.instantiation, md, around, &mut w), Some(m))
             }
             Err(e) => (Err(e), None),
@@ -159,7 +159,7 @@ fn specs_json(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
             text: rendered.error.is_none().then_some(&*text),
             error: rendered.error.map(ErrorKind::as_str),
             method: method.map(|m| m.token),
-            name: method.map(|m| m.name.as_str()),
+            name: method.map(|m| &*m.name),
             full_name: method.filter(|_| rendered.error.is_none()).map(|m| format!("{}{text}{}", m.name, m.params.as_deref().unwrap_or(""))),
         };
         serde_json::to_writer(&mut *out, &spec).map_err(std::io::Error::other)?;
