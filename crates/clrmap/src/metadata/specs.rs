@@ -59,8 +59,9 @@ impl SpecLine {
     }
 }
 
-/// A MethodSpec blob's header (II.23.2.15): the 0x0A byte and GenArgCount (≥ 1).
-fn method_spec_header(r: &mut Reader<'_>) -> Result<u32> {
+/// A MethodSpec blob's header (II.23.2.15): the 0x0A byte and GenArgCount (≥ 1). Leaves `r` at
+/// the first argument.
+pub fn method_spec_header(r: &mut Reader<'_>) -> Result<u32> {
     let at = r.offset();
     if r.u8("the MethodSpec header 0x0A")? != 0x0A {
         return Err(Error::new(ErrorKind::BadCallingConvention, at, "the MethodSpec header 0x0A"));
