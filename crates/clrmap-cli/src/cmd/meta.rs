@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use core::fmt::Write as _;
 
-use clrmap::metadata::{table, Metadata, SpecMethod};
+use clrmap::metadata::{method_spec_header, table, Metadata, SpecMethod};
 use clrmap::read::Reader;
 use clrmap::signature::{skip_type, stream_one, TypeNames};
 use clrmap::ErrorKind;
@@ -50,15 +50,7 @@ fn type_spec(blob: Reader<'_>, names: &dyn TypeNames, out: &mut IoFmt<'_>) -> cl
 /// and `after`: validated whole, then streamed, so nothing is written for a blob that fails.
 fn method_spec(blob: Reader<'_>, names: &dyn TypeNames, (before, after): (&str, &str), out: &mut IoFmt<'_>) -> clrmap::Result<core::fmt::Result> {
     let mut r = blob;
-    let at = r.offset();
-    if r.u8("the MethodSpec header 0x0A")? != 0x0A {
-        return Err(clrmap::Error::new(ErrorKind::BadCallingConvention, at, "the MethodSpec header 0x0A"));
-    }
-    let count_at = r.offset();
-    let count = r.compressed_u32("a generic argument count")?;
-    if count == 0 {
-        return Err(clrmap::Error::new(ErrorKind::EmptyInstantiation, count_at, "at least one generic argument"));
-    }
+    let count = method_spec_header(&mut r)?;
     let args = r;
     for _ in 0..count {
         skip_type(&mut r)?;
@@ -115,7 +107,7 @@ fn spec_text(md: &Metadata<'_>, token: u32, with_method: bool, out: &mut dyn Wri
         match md.method_spec(rid) {
             Ok(row) => {
                 let m = SpecMethod::new(md, row.method);
-                let around = if with_method { (m.name.as_str(), m.params.as_deref().unwrap_or("")) } else { ("", "") };
+                let around = if with_method { (&*m.name, m.params.as_deref().unwrap_or("")) } else { ("", "") };
                 (method_spec(row.instantiation, md, around, &mut w), Some(m))
             }
             Err(e) => (Err(e), None),
@@ -159,7 +151,7 @@ fn specs_json(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
             text: rendered.error.is_none().then_some(&*text),
             error: rendered.error.map(ErrorKind::as_str),
             method: method.map(|m| m.token),
-            name: method.map(|m| m.name.as_str()),
+            name: method.map(|m| &*m.name),
             full_name: method.filter(|_| rendered.error.is_none()).map(|m| format!("{}{text}{}", m.name, m.params.as_deref().unwrap_or(""))),
         };
         serde_json::to_writer(&mut *out, &spec).map_err(std::io::Error::other)?;

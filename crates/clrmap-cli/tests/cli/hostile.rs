@@ -138,3 +138,23 @@ fn dict_show_json_streams_a_large_valid_map() {
     let t = v["entries"][2]["types"][1].as_str().unwrap();
     assert!(t.starts_with("int32[-268435456...268435454,"), "{t}");
 }
+
+#[test]
+fn a_methodspec_whose_blob_fails_still_names_its_method_in_json() {
+    // Frames.dll with MethodSpec row 1's Instantiation pointed at TypeSpec row 1's blob, which has
+    // no 0x0A header: the line fails, and the JSON still says which method it was for.
+    let mut bytes = std::fs::read(repo_root().join("tests/fixtures/frames/debug-portable/Frames.dll")).unwrap();
+    let (at, blob) = {
+        let md = Metadata::parse(&bytes).unwrap();
+        let row = md.tables().row(table::METHOD_SPEC, 1).unwrap();
+        // MethodSpec: Method (2-byte coded index here), Instantiation (2-byte blob index).
+        (row.offset() as usize + 2, md.tables().row(table::TYPE_SPEC, 1).unwrap().get(0).unwrap() as u16)
+    };
+    bytes[at..at + 2].copy_from_slice(&blob.to_le_bytes());
+    let dll = temp("bad-methodspec.dll", &bytes);
+    let o = super::support::clrmap(&["meta", "specs", dll.to_str().unwrap()]);
+    assert!(stdout(&o).contains("\n0x2B000001\t!error bad_calling_convention\n0x2B000002\tFrames.More::Visit<string>(!!0)\n"), "{}", stdout(&o));
+    let o = super::support::clrmap(&["meta", "specs", dll.to_str().unwrap(), "--json"]);
+    let line = stdout(&o).lines().find(|l| l.starts_with("{\"token\":721420289,")).unwrap().to_owned();
+    assert_eq!(line, r#"{"token":721420289,"error":"bad_calling_convention","method":100663306,"name":"Frames.Generic::Pass"}"#);
+}

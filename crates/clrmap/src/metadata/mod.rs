@@ -21,7 +21,7 @@ mod tables;
 pub use heaps::{Blobs, Strings};
 pub use root::Root;
 pub use schema::{table, Coded, Column};
-pub use specs::{method_spec_args, spec_lines, SpecLine, SpecMethod};
+pub use specs::{method_spec_args, method_spec_header, spec_lines, SpecLine, SpecMethod};
 pub use tables::{Row, Table, Tables};
 
 use crate::pe::PeImage;

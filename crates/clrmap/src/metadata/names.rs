@@ -221,7 +221,8 @@ impl Metadata<'_> {
         let name = row.get(3).and_then(|i| self.strings.get(i)).ok()?;
         let mut out = String::new();
         if let Some(owner) = self.method_owner(rid) {
-            self.typedef_name(owner, &mut out, 0).ok()?;
+            // Through the name cache: the methods of one type share their owner's name.
+            self.write_type_name(u32::from(table::TYPE_DEF) << 24 | owner, &mut out).ok()?;
             out.push_str("::");
         }
         out.push_str(name);
