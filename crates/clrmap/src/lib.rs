@@ -15,7 +15,8 @@
 //! ## Features
 //! * `serde` (default): the `capture` module, whose files are JSON lines, and `serde::Serialize`
 //!   on the types the CLI prints as JSON. Without it, `symbolizer::open_source` does not
-//!   recognize a capture, and the library does not depend on `serde_json`.
+//!   recognize a capture, and the library depends on neither `serde` nor `serde_json` (only on
+//!   `object` and `miniz_oxide`).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 // Tests may do plain arithmetic (unwrap, indexing and panics are allowed in tests by clippy.toml).

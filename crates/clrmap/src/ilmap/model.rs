@@ -317,6 +317,6 @@ pub struct CodeBody {
     /// For an instantiation compiled into a ReadyToRun image (section 109): the file offset of
     /// its method signature, which holds the type's and the method's arguments
     /// ([`crate::r2r::instantiation_name`]). Not part of the JSON contract.
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub signature: Option<u64>,
 }

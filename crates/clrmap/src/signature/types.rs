@@ -4,11 +4,11 @@
 //! JSON. It keeps metadata tokens as full 32-bit tokens (0x02 TypeDef, 0x01 TypeRef, 0x1B
 //! TypeSpec) rather than coded indexes.
 
-use serde::Serialize;
 
 /// Element types without operands (ECMA-335 II.23.1.16).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Primitive {
     /// ELEMENT_TYPE_VOID 0x01.
     Void,
@@ -125,7 +125,8 @@ impl Primitive {
 
 /// An ARRAY shape (II.23.2.13): rank, the sizes of the first dimensions, the lower bounds of the
 /// first dimensions. Both lists may be shorter than the rank, never longer.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ArrayShape {
     /// Number of dimensions (≥ 1).
     pub rank: u32,
@@ -136,7 +137,8 @@ pub struct ArrayShape {
 }
 
 /// A method signature's calling-convention byte (II.23.2.1-3), kept whole.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CallingConvention(pub u8);
 
 impl CallingConvention {
@@ -172,7 +174,8 @@ impl CallingConvention {
 }
 
 /// A method signature, as found after FNPTR (II.23.2.1-3), generic over the type representation.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct MethodSignature<T> {
     /// The calling-convention byte.
     pub calling_convention: CallingConvention,
@@ -187,13 +190,14 @@ pub struct MethodSignature<T> {
 }
 
 /// A type signature, owned and structural.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum Type {
     /// A primitive type (including `void`, `string`, `object`, `typedref`).
     Primitive {
         /// Which.
-        #[serde(rename = "type")]
+        #[cfg_attr(feature = "serde", serde(rename = "type"))]
         primitive: Primitive,
     },
     /// CLASS or VALUETYPE with a TypeDef/TypeRef token.
@@ -201,7 +205,7 @@ pub enum Type {
         /// VALUETYPE (true) or CLASS (false).
         value_type: bool,
         /// The TypeDef or TypeRef token.
-        #[serde(serialize_with = "ser_token")]
+        #[cfg_attr(feature = "serde", serde(serialize_with = "ser_token"))]
         token: u32,
     },
     /// GENERICINST.
@@ -209,7 +213,7 @@ pub enum Type {
         /// VALUETYPE (true) or CLASS (false).
         value_type: bool,
         /// The generic type's TypeDef or TypeRef token.
-        #[serde(serialize_with = "ser_token")]
+        #[cfg_attr(feature = "serde", serde(serialize_with = "ser_token"))]
         token: u32,
         /// The type arguments (at least one).
         args: Vec<Type>,
@@ -246,7 +250,7 @@ pub enum Type {
         /// CMOD_REQD (true) or CMOD_OPT (false).
         required: bool,
         /// The modifier's TypeDef, TypeRef or TypeSpec token.
-        #[serde(serialize_with = "ser_token")]
+        #[cfg_attr(feature = "serde", serde(serialize_with = "ser_token"))]
         modifier: u32,
         /// The modified type.
         element: Box<Type>,
@@ -275,6 +279,7 @@ impl Type {
     }
 }
 
+#[cfg(feature = "serde")]
 fn ser_token<S: serde::Serializer>(token: &u32, s: S) -> core::result::Result<S::Ok, S::Error> {
     s.serialize_str(&format!("0x{token:08X}"))
 }
