@@ -138,3 +138,24 @@ fn trace_bodies_say_their_kind_and_tier_in_one_vocabulary() {
     let text = stdout(&clrmap(&["il", "dump", "examples/frames.nettrace", "--module", "Frames.dll"]));
     assert!(text.lines().filter(|l| l.starts_with("0x")).all(|l| l.ends_with("  Frames.dll  jit minopt")), "{text}");
 }
+
+#[test]
+fn perf_files_from_a_trace_need_no_pid() {
+    // The trace's Trace object names its process: the jitdump is that process's, and every body
+    // in `il dump --json` carries the same pid.
+    let dir = std::env::temp_dir().join(format!("clrmap-daily-perf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = dir.join("jit.dump");
+    let o = clrmap(&["perf", "jitdump", "examples/frames.nettrace", "-o", dump.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&clrmap(&["il", "dump", "examples/frames.nettrace", "--json"]))).unwrap();
+    let pids: std::collections::BTreeSet<u64> = v["methods"].as_array().unwrap().iter().map(|m| m["pid"].as_u64().unwrap()).collect();
+    assert_eq!(pids.len(), 1);
+    let header = std::fs::read(&dump).unwrap();
+    // jitdump header: magic, version, total size, ELF machine, pad1, pid (u32 at offset 20).
+    let pid = u32::from_le_bytes(header[20..24].try_into().unwrap());
+    assert_eq!(pids.into_iter().next(), Some(u64::from(pid)));
+    let o = clrmap(&["perf", "map", "examples/frames.nettrace", "-o", dir.join("perf.map").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -295,9 +295,10 @@ impl MethodTable {
 /// Every jitted body of a trace, with its rebuilt map. A trace cut anywhere is an error here;
 /// [`read_code_bodies_partial`] keeps what came before the cut.
 pub fn read_code_bodies<R: std::io::Read>(r: R) -> Result<Vec<CodeBody>> {
-    let mut table = MethodTable::default();
-    super::stream::read_events(r, |e| table.event(e))?;
-    Ok(table.into_bodies())
+    match read_code_bodies_partial(r)? {
+        (_, Some(fault)) => Err(fault),
+        (bodies, None) => Ok(bodies),
+    }
 }
 
 /// The bytes of the stream header (magic, the serialization signature's length and text): a file
@@ -309,11 +310,16 @@ const HEADER_LEN: u64 = 8 + 4 + 20;
 /// as a warning (its kind and absolute offset). Only a file that is not a trace is an error.
 pub fn read_code_bodies_partial<R: std::io::Read>(r: R) -> Result<(Vec<CodeBody>, Option<crate::read::Error>)> {
     let mut table = MethodTable::default();
-    match super::stream::read_events(r, |e| table.event(e)) {
-        Ok(_) => Ok((table.into_bodies(), None)),
-        Err(e) if e.offset().is_none_or(|o| o < HEADER_LEN) => Err(e),
-        Err(e) => Ok((table.into_bodies(), Some(e))),
+    let (stats, fault) = super::stream::read_events_partial(r, |e| table.event(e));
+    if let Some(e) = fault.as_ref().filter(|e| e.offset().is_none_or(|o| o < HEADER_LEN)) {
+        return Err(e.clone());
     }
+    // Every body ran in the traced process (the Trace object's process id).
+    let mut bodies = table.into_bodies();
+    for b in &mut bodies {
+        b.pid = stats.process_id;
+    }
+    Ok((bodies, fault))
 }
 
 #[cfg(test)]

@@ -56,6 +56,8 @@ pub struct Stats {
     pub unknown_events: u64,
     /// Bytes read.
     pub bytes: u64,
+    /// The traced process, from the Trace object at the stream's start.
+    pub process_id: Option<u32>,
 }
 
 struct Input<R> {
@@ -128,9 +130,22 @@ pub fn utf16z(r: &mut Reader<'_>) -> Result<String> {
 /// Read a whole trace, calling `f` for every event in file order. On a truncated file every whole
 /// event before the cut has been delivered when the error (`truncated` or `bad_trace`, with the
 /// absolute offset) is returned.
-pub fn read_events<R: Read>(r: R, mut f: impl FnMut(&Event<'_>)) -> Result<Stats> {
-    let mut input = Input { r, offset: 0 };
+pub fn read_events<R: Read>(r: R, f: impl FnMut(&Event<'_>)) -> Result<Stats> {
     let mut stats = Stats::default();
+    read_into(r, f, &mut stats)?;
+    Ok(stats)
+}
+
+/// [`read_events`], returning what was counted (the process id included) also when the stream
+/// ends in a fault, with the fault beside it.
+pub fn read_events_partial<R: Read>(r: R, f: impl FnMut(&Event<'_>)) -> (Stats, Option<Error>) {
+    let mut stats = Stats::default();
+    let fault = read_into(r, f, &mut stats).err();
+    (stats, fault)
+}
+
+fn read_into<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), stats: &mut Stats) -> Result<()> {
+    let mut input = Input { r, offset: 0 };
     let mut magic = [0u8; 8];
     input.exact(&mut magic, "the Nettrace magic")?;
     if magic != MAGIC {
@@ -162,7 +177,7 @@ pub fn read_events<R: Read>(r: R, mut f: impl FnMut(&Event<'_>)) -> Result<Stats
                     *c = c.saturating_add(n);
                 }
             }
-            return Ok(stats);
+            return Ok(());
         }
         if tag != TAG_BEGIN_PRIVATE_OBJECT {
             return Err(bad(at, "BeginPrivateObject"));
@@ -181,7 +196,9 @@ pub fn read_events<R: Read>(r: R, mut f: impl FnMut(&Event<'_>)) -> Result<Stats
         if name == "Trace" {
             // SYSTEMTIME (16), syncTimeQPC, qpcFrequency (16), pointerSize, processId,
             // numProcessors, expectedCPUSamplingRate (16).
-            input.skip(48, "the Trace object")?;
+            input.skip(36, "the Trace object")?;
+            stats.process_id = u32::try_from(input.i32("the Trace object's process id")?).ok();
+            input.skip(8, "the Trace object")?;
         } else {
             // Every other V4/V5 object is a block: i32 size, padding to a 4-byte file offset, body.
             let size_at = input.offset;
@@ -201,14 +218,14 @@ pub fn read_events<R: Read>(r: R, mut f: impl FnMut(&Event<'_>)) -> Result<Stats
             match name.as_str() {
                 "MetadataBlock" => {
                     let mut fresh = Vec::new();
-                    let done = block_events(r, &metadata, &mut counts, &mut stats, |e| fresh.extend(parse_metadata(e.payload).ok()), true);
+                    let done = block_events(r, &metadata, &mut counts, stats, |e| fresh.extend(parse_metadata(e.payload).ok()), true);
                     metadata.extend(fresh);
                     if !cut {
                         done?;
                     }
                 }
                 "EventBlock" => {
-                    let done = block_events(r, &metadata, &mut counts, &mut stats, &mut f, false);
+                    let done = block_events(r, &metadata, &mut counts, stats, &mut f, false);
                     if !cut {
                         done?;
                     }

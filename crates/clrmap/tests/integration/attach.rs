@@ -218,6 +218,8 @@ fn attached_maps_equal_the_profilers_in_the_same_process_on_both_runtimes() {
         let bytes = std::fs::read(&trace).unwrap();
         assert_eq!(bytes.len() as u64, collected.written);
         let bodies = read_code_bodies(&bytes[..]).unwrap();
+        // The trace names its process (the Trace object): every body ran in the target.
+        assert!(bodies.iter().chain(&snap.bodies).all(|b| b.pid == Some(target.pid())), "{}: bodies of another process", rt.version);
         let live = live_maps(&capture);
         total += compare("trace", rt.version, &bodies, &live);
         // The methods jitted during the session are in it: their load events or the rundown.
