@@ -312,7 +312,7 @@ pub fn read_code_bodies_partial<R: std::io::Read>(r: R) -> Result<(Vec<CodeBody>
     let mut table = MethodTable::default();
     let (stats, fault) = super::stream::read_events_partial(r, |e| table.event(e));
     if let Some(e) = fault.as_ref().filter(|e| e.offset().is_none_or(|o| o < HEADER_LEN)) {
-        return Err(e.clone());
+        return Err(*e);
     }
     // Every body ran in the traced process (the Trace object's process id).
     let mut bodies = table.into_bodies();
