@@ -78,6 +78,8 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 fn main() -> ExitCode {
+    // `--json` anywhere on the command line: errors too are JSON lines (contract §3).
+    let json = std::env::args_os().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -92,7 +94,7 @@ fn main() -> ExitCode {
     if let Command::Profile(args) = cli.command {
         return match cmd::profile::run(args) {
             Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
-            Err(e) => output::report(&e),
+            Err(e) => output::report_as(&e, json),
         };
     }
     let stdout = std::io::stdout();
@@ -102,6 +104,6 @@ fn main() -> ExitCode {
     match (result, flushed) {
         (Ok(()), Ok(())) => ExitCode::SUCCESS,
         (Ok(()), Err(e)) => output::report(&CliError::Io(e)),
-        (Err(e), _) => output::report(&e),
+        (Err(e), _) => output::report_as(&e, json),
     }
 }

@@ -7,8 +7,11 @@ use std::process::ExitCode;
 pub enum CliError {
     /// Bad input: exit 1. `json` selects the JSON form on stderr.
     Input { error: clrmap::Error, json: bool },
-    /// Bad input that has no byte offset (a file that cannot be read, a bad manifest line): exit 1.
+    /// Bad input that has no byte offset (a bad manifest line, a name not found): exit 1.
     Message(String),
+    /// Bad input of a stable kind with no byte offset: `io` (a file that cannot be read),
+    /// `unrecognized_source` (a file that is no known source): exit 1.
+    Kinded { kind: &'static str, message: String },
     /// Bad usage that clap cannot see (conflicting values): exit 2.
     Usage(String),
     /// Writing output failed.
@@ -61,9 +64,63 @@ pub fn error_json(e: &clrmap::Error) -> String {
     serde_json::to_string(&v).unwrap_or_default()
 }
 
+/// A JSON error line for an error with no location: `{"error":{"kind":...,"offset":null,"message":...}}`.
+fn located_nowhere_json(kind: &str, message: &str) -> String {
+    #[derive(serde::Serialize)]
+    struct Inner<'a> {
+        kind: &'a str,
+        offset: Option<u64>,
+        message: &'a str,
+    }
+    #[derive(serde::Serialize)]
+    struct Outer<'a> {
+        error: Inner<'a>,
+    }
+    serde_json::to_string(&Outer { error: Inner { kind, offset: None, message } }).unwrap_or_default()
+}
+
+/// A serde_json error as an I/O error that keeps its kind: a closed pipe stays `BrokenPipe`, which
+/// ends the output quietly (`head` has read enough), as it does for text.
+pub fn json_io(e: serde_json::Error) -> std::io::Error {
+    match e.io_error_kind() {
+        Some(kind) => std::io::Error::from(kind),
+        None => std::io::Error::other(e),
+    }
+}
+
+/// Print the error on stderr and give the exit code; with `json` (the command line asked for
+/// `--json`), every input error is one JSON line (contract §3).
+pub fn report_as(e: &CliError, json: bool) -> ExitCode {
+    match e {
+        CliError::Input { error, .. } if json => {
+            eprintln!("{}", error_json(error));
+            ExitCode::from(1)
+        }
+        CliError::Kinded { kind, message } if json => {
+            eprintln!("{}", located_nowhere_json(kind, message));
+            ExitCode::from(1)
+        }
+        CliError::Message(m) if json => {
+            eprintln!("{}", located_nowhere_json("bad_input", m));
+            ExitCode::from(1)
+        }
+        CliError::Status(m, code) if json => {
+            // Diagnostics-port messages are `kind: what happened`.
+            let (kind, message) = m.split_once(": ").unwrap_or(("error", m));
+            eprintln!("{}", located_nowhere_json(kind, message));
+            ExitCode::from(*code)
+        }
+        _ => report(e),
+    }
+}
+
 /// Print the error on stderr and give the exit code.
 pub fn report(e: &CliError) -> ExitCode {
     match e {
+        CliError::Kinded { kind, message } => {
+            eprintln!("error: {kind}: {message}");
+            ExitCode::from(1)
+        }
         CliError::Input { error, json: true } => {
             eprintln!("{}", error_json(error));
             ExitCode::from(1)
@@ -95,5 +152,5 @@ pub fn report(e: &CliError) -> ExitCode {
 /// Map a regular file read-only (memory follows what is read, not the file's size), or fail
 /// with exit 1 naming the path. Devices and FIFOs are refused before they are opened.
 pub fn read_file(path: &std::path::Path) -> Result<clrmap_capi::MappedFile, CliError> {
-    clrmap_capi::map_file(path).map_err(|e| CliError::Message(format!("cannot read {}: {e}", path.display())))
+    clrmap_capi::map_file(path).map_err(|e| CliError::Kinded { kind: "io", message: format!("cannot read {}: {e}", path.display()) })
 }

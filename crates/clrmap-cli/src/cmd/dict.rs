@@ -347,7 +347,7 @@ fn validate(bytes: &[u8], lint: bool, json: bool, out: &mut dyn Write) -> Result
             if i > 0 {
                 out.write_all(b",")?;
             }
-            serde_json::to_writer(&mut *out, l).map_err(std::io::Error::other)?;
+            serde_json::to_writer(&mut *out, l).map_err(crate::output::json_io)?;
         }
         out.write_all(b"]}\n")?;
     } else {

@@ -50,11 +50,11 @@ pub enum IlCommand {
     /// an RVA; for a trace or a capture it is an absolute address in the traced process.
     ///
     /// Example: `clrmap il at $FW/System.Private.CoreLib.dll 0x39349C --return-address`
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, override_usage = "clrmap il at [OPTIONS] SOURCE ADDRESS\n       clrmap il at [OPTIONS] --pid PID ADDRESS")]
     At {
         /// A ReadyToRun image, a .nettrace, or a capture (not given with --pid).
-        #[arg(value_name = "SOURCE")]
-        first: String,
+        #[arg(value_name = "SOURCE", required_unless_present = "pid")]
+        first: Option<String>,
         /// The address (hex with 0x, or decimal). With --pid, the only positional argument.
         #[arg(value_name = "ADDRESS")]
         second: Option<String>,
@@ -173,6 +173,19 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
     let shown = source.map_or_else(|| format!("process {}", pid.unwrap_or(0)), |s| s.display().to_string());
     let bodies = opened.bodies;
     let in_module = |b: &CodeBody| module.is_none_or(|m| b.module.as_deref().is_some_and(|bm| bm.eq_ignore_ascii_case(m)));
+    if let Some(m) = module {
+        // A module that names no body: say which modules there are, as `--method` says near names.
+        if !bodies.iter().any(|b| in_module(b)) {
+            let mut modules: Vec<&str> = bodies.iter().filter_map(|b| b.module.as_deref()).collect();
+            modules.sort_unstable();
+            modules.dedup();
+            let hint = match modules.as_slice() {
+                [] => " (its bodies name no module: an image's bodies are all its own)".to_owned(),
+                list => format!("; its modules: {}", list.join(", ")),
+            };
+            return Err(CliError::Message(format!("no body of module {m} in {shown}{hint}")));
+        }
+    }
     let selected: Vec<&CodeBody> = bodies.iter().filter(|b| in_module(b) && method.is_none_or(|m| matches(b, m))).collect();
     if let (Some(m), true) = (method, selected.is_empty()) {
         let near = near_names(&bodies, m);
@@ -182,13 +195,13 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
     if json {
         // Streamed, one method at a time: the same bytes as serializing the whole document.
         out.write_all(b"{\"source\":")?;
-        serde_json::to_writer(&mut *out, &shown).map_err(std::io::Error::other)?;
+        serde_json::to_writer(&mut *out, &shown).map_err(crate::output::json_io)?;
         out.write_all(b",\"methods\":[")?;
         for (i, b) in selected.iter().enumerate() {
             if i > 0 {
                 out.write_all(b",")?;
             }
-            serde_json::to_writer(&mut *out, b).map_err(std::io::Error::other)?;
+            serde_json::to_writer(&mut *out, b).map_err(crate::output::json_io)?;
         }
         out.write_all(b"]}\n")?;
         return Ok(());
@@ -355,11 +368,12 @@ pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
         IlCommand::Dump { source, pid, method, module, json } => dump(source.as_deref(), pid, method.as_deref(), module.as_deref(), json, out),
         IlCommand::At { first, second, frame, json } => {
             // `il at SOURCE ADDRESS`, or `il at --pid PID ADDRESS`.
-            let (source, address) = match (frame.pid, second) {
-                (Some(_), None) => (None, first),
-                (None, Some(address)) => (Some(PathBuf::from(first)), address),
-                (Some(_), Some(_)) => return Err(CliError::Usage("with --pid, give only the ADDRESS".into())),
-                (None, None) => return Err(CliError::Usage("give SOURCE and ADDRESS".into())),
+            let (source, address) = match (frame.pid, first, second) {
+                (Some(_), Some(address), None) => (None, address),
+                (None, Some(source), Some(address)) => (Some(PathBuf::from(source)), address),
+                (Some(_), Some(_), Some(_)) => return Err(CliError::Usage("with --pid, give only the ADDRESS".into())),
+                (Some(_), None, _) => return Err(CliError::Usage("with --pid, give the ADDRESS: clrmap il at --pid PID ADDRESS".into())),
+                (None, _, _) => return Err(CliError::Usage("give SOURCE and ADDRESS".into())),
             };
             let address = parse_u64(&address).map_err(CliError::Usage)?;
             at(source.as_deref(), address, &frame, json, out)

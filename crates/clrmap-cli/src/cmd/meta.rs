@@ -154,7 +154,7 @@ fn specs_json(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
             name: method.map(|m| &*m.name),
             full_name: method.filter(|_| rendered.error.is_none()).map(|m| format!("{}{text}{}", m.name, m.params.as_deref().unwrap_or(""))),
         };
-        serde_json::to_writer(&mut *out, &spec).map_err(std::io::Error::other)?;
+        serde_json::to_writer(&mut *out, &spec).map_err(crate::output::json_io)?;
         writeln!(out)?;
     }
     Ok(())

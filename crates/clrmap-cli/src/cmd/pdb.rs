@@ -116,7 +116,7 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, jso
         found = true;
         if json {
             let points = points.iter().map(JsonPoint::from).collect();
-            serde_json::to_writer(&mut *out, &JsonMethod { token, name: name.as_deref(), points }).map_err(std::io::Error::other)?;
+            serde_json::to_writer(&mut *out, &JsonMethod { token, name: name.as_deref(), points }).map_err(crate::output::json_io)?;
             writeln!(out)?;
             continue;
         }

@@ -98,7 +98,7 @@ pub fn run(cmd: SigCommand, out: &mut dyn Write) -> Result<(), CliError> {
                 out.write_all(b"{\"text\":\"")?;
                 print(&mut |w| stream_one(&mut Reader::new(&bytes, 0), names, &mut JsonEscape(w)), out, json)?;
                 out.write_all(b"\",\"type\":")?;
-                serde_json::to_writer(&mut *out, &tree).map_err(std::io::Error::other)?;
+                serde_json::to_writer(&mut *out, &tree).map_err(crate::output::json_io)?;
                 out.write_all(b"}\n")?;
             } else {
                 print(&mut |w| stream_one(&mut Reader::new(&bytes, 0), names, w), out, json)?;

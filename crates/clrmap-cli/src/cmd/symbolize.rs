@@ -67,7 +67,8 @@ impl FrameArgs {
 pub fn open_error(e: OpenError) -> CliError {
     match e {
         OpenError::Input { error, .. } => CliError::input(error),
-        other => CliError::Message(other.to_string()),
+        e @ OpenError::Io { .. } => CliError::Kinded { kind: "io", message: e.to_string() },
+        e @ OpenError::Unrecognized { .. } => CliError::Kinded { kind: "unrecognized_source", message: e.to_string() },
     }
 }
 
@@ -91,7 +92,7 @@ pub struct SymbolizeArgs {
 /// line.
 pub fn write_frame(f: &Frame<'_>, json: bool, out: &mut dyn Write) -> std::io::Result<()> {
     if json {
-        serde_json::to_writer(&mut *out, f).map_err(std::io::Error::other)?;
+        serde_json::to_writer(&mut *out, f).map_err(crate::output::json_io)?;
         return out.write_all(b"\n");
     }
     writeln!(out, "{}", f.method.unwrap_or("??"))?;

@@ -36,3 +36,54 @@ fn a_truncated_image_fails_inside_the_file() {
         assert!(offset <= cut as u64, "cut {cut}: {text}");
     }
 }
+
+#[test]
+fn with_json_every_input_error_is_a_json_line_with_a_kind() {
+    // A file that is no known source, and one that does not exist: their kinds, in text and JSON.
+    let o = clrmap(&["il", "dump", "README.md", "--json"]);
+    assert_eq!(code(&o), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "{\"error\":{\"kind\":\"unrecognized_source\",\"offset\":null,\"message\":\"README.md: neither a ReadyToRun image, a .nettrace trace nor a clrmap capture\"}}\n"
+    );
+    let o = clrmap(&["il", "dump", "no-such-file.dll"]);
+    assert_eq!(code(&o), Some(1));
+    assert!(stderr(&o).starts_with("error: io: cannot read no-such-file.dll: "), "{}", stderr(&o));
+    let o = clrmap(&["il", "dump", "no-such-file.dll", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stderr(&o).trim()).unwrap();
+    assert_eq!((v["error"]["kind"].as_str(), v["error"]["offset"].is_null()), (Some("io"), true), "{v}");
+    // A module that names no body: its own message with the modules there are.
+    let o = clrmap(&["il", "dump", "examples/frames.nettrace", "--module", "app.dll", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stderr(&o).trim()).unwrap();
+    assert_eq!(code(&o), Some(1));
+    assert!(v["error"]["message"].as_str().unwrap().contains("its modules: Frames.dll, "), "{v}");
+}
+
+#[test]
+fn json_output_into_a_closed_pipe_ends_quietly() {
+    // `clrmap ... --json | head -c 10`: the reader has what it wants; like the text forms, no error.
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(["il", "dump", "examples/frames.nettrace", "--json"])
+        .current_dir(repo_root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then the pipe closes
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!((status.code(), err.as_str()), (Some(0), ""));
+}
+
+#[test]
+fn il_at_with_pid_asks_for_the_address() {
+    let o = clrmap(&["il", "at", "--pid", "4194304"]);
+    assert_eq!(code(&o), Some(2));
+    assert!(stderr(&o).contains("with --pid, give the ADDRESS"), "{}", stderr(&o));
+    let o = clrmap(&["il", "at", "--help"]);
+    assert!(stdout(&o).contains("clrmap il at [OPTIONS] --pid PID ADDRESS"), "{}", stdout(&o));
+}
