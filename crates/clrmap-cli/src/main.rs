@@ -33,7 +33,8 @@ enum Command {
     /// ECMA-335 metadata of .NET assemblies: TypeSpecs and MethodSpecs with real names.
     #[command(subcommand)]
     Meta(cmd::meta::MetaCommand),
-    /// IL-to-native maps (GetILToNativeMapping) from ReadyToRun images: dump, resolve, variables.
+    /// IL-to-native maps (GetILToNativeMapping) from ReadyToRun images, traces, captures or a
+    /// running process (--pid): dump, resolve, frames, variables.
     #[command(subcommand)]
     Il(cmd::il::IlCommand),
     /// Portable PDBs: documents and sequence points.

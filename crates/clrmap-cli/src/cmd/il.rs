@@ -175,7 +175,7 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
     let in_module = |b: &CodeBody| module.is_none_or(|m| b.module.as_deref().is_some_and(|bm| bm.eq_ignore_ascii_case(m)));
     if let Some(m) = module {
         // A module that names no body: say which modules there are, as `--method` says near names.
-        if !bodies.iter().any(|b| in_module(b)) {
+        if !bodies.iter().any(&in_module) {
             let mut modules: Vec<&str> = bodies.iter().filter_map(|b| b.module.as_deref()).collect();
             modules.sort_unstable();
             modules.dedup();
