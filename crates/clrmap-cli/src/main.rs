@@ -49,7 +49,11 @@ enum Command {
     /// EventPipe traces: event statistics, and `collect` from a running process.
     #[command(subcommand)]
     Trace(cmd::diag::TraceGroup),
-    /// The .NET processes this user can reach through their diagnostics port.
+    /// The .NET processes this user can reach through their diagnostics port: pid, runtime
+    /// version, command line.
+    ///
+    /// Example: `clrmap ps --json`
+    #[command(verbatim_doc_comment)]
     Ps(cmd::diag::PsArgs),
     /// Linux perf: jitdump files with source lines and perf maps, from a capture or a trace.
     #[command(subcommand)]

@@ -86,8 +86,9 @@ pub enum DictCommand {
     /// per GENERICINST TypeSpec (its argument list); identical instantiations share one item.
     /// RVAs are synthetic: 0x01000000 + 16·row for TypeSpecs, 0x02000000 + 16·row for MethodSpecs.
     ///
-    /// Example: `clrmap dict from-assembly System.Linq.dll -o linq.gdmap`, then
-    /// `clrmap dict show linq.gdmap --metadata System.Linq.dll`
+    /// Example: `clrmap dict from-assembly $FW/System.Linq.dll -o linq.gdmap`, then
+    /// `clrmap dict show linq.gdmap --metadata $FW/System.Linq.dll`
+    /// (FW=.dotnet/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23)
     #[command(verbatim_doc_comment)]
     FromAssembly {
         /// The assembly.

@@ -17,7 +17,8 @@ use crate::output::CliError;
 #[derive(Debug, Subcommand)]
 pub enum PerfCommand {
     /// Write `jit-PID.dump` for `perf inject --jit`: each body's JIT_CODE_DEBUG_INFO (its source
-    /// lines from its module's PDB) and JIT_CODE_LOAD (zero-filled code: no `perf annotate`).
+    /// lines from its module's PDB) and JIT_CODE_LOAD (ReadyToRun code read from its image;
+    /// jitted code zero-filled: no `perf annotate` for it). A trace names its process.
     /// With --enrich, add the lines and the ReadyToRun methods to the jitdump the runtime wrote
     /// for the same run (DOTNET_PerfMapEnabled=1), keeping its records and timestamps.
     ///
@@ -25,6 +26,9 @@ pub enum PerfCommand {
     #[command(verbatim_doc_comment)]
     Jitdump(JitdumpArgs),
     /// Write a perf map (`perf-PID.map`: `START SIZE NAME`), ReadyToRun methods included.
+    ///
+    /// Example: `clrmap perf map examples/frames.nettrace -o /tmp/perf-31272.map`
+    #[command(verbatim_doc_comment)]
     Map(MapArgs),
 }
 
