@@ -7,7 +7,7 @@
 //! `object` knows by name.
 
 use object::pe::{
-    ImageCor20Header, ImageDataDirectory, ImageDosHeader, ImageNtHeaders32, ImageNtHeaders64, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR,
+    ImageCor20Header, ImageDataDirectory, ImageDebugDirectory, ImageDosHeader, ImageNtHeaders32, ImageNtHeaders64, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR,
     IMAGE_DIRECTORY_ENTRY_DEBUG,
 };
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, SectionTable};
@@ -27,6 +27,11 @@ pub struct Directory {
 /// The CLI header's size (ECMA-335 II.25.3.3: 72 bytes), checked against `object`'s layout of it.
 const COR20_SIZE: u32 = 72;
 const _: () = assert!(core::mem::size_of::<ImageCor20Header>() == COR20_SIZE as usize);
+
+/// A debug directory entry's size (PE/COFF "Debug Directory": 28 bytes), checked against `object`'s
+/// layout of it.
+const DEBUG_ENTRY_SIZE: usize = 28;
+const _: () = assert!(core::mem::size_of::<ImageDebugDirectory>() == DEBUG_ENTRY_SIZE);
 
 impl From<&ImageDataDirectory> for Directory {
     fn from(dir: &ImageDataDirectory) -> Self {
@@ -244,22 +249,25 @@ impl<'a> PeImage<'a> {
         if self.debug.rva == 0 || self.debug.size == 0 {
             return Ok(Vec::new());
         }
-        let mut r = self.reader_at(self.debug.rva, self.debug.size)?;
-        // 28 bytes per entry; the count is bounded by the directory's bytes, which are in the file.
-        let mut out = Vec::with_capacity(r.len() / 28);
-        while r.len() >= 28 {
-            let _characteristics = r.u32("Characteristics")?;
-            out.push(DebugEntry {
-                stamp: r.u32("TimeDateStamp")?,
-                major: r.u16("MajorVersion")?,
-                minor: r.u16("MinorVersion")?,
-                kind: r.u32("Type")?,
-                size: r.u32("SizeOfData")?,
-                rva: r.u32("AddressOfRawData")?,
-                file_offset: r.u32("PointerToRawData")?,
-            });
-        }
-        Ok(out)
+        let r = self.reader_at(self.debug.rva, self.debug.size)?;
+        // The entries are `object`'s `ImageDebugDirectory` (28 bytes); a partial entry at the end
+        // is ignored. `slice_from_bytes` cannot fail here: the count fits the bytes, and the
+        // fields are byte arrays, so there is no alignment to fail on.
+        let count = r.len() / DEBUG_ENTRY_SIZE;
+        let (entries, _) = object::pod::slice_from_bytes::<ImageDebugDirectory>(r.as_slice(), count)
+            .map_err(|()| bad(r.offset(), "a debug directory of 28-byte entries"))?;
+        Ok(entries
+            .iter()
+            .map(|e| DebugEntry {
+                stamp: e.time_date_stamp.get(LE),
+                major: e.major_version.get(LE),
+                minor: e.minor_version.get(LE),
+                kind: e.typ.get(LE),
+                size: e.size_of_data.get(LE),
+                rva: e.address_of_raw_data.get(LE),
+                file_offset: e.pointer_to_raw_data.get(LE),
+            })
+            .collect())
     }
 
     /// The bytes of a debug entry's data, by its file offset (`PointerToRawData`), with absolute
