@@ -10,26 +10,15 @@
 # directory to /_/src/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-home="${CLRMAP_DOTNET_HOME:-$root/.dotnet}"
+# shellcheck source=lib/roslyn.sh
+. "$root/scripts/lib/roslyn.sh"
 src="$root/tests/dotnet/frames"
 out="$root/tests/fixtures/frames"
-check=0
-run=0
-for a in "$@"; do
-  case "$a" in
-    --check) check=1 ;;
-    --run) run=1 ;;
-    *) echo "usage: $0 [--check] [--run]" >&2; exit 2 ;;
-  esac
-done
+fixture_options "--check --run" "$@"
 
-if [ ! -x "$home/3.1/dotnetcore2/bin/dotnet" ] || [ ! -x "$home/8.0/dnv/net/runtime/.net/dotnet" ]; then
-  bash "$root/scripts/install-dotnet.sh" >/dev/null
-fi
-csc="$(bash "$root/scripts/install-roslyn.sh" | sed -n 's/^csc: //p')"
+roslyn_setup 8.0
 dotnet31="$home/3.1/dotnetcore2/bin/dotnet"
 dotnet80="$home/8.0/dnv/net/runtime/.net/dotnet"
-fw="$home/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23"
 
 refs=()
 for a in System.Private.CoreLib System.Runtime System.Console System.Linq System.Collections \
@@ -37,9 +26,6 @@ for a in System.Private.CoreLib System.Runtime System.Console System.Linq System
   refs+=("-r:$fw/$a.dll")
 done
 mapfile -t sources < <(cd "$src" && ls -1 ./*.cs | sed 's|^\./||' | LC_ALL=C sort)
-
-# shellcheck source=lib/roslyn.sh
-. "$root/scripts/lib/roslyn.sh"
 
 build() { # variant dir
   local variant="$1" dir="$2" opt debug

@@ -8,28 +8,16 @@
 # Options: --check  build into a temp dir and compare with the committed fixture (exit 1 if it differs).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-home="${CLRMAP_DOTNET_HOME:-$root/.dotnet}"
+# shellcheck source=lib/roslyn.sh
+. "$root/scripts/lib/roslyn.sh"
 src="$root/tests/dotnet/perf"
 out="$root/tests/fixtures/perf"
-check=0
-for a in "$@"; do
-  case "$a" in
-    --check) check=1 ;;
-    *) echo "usage: $0 [--check]" >&2; exit 2 ;;
-  esac
-done
-if [ ! -x "$home/3.1/dotnetcore2/bin/dotnet" ]; then
-  bash "$root/scripts/install-dotnet.sh" >/dev/null
-fi
-csc="$(bash "$root/scripts/install-roslyn.sh" | sed -n 's/^csc: //p')"
-fw="$home/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23"
+fixture_options --check "$@"
+roslyn_setup
 refs=()
 for a in System.Private.CoreLib System.Runtime System.Console System.Runtime.Extensions; do
   refs+=("-r:$fw/$a.dll")
 done
-
-# shellcheck source=lib/roslyn.sh
-. "$root/scripts/lib/roslyn.sh"
 
 build() { # dir
   local dir="$1"

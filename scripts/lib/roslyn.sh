@@ -1,6 +1,43 @@
-# Shared by the fixture builders (build-frame-fixtures.sh, build-perf-fixture.sh): compile C#
-# with Roslyn csc deterministically, and write the runtimeconfig every fixture uses. Sourced, not
-# run. Needs $csc and the array refs (the 3.1.23 framework references).
+# Shared by the fixture builders (build-frame-fixtures.sh, build-perf-fixture.sh): find the
+# runtimes and csc, compile C# with Roslyn csc deterministically, and write the runtimeconfig every
+# fixture uses. Sourced, not run, after the script has set $root (the repository).
+
+home="${CLRMAP_DOTNET_HOME:-$root/.dotnet}"
+
+# fixture_options ALLOWED "$@"
+#   Read the builder's options: --check sets check=1, --run sets run=1, each only when ALLOWED
+#   (a space-separated list) names it; anything else is a usage error (exit 2).
+fixture_options() {
+  local allowed="$1" a
+  shift
+  check=0
+  run=0
+  for a in "$@"; do
+    case " $allowed " in
+      *" $a "*) ;;
+      *) echo "usage: $0 [${allowed// /] [}]" >&2; exit 2 ;;
+    esac
+    case "$a" in
+      --check) check=1 ;;
+      --run) run=1 ;;
+    esac
+  done
+}
+
+# roslyn_setup [8.0]
+#   Install the runtimes (scripts/install-dotnet.sh) when 3.1.23's dotnet is missing, or 8.0.4's
+#   when 8.0 is asked for; then set csc (Roslyn, scripts/install-roslyn.sh) and fw (the 3.1.23
+#   framework directory, which the fixtures reference).
+roslyn_setup() {
+  if [ ! -x "$home/3.1/dotnetcore2/bin/dotnet" ] || { [ "${1:-}" = 8.0 ] && [ ! -x "$home/8.0/dnv/net/runtime/.net/dotnet" ]; }; then
+    bash "$root/scripts/install-dotnet.sh" >/dev/null
+  fi
+  csc="$(bash "$root/scripts/install-roslyn.sh" | sed -n 's/^csc: //p')"
+  fw="$home/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23"
+}
+
+# roslyn_compile below needs $csc (roslyn_setup) and the array refs (the 3.1.23 framework
+# references).
 
 # roslyn_compile SRC_DIR OUT_DIR NAME OPTIMIZE DEBUG SOURCE...
 #   OUT_DIR/NAME.dll (+ NAME.pdb for -debug:portable) and OUT_DIR/NAME.runtimeconfig.json.

@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod output;
+#[cfg(test)]
+mod golden;
 
 use output::CliError;
 

@@ -17,7 +17,8 @@ use std::io::Write;
 use clrmap::ilmap::{runtime_il_offset, CodeBody};
 use clrmap::pdb::locate::SymbolPaths;
 use clrmap::symbolizer::{FrameKind, Options, Symbolizer};
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 
 #[path = "support/dotnet.rs"]
 mod dotnet;
@@ -52,6 +53,24 @@ fn body_and_il(sym: &Symbolizer, a: u64) -> u32 {
     let Some(b) = sym.body(a, RA) else { return 0 };
     let offset = (a - 1 - b.start.unwrap()) as u32;
     runtime_il_offset(&b.map, b.code_size, offset).1
+}
+
+/// Symbolize every address and sum the lines: the result keeps the work from being optimized away.
+fn sum_lines(sym: &Symbolizer, addrs: &[u64]) -> u32 {
+    addrs.iter().map(|&a| sym.symbolize(black_box(a), RA).line.unwrap_or(0)).fold(0u32, u32::wrapping_add)
+}
+
+/// `body_and_il` for every address, summed (see `sum_lines`).
+fn sum_body_and_il(sym: &Symbolizer, addrs: &[u64]) -> u32 {
+    addrs.iter().map(|&a| body_and_il(sym, black_box(a))).fold(0u32, u32::wrapping_add)
+}
+
+/// A group whose every function does N lookups: 20 samples (each takes about a second).
+fn group_of_n<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(20);
+    g.throughput(Throughput::Elements(N as u64));
+    g
 }
 
 /// clrmap's plain PDB path: decode the method's sequence points and take the last visible one at
@@ -99,17 +118,15 @@ fn bench(c: &mut Criterion) {
     w.flush().unwrap();
     eprintln!("addresses written to {}", list.display());
 
-    let mut g = c.benchmark_group("symbolize");
-    g.sample_size(20);
-    g.throughput(Throughput::Elements(N as u64));
+    let mut g = group_of_n(c, "symbolize");
     g.bench_function("mixed_1m", |b| {
-        b.iter(|| mixed.iter().map(|&a| sym.symbolize(black_box(a), RA).line.unwrap_or(0)).fold(0u32, u32::wrapping_add))
+        b.iter(|| sum_lines(&sym, &mixed))
     });
     g.bench_function("mixed_1m_body_only", |b| {
         b.iter(|| mixed.iter().filter(|&&a| sym.body(black_box(a), RA).is_some()).count())
     });
     g.bench_function("mixed_1m_body_and_il", |b| {
-        b.iter(|| mixed.iter().map(|&a| body_and_il(&sym, black_box(a))).fold(0u32, u32::wrapping_add))
+        b.iter(|| sum_body_and_il(&sym, &mixed))
     });
     g.finish();
 
@@ -145,14 +162,12 @@ fn bench(c: &mut Criterion) {
     }
     eprintln!("IL→line: {N} queries in Frames.dll, {agree} with a line, all equal to symbolic-ppdb");
 
-    let mut g = c.benchmark_group("il_to_line");
-    g.sample_size(20);
-    g.throughput(Throughput::Elements(N as u64));
+    let mut g = group_of_n(c, "il_to_line");
     g.bench_function("clrmap_symbolize_frames_1m", |b| {
-        b.iter(|| in_frames.iter().map(|&a| sym.symbolize(black_box(a), RA).line.unwrap_or(0)).fold(0u32, u32::wrapping_add))
+        b.iter(|| sum_lines(&sym, &in_frames))
     });
     g.bench_function("clrmap_body_and_il_frames_1m", |b| {
-        b.iter(|| in_frames.iter().map(|&a| body_and_il(&sym, black_box(a))).fold(0u32, u32::wrapping_add))
+        b.iter(|| sum_body_and_il(&sym, &in_frames))
     });
     g.bench_function("symbolic_ppdb_cache_1m", |b| {
         b.iter(|| {

@@ -147,6 +147,25 @@ fn report(data: &Path) -> Vec<(f64, String, String)> {
 
 /// The acceptance on perf's own output: the jitted hot loop's line and the ReadyToRun framework
 /// method are the top user-space entries, and the framework call's caller line is in the chains.
+/// Append `profile [--perf=DIR] --profiler P -o CAP -- DOTNET Hot.dll SECONDS` to `cmd`: the one
+/// way these tests run the hot program under the clrmap profiler.
+fn profile_hot<'c>(cmd: &'c mut Command, perf_dir: Option<&Path>, cap: &Path, dn: &Path, seconds: &str) -> &'c mut Command {
+    cmd.arg("profile");
+    if let Some(dir) = perf_dir {
+        cmd.arg(format!("--perf={}", dir.display()));
+    }
+    cmd.args(["--profiler", &profiler(), "-o"]).arg(cap).arg("--").arg(dn).arg(hot_dll()).arg(seconds)
+}
+
+/// `perf record -k 1 -g -e cpu-clock -o DATA -- clrmap profile ...` for 3 seconds of the hot
+/// program (see `profile_hot`).
+fn perf_record_profile(data: &Path, perf_dir: Option<&Path>, cap: &Path, dn: &Path) -> Command {
+    let mut cmd = Command::new("perf");
+    cmd.args(["record", "-k", "1", "-g", "-e", "cpu-clock", "-o"]).arg(data).arg("--").arg(env!("CARGO_BIN_EXE_clrmap"));
+    profile_hot(&mut cmd, perf_dir, cap, dn, "3");
+    cmd
+}
+
 fn assert_perf_shows_lines(data: &Path, version: &str) {
     let own = format!("Hot.cs:{}", marker_line("HOT-OWN"));
     let framework_call = format!("Hot.cs:{}", marker_line("HOT-FRAMEWORK"));
@@ -171,21 +190,7 @@ fn live_route(version: &str) {
     let dir = fresh_dir(&format!("perf-live-{version}"));
     let cap = dir.join("app.cap");
     let data = dir.join("perf.data");
-    run_ok(
-        Command::new("perf")
-            .args(["record", "-k", "1", "-g", "-e", "cpu-clock", "-o"])
-            .arg(&data)
-            .arg("--")
-            .arg(env!("CARGO_BIN_EXE_clrmap"))
-            .arg("profile")
-            .arg(format!("--perf={}", dir.display()))
-            .args(["--profiler", &profiler(), "-o"])
-            .arg(&cap)
-            .arg("--")
-            .arg(&dn)
-            .arg(hot_dll())
-            .arg("3"),
-    );
+    run_ok(&mut perf_record_profile(&data, Some(&dir), &cap, &dn));
     let pid = capture_pid(&cap);
     let dump = dir.join(format!("jit-{pid}.dump"));
     let jit_data = dir.join("perf.jit.data");
@@ -283,21 +288,7 @@ fn offline_enrichment_of_the_runtime_jitdump_on_real_perf() {
     let dir = fresh_dir("perf-enrich-8.0.4");
     let cap = dir.join("app.cap");
     let data = dir.join("perf.data");
-    run_ok(
-        Command::new("perf")
-            .args(["record", "-k", "1", "-g", "-e", "cpu-clock", "-o"])
-            .arg(&data)
-            .arg("--")
-            .arg(env!("CARGO_BIN_EXE_clrmap"))
-            .args(["profile", "--profiler", &profiler(), "-o"])
-            .arg(&cap)
-            .arg("--")
-            .arg(&dn)
-            .arg(hot_dll())
-            .arg("3")
-            .env("DOTNET_PerfMapEnabled", "1")
-            .env("DOTNET_PerfMapJitDumpPath", &dir),
-    );
+    run_ok(perf_record_profile(&data, None, &cap, &dn).env("DOTNET_PerfMapEnabled", "1").env("DOTNET_PerfMapJitDumpPath", &dir));
     let pid = capture_pid(&cap);
     let dump = dir.join(format!("jit-{pid}.dump"));
     let before = std::fs::read(&dump).unwrap();
@@ -334,15 +325,7 @@ fn a_killed_app_leaves_a_valid_jitdump() {
     let Some(dn) = dotnet(test, "8.0.4") else { return };
     let dir = fresh_dir("perf-killed");
     let cap = dir.join("app.cap");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .arg("profile")
-        .arg(format!("--perf={}", dir.display()))
-        .args(["--profiler", &profiler(), "-o"])
-        .arg(&cap)
-        .arg("--")
-        .arg(&dn)
-        .arg(hot_dll())
-        .arg("60")
+    let mut child = profile_hot(&mut Command::new(env!("CARGO_BIN_EXE_clrmap")), Some(&dir), &cap, &dn, "60")
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();

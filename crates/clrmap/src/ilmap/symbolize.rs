@@ -104,10 +104,11 @@ mod tests {
         MapEntry { il, native_start: s, native_end: e }
     }
 
-    #[test]
-    fn floor_zero_length_interleaved_and_return_addresses() {
-        // The runtime's Max<T> example shape (ilmap.md): interleaved ranges, a zero-length range.
-        let map = [
+    /// The runtime's Max<T> example shape (ilmap.md), in IL order as the public map gives it:
+    /// interleaved ranges (IL 0 and IL 15 each own two), a zero-length range, an epilog, and a
+    /// NO_MAPPING range that ends at the code size (0x6e). Both lookups are tested on it.
+    fn max_map() -> [MapEntry; 9] {
+        [
             m(Prolog, 0x0, 0x4),
             m(Il(0), 0x4, 0x1d),
             m(Il(0), 0x56, 0x5c),
@@ -117,7 +118,12 @@ mod tests {
             m(Il(67), 0x54, 0x54),
             m(Epilog, 0x54, 0x56),
             m(NoMapping, 0x68, 0x6e),
-        ];
+        ]
+    }
+
+    #[test]
+    fn floor_zero_length_interleaved_and_return_addresses() {
+        let map = max_map();
         let p = Policy::default();
         assert_eq!(native_to_il(&map, 0x6e, 0x0, p), Resolved::Prolog);
         assert_eq!(native_to_il(&map, 0x6e, 0x4, p), Resolved::Il(0));
@@ -138,23 +144,18 @@ mod tests {
 
     #[test]
     fn the_runtime_takes_the_first_holding_entry_in_il_order() {
-        // Public-map order (IL order), ends as GetILToNativeMapping gives them.
-        let map = [
-            m(Prolog, 0x0, 0x4),
-            m(Il(0), 0x4, 0x1d),
-            m(Il(8), 0x1d, 0x27),
-            m(Il(15), 0x27, 0x54),
-            m(Il(67), 0x54, 0x54),
-            m(Epilog, 0x54, 0x5a),
-            m(NoMapping, 0x5a, 0x60),
-        ];
-        assert_eq!(runtime_il_offset(&map, 0x60, 0x2), (Some(Prolog), 0));
-        assert_eq!(runtime_il_offset(&map, 0x60, 0x1d), (Some(Il(8)), 8));
+        let map = max_map();
+        assert_eq!(runtime_il_offset(&map, 0x6e, 0x2), (Some(Prolog), 0));
+        assert_eq!(runtime_il_offset(&map, 0x6e, 0x1d), (Some(Il(8)), 8));
+        // IL 0's second range comes before IL 8 and IL 15 in IL order.
+        assert_eq!(runtime_il_offset(&map, 0x6e, 0x5b), (Some(Il(0)), 0));
         // The zero-length IL 67 holds nothing: the epilog answers, with the last IL offset.
-        assert_eq!(runtime_il_offset(&map, 0x60, 0x55), (Some(Epilog), 67));
-        assert_eq!(runtime_il_offset(&map, 0x60, 0x5b), (Some(NoMapping), 0));
+        assert_eq!(runtime_il_offset(&map, 0x6e, 0x55), (Some(Epilog), 67));
+        assert_eq!(runtime_il_offset(&map, 0x6e, 0x69), (Some(NoMapping), 0));
+        // No entry holds 0x64: IL 0 (MAPPING_NO_INFO).
+        assert_eq!(runtime_il_offset(&map, 0x6e, 0x64), (None, 0));
         // The last entry in native order is open-ended, as in the runtime's map.
-        assert_eq!(runtime_il_offset(&map, 0x60, 0x60), (Some(NoMapping), 0));
-        assert_eq!(runtime_il_offset(&map[1..3], 0x60, 0x2), (None, 0));
+        assert_eq!(runtime_il_offset(&map, 0x6e, 0x6e), (Some(NoMapping), 0));
+        assert_eq!(runtime_il_offset(&map[1..3], 0x6e, 0x2), (None, 0));
     }
 }

@@ -238,19 +238,21 @@ pub(crate) mod tests {
         Reader::new(bytes, 0).compressed_u32_sized("value")
     }
 
+    /// ECMA-335 II.23.2's unsigned examples and the width edges (gdmap.md §2.1): the decoder's and
+    /// the encoder's tests share them.
+    pub(crate) const UNSIGNED_SPEC_VECTORS: &[(u32, &[u8])] = &[
+        (0x03, &[0x03]),
+        (0x7F, &[0x7F]),
+        (0x80, &[0x80, 0x80]),
+        (0x2E57, &[0xAE, 0x57]),
+        (0x3FFF, &[0xBF, 0xFF]),
+        (0x4000, &[0xC0, 0x00, 0x40, 0x00]),
+        (0x1FFF_FFFF, &[0xDF, 0xFF, 0xFF, 0xFF]),
+    ];
+
     #[test]
     fn unsigned_spec_vectors() {
-        // ECMA-335 II.23.2 examples (gdmap.md §2.1).
-        let cases: &[(u32, &[u8])] = &[
-            (0x03, &[0x03]),
-            (0x7F, &[0x7F]),
-            (0x80, &[0x80, 0x80]),
-            (0x2E57, &[0xAE, 0x57]),
-            (0x3FFF, &[0xBF, 0xFF]),
-            (0x4000, &[0xC0, 0x00, 0x40, 0x00]),
-            (0x1FFF_FFFF, &[0xDF, 0xFF, 0xFF, 0xFF]),
-        ];
-        for &(v, b) in cases {
+        for &(v, b) in UNSIGNED_SPEC_VECTORS {
             assert_eq!(u(b).unwrap(), (v, b.len() as u8), "{b:02X?}");
         }
     }

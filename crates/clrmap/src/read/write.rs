@@ -77,16 +77,7 @@ mod tests {
 
     #[test]
     fn unsigned_vectors() {
-        let cases: &[(u32, &[u8])] = &[
-            (0x03, &[0x03]),
-            (0x7F, &[0x7F]),
-            (0x80, &[0x80, 0x80]),
-            (0x2E57, &[0xAE, 0x57]),
-            (0x3FFF, &[0xBF, 0xFF]),
-            (0x4000, &[0xC0, 0x00, 0x40, 0x00]),
-            (0x1FFF_FFFF, &[0xDF, 0xFF, 0xFF, 0xFF]),
-        ];
-        for &(v, b) in cases {
+        for &(v, b) in crate::read::cursor::tests::UNSIGNED_SPEC_VECTORS {
             let mut out = Vec::new();
             push_compressed_u32(&mut out, v).unwrap();
             assert_eq!(out, b);

@@ -19,7 +19,7 @@ use clrmap::ilmap::{CodeBody, CodeKind};
 use clrmap::nettrace::{read_code_bodies, read_events, RUNDOWN};
 
 use crate::profiler::{profiler_path, CLSID};
-use crate::support::{self, runtimes, Runtime};
+use crate::support::{self, Runtime};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -147,20 +147,15 @@ fn compare(what: &str, version: &str, bodies: &[CodeBody], live: &HashMap<(u64, 
     compared
 }
 
-fn clrmap_bin() -> Option<PathBuf> {
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().to_path_buf();
-    let bin = target.join("debug/clrmap");
-    if bin.is_file() {
-        return Some(bin);
-    }
-    panic!("{} is missing: run `cargo build --workspace` first", bin.display())
+fn clrmap_bin() -> PathBuf {
+    support::built("clrmap")
 }
 
 #[test]
 #[ignore = "needs .NET"]
 fn attached_maps_equal_the_profilers_in_the_same_process_on_both_runtimes() {
-    let rts = runtimes("attach::attached_maps_equal_the_profilers");
-    let (Some(mcs), Some(so)) = (support::mcs("attach program"), profiler_path()) else { return };
+    let (rts, mcs) = support::runtimes_and_mcs("attach::attached_maps_equal_the_profilers");
+    let so = profiler_path();
     for rt in &rts {
         let dll = program(rt, &mcs, "oracle");
         let capture = dll.with_file_name("capture.jsonl");
@@ -244,8 +239,7 @@ fn attached_maps_equal_the_profilers_in_the_same_process_on_both_runtimes() {
 #[test]
 #[ignore = "needs .NET"]
 fn a_target_killed_mid_collect_leaves_a_valid_trace() {
-    let rts = runtimes("attach::a_target_killed_mid_collect");
-    let Some(mcs) = support::mcs("attach program") else { return };
+    let (rts, mcs) = support::runtimes_and_mcs("attach::a_target_killed_mid_collect");
     for rt in &rts {
         let dll = program(rt, &mcs, "kill");
         let mut target = Target::start(rt, &dll, None);
@@ -285,8 +279,8 @@ fn a_target_killed_mid_collect_leaves_a_valid_trace() {
 #[test]
 #[ignore = "needs .NET"]
 fn ctrl_c_stops_trace_collect_cleanly_with_the_rundown() {
-    let rts = runtimes("attach::ctrl_c_stops_trace_collect");
-    let (Some(mcs), Some(bin)) = (support::mcs("attach program"), clrmap_bin()) else { return };
+    let (rts, mcs) = support::runtimes_and_mcs("attach::ctrl_c_stops_trace_collect");
+    let bin = clrmap_bin();
     for rt in &rts {
         let dll = program(rt, &mcs, "sigint");
         let target = Target::start(rt, &dll, None);
@@ -399,8 +393,10 @@ fn garbage_silence_and_bad_pids_are_clear_errors_never_hangs() {
     assert_eq!(e.kind, DiagErrorKind::NotDotnet, "{e}");
     assert!(e.message.contains("sleep"), "{e}");
 
-    // The CLI: its exit statuses, and a fake server at the socket a pid would have.
-    if let Some(bin) = clrmap_bin() {
+    // The CLI: its exit statuses, and a fake server at the socket a pid would have (dropped at
+    // the end of the block).
+    {
+        let bin = clrmap_bin();
         let key = diag::start_key(sleeper.id()).unwrap();
         let fake = dir.join(format!("dotnet-diagnostic-{}-{key}-socket", sleeper.id()));
         let _f = fake_server(&fake, b"\x00\x01garbage, not DOTNET_IPC_V1".to_vec(), Duration::ZERO);
@@ -444,8 +440,8 @@ fn garbage_silence_and_bad_pids_are_clear_errors_never_hangs() {
 #[test]
 #[ignore = "needs .NET"]
 fn il_dump_il_at_and_symbolize_take_a_pid() {
-    let rts = runtimes("attach::il_dump_il_at_and_symbolize_take_a_pid");
-    let (Some(mcs), Some(bin)) = (support::mcs("attach program"), clrmap_bin()) else { return };
+    let (rts, mcs) = support::runtimes_and_mcs("attach::il_dump_il_at_and_symbolize_take_a_pid");
+    let bin = clrmap_bin();
     for rt in &rts {
         let dll = program(rt, &mcs, "cli-pid");
         let target = Target::start(rt, &dll, None);
@@ -508,8 +504,8 @@ fn stderr_of(child: &mut Child) -> String {
 #[test]
 #[ignore = "needs .NET"]
 fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes() {
-    let rts = runtimes("attach::profile_pid_attaches");
-    let (Some(mcs), Some(bin)) = (support::mcs("attach program"), clrmap_bin()) else { return };
+    let (rts, mcs) = support::runtimes_and_mcs("attach::profile_pid_attaches");
+    let bin = clrmap_bin();
     for rt in &rts {
         let dll = program(rt, &mcs, "profile-pid");
         // The program's own output and status, with nothing attached.
@@ -627,7 +623,7 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
 
         // A process that already has a profiler (here, clrmap's own from launch): the runtime's
         // refusal, with its HRESULT, in its own status; the process is not disturbed.
-        let so = profiler_path().unwrap();
+        let so = profiler_path();
         let launch = dll.with_file_name("launch.capture");
         let _ = std::fs::remove_file(&launch);
         let target = Target::start(rt, &dll, Some((&so, &launch)));

@@ -143,7 +143,7 @@ fn compare(rt: &Runtime, variant: &str, route: &str, stdout: &str, recording: &P
 
 fn run_variants(route: &str) {
     let rts = runtimes(&format!("frames::{route}"));
-    let Some(so) = profiler_path() else { return };
+    let so = profiler_path();
     for rt in &rts {
         let mut total = 0;
         for variant in ["debug-portable", "debug-embedded", "release-portable", "release-embedded"] {

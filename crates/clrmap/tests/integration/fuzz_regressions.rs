@@ -20,32 +20,37 @@ fn inputs(target: &str) -> Vec<Vec<u8>> {
     out
 }
 
+/// Run `check` on every kept input of `target`, which must have some.
+fn replay(target: &str, check: impl Fn(&[u8])) {
+    let all = inputs(target);
+    assert!(!all.is_empty(), "no inputs kept for {target}");
+    for data in all {
+        check(&data);
+    }
+}
+
 #[test]
 fn signature_inputs() {
-    let all = inputs("signature");
-    assert!(!all.is_empty());
-    for data in all {
-        if let Ok(tree) = decode_type(&mut Reader::new(&data, 0), &mut TreeProvider) {
+    replay("signature", |data| {
+        if let Ok(tree) = decode_type(&mut Reader::new(data, 0), &mut TreeProvider) {
             let mut bytes = Vec::new();
             encode_type(&tree, &mut bytes).unwrap();
             assert_eq!(decode_type(&mut Reader::new(&bytes, 0), &mut TreeProvider).unwrap(), tree);
             let text = write_type(&tree, &HexTokens);
             assert_eq!(write_type(&parse_type(&text).unwrap(), &HexTokens), text);
             let mut zap = SpanRenderer::new(&HexTokens);
-            let span = decode_zapsig_type(&mut Reader::new(&data, 0), &mut zap).unwrap();
+            let span = decode_zapsig_type(&mut Reader::new(data, 0), &mut zap).unwrap();
             assert_eq!(zap.text(span), text);
         } else {
-            let _ = decode_zapsig_type(&mut Reader::new(&data, 0), &mut SpanRenderer::new(&HexTokens));
+            let _ = decode_zapsig_type(&mut Reader::new(data, 0), &mut SpanRenderer::new(&HexTokens));
         }
-    }
+    });
 }
 
 #[test]
 fn gdmap_inputs() {
-    let all = inputs("gdmap");
-    assert!(!all.is_empty());
-    for data in all {
-        let Ok(map) = DictionaryMap::parse(&data) else { continue };
+    replay("gdmap", |data| {
+        let Ok(map) = DictionaryMap::parse(data) else { return };
         let valid = map.validate().is_ok();
         let _ = map.lint();
         if let Ok(l) = Lookup::new(map, SortedFlag::Trust) {
@@ -61,16 +66,14 @@ fn gdmap_inputs() {
             let rebuilt = DictionaryMapBuilder::from_map(&map).unwrap().build().unwrap();
             DictionaryMap::parse(&rebuilt).unwrap().validate().unwrap();
         }
-    }
+    });
 }
 
 #[test]
 fn r2r_inputs() {
     // Every map of every image that decodes keeps the contract's invariants.
-    let all = inputs("r2r");
-    assert!(!all.is_empty());
-    for data in all {
-        let Ok(image) = clrmap::r2r::ReadyToRunImage::parse(&data) else { continue };
+    replay("r2r", |data| {
+        let Ok(image) = clrmap::r2r::ReadyToRunImage::parse(data) else { return };
         if let Ok(bodies) = image.code_bodies() {
             for b in bodies {
                 for e in &b.map {
@@ -78,7 +81,7 @@ fn r2r_inputs() {
                 }
             }
         }
-    }
+    });
 }
 
 #[test]
@@ -93,29 +96,17 @@ fn bounds_inputs() {
 #[test]
 fn pdb_inputs() {
     // The `pdb` target's own checks (`clrmap::pdb::fuzzcheck`), on stable.
-    let all = inputs("pdb");
-    assert!(!all.is_empty());
-    for data in all {
-        clrmap::pdb::fuzzcheck::fuzz_check_pdb(&data);
-    }
+    replay("pdb", clrmap::pdb::fuzzcheck::fuzz_check_pdb);
 }
 
 #[test]
 fn embedded_pdb_inputs() {
     // The `embedded_pdb` target's own checks (`clrmap::pdb::fuzzcheck`), on stable.
-    let all = inputs("embedded_pdb");
-    assert!(!all.is_empty());
-    for data in all {
-        clrmap::pdb::fuzzcheck::fuzz_check_embedded(&data);
-    }
+    replay("embedded_pdb", clrmap::pdb::fuzzcheck::fuzz_check_embedded);
 }
 
 #[test]
 fn capture_inputs() {
     // The `capture` target's own checks (`clrmap::capture::fuzz_check`), on stable.
-    let all = inputs("capture");
-    assert!(!all.is_empty());
-    for data in all {
-        clrmap::capture::fuzz_check(&data);
-    }
+    replay("capture", clrmap::capture::fuzz_check);
 }

@@ -11,7 +11,7 @@ use clrmap::capture::read_captured;
 use clrmap::nettrace::{read_code_bodies, read_events};
 
 use crate::profiler::{profiler_path, workload, CLSID};
-use crate::support::{self, runtimes, Runtime};
+use crate::support::{self, Runtime};
 
 /// Run the workload with EventPipe and the profiler; returns (trace bytes, capture text).
 fn traced(rt: &Runtime, dll: &Path, so: &Path) -> (Vec<u8>, String) {
@@ -47,8 +47,8 @@ fn traced(rt: &Runtime, dll: &Path, so: &Path) -> (Vec<u8>, String) {
 #[test]
 #[ignore = "needs .NET"]
 fn trace_maps_equal_the_live_runtime_on_both_runtimes() {
-    let rts = runtimes("nettrace::trace_maps_equal_the_live_runtime");
-    let (Some(mcs), Some(so)) = (support::mcs("trace workload"), profiler_path()) else { return };
+    let (rts, mcs) = support::runtimes_and_mcs("nettrace::trace_maps_equal_the_live_runtime");
+    let so = profiler_path();
     for rt in &rts {
         let dll = workload(rt, &mcs, "trace");
         let (trace, capture) = traced(rt, &dll, &so);

@@ -11,17 +11,12 @@ use clrmap::capture::{read_captured, CapturedBody};
 use clrmap::ilmap::{MapEntry, CodeKind};
 use clrmap::r2r::ReadyToRunImage;
 
-use crate::support::{self, runtimes, Runtime};
+use crate::support::{self, Runtime};
 
 pub(crate) const CLSID: &str = "{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A11}";
 
-pub(crate) fn profiler_path() -> Option<PathBuf> {
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().to_path_buf();
-    let so = target.join("debug/libclrmap_profiler.so");
-    if so.is_file() {
-        return Some(so);
-    }
-    panic!("{} is missing: run `cargo build --workspace` first", so.display())
+pub(crate) fn profiler_path() -> PathBuf {
+    support::built("libclrmap_profiler.so")
 }
 
 /// Compile the workload for `rt` into its own directory.
@@ -92,8 +87,8 @@ fn capture(rt: &Runtime, dll: &Path, so: &Path, disable_r2r: bool) -> Vec<Captur
 #[test]
 #[ignore = "needs .NET"]
 fn live_runtime_maps_equal_clrmaps_maps_on_both_runtimes() {
-    let rts = runtimes("profiler::live_runtime_maps_equal_clrmaps_maps");
-    let (Some(mcs), Some(so)) = (support::mcs("profiler workload"), profiler_path()) else { return };
+    let (rts, mcs) = support::runtimes_and_mcs("profiler::live_runtime_maps_equal_clrmaps_maps");
+    let so = profiler_path();
     for rt in &rts {
         let dll = workload(rt, &mcs, "equal");
         let bodies = capture(rt, &dll, &so, false);
@@ -146,8 +141,8 @@ fn live_runtime_maps_equal_clrmaps_maps_on_both_runtimes() {
 fn jitted_maps_of_r2r_methods_differ_from_the_image() {
     // With COR_PRF_DISABLE_ALL_NGEN_IMAGES the runtime jits even CoreLib: the same methods get JIT
     // maps, which must often differ from the R2R maps, or the equality test above proves nothing.
-    let rts = runtimes("profiler::jitted_maps_of_r2r_methods_differ");
-    let (Some(mcs), Some(so)) = (support::mcs("profiler workload"), profiler_path()) else { return };
+    let (rts, mcs) = support::runtimes_and_mcs("profiler::jitted_maps_of_r2r_methods_differ");
+    let so = profiler_path();
     for rt in &rts {
         let dll = workload(rt, &mcs, "jit");
         let bodies = capture(rt, &dll, &so, true);

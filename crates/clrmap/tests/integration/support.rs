@@ -87,12 +87,25 @@ pub fn runtimes(test: &str) -> Vec<Runtime> {
 }
 
 /// The `mcs` C# compiler, required like the runtimes.
-pub fn mcs(test: &str) -> Option<PathBuf> {
+pub fn mcs(test: &str) -> PathBuf {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths).map(|p| p.join("mcs")).find(|p| p.is_file())
     });
-    assert!(found.is_some(), "{test}: mcs is missing: run scripts/install-dotnet.sh");
-    found
+    found.unwrap_or_else(|| panic!("{test}: mcs is missing: run scripts/install-dotnet.sh"))
+}
+
+/// Both runtimes and `mcs`, for a test that compiles its own program: a missing one fails it.
+pub fn runtimes_and_mcs(test: &str) -> (Vec<Runtime>, PathBuf) {
+    (runtimes(test), mcs(test))
+}
+
+/// A file the workspace build writes into target/debug (the profiler library, the `clrmap`
+/// binary): a test that needs it fails when it is missing.
+pub fn built(file: &str) -> PathBuf {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap().to_path_buf();
+    let path = target.join("debug").join(file);
+    assert!(path.is_file(), "{} is missing: run `cargo build --workspace` first", path.display());
+    path
 }
 
 /// Run a command and return stdout; panic with stderr on failure.

@@ -129,7 +129,7 @@ fn stage_frames(dir: &Path) -> PathBuf {
 #[ignore = "needs .NET"]
 fn a_real_capture_cut_at_every_byte_of_its_last_records_keeps_the_rest() {
     let rts = runtimes("torn::a_real_capture_cut_at_every_byte");
-    let Some(so) = profiler_path() else { return };
+    let so = profiler_path();
     for rt in &rts {
         // A folder named in Greek: module paths in the capture are multi-byte UTF-8.
         let dir = tmp(&format!("καταγραφή-{}", rt.version));
@@ -174,8 +174,8 @@ fn a_real_capture_cut_at_every_byte_of_its_last_records_keeps_the_rest() {
 #[test]
 #[ignore = "needs .NET"]
 fn a_dotnet_child_process_appends_to_its_parents_capture() {
-    let rts = runtimes("torn::a_dotnet_child_process_appends");
-    let (Some(mcs), Some(so)) = (support::mcs("spawn"), profiler_path()) else { return };
+    let (rts, mcs) = support::runtimes_and_mcs("torn::a_dotnet_child_process_appends");
+    let so = profiler_path();
     for rt in &rts {
         let dir = tmp(&format!("spawn-{}", rt.version));
         let spawn = dir.join("Spawn.dll");
