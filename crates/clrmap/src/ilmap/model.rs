@@ -297,7 +297,15 @@ pub struct CodeBody {
     /// The process that ran it, for captures (several processes can share one capture).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub pid: Option<u32>,
-    /// Precompiled or jitted, where the source says (images: always `r2r`).
+    /// The public map, exactly as `GetILToNativeMapping3(start)` returns it.
+    pub map: Vec<MapEntry>,
+    /// The name with the parameter types, which tells overloads apart:
+    /// `System.Collections.Generic.List`1::Add(!0)` (contract §1 notation; for a trace, the
+    /// runtime's own rendering). After `map`, so contract §4's fields keep their order.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub full_name: Option<String>,
+    /// Precompiled or jitted, where the source says (images: always `r2r`). After `map` and
+    /// `full_name`, so contract §4's fields keep their order.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub kind: Option<CodeKind>,
     /// A jitted body's tier, where the source knows it (traces; a capture does not).
@@ -307,13 +315,6 @@ pub struct CodeBody {
     /// `GetNativeCodeStartAddresses` order, 0 first).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub version: Option<u32>,
-    /// The public map, exactly as `GetILToNativeMapping3(start)` returns it.
-    pub map: Vec<MapEntry>,
-    /// The name with the parameter types, which tells overloads apart:
-    /// `System.Collections.Generic.List`1::Add(!0)` (contract §1 notation; for a trace, the
-    /// runtime's own rendering). After `map`, so contract §4's fields keep their order.
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
-    pub full_name: Option<String>,
     /// For an instantiation compiled into a ReadyToRun image (section 109): the file offset of
     /// its method signature, which holds the type's and the method's arguments
     /// ([`crate::r2r::instantiation_name`]). Not part of the JSON contract.
