@@ -49,12 +49,20 @@ pub struct Capture {
     pub ended: Vec<u32>,
     /// The processes whose profiler was attached to them while running.
     pub attached: Vec<u32>,
+    /// Whole records of kinds this reader does not know (skipped).
+    pub skipped: u64,
     /// A torn last line (`bad_capture` at its offset): everything before it was kept.
     pub warning: Option<Error>,
 }
 
 fn entries(raw: &[[u32; 3]]) -> Vec<MapEntry> {
     raw.iter().map(|&[il, s, e]| MapEntry { il: IlOffset::from_raw(il), native_start: s, native_end: e }).collect()
+}
+
+/// A JSON object whose `kind` is a string other than `jit`, `r2r` and `end`.
+fn is_other_kind(text: &str) -> bool {
+    let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(text) else { return false };
+    matches!(o.get("kind"), Some(serde_json::Value::String(k)) if !matches!(k.as_str(), "jit" | "r2r" | "end"))
 }
 
 /// Read a capture. The first line must be a header; a malformed line with more after it is
@@ -113,6 +121,12 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             Err(_) if !whole => {
                 torn(&mut out);
                 break;
+            }
+            // A whole record of a kind this reader does not know (a newer profiler's): skipped,
+            // so the records it does know are not lost with it.
+            Err(_) if is_other_kind(text) => {
+                out.skipped = out.skipped.saturating_add(1);
+                continue;
             }
             Err(_) => return Err(Error::new(ErrorKind::BadCapture, at, "a JSON body record")),
         };
@@ -226,6 +240,10 @@ mod tests {
         assert_eq!(c.ended, [7]);
         let got: Vec<(u32, u32)> = c.bodies.iter().map(|b| (b.body.token, b.pid)).collect();
         assert_eq!(got, [(1, 7), (2, 7), (3, 9)]);
+        // A record of a kind this reader does not know is skipped, not fatal.
+        let newer = format!("{HEADER}{}{{\"kind\":\"gc\",\"pid\":7}}\n{}", record(1, None), record(2, None));
+        let c = read_capture(newer.as_bytes()).unwrap();
+        assert_eq!((c.bodies.len(), c.skipped), (2, 1));
         // A bad line with more after it is an error at its offset.
         let bad = format!("{HEADER}garbage\n{}", record(1, None));
         assert_eq!(read_capture(bad.as_bytes()).unwrap_err().offset().unwrap(), HEADER.len() as u64);
