@@ -2,7 +2,8 @@
 # Issue 13's overhead benchmark: a .NET 8.0.4 program's CPU time (task-clock) and wall time, by
 # `perf stat -r`, in four configurations run in interleaved rounds (so machine load hits them all
 # alike): the program alone, under `clrmap profile` (capture only), under `clrmap profile --perf`
-# (capture + jitdump with line records + perf map), and with the runtime's own
+# (capture + jitdump with line records + perf map), `clrmap profile --perf` without a capture
+# (perfonly), and with the runtime's own
 # DOTNET_PerfMapEnabled=1 (its jitdump and perf map, no lines).
 #   bash scripts/bench-perf-overhead.sh [ROUNDS] [RUNS_PER_ROUND]
 # Two programs: Frames (start-up heavy: ~850 bodies in ~0.1 s; CPU and wall time) and Hot (steady
@@ -23,18 +24,19 @@ conf_cmd() {
     baseline) cmd=("$DN" "$2") ;;
     capture) cmd=("$B" profile -o "$OUT/c.cap" -- "$DN" "$2") ;;
     perf) cmd=("$B" profile --perf "$OUT" -o "$OUT/c.cap" -- "$DN" "$2") ;;
+    perfonly) cmd=("$B" profile --perf "$OUT" -- "$DN" "$2") ;;
     perfmap) cmd=(env DOTNET_PerfMapEnabled=1 DOTNET_PerfMapJitDumpPath="$OUT" "$DN" "$2") ;;
   esac
 }
 for ((r = 1; r <= ROUNDS; r++)); do
-  for conf in baseline capture perf perfmap; do
+  for conf in baseline capture perf perfonly perfmap; do
     conf_cmd "$conf" tests/fixtures/perf/Hot.dll
     n="$("${cmd[@]}" 3 2>/dev/null | awk '/^rounds/ {print $2}')"
     rounds[$conf]+="$n "
     rm -f "$OUT"/jit-*.dump "$OUT"/perf-*.map
   done
 done
-for conf in baseline capture perf perfmap; do
+for conf in baseline capture perf perfonly perfmap; do
   c="${rounds[$conf]}"
   m=$(echo $c | tr ' ' '\n' | awk '{s+=$1} END {printf "%.1f", s/NR}')
   printf '%-7s %-9s rounds in 3 s %6s (runs: %s)\n' Hot "$conf" "$m" "$c"
@@ -43,7 +45,7 @@ for prog in tests/fixtures/frames/release-portable/Frames.dll; do
   name="$(basename "$prog" .dll)"
   runs="$RUNS"
   for ((r = 1; r <= ROUNDS; r++)); do
-    for conf in baseline capture perf perfmap; do
+    for conf in baseline capture perf perfonly perfmap; do
       conf_cmd "$conf" "$prog"
       stat="$(perf stat -x, -r "$runs" -e task-clock -- "${cmd[@]}" 2>&1 >/dev/null | grep task-clock || true)"
       ms="$(echo "$stat" | cut -d, -f1)"
@@ -54,7 +56,7 @@ for prog in tests/fixtures/frames/release-portable/Frames.dll; do
       rm -f "$OUT"/jit-*.dump "$OUT"/perf-*.map
     done
   done
-  for conf in baseline capture perf perfmap; do
+  for conf in baseline capture perf perfonly perfmap; do
     c="${cpu[$name,$conf]}"; w="${wall[$name,$conf]}"
     mc=$(echo $c | tr ' ' '\n' | awk '{s+=$1} END {printf "%.1f", s/NR}')
     mw=$(echo $w | tr ' ' '\n' | awk '{s+=$1} END {printf "%.0f", s/NR}')

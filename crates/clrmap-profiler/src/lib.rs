@@ -4,12 +4,13 @@
 //!
 //! * **At start-up**, through `CORECLR_PROFILER_PATH` (`clrmap profile -- CMD`): `Initialize`.
 //!   Environment:
-//!   * `CLRMAP_PROFILER_OUTPUT`: the capture file (required; without it the profiler says so on
-//!     stderr and records nothing).
+//!   * `CLRMAP_PROFILER_OUTPUT`: the capture file (required unless `CLRMAP_PROFILER_PERF` is set;
+//!     without either the profiler says so on stderr and records nothing).
 //!   * `CLRMAP_PROFILER_DISABLE_R2R=1`: add `COR_PRF_DISABLE_ALL_NGEN_IMAGES`, so even ReadyToRun
 //!     methods are jitted.
 //!   * `CLRMAP_PROFILER_PERF=DIR` (set by `clrmap profile --perf`): also write Linux perf's
 //!     `DIR/jit-PID.dump` and `DIR/perf-PID.map` while the process runs (`perf.rs`, docs/perf.md).
+//!     Without a capture, maps are asked of the runtime only for modules with a PDB.
 //!   * `CLRMAP_PROFILER_SYMBOL_PATH=DIR:DIR...`: more directories for PDBs (with `--perf`).
 //! * **Attached to a running process** through the diagnostics port's AttachProfiler command
 //!   (`clrmap profile --pid PID`): `InitializeForAttach`, with its settings as JSON in the client
@@ -212,19 +213,19 @@ fn header(mask: u32, hr: Hresult, disable_r2r: bool, attach: bool) -> String {
 
 unsafe extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -> Hresult {
     guard(|| {
-        let path = match std::env::var_os("CLRMAP_PROFILER_OUTPUT") {
-            Some(p) => p,
-            None => {
-                eprintln!("clrmap-profiler: CLRMAP_PROFILER_OUTPUT is not set; recording nothing");
-                return E_FAIL;
-            }
-        };
+        let path = std::env::var_os("CLRMAP_PROFILER_OUTPUT");
+        let perf_dir = std::env::var_os("CLRMAP_PROFILER_PERF");
+        if path.is_none() && perf_dir.is_none() {
+            eprintln!("clrmap-profiler: neither CLRMAP_PROFILER_OUTPUT nor CLRMAP_PROFILER_PERF is set; recording nothing");
+            return E_FAIL;
+        }
         // Append, never truncate: a .NET child started by the profiled program loads this profiler
         // too, with the same output path, and must not erase its parent's records.
-        let mut out = match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
-            Ok(f) => f,
-            Err(e) => {
-                eprintln!("clrmap-profiler: cannot write {}: {e}; recording nothing", std::path::Path::new(&path).display());
+        let mut out = match path.as_ref().map(|p| std::fs::OpenOptions::new().create(true).append(true).open(p)) {
+            None => None,
+            Some(Ok(f)) => Some(f),
+            Some(Err(e)) => {
+                eprintln!("clrmap-profiler: cannot write {}: {e}; recording nothing", std::path::Path::new(path.as_deref().unwrap_or_default()).display());
                 return E_FAIL;
             }
         };
@@ -242,17 +243,22 @@ unsafe extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -
             mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
         }
         let hr = info.set_event_mask(mask);
-        let _ = out.write_all(header(mask, hr, disable_r2r, false).as_bytes());
-        let perf = std::env::var_os("CLRMAP_PROFILER_PERF").and_then(|dir| match perf::start_perf(std::path::Path::new(&dir)) {
+        if let Some(out) = out.as_mut() {
+            let _ = out.write_all(header(mask, hr, disable_r2r, false).as_bytes());
+        }
+        let perf = perf_dir.and_then(|dir| match perf::start_perf(std::path::Path::new(&dir)) {
             Ok(p) => Some(p),
             Err(e) => {
                 eprintln!("clrmap-profiler: cannot start the perf jitdump in {}: {e}", std::path::Path::new(&dir).display());
                 None
             }
         });
+        if out.is_none() && perf.is_none() {
+            return E_FAIL;
+        }
         if let Ok(mut s) = state().lock() {
             s.info = Some(info);
-            s.out = Some(out);
+            s.out = out;
             s.perf = perf;
         }
         S_OK
@@ -413,31 +419,46 @@ fn drain_r2r(s: &mut State) {
     let Some(info) = s.info else { return };
     let pending = std::mem::take(&mut s.pending_r2r);
     for (fid, found) in pending {
-        match info.il_map(false, fid) {
-            Ok(map) => {
-                let Some((module, base, token)) = info.function_info(fid) else { continue };
-                let Some((start, size, first)) = info.code_info(false, fid) else { continue };
-                let rva = r2r_rva(s, &module, base, start);
-                let body = Body {
-                    pid: Some(s.pid),
-                    function_id: fid as u64,
-                    module: module.clone(),
-                    token,
-                    start: start as u64,
-                    rva,
-                    code_size: u32::try_from(size).unwrap_or(u32::MAX),
-                    body: 0,
-                    map: raw(&map),
-                    map1: None,
-                    before_attach: false,
-                };
-                record(s, true, body);
-                if let Some(p) = s.perf.as_mut() {
-                    perf::perf_record(p, &module, token, start, size, first, &map, found);
+        // With a capture, the map is recorded for every method, and the map call failing says the
+        // code is not published yet (E_INVALIDARG inside the search callback). Without one (perf
+        // only), the code range says so, and the map is asked for only where lines need it.
+        let map = if s.out.is_some() {
+            match info.il_map(false, fid) {
+                Ok(map) => Some(map),
+                Err(_) => {
+                    s.pending_r2r.push((fid, found));
+                    continue;
                 }
             }
-            // Not published yet (E_INVALIDARG inside the search callback): try again later.
-            Err(_) => s.pending_r2r.push((fid, found)),
+        } else {
+            None
+        };
+        let Some((start, size, first)) = info.code_info(false, fid) else {
+            if map.is_none() {
+                s.pending_r2r.push((fid, found));
+            }
+            continue;
+        };
+        let Some((module, base, token)) = info.function_info(fid) else { continue };
+        if let Some(map) = &map {
+            let rva = r2r_rva(s, &module, base, start);
+            let body = Body {
+                pid: Some(s.pid),
+                function_id: fid as u64,
+                module: module.clone(),
+                token,
+                start: start as u64,
+                rva,
+                code_size: u32::try_from(size).unwrap_or(u32::MAX),
+                body: 0,
+                map: raw(map),
+                map1: None,
+                before_attach: false,
+            };
+            record(s, true, body);
+        }
+        if let Some(p) = s.perf.as_mut() {
+            perf::perf_record(p, &module, token, start, size, first, || map.or_else(|| info.il_map(false, fid).ok()), found);
         }
     }
 }
@@ -466,13 +487,21 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
         return;
     }
     let Some((module, _base, token)) = info.function_info(fid) else { return };
-    let map1 = info.il_map(false, fid).ok().map(|m| raw(&m));
+    let capture = s.out.is_some();
+    let map1 = if capture { info.il_map(false, fid).ok().map(|m| raw(&m)) } else { None };
     for (body, &start) in starts.iter().enumerate() {
         if !s.seen_jit_starts.insert(start) {
             continue;
         }
-        let Ok(map) = info.il_map(true, start) else { continue };
         let (size, first) = info.code_info(true, start).map_or((0, 0), |(_, size, first)| (size, first));
+        if !capture {
+            // Perf only: the map is asked for only where lines need it.
+            if let Some(p) = s.perf.as_mut() {
+                perf::perf_record(p, &module, token, start, size, first, || info.il_map(true, start).ok(), perf::monotonic_ns());
+            }
+            continue;
+        }
+        let Ok(map) = info.il_map(true, start) else { continue };
         let b = Body {
             pid: Some(s.pid),
             function_id: fid as u64,
@@ -488,7 +517,7 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
         };
         record(s, false, b);
         if let Some(p) = s.perf.as_mut() {
-            perf::perf_record(p, &module, token, start, size, first, &map, perf::monotonic_ns());
+            perf::perf_record(p, &module, token, start, size, first, || Some(map), perf::monotonic_ns());
         }
     }
 }

@@ -77,7 +77,7 @@ fn perf_module(symbols: &clrmap::pdb::locate::SymbolPaths, path: &str) -> PerfMo
 /// range) and the perf map. `size` is the body's code size (all ranges, as the capture gives
 /// it); the lines follow the capture's map over it, as the offline route computes them.
 #[allow(clippy::too_many_arguments)]
-pub fn perf_record(perf: &mut Perf, module: &str, token: u32, start: usize, size: usize, first: usize, map: &[IlMap], timestamp: u64) {
+pub fn perf_record(perf: &mut Perf, module: &str, token: u32, start: usize, size: usize, first: usize, map: impl FnOnce() -> Option<Vec<IlMap>>, timestamp: u64) {
     let pid = perf.pid;
     if start == 0 || first == 0 {
         return;
@@ -87,12 +87,20 @@ pub fn perf_record(perf: &mut Perf, module: &str, token: u32, start: usize, size
     let file_name = std::path::Path::new(module).file_name().map(|f| f.to_string_lossy().into_owned());
     let method = m.metadata.as_ref().and_then(|md| md.method_name(token));
     let name = clrmap::jitdump::build::symbol_name(method.as_deref(), file_name.as_deref(), token);
-    let entries: Vec<clrmap::ilmap::MapEntry> = map
-        .iter()
-        .map(|e| clrmap::ilmap::CorDebugIlToNativeMap { il_offset: e.il, native_start_offset: e.start, native_end_offset: e.end }.into())
-        .collect();
     let code_size = u32::try_from(size).unwrap_or(u32::MAX);
-    let rows = m.symbols.as_ref().map(|sym| sym.line_table(token, &entries, code_size)).unwrap_or_default();
+    // The map is asked for only where there are lines to make of it: a module with a PDB (the
+    // framework ships none, so most ReadyToRun methods need no map at all).
+    let rows = match m.symbols.as_ref() {
+        Some(sym) => {
+            let entries: Vec<clrmap::ilmap::MapEntry> = map()
+                .unwrap_or_default()
+                .iter()
+                .map(|e| clrmap::ilmap::CorDebugIlToNativeMap { il_offset: e.il, native_start_offset: e.start, native_end_offset: e.end }.into())
+                .collect();
+            sym.line_table(token, &entries, code_size)
+        }
+        None => Vec::new(),
+    };
     let mut out = Vec::new();
     if !rows.is_empty() {
         let lines = clrmap::jitdump::line_entries(start as u64, &rows);

@@ -25,9 +25,11 @@ pub struct ProfileArgs {
     /// With --pid: stop after this long (30s, 500ms, 2m).
     #[arg(long, requires = "pid", value_parser = crate::cmd::diag::parse_duration)]
     duration: Option<std::time::Duration>,
-    /// Where the profiler writes its capture (JSON lines; docs/capture-format.md).
-    #[arg(short, long)]
-    output: PathBuf,
+    /// Where the profiler writes its capture (JSON lines; docs/capture-format.md). Optional with
+    /// --perf: without it only the perf files are written, and the runtime is asked for a body's
+    /// map only where its module has a PDB (the least work per body).
+    #[arg(short, long, required_unless_present = "perf")]
+    output: Option<PathBuf>,
     /// Jit everything, ReadyToRun code included (COR_PRF_DISABLE_ALL_NGEN_IMAGES).
     #[arg(long)]
     disable_r2r: bool,
@@ -98,9 +100,12 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         .ok_or_else(|| CliError::Usage("cannot find libclrmap_profiler.so: pass --profiler or set CLRMAP_PROFILER_PATH".into()))?;
     let profiler = std::fs::canonicalize(&profiler)
         .map_err(|e| CliError::Usage(format!("profiler {}: {e}", profiler.display())))?;
-    let output = absolute(&args.output)?;
-    start_capture(&output)?;
+    let output = args.output.as_deref().map(absolute).transpose()?;
+    if let Some(output) = &output {
+        start_capture(output)?;
+    }
     if let Some(pid) = args.pid {
+        let output = output.ok_or_else(|| CliError::Usage("--pid needs -o CAPTURE".into()))?;
         return attach(pid, &profiler, &output, args.duration);
     }
     let (program, rest) = args.command.split_first().ok_or_else(|| CliError::Usage("no command given".into()))?;
@@ -108,8 +113,11 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     c.args(rest)
         .env("CORECLR_ENABLE_PROFILING", "1")
         .env("CORECLR_PROFILER", PROFILER_CLSID)
-        .env("CORECLR_PROFILER_PATH", &profiler)
-        .env("CLRMAP_PROFILER_OUTPUT", &output);
+        .env("CORECLR_PROFILER_PATH", &profiler);
+    match &output {
+        Some(output) => c.env("CLRMAP_PROFILER_OUTPUT", output),
+        None => c.env_remove("CLRMAP_PROFILER_OUTPUT"),
+    };
     if args.disable_r2r {
         c.env("CLRMAP_PROFILER_DISABLE_R2R", "1");
     }
@@ -122,15 +130,32 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         }
         c.env("CLRMAP_PROFILER_PERF", absolute(dir)?);
     }
-    let status = c.status().map_err(|e| CliError::Message(format!("cannot run {program}: {e}")))?;
-    // CoreCLR fails silently when a profiler does not load: the capture's header proves it did.
-    let loaded = std::fs::read(&output).map(|b| b.starts_with(b"{\"format\":\"clrmap-capture\"")).unwrap_or(false);
+    let started = std::time::SystemTime::now();
+    let mut child = c.spawn().map_err(|e| CliError::Message(format!("cannot run {program}: {e}")))?;
+    let child_pid = child.id();
+    let status = child.wait().map_err(|e| CliError::Message(format!("cannot wait for {program}: {e}")))?;
+    // CoreCLR fails silently when a profiler does not load: the capture's header proves it did,
+    // or, without a capture, the command's own jitdump (`dotnet app.dll` runs in its process).
+    let (loaded, proof) = match (&output, &args.perf) {
+        (Some(output), _) => (std::fs::read(output).map(|b| b.starts_with(b"{\"format\":\"clrmap-capture\"")).unwrap_or(false), format!("no capture at {}", output.display())),
+        (None, Some(dir)) => {
+            // The command's own pid, or (a script that starts dotnet as its child) any jitdump
+            // begun in DIR since the run started.
+            let dir = absolute(dir)?;
+            let own = dir.join(format!("jit-{child_pid}.dump")).is_file();
+            let fresh = || {
+                std::fs::read_dir(&dir).into_iter().flatten().flatten().any(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    name.starts_with("jit-") && name.ends_with(".dump") && e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t >= started)
+                })
+            };
+            (own || fresh(), format!("no jit-PID.dump written in {}", dir.display()))
+        }
+        (None, None) => (false, "no output".to_owned()),
+    };
     if !loaded {
-        eprintln!(
-            "clrmap: the profiler did not load (no capture at {}); is the command a .NET app? (it exited with {})",
-            output.display(),
-            shell_status(status)
-        );
+        eprintln!("clrmap: the profiler did not load ({proof}); is the command a .NET app? (it exited with {})", shell_status(status));
         return Ok(PROFILER_NOT_LOADED);
     }
     Ok(shell_status(status))

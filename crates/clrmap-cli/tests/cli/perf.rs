@@ -147,19 +147,23 @@ fn report(data: &Path) -> Vec<(f64, String, String)> {
 
 /// The acceptance on perf's own output: the jitted hot loop's line and the ReadyToRun framework
 /// method are the top user-space entries, and the framework call's caller line is in the chains.
-/// Append `profile [--perf=DIR] --profiler P -o CAP -- DOTNET Hot.dll SECONDS` to `cmd`: the one
-/// way these tests run the hot program under the clrmap profiler.
-fn profile_hot<'c>(cmd: &'c mut Command, perf_dir: Option<&Path>, cap: &Path, dn: &Path, seconds: &str) -> &'c mut Command {
+/// Append `profile [--perf=DIR] --profiler P [-o CAP] -- DOTNET Hot.dll SECONDS` to `cmd`: the
+/// one way these tests run the hot program under the clrmap profiler.
+fn profile_hot<'c>(cmd: &'c mut Command, perf_dir: Option<&Path>, cap: Option<&Path>, dn: &Path, seconds: &str) -> &'c mut Command {
     cmd.arg("profile");
     if let Some(dir) = perf_dir {
         cmd.arg(format!("--perf={}", dir.display()));
     }
-    cmd.args(["--profiler", &profiler(), "-o"]).arg(cap).arg("--").arg(dn).arg(hot_dll()).arg(seconds)
+    cmd.args(["--profiler", &profiler()]);
+    if let Some(cap) = cap {
+        cmd.arg("-o").arg(cap);
+    }
+    cmd.arg("--").arg(dn).arg(hot_dll()).arg(seconds)
 }
 
 /// `perf record -k 1 -g -e cpu-clock -o DATA -- clrmap profile ...` for 3 seconds of the hot
 /// program (see `profile_hot`).
-fn perf_record_profile(data: &Path, perf_dir: Option<&Path>, cap: &Path, dn: &Path) -> Command {
+fn perf_record_profile(data: &Path, perf_dir: Option<&Path>, cap: Option<&Path>, dn: &Path) -> Command {
     let mut cmd = Command::new("perf");
     cmd.args(["record", "-k", "1", "-g", "-e", "cpu-clock", "-o"]).arg(data).arg("--").arg(env!("CARGO_BIN_EXE_clrmap"));
     profile_hot(&mut cmd, perf_dir, cap, dn, "3");
@@ -190,7 +194,7 @@ fn live_route(version: &str) {
     let dir = fresh_dir(&format!("perf-live-{version}"));
     let cap = dir.join("app.cap");
     let data = dir.join("perf.data");
-    run_ok(&mut perf_record_profile(&data, Some(&dir), &cap, &dn));
+    run_ok(&mut perf_record_profile(&data, Some(&dir), Some(&cap), &dn));
     let pid = capture_pid(&cap);
     let dump = dir.join(format!("jit-{pid}.dump"));
     let jit_data = dir.join("perf.jit.data");
@@ -288,7 +292,7 @@ fn offline_enrichment_of_the_runtime_jitdump_on_real_perf() {
     let dir = fresh_dir("perf-enrich-8.0.4");
     let cap = dir.join("app.cap");
     let data = dir.join("perf.data");
-    run_ok(perf_record_profile(&data, None, &cap, &dn).env("DOTNET_PerfMapEnabled", "1").env("DOTNET_PerfMapJitDumpPath", &dir));
+    run_ok(perf_record_profile(&data, None, Some(&cap), &dn).env("DOTNET_PerfMapEnabled", "1").env("DOTNET_PerfMapJitDumpPath", &dir));
     let pid = capture_pid(&cap);
     let dump = dir.join(format!("jit-{pid}.dump"));
     let before = std::fs::read(&dump).unwrap();
@@ -325,7 +329,7 @@ fn a_killed_app_leaves_a_valid_jitdump() {
     let Some(dn) = dotnet(test, "8.0.4") else { return };
     let dir = fresh_dir("perf-killed");
     let cap = dir.join("app.cap");
-    let mut child = profile_hot(&mut Command::new(env!("CARGO_BIN_EXE_clrmap")), Some(&dir), &cap, &dn, "60")
+    let mut child = profile_hot(&mut Command::new(env!("CARGO_BIN_EXE_clrmap")), Some(&dir), Some(&cap), &dn, "60")
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -366,4 +370,29 @@ fn a_killed_app_leaves_a_valid_jitdump() {
         }
         assert_eq!(n, p.records.len());
     }
+}
+
+/// `--perf` without a capture: only the perf files, maps asked for only where a PDB makes lines of
+/// them. perf's own report shows the same lines and the framework method by name.
+#[test]
+#[ignore = "needs .NET"]
+fn perf_only_live_route_without_a_capture() {
+    let test = "perf_only_live_route_without_a_capture";
+    if !perf(test) {
+        return;
+    }
+    let Some(dn) = dotnet(test, "8.0.4") else { return };
+    let dir = fresh_dir("perf-only-8.0.4");
+    let data = dir.join("perf.data");
+    run_ok(&mut perf_record_profile(&data, Some(&dir), None, &dn));
+    let dumps: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("jit-")).collect();
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    assert!(!dir.join("app.cap").exists());
+    let (_, records) = read_independently(&dumps[0]);
+    let own = records.iter().find(|r| r.name == "Hot::OwnLoop").expect("Hot::OwnLoop in the jitdump");
+    assert!(own.lines.iter().any(|e| e.line == marker_line("HOT-OWN")), "{own:?}");
+    assert!(records.iter().any(|r| r.name == "System.Marvin::ComputeHash32" && r.lines.is_empty()));
+    let jit_data = dir.join("perf.jit.data");
+    run_ok(Command::new("perf").args(["inject", "--jit", "-i"]).arg(&data).arg("-o").arg(&jit_data));
+    assert_perf_shows_lines(&jit_data, "8.0.4 perf only");
 }

@@ -38,6 +38,16 @@ fn the_profiler_not_loading_has_its_own_status_and_signals_read_as_a_shell_reads
     // A normal exit code passes through.
     let o = clrmap(&["profile", "-o", cap, "--profiler", &so, "--", "sh", "-c", &format!("'{}' '{}' >/dev/null; exit 7", dotnet.display(), frames.display())]);
     assert_eq!(code(&o), Some(7), "{}", stderr(&o));
+    // Perf only (no capture): the jitdump proves the load, also when a shell starts dotnet as its
+    // child (another pid); a command that is not .NET writes none.
+    let perf_dir = dir.join("perf-only");
+    let _ = std::fs::remove_dir_all(&perf_dir);
+    std::fs::create_dir_all(&perf_dir).unwrap();
+    let perf_arg = format!("--perf={}", perf_dir.display());
+    let o = clrmap(&["profile", &perf_arg, "--profiler", &so, "--", "true"]);
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    let o = clrmap(&["profile", &perf_arg, "--profiler", &so, "--", "sh", "-c", &format!("'{}' '{}' >/dev/null; exit 5", dotnet.display(), frames.display())]);
+    assert_eq!(code(&o), Some(5), "{}", stderr(&o));
 }
 
 #[test]
