@@ -214,7 +214,13 @@ impl Client {
 
     /// One command and its reply's payload, on a connection of its own.
     pub fn request(&self, command_set: u8, command_id: u8, payload: Vec<u8>, name: &str) -> Result<Vec<u8>, DiagError> {
-        let mut stream = self.connect()?;
+        self.request_within(self.timeout, command_set, command_id, payload, name)
+    }
+
+    /// [`Client::request`] with its own timeout on every read and write (a command the runtime
+    /// answers only after work of its own, such as AttachProfiler).
+    fn request_within(&self, timeout: Duration, command_set: u8, command_id: u8, payload: Vec<u8>, name: &str) -> Result<Vec<u8>, DiagError> {
+        let mut stream = open_socket(&self.path, timeout).map_err(|e| self.explain(e))?;
         ipc::send(&mut stream, &ipc::Message { command_set, command_id, payload }).map_err(|e| self.explain(e))?;
         ipc::expect_ok(ipc::receive(&mut stream).map_err(|e| self.explain(e))?, name)
     }
@@ -253,9 +259,7 @@ impl Client {
         let mut payload = ipc::Payload::default();
         let ms = u32::try_from(attach_timeout.as_millis()).unwrap_or(u32::MAX);
         payload.u32(ms).raw(&clsid).string(path).array(client_data);
-        let mut stream = open_socket(&self.path, self.timeout.saturating_add(attach_timeout)).map_err(|e| self.explain(e))?;
-        ipc::send(&mut stream, &ipc::Message { command_set: 0x03, command_id: 0x01, payload: payload.0 }).map_err(|e| self.explain(e))?;
-        let reply = ipc::expect_ok(ipc::receive(&mut stream).map_err(|e| self.explain(e))?, "AttachProfiler")?;
+        let reply = self.request_within(self.timeout.saturating_add(attach_timeout), 0x03, 0x01, payload.0, "AttachProfiler")?;
         // An OK reply carries the HRESULT of the attach itself.
         match reply.get(..4) {
             Some(&[a, b, c, d]) if u32::from_le_bytes([a, b, c, d]) != 0 => {
