@@ -8,7 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod args;
 mod cmd;
+mod open;
 mod output;
 #[cfg(test)]
 mod golden;
@@ -50,7 +52,7 @@ enum Command {
     Symbolize(cmd::symbolize::SymbolizeArgs),
     /// EventPipe traces: event statistics, and `collect` from a running process.
     #[command(subcommand)]
-    Trace(cmd::diag::TraceGroup),
+    Trace(TraceGroup),
     /// The .NET processes this user can reach through their diagnostics port: pid, runtime
     /// version, command line.
     ///
@@ -68,6 +70,20 @@ enum Command {
     Profile(cmd::profile::ProfileArgs),
 }
 
+/// `clrmap trace ...`: the file commands, and `collect` from a running process.
+#[derive(Debug, Subcommand)]
+enum TraceGroup {
+    /// Stream a trace from a running .NET process through its diagnostics port (no restart), with
+    /// the rundown at stop: every jitted method's map, those jitted before the attach included.
+    /// Ctrl-C or SIGTERM stops it cleanly; the file is always a valid trace.
+    ///
+    /// Example: `clrmap trace collect --pid 1234 -o app.nettrace --duration 30s`
+    #[command(verbatim_doc_comment)]
+    Collect(cmd::diag::CollectArgs),
+    #[command(flatten)]
+    File(cmd::trace::TraceCommand),
+}
+
 fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match cli.command {
         Command::Profile(_) => Ok(()),
@@ -75,8 +91,8 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Dict(c) => cmd::dict::run(c, out),
         Command::Meta(c) => cmd::meta::run(c, out),
         Command::Il(c) => cmd::il::run(c, out),
-        Command::Trace(cmd::diag::TraceGroup::File(c)) => cmd::trace::run(c, out),
-        Command::Trace(cmd::diag::TraceGroup::Collect(_)) => Ok(()),
+        Command::Trace(TraceGroup::File(c)) => cmd::trace::run(c, out),
+        Command::Trace(TraceGroup::Collect(_)) => Ok(()),
         Command::Ps(a) => cmd::diag::ps(&a, out).map_err(CliError::Io),
         Command::Pdb(c) => cmd::pdb::run(c, out),
         Command::Symbolize(a) => cmd::symbolize::run(a, out),
@@ -95,7 +111,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    if let Command::Trace(cmd::diag::TraceGroup::Collect(args)) = &cli.command {
+    if let Command::Trace(TraceGroup::Collect(args)) = &cli.command {
         return cmd::diag::collect(args);
     }
     if let Command::Profile(args) = cli.command {

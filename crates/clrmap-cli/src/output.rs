@@ -154,3 +154,76 @@ pub fn report(e: &CliError) -> ExitCode {
 pub fn read_file(path: &std::path::Path) -> Result<clrmap_capi::MappedFile, CliError> {
     clrmap_capi::map_file(path).map_err(|e| CliError::Kinded { kind: "io", message: format!("cannot read {}: {e}", path.display()) })
 }
+
+/// Write one frame: llvm-symbolizer's layout (function, `file:line:column`, blank line) or a JSON
+/// line.
+pub fn write_frame(f: &clrmap::symbolizer::Frame<'_>, json: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if json {
+        serde_json::to_writer(&mut *out, f).map_err(json_io)?;
+        return out.write_all(b"\n");
+    }
+    writeln!(out, "{}", f.method.unwrap_or("??"))?;
+    match (f.file, f.line) {
+        (Some(file), Some(line)) => writeln!(out, "{file}:{line}:{}\n", f.column.unwrap_or(0)),
+        _ => out.write_all(b"??:0:0\n\n"),
+    }
+}
+
+/// A `fmt::Write` over an `io::Write`, keeping the I/O error (a printer only sees `fmt::Error`).
+pub(crate) struct IoFmt<'w> {
+    out: &'w mut dyn std::io::Write,
+    error: Option<std::io::Error>,
+}
+
+impl<'w> IoFmt<'w> {
+    pub(crate) fn new(out: &'w mut dyn std::io::Write) -> Self {
+        IoFmt { out, error: None }
+    }
+
+    /// The I/O error, if a write failed.
+    pub(crate) fn take_error(&mut self) -> Option<std::io::Error> {
+        self.error.take()
+    }
+}
+
+impl core::fmt::Write for IoFmt<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        if self.error.is_some() {
+            return Err(core::fmt::Error);
+        }
+        self.out.write_all(s.as_bytes()).map_err(|e| {
+            self.error = Some(e);
+            core::fmt::Error
+        })
+    }
+}
+
+/// Escapes what goes through it as the inside of a JSON string, byte for byte as serde_json does
+/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`; nothing else).
+pub(crate) struct JsonEscape<'w>(pub(crate) &'w mut dyn core::fmt::Write);
+
+impl core::fmt::Write for JsonEscape<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let mut start = 0;
+        for (i, c) in s.char_indices() {
+            let esc: Option<&str> = match c {
+                '"' => Some("\\\""),
+                '\\' => Some("\\\\"),
+                '\u{8}' => Some("\\b"),
+                '\u{c}' => Some("\\f"),
+                '\n' => Some("\\n"),
+                '\r' => Some("\\r"),
+                '\t' => Some("\\t"),
+                c if (c as u32) < 0x20 => None,
+                _ => continue,
+            };
+            self.0.write_str(s.get(start..i).unwrap_or(""))?;
+            match esc {
+                Some(e) => self.0.write_str(e)?,
+                None => write!(self.0, "\\u{:04x}", c as u32)?,
+            }
+            start = i.saturating_add(c.len_utf8());
+        }
+        self.0.write_str(s.get(start..).unwrap_or(""))
+    }
+}

@@ -19,54 +19,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Args, Subcommand};
-use clrmap::diag::{self, Client, CollectControl, DiagError, DiagErrorKind, EndReason, Provider, SessionConfig};
-use clrmap::symbolizer::OpenedSource;
+use clap::Args;
+use clrmap::diag::{self, Client, CollectControl, DiagErrorKind, EndReason, Provider, SessionConfig};
 
-/// The exit status of a diagnostics-port error (module docs).
-pub fn exit_status(kind: DiagErrorKind) -> u8 {
-    match kind {
-        DiagErrorKind::NoSuchProcess => 3,
-        DiagErrorKind::NotDotnet => 4,
-        DiagErrorKind::PermissionDenied => 5,
-        DiagErrorKind::UnsupportedCommand => 6,
-        DiagErrorKind::Protocol | DiagErrorKind::ServerError | DiagErrorKind::Timeout => 8,
-        DiagErrorKind::BadArgument => 2,
-        DiagErrorKind::Io => 1,
-        DiagErrorKind::TargetExited => EXIT_TARGET_EXITED,
-    }
-}
+use crate::args::parse_duration;
+use crate::open::{exit_status, report, EXIT_TARGET_EXITED};
 
-/// Status 7: the target exited mid-session.
-pub const EXIT_TARGET_EXITED: u8 = 7;
-
-/// Print a diagnostics-port error on stderr and give its exit status.
-pub fn report(e: &DiagError) -> ExitCode {
-    eprintln!("error: {}: {}", e.kind, e.message);
-    ExitCode::from(exit_status(e.kind))
-}
-
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    parse_duration(s)
-}
-
-/// `10`, `10s`, `500ms`, `2m`: a duration (plain numbers are seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let v: f64 = num.parse().map_err(|_| format!("not a duration: {s} (say 30s, 500ms or 2m)"))?;
-    let secs = match unit {
-        "ms" => v / 1000.0,
-        "s" => v,
-        "m" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return Err(format!("not a duration unit: {unit} (ms, s, m or h)")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("not a duration: {s}"))
-}
 
 /// `clrmap ps`
 #[derive(Debug, Args)]
@@ -75,7 +33,7 @@ pub struct PsArgs {
     #[arg(long)]
     json: bool,
     /// How long to wait for each process's answer.
-    #[arg(long, default_value = "2s", value_parser = parse_timeout)]
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
     timeout: Duration,
 }
 
@@ -99,22 +57,8 @@ pub struct CollectArgs {
     #[arg(long)]
     no_rundown: bool,
     /// How long to wait for the runtime's answers, and for more of the rundown after the stop.
-    #[arg(long, default_value = "10s", value_parser = parse_timeout)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
     timeout: Duration,
-}
-
-/// `clrmap trace ...`: the file commands, and `collect` from a running process.
-#[derive(Debug, Subcommand)]
-pub enum TraceGroup {
-    /// Stream a trace from a running .NET process through its diagnostics port (no restart), with
-    /// the rundown at stop: every jitted method's map, those jitted before the attach included.
-    /// Ctrl-C or SIGTERM stops it cleanly; the file is always a valid trace.
-    ///
-    /// Example: `clrmap trace collect --pid 1234 -o app.nettrace --duration 30s`
-    #[command(verbatim_doc_comment)]
-    Collect(CollectArgs),
-    #[command(flatten)]
-    File(crate::cmd::trace::TraceCommand),
 }
 
 /// Run `clrmap ps`.
@@ -215,48 +159,5 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
             eprintln!("error: timeout: the runtime sent nothing for {:?} after the stop; wrote {} ({} bytes, up to the last whole block)", args.timeout, args.output.display(), c.written);
             ExitCode::from(exit_status(DiagErrorKind::Timeout))
         }
-    }
-}
-
-/// Every jitted method's map in process `pid`, now (`--pid` of `il dump`, `il at`, `symbolize`).
-/// A rundown snapshot of process `pid`'s jitted methods, now (`il dump --pid`). A
-/// diagnostics-port error carries its own exit status (module docs).
-pub fn snapshot(pid: u32) -> Result<OpenedSource, crate::output::CliError> {
-    match diag::snapshot(pid, diag::DEFAULT_TIMEOUT) {
-        Ok(s) => {
-            for w in &s.warnings {
-                eprintln!("warning: process {pid}: the stream stopped early ({w}); every whole event before it was kept");
-            }
-            Ok(s)
-        }
-        Err(e) => Err(crate::output::CliError::Status(format!("{}: {}", e.kind, e.message), exit_status(e.kind))),
-    }
-}
-
-/// A symbolizer over process `pid`'s jitted methods, now, with the PDB options of `frame`
-/// (`il at --pid`, `symbolize --pid`).
-pub fn symbolizer_for_pid(pid: u32, frame: &crate::cmd::symbolize::FrameArgs) -> Result<clrmap::symbolizer::Symbolizer, crate::output::CliError> {
-    use clrmap::pdb::locate::SymbolPaths;
-    let options = clrmap::symbolizer::Options { symbols: SymbolPaths { pdb: frame.pdb.clone(), dirs: frame.symbol_path.clone() } };
-    clrmap::symbolizer::Symbolizer::from_opened(snapshot(pid)?, None, options).map_err(crate::cmd::symbolize::open_error)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("2y").is_err() && parse_duration("x").is_err() && parse_duration("-1s").is_err());
-    }
-
-    #[test]
-    fn every_kind_has_its_own_status() {
-        let kinds = [DiagErrorKind::NoSuchProcess, DiagErrorKind::NotDotnet, DiagErrorKind::PermissionDenied, DiagErrorKind::UnsupportedCommand];
-        let codes: std::collections::BTreeSet<u8> = kinds.iter().map(|&k| exit_status(k)).chain([EXIT_TARGET_EXITED, exit_status(DiagErrorKind::Protocol)]).collect();
-        assert_eq!(codes.len(), 6);
     }
 }

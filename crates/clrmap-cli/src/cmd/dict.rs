@@ -9,7 +9,8 @@ use clrmap::gdmap::{DictionaryMap, DictionaryMapBuilder, Lookup, SortedFlag};
 use clrmap::signature::{parse_type_list, stream_one, HexTokens, TypeNames};
 use clrmap::{Error, ErrorKind};
 
-use crate::output::{read_file, CliError};
+use crate::args::parse_u32;
+use crate::output::{read_file, CliError, IoFmt, JsonEscape};
 
 /// `clrmap dict ...`
 #[derive(Debug, Subcommand)]
@@ -114,73 +115,10 @@ fn with_names<T>(metadata: Option<&PathBuf>, f: impl FnOnce(&dyn TypeNames) -> R
     }
 }
 
-/// `0x`-prefixed hex or decimal.
-pub fn parse_u32(s: &str) -> Result<u32, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u32::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("not a 32-bit number: {s} ({e})"))
-}
 
-/// A `fmt::Write` over an `io::Write`, keeping the I/O error (a printer only sees `fmt::Error`).
-pub(crate) struct IoFmt<'w> {
-    out: &'w mut dyn Write,
-    error: Option<std::io::Error>,
-}
 
-impl<'w> IoFmt<'w> {
-    pub(crate) fn new(out: &'w mut dyn Write) -> Self {
-        IoFmt { out, error: None }
-    }
 
-    /// The I/O error, if a write failed.
-    pub(crate) fn take_error(&mut self) -> Option<std::io::Error> {
-        self.error.take()
-    }
-}
 
-impl core::fmt::Write for IoFmt<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        if self.error.is_some() {
-            return Err(core::fmt::Error);
-        }
-        self.out.write_all(s.as_bytes()).map_err(|e| {
-            self.error = Some(e);
-            core::fmt::Error
-        })
-    }
-}
-
-/// Escapes what goes through it as the inside of a JSON string, byte for byte as serde_json does
-/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`; nothing else).
-pub(crate) struct JsonEscape<'w>(pub(crate) &'w mut dyn core::fmt::Write);
-
-impl core::fmt::Write for JsonEscape<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let mut start = 0;
-        for (i, c) in s.char_indices() {
-            let esc: Option<&str> = match c {
-                '"' => Some("\\\""),
-                '\\' => Some("\\\\"),
-                '\u{8}' => Some("\\b"),
-                '\u{c}' => Some("\\f"),
-                '\n' => Some("\\n"),
-                '\r' => Some("\\r"),
-                '\t' => Some("\\t"),
-                c if (c as u32) < 0x20 => None,
-                _ => continue,
-            };
-            self.0.write_str(s.get(start..i).unwrap_or(""))?;
-            match esc {
-                Some(e) => self.0.write_str(e)?,
-                None => write!(self.0, "\\u{:04x}", c as u32)?,
-            }
-            start = i.saturating_add(c.len_utf8());
-        }
-        self.0.write_str(s.get(start..).unwrap_or(""))
-    }
-}
 
 /// Print the types of one item as `t1, t2` (text) or `"t1","t2"` (JSON), each streamed as it is
 /// decoded. The item must have been validated.

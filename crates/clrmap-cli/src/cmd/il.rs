@@ -14,8 +14,8 @@ use clrmap::pe::PeImage;
 use clrmap::symbolizer::{name_var, open_source, SourceKind, VarKind, VarName};
 use clrmap::{Error, ErrorKind};
 
-use crate::cmd::pdb::name_matches;
-use crate::cmd::symbolize::{open_error, FrameArgs};
+use crate::args::{name_matches, parse_u32, parse_u64, FrameArgs};
+use crate::open::{open_error, warn};
 use crate::output::{read_file, CliError};
 
 /// `clrmap il ...`
@@ -74,7 +74,7 @@ pub enum IlCommand {
         /// A ReadyToRun image.
         source: PathBuf,
         /// A code RVA (hex with 0x, or decimal).
-        #[arg(value_parser = crate::cmd::dict::parse_u32)]
+        #[arg(value_parser = parse_u32)]
         rva: u32,
         /// JSON: {"code_start_rva":N,"parent_frame_start_rva":N,"funclet":bool,"token":N,"name":...}.
         #[arg(long)]
@@ -115,12 +115,6 @@ pub fn il_text(il: IlOffset) -> String {
     }
 }
 
-/// Say on stderr where a torn source stopped being read (everything whole before it was kept).
-pub fn warn(source: &Path, warnings: &[clrmap::Error]) {
-    for w in warnings {
-        eprintln!("warning: {}: {}{}: {}; every whole record before it was kept", source.display(), w.kind, w.location, w.message());
-    }
-}
 
 /// Edit distance between two short strings (Levenshtein, one row at a time).
 fn distance(a: &str, b: &str) -> usize {
@@ -162,7 +156,7 @@ fn near_names<'a>(bodies: &'a [CodeBody], filter: &str) -> Vec<&'a str> {
 
 fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let opened = match (pid, source) {
-        (Some(pid), _) => crate::cmd::diag::snapshot(pid)?,
+        (Some(pid), _) => crate::open::snapshot(pid)?,
         (None, Some(source)) => {
             let opened = open_source(source).map_err(open_error)?;
             warn(source, &opened.warnings);
@@ -239,20 +233,12 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
     Ok(())
 }
 
-/// `0x`-prefixed hex or decimal, 64 bits.
-pub fn parse_u64(s: &str) -> Result<u64, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("not a 64-bit number: {s} ({e})"))
-}
 
 fn at(source: Option<&Path>, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = frame.open_or_pid(source)?;
     let f = sym.symbolize(address, frame.kind());
     if json && f.token.is_some() {
-        return Ok(crate::cmd::symbolize::write_frame(&f, true, out)?);
+        return Ok(crate::output::write_frame(&f, true, out)?);
     }
     let (Some(token), Some(offset)) = (f.token, f.native_offset) else {
         let error = match sym.kind() {

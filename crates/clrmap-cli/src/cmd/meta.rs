@@ -11,7 +11,7 @@ use clrmap::read::Reader;
 use clrmap::signature::{skip_type, stream_one, TypeNames};
 use clrmap::ErrorKind;
 
-use crate::cmd::dict::IoFmt;
+use crate::output::IoFmt;
 use crate::output::{read_file, CliError};
 
 /// `clrmap meta ...`

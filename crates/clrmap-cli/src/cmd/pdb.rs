@@ -8,8 +8,8 @@ use clrmap::metadata::Metadata;
 use clrmap::pdb::locate::{open_pdb, SymbolPaths};
 use clrmap::pdb::{PortablePdb, SequencePoint};
 
-use crate::cmd::dict::parse_u32;
-use crate::cmd::symbolize::open_error;
+use crate::args::name_matches;
+use crate::open::open_error;
 use crate::output::CliError;
 
 /// `clrmap pdb ...`
@@ -80,14 +80,6 @@ impl From<&SequencePoint> for JsonPoint {
     }
 }
 
-/// Does a method's name or token match the user's filter?
-pub fn name_matches(token: u32, name: Option<&str>, filter: &str) -> bool {
-    match parse_u32(filter) {
-        Ok(t) => token == t,
-        // `Type::Method` or `Method` matches at a `.` or `::` boundary.
-        Err(_) => name.is_some_and(|n| n == filter || n.strip_suffix(filter).is_some_and(|head| head.ends_with('.') || head.ends_with("::"))),
-    }
-}
 
 fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let opened = open_pdb(file, &symbols).map_err(open_error)?;

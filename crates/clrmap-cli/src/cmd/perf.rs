@@ -10,7 +10,7 @@ use clrmap::jitdump::{host_machine, FileHeader};
 use clrmap::pdb::locate::SymbolPaths;
 use clrmap::symbolizer::{Options, SourceKind, Symbolizer};
 
-use crate::cmd::symbolize::open_error;
+use crate::open::{open_error, warn};
 use crate::output::CliError;
 
 /// `clrmap perf ...`
@@ -88,7 +88,7 @@ fn open(a: &SourceArgs) -> Result<Symbolizer, CliError> {
     if sym.kind() == SourceKind::ReadyToRun {
         return Err(CliError::Usage(format!("{}: an image has no load addresses; give a capture or a trace of the process", a.source.display())));
     }
-    crate::cmd::il::warn(&a.source, sym.warnings());
+    warn(&a.source, sym.warnings());
     Ok(sym)
 }
 

@@ -23,7 +23,7 @@ pub struct ProfileArgs {
     #[arg(long, conflicts_with_all = ["command", "disable_r2r", "perf"])]
     pid: Option<u32>,
     /// With --pid: stop after this long (30s, 500ms, 2m).
-    #[arg(long, requires = "pid", value_parser = crate::cmd::diag::parse_duration)]
+    #[arg(long, requires = "pid", value_parser = crate::args::parse_duration)]
     duration: Option<std::time::Duration>,
     /// Where the profiler writes its capture (JSON lines; docs/capture-format.md). Optional with
     /// --perf: without it only the perf files are written, and the runtime is asked for a body's
@@ -169,7 +169,7 @@ fn attach(pid: u32, profiler: &Path, output: &Path, duration: Option<std::time::
 
     use clrmap::diag::{self, Client};
 
-    let diag_error = |e: diag::DiagError| CliError::Status(format!("{}: {}", e.kind, e.message), crate::cmd::diag::exit_status(e.kind));
+    let diag_error = |e: diag::DiagError| CliError::Status(format!("{}: {}", e.kind, e.message), crate::open::exit_status(e.kind));
     let mut stop_file = output.as_os_str().to_owned();
     stop_file.push(".stop");
     let stop_file = PathBuf::from(stop_file);
@@ -221,7 +221,7 @@ fn attach(pid: u32, profiler: &Path, output: &Path, duration: Option<std::time::
     if !detached {
         return Err(CliError::Status(
             format!("timeout: process {pid} has not detached the profiler after 20 s; the capture keeps every whole record so far"),
-            crate::cmd::diag::exit_status(diag::DiagErrorKind::Timeout),
+            crate::open::exit_status(diag::DiagErrorKind::Timeout),
         ));
     }
     Ok(0)

@@ -7,7 +7,7 @@ use clrmap::read::Reader;
 use clrmap::signature::{decode_type, stream_one, HexTokens, TreeProvider, TypeNames};
 use clrmap::ErrorKind;
 
-use crate::cmd::dict::{IoFmt, JsonEscape};
+use crate::output::{IoFmt, JsonEscape};
 use crate::output::CliError;
 
 /// `clrmap sig ...`

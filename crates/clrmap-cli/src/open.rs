@@ -1,0 +1,83 @@
+//! Opening what a command reads, and reporting how that went, the same way for every command:
+//! source files, running processes (their exit statuses, docs/attach.md) and the warnings of a
+//! torn source.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clrmap::diag::{self, DiagError, DiagErrorKind};
+use clrmap::symbolizer::{OpenError, OpenedSource};
+
+use crate::output::CliError;
+
+/// An open error as the CLI reports it: a kind and location for bad input, a message otherwise.
+pub fn open_error(e: OpenError) -> CliError {
+    match e {
+        OpenError::Input { error, .. } => CliError::input(error),
+        e @ OpenError::Io { .. } => CliError::Kinded { kind: "io", message: e.to_string() },
+        e @ OpenError::Unrecognized { .. } => CliError::Kinded { kind: "unrecognized_source", message: e.to_string() },
+    }
+}
+
+/// Say on stderr where a torn source stopped being read (everything whole before it was kept).
+pub fn warn(source: &Path, warnings: &[clrmap::Error]) {
+    for w in warnings {
+        eprintln!("warning: {}: {}{}: {}; every whole record before it was kept", source.display(), w.kind, w.location, w.message());
+    }
+}
+
+/// The exit status of a diagnostics-port error (module docs).
+pub fn exit_status(kind: DiagErrorKind) -> u8 {
+    match kind {
+        DiagErrorKind::NoSuchProcess => 3,
+        DiagErrorKind::NotDotnet => 4,
+        DiagErrorKind::PermissionDenied => 5,
+        DiagErrorKind::UnsupportedCommand => 6,
+        DiagErrorKind::Protocol | DiagErrorKind::ServerError | DiagErrorKind::Timeout => 8,
+        DiagErrorKind::BadArgument => 2,
+        DiagErrorKind::Io => 1,
+        DiagErrorKind::TargetExited => EXIT_TARGET_EXITED,
+    }
+}
+
+/// Status 7: the target exited mid-session.
+pub const EXIT_TARGET_EXITED: u8 = 7;
+
+/// Print a diagnostics-port error on stderr and give its exit status.
+pub fn report(e: &DiagError) -> ExitCode {
+    eprintln!("error: {}: {}", e.kind, e.message);
+    ExitCode::from(exit_status(e.kind))
+}
+
+/// Every jitted method's map in process `pid`, now (`--pid` of `il dump`, `il at`, `symbolize`).
+/// A rundown snapshot of process `pid`'s jitted methods, now (`il dump --pid`). A
+/// diagnostics-port error carries its own exit status (module docs).
+pub fn snapshot(pid: u32) -> Result<OpenedSource, CliError> {
+    match diag::snapshot(pid, diag::DEFAULT_TIMEOUT) {
+        Ok(s) => {
+            for w in &s.warnings {
+                eprintln!("warning: process {pid}: the stream stopped early ({w}); every whole event before it was kept");
+            }
+            Ok(s)
+        }
+        Err(e) => Err(CliError::Status(format!("{}: {}", e.kind, e.message), exit_status(e.kind))),
+    }
+}
+
+/// A symbolizer over process `pid`'s jitted methods, now, with the PDB options of `frame`
+/// (`il at --pid`, `symbolize --pid`).
+pub fn symbolizer_for_pid(pid: u32, frame: &crate::args::FrameArgs) -> Result<clrmap::symbolizer::Symbolizer, CliError> {
+    clrmap::symbolizer::Symbolizer::from_opened(snapshot(pid)?, None, frame.options()).map_err(open_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_own_status() {
+        let kinds = [DiagErrorKind::NoSuchProcess, DiagErrorKind::NotDotnet, DiagErrorKind::PermissionDenied, DiagErrorKind::UnsupportedCommand];
+        let codes: std::collections::BTreeSet<u8> = kinds.iter().map(|&k| exit_status(k)).chain([EXIT_TARGET_EXITED, exit_status(DiagErrorKind::Protocol)]).collect();
+        assert_eq!(codes.len(), 6);
+    }
+}
