@@ -30,7 +30,7 @@ pub struct FrameArgs {
     #[arg(long = "symbol-path")]
     pub symbol_path: Vec<PathBuf>,
     /// A running .NET process instead of a file: a rundown snapshot of every method it has
-    /// jitted so far, taken through its diagnostics port (docs/attach.md). Addresses are absolute.
+    /// jitted so far, taken through its diagnostics port. Addresses are absolute.
     #[arg(long)]
     pub pid: Option<u32>,
 }

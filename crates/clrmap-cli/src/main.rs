@@ -47,7 +47,7 @@ enum Command {
     /// Native addresses to method, IL offset and source file:line:column, by the runtime's own
     /// stack-trace rules; llvm-symbolizer's layout, or JSON lines.
     ///
-    /// Example: `echo 0x39349C | clrmap symbolize $FW/System.Private.CoreLib.dll`
+    /// Example: `echo 0x7F8CE5225927 | clrmap symbolize examples/frames.nettrace --symbol-path tests/fixtures/frames/debug-embedded --return-address`
     #[command(verbatim_doc_comment)]
     Symbolize(cmd::symbolize::SymbolizeArgs),
     /// EventPipe traces: event statistics, and `collect` from a running process.
@@ -65,8 +65,11 @@ enum Command {
     /// Run a .NET command with the clrmap profiler loaded, or attach it to a running process
     /// (`--pid`), and capture every body's map.
     ///
-    /// Examples: `clrmap profile -o app.capture -- dotnet app.dll`;
-    /// `clrmap profile --pid 1234 -o live.capture --duration 10s`
+    /// Example: `clrmap profile -o /tmp/frames.capture -- dotnet tests/fixtures/frames/release-portable/Frames.dll`
+    /// (`dotnet` is the .NET runtime's host; after `scripts/test.sh` it is
+    /// `.dotnet/8.0/dnv/net/runtime/.net/dotnet`). Then: `clrmap il dump /tmp/frames.capture`.
+    /// Attached to a running process: `clrmap profile --pid PID -o live.capture --duration 10s`
+    #[command(verbatim_doc_comment)]
     Profile(cmd::profile::ProfileArgs),
 }
 
@@ -77,7 +80,9 @@ enum TraceGroup {
     /// the rundown at stop: every jitted method's map, those jitted before the attach included.
     /// Ctrl-C or SIGTERM stops it cleanly; the file is always a valid trace.
     ///
-    /// Example: `clrmap trace collect --pid 1234 -o app.nettrace --duration 30s`
+    /// Example: `dotnet tests/fixtures/perf/Hot.dll 6 & sleep 1; clrmap trace collect --pid $! -o /tmp/hot.nettrace --duration 2s`
+    /// (`dotnet` is the .NET runtime's host; after `scripts/test.sh` it is
+    /// `.dotnet/8.0/dnv/net/runtime/.net/dotnet`).
     #[command(verbatim_doc_comment)]
     Collect(cmd::diag::CollectArgs),
     #[command(flatten)]

@@ -24,10 +24,10 @@ pub enum DictCommand {
     Show {
         /// The map file.
         file: PathBuf,
-        /// One JSON object, as the output contract §3 gives it.
+        /// One JSON object: {"entries":[{"rva":N,"types":["..."]}]}.
         #[arg(long)]
         json: bool,
-        /// Name tokens from this assembly's metadata (contract §1) instead of printing 0x... tokens.
+        /// Name tokens from this assembly's metadata (`class System.String`) instead of printing 0x... tokens.
         #[arg(long, value_name = "ASSEMBLY")]
         metadata: Option<PathBuf>,
     },
@@ -48,7 +48,7 @@ pub enum DictCommand {
         #[arg(long, value_name = "ASSEMBLY")]
         metadata: Option<PathBuf>,
     },
-    /// Check a map strictly (output contract §3); exit 0 if valid, 1 with the first fault.
+    /// Check a map strictly (sorted, in bounds, every signature whole); exit 0 if valid, 1 with the first fault.
     ///
     /// With --lint, also list what is legal but suspect: unreferenced heap bytes, overlapping
     /// items, non-canonical compressed integers, duplicate entries.
@@ -65,7 +65,7 @@ pub enum DictCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Build a map from a manifest of RVA → types, written in the contract's notation with tokens
+    /// Build a map from a manifest of RVA → types, written in the notation `sig decode` prints (`class 0x01000005<int32>`), tokens
     /// as 0x... (see examples/two-lists.manifest).
     ///
     /// Text manifest: one `RVA: type, type, ...` per line; `#` starts a comment.
@@ -87,8 +87,8 @@ pub enum DictCommand {
     /// per GENERICINST TypeSpec (its argument list); identical instantiations share one item.
     /// RVAs are synthetic: 0x01000000 + 16·row for TypeSpecs, 0x02000000 + 16·row for MethodSpecs.
     ///
-    /// Example: `clrmap dict from-assembly $FW/System.Linq.dll -o linq.gdmap`, then
-    /// `clrmap dict show linq.gdmap --metadata $FW/System.Linq.dll`
+    /// Example: `clrmap dict from-assembly .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Linq.dll -o /tmp/linq.gdmap`, then
+    /// `clrmap dict show /tmp/linq.gdmap --metadata .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Linq.dll`
     /// (FW=.dotnet/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23)
     #[command(verbatim_doc_comment)]
     FromAssembly {

@@ -24,14 +24,14 @@ pub enum IlCommand {
     /// Print every code body's map exactly as GetILToNativeMapping returns it: PROLOG first, IL
     /// ascending, EPILOG, NO_MAPPING; ranges [start, end) in native offsets from the code start.
     ///
-    /// Example: `clrmap il dump $FW/System.Linq.dll --method 'System.Linq.Enumerable::Count' --json`
+    /// Example: `clrmap il dump .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Linq.dll --method 'System.Linq.Enumerable::Count' --json`
     #[command(verbatim_doc_comment)]
     Dump {
         /// A ReadyToRun image, an EventPipe trace (.nettrace), or a capture written by `clrmap profile`.
         #[arg(required_unless_present = "pid")]
         source: Option<PathBuf>,
         /// A running .NET process instead of a file: a rundown snapshot of every method it has
-        /// jitted so far, through its diagnostics port (docs/attach.md).
+        /// jitted so far, through its diagnostics port.
         #[arg(long, conflicts_with = "source")]
         pid: Option<u32>,
         /// Only this method: a MethodDef token (0x06000123) or a name (`Ns.Type::Method`,
@@ -42,14 +42,14 @@ pub enum IlCommand {
         /// captures).
         #[arg(long)]
         module: Option<String>,
-        /// JSON as the output contract §4 gives it.
+        /// JSON: {"source":...,"methods":[{"token":N,"name":...,"map":[{"il":...,"native_start":N,"native_end":N}]}]}.
         #[arg(long)]
         json: bool,
     },
     /// Which method, and which IL offset, is the code at this address? For an image the address is
     /// an RVA; for a trace or a capture it is an absolute address in the traced process.
     ///
-    /// Example: `clrmap il at $FW/System.Private.CoreLib.dll 0x39349C --return-address`
+    /// Example: `clrmap il at .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll 0x39349C --return-address`
     #[command(verbatim_doc_comment, override_usage = "clrmap il at [OPTIONS] SOURCE ADDRESS\n       clrmap il at [OPTIONS] --pid PID ADDRESS")]
     At {
         /// A ReadyToRun image, a .nettrace, or a capture (not given with --pid).
@@ -60,7 +60,7 @@ pub enum IlCommand {
         second: Option<String>,
         #[command(flatten)]
         frame: FrameArgs,
-        /// One JSON object, as `symbolize --json` writes it (contract §5).
+        /// One JSON object, as `symbolize --json` writes it.
         #[arg(long)]
         json: bool,
     },
@@ -68,7 +68,7 @@ pub enum IlCommand {
     /// that holds the RVA (the method's, or the funclet's) and, for a funclet, its parent method's
     /// start (0 otherwise).
     ///
-    /// Example: `clrmap il frame $FW/System.Private.CoreLib.dll 0x39349C`
+    /// Example: `clrmap il frame .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll 0x39349C`
     #[command(verbatim_doc_comment)]
     Frame {
         /// A ReadyToRun image.
@@ -82,7 +82,7 @@ pub enum IlCommand {
     },
     /// Print a method's variable locations (R2R debug info, majors below 16).
     ///
-    /// Example: `clrmap il vars $FW/System.Private.CoreLib.dll --method 0x06000099`
+    /// Example: `clrmap il vars .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Linq.dll --method System.Linq.Enumerable::Count`
     #[command(verbatim_doc_comment)]
     Vars {
         /// A ReadyToRun image.

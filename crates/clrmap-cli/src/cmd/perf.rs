@@ -22,7 +22,8 @@ pub enum PerfCommand {
     /// With --enrich, add the lines and the ReadyToRun methods to the jitdump the runtime wrote
     /// for the same run (DOTNET_PerfMapEnabled=1), keeping its records and timestamps.
     ///
-    /// Example: `clrmap perf jitdump app.capture --enrich /tmp/jit-1234.dump`
+    /// Example: `clrmap perf jitdump examples/frames.nettrace --symbol-path tests/fixtures/frames/debug-embedded -o /tmp/jit-31272.dump`;
+    /// to enrich the runtime's own file: `clrmap perf jitdump app.capture --enrich /tmp/jit-1234.dump`
     #[command(verbatim_doc_comment)]
     Jitdump(JitdumpArgs),
     /// Write a perf map (`perf-PID.map`: `START SIZE NAME`), ReadyToRun methods included.

@@ -25,7 +25,7 @@ pub struct ProfileArgs {
     /// With --pid: stop after this long (30s, 500ms, 2m).
     #[arg(long, requires = "pid", value_parser = crate::args::parse_duration)]
     duration: Option<std::time::Duration>,
-    /// Where the profiler writes its capture (JSON lines; docs/capture-format.md). Optional with
+    /// Where the profiler writes its capture (JSON lines, one body per line). Optional with
     /// --perf: without it only the perf files are written, and the runtime is asked for a body's
     /// map only where its module has a PDB (the least work per body).
     #[arg(short, long, required_unless_present = "perf")]
@@ -39,7 +39,6 @@ pub struct ProfileArgs {
     profiler: Option<PathBuf>,
     /// Also write Linux perf's `jit-PID.dump` (with source lines) and `perf-PID.map` for each .NET
     /// process, into DIR (default /tmp), for `perf record -k 1` and `perf inject --jit`
-    /// (docs/perf.md).
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "/tmp")]
     perf: Option<PathBuf>,
     /// The command, e.g. `dotnet app.dll`.
@@ -92,7 +91,8 @@ fn shell_status(status: std::process::ExitStatus) -> i32 {
 
 /// Run the command; returns its exit status (passed through by `main`).
 ///
-/// Example: `clrmap profile -o app.capture -- dotnet app.dll`, then `clrmap il dump app.capture`.
+/// Example: `clrmap profile -o app.capture -- dotnet app.dll`, then `clrmap il dump app.capture`
+/// (the user-facing examples are on the `Profile` command in main.rs).
 pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     let profiler = args
         .profiler

@@ -15,7 +15,7 @@ use crate::output::CliError;
 pub enum SigCommand {
     /// Decode one type signature given as hex bytes and print it in ILAsm notation.
     ///
-    /// The rules are the strict ones of the output contract (§2): a bad byte exits 1 with the
+    /// The rules are strict ECMA-335 (II.23.2): a bad byte exits 1 with the
     /// error's kind and offset.
     ///
     /// Example: `clrmap sig decode 15 12 15 01 08` prints `class 0x01000005<int32>`.
@@ -27,7 +27,7 @@ pub enum SigCommand {
         /// Print a JSON object: the text and the structural tree.
         #[arg(long)]
         json: bool,
-        /// Name tokens from this assembly's metadata (contract §1) instead of printing 0x... tokens.
+        /// Name tokens from this assembly's metadata (`class System.String`) instead of printing 0x... tokens.
         #[arg(long, value_name = "ASSEMBLY")]
         metadata: Option<std::path::PathBuf>,
     },

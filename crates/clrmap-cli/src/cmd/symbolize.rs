@@ -24,7 +24,7 @@ pub struct SymbolizeArgs {
     pub addresses: Vec<String>,
     #[command(flatten)]
     pub frame: FrameArgs,
-    /// One JSON object per line (contract §5) instead of llvm-symbolizer's layout.
+    /// One JSON object per line ({"address":N,"module":...,"method":...,"il_offset":...,"file":...,"line":...}) instead of llvm-symbolizer's layout.
     #[arg(long)]
     pub json: bool,
 }

@@ -15,7 +15,7 @@ pub enum TraceCommand {
     /// Count a trace's events by provider, event id and version, and its blocks. Shows progress on
     /// stderr for large files when stderr is a terminal.
     ///
-    /// Example: `clrmap trace stats app.1234.nettrace`
+    /// Example: `clrmap trace stats examples/frames.nettrace`
     #[command(verbatim_doc_comment)]
     Stats {
         /// The .nettrace file.

@@ -12,3 +12,4 @@ mod daily;
 mod profile;
 mod hostile;
 mod perf;
+mod help;
