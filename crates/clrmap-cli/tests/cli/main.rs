@@ -13,3 +13,4 @@ mod profile;
 mod hostile;
 mod perf;
 mod help;
+mod scripts;
