@@ -13,7 +13,7 @@ use crate::read::Error;
 use crate::symbolizer::Symbolizer;
 
 use super::read::parse;
-use super::{encode_code_load, encode_debug_info, line_entries, perf_map_line, CodeLoad, FileHeader, LineEntry, JIT_CODE_DEBUG_INFO, JIT_CODE_LOAD};
+use super::{encode_code_load, encode_debug_info, line_entries, perf_map_line, CodeLoad, FileHeader, LineEntry, JIT_CODE_DEBUG_INFO, JIT_CODE_LOAD, JIT_CODE_UNWINDING_INFO};
 
 /// One body as clrmap writes it: its range, symbol name and line entries.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,9 +125,11 @@ pub struct Enriched {
 /// runtime logs no ReadyToRun method) are added with fresh code indexes.
 ///
 /// An added body needs a timestamp after its module was mapped, or perf lets the module's own
-/// mapping hide it. `order` is the sources' recording order (code starts, as the capture lists
-/// them): an added body takes the timestamp of the next body in that order that the file
-/// has, and goes just before it; one with none goes at the end, with the last timestamp. A torn
+/// mapping hide it. `order` is the source's recording order (code starts, as the capture or the
+/// trace lists them): an added body takes the timestamp of the next body in that order that the
+/// file has, and goes just before it: before that body's debug-info and unwinding-info records,
+/// since perf gives those to the next code load in the file. One with none goes at the end, with
+/// the last timestamp. A code load whose group already has a debug-info record keeps it. A torn
 /// tail of the file is dropped (its warning is returned). Enriching twice adds nothing.
 pub fn enrich(dump: &[u8], planned: &[Planned], order: &[u64]) -> Result<(Vec<u8>, Enriched, Option<Error>), Error> {
     let parsed = parse(dump)?;
@@ -137,13 +139,17 @@ pub fn enrich(dump: &[u8], planned: &[Planned], order: &[u64]) -> Result<(Vec<u8
     let mut next_index = parsed.records.iter().filter_map(|r| r.load.as_ref().map(|l| l.code_index)).max().unwrap_or(0);
     let last_time = parsed.records.iter().map(|r| r.timestamp).max().unwrap_or(parsed.header.timestamp);
 
-    // Each added body: the record it goes before (None: the end), in recording order.
-    let mut before: HashMap<Option<usize>, Vec<&Planned>> = HashMap::new();
+    // Each added body: the record it goes before (None: the end), in recording order. That is
+    // the first record of the code load's group: perf gives a debug-info (and an unwinding-info)
+    // record to the next code load in the file, so nothing may come between them.
+    let group = group_starts(&parsed.records);
+    let mut before: HashMap<Option<usize>, (usize, Vec<&Planned>)> = HashMap::new();
     let mut placed: HashSet<u64> = HashSet::new();
     let mut pending: Vec<&Planned> = Vec::new();
     for start in order {
         if let Some(&i) = present.get(start) {
-            before.entry(Some(i)).or_default().append(&mut pending);
+            let first = group.get(i).copied().unwrap_or(i);
+            before.entry(Some(first)).or_insert_with(|| (i, Vec::new())).1.append(&mut pending);
         } else if let Some(p) = by_address.get(start) {
             if placed.insert(p.address) {
                 pending.push(p);
@@ -155,7 +161,7 @@ pub fn enrich(dump: &[u8], planned: &[Planned], order: &[u64]) -> Result<(Vec<u8
             pending.push(p);
         }
     }
-    before.entry(None).or_default().append(&mut pending);
+    before.entry(None).or_insert_with(|| (usize::MAX, Vec::new())).1.append(&mut pending);
 
     let mut stats = Enriched::default();
     let header_end = (parsed.header_size as usize).min(dump.len());
@@ -168,10 +174,15 @@ pub fn enrich(dump: &[u8], planned: &[Planned], order: &[u64]) -> Result<(Vec<u8
             stats.loads_added = stats.loads_added.saturating_add(1);
         }
     };
-    let mut previous_id = None;
     for (i, r) in parsed.records.iter().enumerate() {
-        add(&mut out, before.get(&Some(i)), r.timestamp, &mut stats);
-        if r.id == JIT_CODE_LOAD && previous_id != Some(JIT_CODE_DEBUG_INFO) {
+        // An added body takes the timestamp of the code load whose group it goes before.
+        if let Some((load, list)) = before.get(&Some(i)) {
+            let timestamp = parsed.records.get(*load).map_or(r.timestamp, |l| l.timestamp);
+            add(&mut out, Some(list), timestamp, &mut stats);
+        }
+        let first = group.get(i).copied().unwrap_or(i);
+        let has_debug = parsed.records.get(first..i).is_some_and(|g| g.iter().any(|g| g.id == JIT_CODE_DEBUG_INFO));
+        if r.id == JIT_CODE_LOAD && !has_debug {
             let lines = r.load.as_ref().and_then(|l| by_address.get(&l.code_address)).map(|p| &p.lines);
             if let Some(rec) = lines.filter(|l| !l.is_empty()).and_then(|l| encode_debug_info(r.timestamp, r.load.as_ref().map_or(0, |l| l.code_address), l)) {
                 out.extend(rec);
@@ -180,10 +191,33 @@ pub fn enrich(dump: &[u8], planned: &[Planned], order: &[u64]) -> Result<(Vec<u8
         }
         out.extend_from_slice(dump.get(r.range.clone()).unwrap_or(&[]));
         stats.kept = stats.kept.saturating_add(1);
-        previous_id = Some(r.id);
     }
-    add(&mut out, before.get(&None), last_time, &mut stats);
+    add(&mut out, before.get(&None).map(|(_, list)| list), last_time, &mut stats);
     Ok((out, stats, parsed.warning))
+}
+
+/// For each record, the first record of its group: for a code load, the debug-info and
+/// unwinding-info records right before it (perf gives them to it); any other record is its own.
+fn group_starts(records: &[super::read::Record]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(records.len());
+    let mut run_start = 0usize;
+    for (i, r) in records.iter().enumerate() {
+        match r.id {
+            JIT_CODE_DEBUG_INFO | JIT_CODE_UNWINDING_INFO => {
+                out.push(i);
+                // A run of them starts at the first one.
+                if i == 0 || records.get(i.saturating_sub(1)).is_none_or(|p| !matches!(p.id, JIT_CODE_DEBUG_INFO | JIT_CODE_UNWINDING_INFO)) {
+                    run_start = i;
+                }
+            }
+            JIT_CODE_LOAD => {
+                let attached = i > 0 && records.get(i.saturating_sub(1)).is_some_and(|p| matches!(p.id, JIT_CODE_DEBUG_INFO | JIT_CODE_UNWINDING_INFO));
+                out.push(if attached { run_start } else { i });
+            }
+            _ => out.push(i),
+        }
+    }
+    out
 }
 
 /// A perf map (`perf-PID.map`): one `START SIZE NAME` line per body, in address order.
@@ -238,6 +272,61 @@ mod tests {
         let (again, stats, _) = enrich(&out, &plan, &[0x100, 0x900, 0x200, 0x800]).unwrap();
         assert_eq!(again, out);
         assert_eq!(stats.lines_added + stats.loads_added, 0);
+    }
+
+    /// A file that already has line records (an earlier enrich, or a writer with lines): an
+    /// added body goes before the next body's debug-info record, never between it and its code
+    /// load (perf gives a debug-info record to the next code load), and a second enrich adds
+    /// nothing.
+    #[test]
+    fn enrich_never_separates_a_debug_info_from_its_code_load() {
+        let mut dump = FileHeader { elf_machine: EM_X86_64, pid: 7, timestamp: 1, flags: 0 }.encode().to_vec();
+        for (i, (addr, t)) in [(0x100u64, 10u64), (0x200, 20), (0x300, 30)].into_iter().enumerate() {
+            dump.extend(encode_debug_info(t - 1, addr, &planned(addr, 9).lines).unwrap());
+            if addr == 0x300 {
+                // An unwinding-info record belongs to the next code load too.
+                let mut u = Vec::new();
+                push_prefix(&mut u, JIT_CODE_UNWINDING_INFO, 40, t - 1);
+                u.extend_from_slice(&[0u8; 24]);
+                dump.extend(u);
+            }
+            let code = [0xCCu8; 16];
+            dump.extend(encode_code_load(&CodeLoad { timestamp: t, pid: 7, tid: 8, address: addr, code_size: 16, code_index: i as u64 + 1, name: "[rt]", code: Some(&code) }).unwrap());
+        }
+        let plan = vec![planned(0x100, 3), planned(0x200, 4), planned(0x300, 5), planned(0x800, 6), planned(0x900, 7)];
+        let order = [0x100, 0x900, 0x200, 0x800, 0x300];
+        let (out, stats, _) = enrich(&dump, &plan, &order).unwrap();
+        assert_eq!(stats, Enriched { kept: 7, lines_added: 0, loads_added: 2 });
+        let d = parse(&out).unwrap();
+        let seq: Vec<(u32, u64, u64)> = d
+            .records
+            .iter()
+            .map(|r| (r.id, r.load.as_ref().map(|l| l.code_address).or(r.debug.as_ref().map(|d| d.0)).unwrap_or(0), r.timestamp))
+            .collect();
+        assert_eq!(
+            seq,
+            vec![
+                (2, 0x100, 9),
+                (0, 0x100, 10),
+                (2, 0x900, 20),
+                (0, 0x900, 20),
+                (2, 0x200, 19),
+                (0, 0x200, 20),
+                (2, 0x800, 30),
+                (0, 0x800, 30),
+                (2, 0x300, 29),
+                (4, 0, 29),
+                (0, 0x300, 30),
+            ]
+        );
+        // Every debug-info record is followed by its own code load's group.
+        for (i, r) in d.records.iter().enumerate().filter(|(_, r)| r.id == JIT_CODE_DEBUG_INFO) {
+            let load = d.records[i + 1..].iter().find(|r| r.id == JIT_CODE_LOAD).unwrap();
+            assert_eq!(r.debug.as_ref().unwrap().0, load.load.as_ref().unwrap().code_address);
+        }
+        let (again, stats, _) = enrich(&out, &plan, &order).unwrap();
+        assert_eq!(stats.lines_added + stats.loads_added, 0);
+        assert_eq!(again, out);
     }
 
     #[test]
