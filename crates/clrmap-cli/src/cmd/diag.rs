@@ -43,7 +43,11 @@ pub struct CollectArgs {
     /// The running .NET process.
     #[arg(long)]
     pid: u32,
-    /// The trace to write (.nettrace), streamed as the bytes arrive.
+    /// The trace to write (.nettrace). The bytes are streamed as they arrive into a new file
+    /// beside it, which replaces FILE once the session has ended with at least one whole block;
+    /// on an error before that, an existing FILE is left as it was. Only a regular file (or a
+    /// symbolic link, which is replaced, not written through) is written; a FIFO, device or
+    /// directory is refused.
     #[arg(short, long)]
     output: PathBuf,
     /// Stop after this long (30s, 500ms, 2m); without it, at Ctrl-C or SIGTERM.
@@ -119,12 +123,12 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
     if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
         eprintln!("warning: no Ctrl-C handler ({e}); stop with --duration");
     }
-    let mut file = match std::fs::File::create(&args.output) {
+    // The trace goes to a new file beside the output (created exclusively; a FIFO or device at
+    // the output is refused, never opened), which replaces the output only when it holds a
+    // whole block: an error before that leaves an existing file as it was.
+    let mut file = match clrmap::fs::NewFile::create(&args.output) {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: cannot write {}: {e}", args.output.display());
-            return ExitCode::from(1);
-        }
+        Err(e) => return cannot_write(&args.output, &e),
     };
     let control = CollectControl { deadline: args.duration.and_then(|d| Instant::now().checked_add(d)), stop: &stop, poll: Duration::from_millis(100) };
     let terminal = std::io::stderr().is_terminal();
@@ -133,7 +137,7 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         let until = if args.duration.is_some() { "for the duration" } else { "until Ctrl-C" };
         eprintln!("collecting from process {} into {} {until}", args.pid, args.output.display());
     }
-    let result = diag::collect(&client, &config, &mut file, &control, &mut |b| progress.update(b));
+    let result = diag::collect(&client, &config, file.file(), &control, &mut |b| progress.update(b));
     if terminal {
         eprintln!();
     }
@@ -141,6 +145,25 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
+    // A trace with a whole block is kept, however the session ended (a stopped or cut session
+    // keeps every whole block); with none, the output is left as it was.
+    if c.written == 0 {
+        drop(file);
+        let why = match c.reason {
+            EndReason::Stopped => "protocol: the stream ended before a whole block",
+            EndReason::TargetExited => "target_exited: the process exited before a whole block was sent",
+            EndReason::Timeout => "timeout: the runtime sent no whole block",
+        };
+        eprintln!("error: {why}; {} was not written", args.output.display());
+        return ExitCode::from(match c.reason {
+            EndReason::Stopped => exit_status(DiagErrorKind::Protocol),
+            EndReason::TargetExited => EXIT_TARGET_EXITED,
+            EndReason::Timeout => exit_status(DiagErrorKind::Timeout),
+        });
+    }
+    if let Err(e) = file.commit() {
+        return cannot_write(&args.output, &e);
+    }
     match c.reason {
         EndReason::Stopped => {
             eprintln!("wrote {} ({} bytes, rundown included)", args.output.display(), c.written);
@@ -160,4 +183,10 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
             ExitCode::from(exit_status(DiagErrorKind::Timeout))
         }
     }
+}
+
+/// The output cannot be written (exit 1): the error names the user's path, not a temporary one.
+fn cannot_write(output: &std::path::Path, e: &std::io::Error) -> ExitCode {
+    eprintln!("error: io: cannot write {}: {e}", output.display());
+    ExitCode::from(1)
 }

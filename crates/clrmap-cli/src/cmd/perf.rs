@@ -120,12 +120,10 @@ fn recording_order(source: &Path, planned: &[Planned], pid: u32) -> Vec<u64> {
     from_capture.unwrap_or_else(|| planned.iter().map(|p| p.address).collect())
 }
 
-/// Write `bytes` to `path` through a temporary file in the same directory, renamed over it.
+/// Write `bytes` as `path`, whole or not at all (`clrmap::fs::write_new`: an exclusive temporary
+/// file beside it, renamed over it; removed on failure). Errors name `path`.
 fn replace(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.clrmap-tmp"));
-    std::fs::write(&tmp, bytes).map_err(|e| CliError::Message(format!("cannot write {}: {e}", tmp.display())))?;
-    std::fs::rename(&tmp, path).map_err(|e| CliError::Message(format!("cannot replace {}: {e}", path.display())))
+    clrmap::fs::write_new(path, bytes).map_err(|e| CliError::Kinded { kind: "io", message: format!("cannot write {}: {e}", path.display()) })
 }
 
 fn jitdump(a: JitdumpArgs, out: &mut dyn Write) -> Result<(), CliError> {

@@ -65,7 +65,7 @@ fn start_capture(output: &Path) -> Result<(), CliError> {
         Ok(m) if !m.is_file() => Err(CliError::Usage(format!("refusing to write the capture to {}: not a regular file", output.display()))),
         Ok(_) => {
             let mut head = [0u8; 26];
-            let n = std::fs::File::open(output).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
+            let n = clrmap::fs::open_regular_nofollow(output).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
             let head = head.get(..n).unwrap_or(&[]);
             if !head.is_empty() && !b"{\"format\":\"clrmap-capture\"".starts_with(head) && !head.starts_with(b"{\"format\":\"clrmap-capture\"") {
                 return Err(CliError::Usage(format!("refusing to overwrite {}: it is not a clrmap capture", output.display())));
@@ -189,7 +189,6 @@ fn attach(pid: u32, profiler: &Path, output: &Path, duration: Option<std::time::
     let deadline = duration.and_then(|d| Instant::now().checked_add(d));
     let until = if duration.is_some() { "for the duration" } else { "until Ctrl-C" };
     eprintln!("clrmap: attached to process {pid}; recording into {} {until} or the process's exit", output.display());
-    let read = || std::fs::read(output).ok().and_then(|b| clrmap::capture::read_capture(&b).ok()).unwrap_or_default();
     let exited = loop {
         if diag::exited(pid) {
             break true;
@@ -202,29 +201,135 @@ fn attach(pid: u32, profiler: &Path, output: &Path, duration: Option<std::time::
     let mut detached = exited;
     if !exited {
         // Ask the profiler to detach, and wait for its end record (the runtime first waits for
-        // every callback to leave the profiler).
-        std::fs::write(&stop_file, b"").map_err(|e| CliError::Message(format!("cannot write {}: {e}", stop_file.display())))?;
+        // every callback to leave the profiler). The capture and the stop file are paths the
+        // target can write to: whatever it plants there is never followed, never blocks, and is
+        // read in bounded steps (only what was appended since the last look).
+        create_stop_file(&stop_file)?;
+        let mut capture = FollowCapture::new(output);
         let waited = Instant::now();
         while waited.elapsed() < Duration::from_secs(20) {
-            if read().ended.contains(&pid) || diag::exited(pid) {
+            let ended = capture.ended(pid);
+            if ended.as_ref().is_ok_and(|e| *e) || diag::exited(pid) {
                 detached = true;
                 break;
+            }
+            if let Err(e) = ended {
+                let _ = std::fs::remove_file(&stop_file);
+                return Err(capture_error(output, &e));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         let _ = std::fs::remove_file(&stop_file);
     }
-    let capture = read();
+    // What the capture holds now: one message, true to what is on disk.
+    let capture = match clrmap::fs::read_regular_nofollow(output, clrmap::fs::MAX_FILE) {
+        Ok(bytes) => Some(clrmap::capture::read_capture(&bytes).map_err(|e| CliError::Message(format!("the capture {} is not readable: {}{}: {}", output.display(), e.kind, e.location, e.message())))?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(capture_error(output, &e)),
+    };
+    let status = |kind: diag::DiagErrorKind| crate::open::exit_status(kind);
+    let Some(capture) = capture else {
+        let (kind, what) = if !detached {
+            (diag::DiagErrorKind::Timeout, format!("process {pid} has not detached the profiler after 20 s"))
+        } else if exited || diag::exited(pid) {
+            (diag::DiagErrorKind::TargetExited, format!("process {pid} exited"))
+        } else {
+            (diag::DiagErrorKind::Io, "the profiler detached".to_owned())
+        };
+        return Err(CliError::Status(format!("{kind}: {what}; no capture was written at {}", output.display()), status(kind)));
+    };
     let before = capture.bodies.iter().filter(|b| b.before_attach).count();
-    let how = if exited { "the process exited" } else { "detached" };
-    eprintln!("clrmap: {how}; wrote {} ({} bodies: {before} jitted before the attach, {} after)", output.display(), capture.bodies.len(), capture.bodies.len().saturating_sub(before));
+    let bodies = format!("{} bodies: {before} jitted before the attach, {} after", capture.bodies.len(), capture.bodies.len().saturating_sub(before));
     if !detached {
         return Err(CliError::Status(
-            format!("timeout: process {pid} has not detached the profiler after 20 s; the capture keeps every whole record so far"),
-            crate::open::exit_status(diag::DiagErrorKind::Timeout),
+            format!("timeout: process {pid} has not detached the profiler after 20 s; {} keeps every whole record so far ({bodies})", output.display()),
+            status(diag::DiagErrorKind::Timeout),
         ));
     }
+    let how = if exited { "the process exited" } else { "detached" };
+    eprintln!("clrmap: {how}; wrote {} ({bodies})", output.display());
     Ok(0)
+}
+
+/// Create the stop file the attached profiler watches for. Created exclusively: a link or FIFO
+/// the target planted at its name is never opened (whatever is there already counts as there).
+fn create_stop_file(stop_file: &Path) -> Result<(), CliError> {
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(stop_file) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(CliError::Kinded { kind: "io", message: format!("cannot write {}: {e}", stop_file.display()) }),
+    }
+}
+
+/// The capture path no longer holds a readable regular file (exit 1).
+fn capture_error(output: &Path, e: &std::io::Error) -> CliError {
+    let why = if e.kind() == std::io::ErrorKind::InvalidInput { " (something replaced the capture during the recording)" } else { "" };
+    CliError::Kinded { kind: "io", message: format!("cannot read the capture {}: {e}{why}", output.display()) }
+}
+
+/// Watches a capture that the attached profiler appends to for its end record, reading only
+/// what was appended since the last look, from a regular file opened without following links.
+struct FollowCapture<'a> {
+    path: &'a Path,
+    /// Bytes of the file seen so far.
+    offset: u64,
+    /// The start of a line not yet whole (at most [`FollowCapture::MAX_LINE`] bytes).
+    partial: Vec<u8>,
+    /// Inside a line too long to be an end record: skip it.
+    skipping: bool,
+}
+
+impl<'a> FollowCapture<'a> {
+    /// An end record is one short line; longer lines are bodies.
+    const MAX_LINE: usize = 4096;
+    /// The most read in one look.
+    const STEP: u64 = 64 << 20;
+
+    fn new(path: &'a Path) -> Self {
+        FollowCapture { path, offset: 0, partial: Vec::new(), skipping: false }
+    }
+
+    /// True once an end record of `pid` has been appended. Not found yet is `Ok(false)`; a path
+    /// that is not a regular file (a link, a FIFO, a device) is an error.
+    fn ended(&mut self, pid: u32) -> std::io::Result<bool> {
+        let (bytes, len) = match clrmap::fs::read_regular_nofollow_from(self.path, self.offset, Self::STEP) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if len < self.offset {
+            // Truncated or replaced: read it again from the start.
+            *self = FollowCapture::new(self.path);
+            return Ok(false);
+        }
+        self.offset = self.offset.saturating_add(bytes.len() as u64);
+        let mut ended = false;
+        let mut pieces = bytes.split(|&b| b == b'\n').peekable();
+        while let Some(piece) = pieces.next() {
+            // Every piece but the last ended at a newline.
+            let whole_line = pieces.peek().is_some();
+            if !self.skipping && self.partial.len().saturating_add(piece.len()) <= Self::MAX_LINE {
+                self.partial.extend_from_slice(piece);
+            } else {
+                self.partial.clear();
+                self.skipping = true;
+            }
+            if whole_line {
+                if !self.skipping {
+                    ended |= is_end_of(&self.partial, pid);
+                }
+                self.partial.clear();
+                self.skipping = false;
+            }
+        }
+        Ok(ended)
+    }
+}
+
+/// Is this capture line the end record of `pid` (or of the process of its header, when it
+/// names none)?
+fn is_end_of(line: &[u8], pid: u32) -> bool {
+    matches!(serde_json::from_slice::<clrmap::capture::Record>(line), Ok(clrmap::capture::Record::End(e)) if e.pid.is_none_or(|p| p == pid))
 }
 
 fn absolute(p: &Path) -> Result<PathBuf, CliError> {
