@@ -321,3 +321,216 @@ mod tests {
         assert_eq!(read_regular_nofollow(&d.join("missing"), 100).unwrap_err().kind(), io::ErrorKind::NotFound);
     }
 }
+
+/// Why an input file could not be opened: what the file layer, the PDB layer and the symbolizer
+/// report (re-exported as `clrmap::symbolizer::OpenError`, where it lived before).
+#[derive(Debug)]
+pub enum OpenError {
+    /// The file could not be read (missing, not a regular file, too large): the path and the
+    /// reason.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: io::Error,
+    },
+    /// The file is malformed: a kind and a location.
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        error: crate::read::Error,
+    },
+    /// The file is none of the known sources.
+    Unrecognized {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Io { path, error } => write!(f, "cannot read {}: {error}", path.display()),
+            OpenError::Input { path, error } => write!(f, "{}: {error}", path.display()),
+            OpenError::Unrecognized { path } => {
+                write!(f, "{}: neither a ReadyToRun image, a .nettrace trace nor a clrmap capture", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// What kind of file system object a non-regular file is, for an error that says why it was
+/// refused.
+fn what_is(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a regular file"
+}
+
+/// [`read_regular`], with an error that names the path and says why: what the file is when it
+/// is not a regular file (a directory, a FIFO, a device, a socket), its size and the bound when
+/// it is too large, and the system's reason otherwise (missing, a symbolic-link loop, no
+/// permission).
+pub fn read_input(path: &Path, limit: u64) -> Result<Vec<u8>, OpenError> {
+    let io = |error: io::Error| OpenError::Io { path: path.to_owned(), error };
+    match std::fs::metadata(path) {
+        Err(e) => return Err(io(e)),
+        Ok(meta) if !meta.is_file() => {
+            let what = what_is(&meta);
+            let reason = if what == "not a regular file" { what.to_owned() } else { format!("not a regular file but {what}") };
+            return Err(io(io::Error::new(io::ErrorKind::InvalidInput, reason)));
+        }
+        Ok(meta) if meta.len() > limit => {
+            let reason = format!("file too large: {} bytes, more than the {limit} bytes read whole", meta.len());
+            return Err(io(io::Error::new(io::ErrorKind::InvalidInput, reason)));
+        }
+        Ok(_) => {}
+    }
+    read_regular(path, limit).map_err(io)
+}
+
+/// A file's identity, the same for every path that names it (symbolic links, `..`, hard links):
+/// its device and inode. `None` where it cannot be read, or on systems without inodes.
+pub fn file_id(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("clrmap-fs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn mkfifo(p: &Path) {
+        assert!(std::process::Command::new("mkfifo").arg(p).status().unwrap().success());
+    }
+
+    /// The directory's entries other than `keep`.
+    fn others(d: &Path, keep: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| !keep.contains(&n.as_str())).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_new_file_replaces_only_at_commit_and_leaves_nothing_behind() {
+        let d = dir("commit");
+        let out = d.join("out.nettrace");
+        std::fs::write(&out, b"old").unwrap();
+        let mut new = NewFile::create(&out).unwrap();
+        new.file().write_all(b"new").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"old", "untouched until the commit");
+        drop(new);
+        assert_eq!(std::fs::read(&out).unwrap(), b"old");
+        assert_eq!(others(&d, &["out.nettrace"]), Vec::<String>::new(), "the temporary file is removed");
+        write_new(&out, b"new").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"new");
+        assert_eq!(others(&d, &["out.nettrace"]), Vec::<String>::new());
+        // Relative to the current directory, too (a bare name has an empty parent).
+        assert!(NewFile::create(Path::new("")).is_err());
+    }
+
+    #[test]
+    fn links_are_replaced_never_written_through_and_special_files_refused_without_blocking() {
+        let d = dir("links");
+        let victim = d.join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let out = d.join("out");
+        std::os::unix::fs::symlink(&victim, &out).unwrap();
+        write_new(&out, b"new").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&out).unwrap().is_file());
+        assert_eq!(std::fs::read(&out).unwrap(), b"new");
+        // The old fixed temporary name, planted: not written through.
+        std::os::unix::fs::symlink(&victim, d.join(".out.clrmap-tmp")).unwrap();
+        write_new(&out, b"newer").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        // A FIFO (no reader: opening it for writing would block) and a directory: refused.
+        let fifo = d.join("fifo");
+        mkfifo(&fifo);
+        assert_eq!(write_new(&fifo, b"x").unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(write_new(&d, b"x").unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(others(&d, &["victim", "out", ".out.clrmap-tmp", "fifo"]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_failed_commit_removes_the_temporary_file_and_keeps_the_destination() {
+        let d = dir("fail");
+        let out = d.join("out");
+        let mut new = NewFile::create(&out).unwrap();
+        new.file().write_all(b"new").unwrap();
+        // A directory put at the destination meanwhile, with a file in it.
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("inside"), b"kept").unwrap();
+        assert!(new.commit().is_err());
+        assert_eq!(std::fs::read(out.join("inside")).unwrap(), b"kept");
+        assert_eq!(others(&d, &["out"]), Vec::<String>::new());
+        // Permission bits of an existing file are kept.
+        use std::os::unix::fs::PermissionsExt;
+        let f = d.join("f");
+        std::fs::write(&f, b"old").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_new(&f, b"new").unwrap();
+        assert_eq!(std::fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o640);
+    }
+
+    #[test]
+    fn nofollow_reads_refuse_links_fifos_and_devices_at_once() {
+        let d = dir("nofollow");
+        let file = d.join("capture");
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert_eq!(read_regular_nofollow(&file, 100).unwrap(), b"0123456789");
+        assert_eq!(read_regular_nofollow(&file, 9).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(read_regular_nofollow_from(&file, 4, 3).unwrap(), (b"456".to_vec(), 10));
+        assert_eq!(read_regular_nofollow_from(&file, 12, 3).unwrap(), (Vec::new(), 10));
+        let link = d.join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let e = read_regular_nofollow(&link, 100).unwrap_err();
+        assert_eq!((e.kind(), e.to_string().as_str()), (io::ErrorKind::InvalidInput, "a symbolic link"));
+        let to_file = d.join("to-file");
+        std::os::unix::fs::symlink(&file, &to_file).unwrap();
+        assert_eq!(read_regular_nofollow(&to_file, 100).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        let fifo = d.join("fifo");
+        mkfifo(&fifo);
+        let e = read_regular_nofollow(&fifo, 100).unwrap_err();
+        assert_eq!((e.kind(), e.to_string().as_str()), (io::ErrorKind::InvalidInput, "not a regular file"));
+        assert_eq!(read_regular_nofollow(Path::new("/dev/zero"), 100).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(read_regular_nofollow(&d.join("missing"), 100).unwrap_err().kind(), io::ErrorKind::NotFound);
+    }
+}

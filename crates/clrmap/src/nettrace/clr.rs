@@ -309,8 +309,17 @@ const HEADER_LEN: u64 = 8 + 4 + 20;
 /// killed mid-run leaves a torn trace, and what it wrote whole is still true. The fault comes back
 /// as a warning (its kind and absolute offset). Only a file that is not a trace is an error.
 pub fn read_code_bodies_partial<R: std::io::Read>(r: R) -> Result<(Vec<CodeBody>, Option<crate::read::Error>)> {
+    read_code_bodies_partial_with(r, |_| {})
+}
+
+/// [`read_code_bodies_partial`], in the same single pass also showing every event to `also` (for
+/// what a reader needs besides the bodies, such as the modules' PDB ids).
+pub fn read_code_bodies_partial_with<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, Option<crate::read::Error>)> {
     let mut table = MethodTable::default();
-    let (stats, fault) = super::stream::read_events_partial(r, |e| table.event(e));
+    let (stats, fault) = super::stream::read_events_partial(r, |e| {
+        table.event(e);
+        also(e);
+    });
     if let Some(e) = fault.as_ref().filter(|e| e.offset().is_none_or(|o| o < HEADER_LEN)) {
         return Err(*e);
     }

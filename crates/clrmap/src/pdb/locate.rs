@@ -1,7 +1,7 @@
 //! Finding a module's portable PDB, and proving it is the right one.
 //!
-//! Candidates, in order (issue 12; SRM's `PEReader.TryOpenAssociatedPortablePdb` does the first
-//! and third):
+//! For an assembly, candidates in order (issue 12; SRM's `PEReader.TryOpenAssociatedPortablePdb`
+//! does the first and third):
 //! 1. the PDB embedded in the assembly (debug directory entry 17);
 //! 2. a PDB the user named (`--pdb FILE`);
 //! 3. beside the assembly, by the file name in its CodeView entry;
@@ -11,12 +11,23 @@
 //! A file PDB is used only if its id equals the CodeView entry's GUID and stamp. A PDB the user
 //! named that does not match is a `pdb_mismatch` error; any other candidate that does not match,
 //! or does not parse, is skipped. A line from the wrong PDB is never given.
+//!
+//! A recording (an EventPipe trace's ModuleLoad events) names each module's PDB by the CodeView
+//! GUID of the image the runtime loaded ([`RecordedPdb`]). [`find_recorded_pdb`] finds that PDB
+//! without the assembly: the PDB the user named, beside the module's recorded path, at the path
+//! the build wrote into the image, and in each symbol directory (flat, and in the symbol-server
+//! layout under any key that starts with the GUID). A candidate is used only if its id starts
+//! with that GUID (a portable PDB's id is the GUID and a stamp).
+//!
+//! The other way round, [`open_pdb_with`] finds the assembly of a PDB, for method names: the one
+//! the user named, or one beside the PDB (or in a symbol directory) with the PDB's stem and
+//! `.dll` or `.exe`, whose CodeView entry asks for exactly this PDB's id.
 
 use std::path::{Path, PathBuf};
 
 use super::embedded::embedded_pdb;
-use super::PortablePdb;
-use crate::fs::{read_regular, MAX_FILE};
+use super::{PdbId, PortablePdb};
+use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind, Result};
 
@@ -40,6 +51,8 @@ pub enum PdbOrigin {
     BesideAssembly(PathBuf),
     /// In a symbol directory.
     SymbolPath(PathBuf),
+    /// At the path the build wrote into the image's CodeView entry, as a recording gives it.
+    BuildPath(PathBuf),
 }
 
 /// A PDB's bytes, proven to belong to the assembly, and where they came from.
@@ -51,10 +64,56 @@ pub struct FoundPdb {
     pub origin: PdbOrigin,
 }
 
+/// What a recording says about a module's PDB: the CodeView entry of the image the runtime
+/// loaded, as a trace's ModuleLoad event carries it (`ManagedPdbSignature`, `ManagedPdbAge`,
+/// `ManagedPdbBuildPath`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RecordedPdb {
+    /// The CodeView GUID, in GUID byte order: the first 16 bytes of the portable PDB's id.
+    pub guid: [u8; 16],
+    /// The CodeView age (1 for a portable PDB).
+    pub age: u32,
+    /// The PDB path as the build wrote it (`/_/Frames.pdb`, `C:\src\obj\Frames.pdb`).
+    pub path: String,
+}
+
+impl RecordedPdb {
+    /// The PDB's file name: the recorded path's last component (either separator).
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit(['/', '\\']).next().unwrap_or(&self.path)
+    }
+
+    /// The GUID as the symbol-server key writes it (32 upper-case hex digits).
+    pub fn guid_hex(&self) -> String {
+        let mut id = [0u8; 20];
+        for (d, s) in id.iter_mut().zip(self.guid.iter()) {
+            *d = *s;
+        }
+        PdbId(id).guid_hex()
+    }
+}
+
 /// Does the PDB at `bytes` have the id this assembly's CodeView entry asks for?
 fn matches(bytes: &[u8], want: &[u8; 20]) -> Result<bool> {
     let pdb = PortablePdb::parse(bytes)?;
     Ok(&pdb.id().0 == want)
+}
+
+/// Does the PDB at `bytes` have an id that starts with this GUID?
+fn guid_matches(bytes: &[u8], guid: &[u8; 16]) -> bool {
+    PortablePdb::parse(bytes).is_ok_and(|pdb| &pdb.id().guid() == guid)
+}
+
+/// A candidate's bytes, or `None` if it cannot be read for any reason (candidates are guesses;
+/// only the files the user named are errors when unreadable).
+fn read_candidate(path: &Path) -> Option<Vec<u8>> {
+    read_regular(path, MAX_FILE).ok()
+}
+
+/// A file name from an image or a recording that names a file in the directory it is joined to:
+/// not empty, `.` or `..` (it has no separator: it is a path's last component).
+fn plain_name(name: &str) -> bool {
+    !(name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\']))
 }
 
 /// Check that a PDB the user named belongs to an image: `pdb_mismatch` at the PDB's id if not,
@@ -69,73 +128,196 @@ pub fn check_explicit(image: &PeImage<'_>, pdb_bytes: &[u8]) -> Result<()> {
     }
 }
 
+/// Check that a PDB the user named is the one a recording names for a module: `pdb_mismatch` at
+/// the PDB's id if its GUID is another.
+pub fn check_recorded(recorded: &RecordedPdb, pdb_bytes: &[u8]) -> Result<()> {
+    let pdb = PortablePdb::parse(pdb_bytes)?;
+    if pdb.id().guid() == recorded.guid {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorKind::PdbMismatch, pdb.id_offset(), "the PDB id the recording names for the module"))
+    }
+}
+
 /// Find the PDB of an assembly. `assembly_path` is where the assembly was read from (for the
 /// beside-the-assembly candidate). `Ok(None)` when no matching PDB exists; `Err` only for a PDB
 /// the user named that is not this assembly's (`pdb_mismatch`) or cannot be parsed, or a
-/// malformed embedded PDB.
+/// malformed embedded PDB. A PDB the user named that cannot be read is `not_found`, with no
+/// path: [`locate_pdb`] says which file and why.
 pub fn find_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths) -> Result<Option<FoundPdb>> {
-    if let Some(bytes) = embedded_pdb(image)? {
+    locate_pdb(image, assembly_path, paths).map_err(|e| match e {
+        OpenError::Input { error, .. } => error,
+        OpenError::Io { .. } | OpenError::Unrecognized { .. } => Error::nowhere(ErrorKind::NotFound, "a readable PDB file"),
+    })
+}
+
+/// [`find_pdb`], with errors that name their file: a PDB the user named that cannot be read is
+/// [`OpenError::Io`] with its path and the reason (missing, a directory, a FIFO, a device, too
+/// large, a symbolic-link loop); one that is malformed or not this assembly's is
+/// [`OpenError::Input`] at its path; a malformed embedded PDB is [`OpenError::Input`] at
+/// `assembly_path`.
+pub fn locate_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths) -> core::result::Result<Option<FoundPdb>, OpenError> {
+    let at_assembly = |error: Error| OpenError::Input { path: assembly_path.map(Path::to_owned).unwrap_or_default(), error };
+    if let Some(bytes) = embedded_pdb(image).map_err(at_assembly)? {
         return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Embedded }));
     }
     if let Some(explicit) = &paths.pdb {
-        let bytes = read_regular(explicit, MAX_FILE).map_err(|_| Error::nowhere(ErrorKind::NotFound, "a readable PDB file"))?;
-        check_explicit(image, &bytes)?;
+        let bytes = read_input(explicit, MAX_FILE)?;
+        check_explicit(image, &bytes).map_err(|error| OpenError::Input { path: explicit.clone(), error })?;
         return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Explicit(explicit.clone()) }));
     }
     let Some(cv) = image.codeview().ok().flatten().filter(|cv| cv.is_portable()) else { return Ok(None) };
     let want = cv.pdb_id();
     let name = cv.file_name();
     // A name with a path separator or `..` left in it would leave the directory searched.
-    if name.is_empty() || name == "." || name == ".." {
+    if !plain_name(name) {
         return Ok(None);
     }
-    let mut candidates: Vec<(PathBuf, bool)> = Vec::new();
+    let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(dir) = assembly_path.and_then(Path::parent) {
-        candidates.push((dir.join(name), false));
+        candidates.push(dir.join(name));
     }
-    let id = super::PdbId(want);
+    let id = PdbId(want);
     let guid = id.guid_hex();
     let keys = [format!("{guid}{:08X}", id.stamp()), format!("{guid}FFFFFFFF")];
     for dir in &paths.dirs {
-        candidates.push((dir.join(name), true));
+        candidates.push(dir.join(name));
         for key in &keys {
-            candidates.push((dir.join(name).join(key).join(name), true));
-            candidates.push((dir.join(name).join(key.to_ascii_lowercase()).join(name), true));
+            candidates.push(dir.join(name).join(key).join(name));
+            candidates.push(dir.join(name).join(key.to_ascii_lowercase()).join(name));
         }
     }
-    for (path, in_symbol_dir) in candidates {
-        let Ok(bytes) = read_regular(&path, MAX_FILE) else { continue };
+    let beside = usize::from(assembly_path.and_then(Path::parent).is_some());
+    for (i, path) in candidates.into_iter().enumerate() {
+        let Some(bytes) = read_candidate(&path) else { continue };
         if matches(&bytes, &want).unwrap_or(false) {
-            let origin = if in_symbol_dir { PdbOrigin::SymbolPath(path) } else { PdbOrigin::BesideAssembly(path) };
+            let origin = if i < beside { PdbOrigin::BesideAssembly(path) } else { PdbOrigin::SymbolPath(path) };
             return Ok(Some(FoundPdb { bytes, origin }));
         }
     }
     Ok(None)
 }
 
-/// A PDB opened for reading, with the assembly it belongs to when the user named an assembly.
+/// The symbol-server directories under `dir/name` whose key starts with `guid` (32 hex digits,
+/// either case) and has 8 more hex digits (the stamp, or `FFFFFFFF`), at most a few thousand
+/// entries read.
+fn keyed_dirs(dir: &Path, name: &str, guid: &str) -> Vec<PathBuf> {
+    const MAX_ENTRIES: usize = 4096;
+    let Ok(entries) = std::fs::read_dir(dir.join(name)) else { return Vec::new() };
+    entries
+        .take(MAX_ENTRIES)
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let key = e.file_name();
+            let key = key.to_string_lossy();
+            key.len() == 40 && key.get(..32).is_some_and(|g| g.eq_ignore_ascii_case(guid)) && key.bytes().all(|b| b.is_ascii_hexdigit())
+        })
+        .map(|e| e.path().join(name))
+        .collect()
+}
+
+/// Find a module's PDB from what a recording says about it, without its assembly.
+/// `module_path` is where the module was loaded from (a candidate PDB may lie beside it).
+/// Candidates: the PDB the user named (`paths.pdb`: an error unless it is readable and has the
+/// recorded GUID); beside `module_path`; the recorded build path; then each symbol directory,
+/// flat and in the symbol-server layout. Only a PDB whose id starts with the recorded GUID is
+/// used; `Ok(None)` when there is none.
+pub fn find_recorded_pdb(recorded: &RecordedPdb, module_path: Option<&Path>, paths: &SymbolPaths) -> core::result::Result<Option<FoundPdb>, OpenError> {
+    if let Some(explicit) = &paths.pdb {
+        let bytes = read_input(explicit, MAX_FILE)?;
+        check_recorded(recorded, &bytes).map_err(|error| OpenError::Input { path: explicit.clone(), error })?;
+        return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Explicit(explicit.clone()) }));
+    }
+    let stem_name = module_path.and_then(Path::file_stem).map(|s| format!("{}.pdb", s.to_string_lossy()));
+    let name = match recorded.file_name() {
+        n if plain_name(n) => n.to_owned(),
+        _ => match stem_name {
+            Some(n) if plain_name(&n) => n,
+            _ => return Ok(None),
+        },
+    };
+    let mut candidates: Vec<(PathBuf, fn(PathBuf) -> PdbOrigin)> = Vec::new();
+    if let Some(dir) = module_path.and_then(Path::parent) {
+        candidates.push((dir.join(&name), PdbOrigin::BesideAssembly));
+    }
+    let build = Path::new(&recorded.path);
+    if build.is_absolute() {
+        candidates.push((build.to_owned(), PdbOrigin::BuildPath));
+    }
+    let guid = recorded.guid_hex();
+    for dir in &paths.dirs {
+        candidates.push((dir.join(&name), PdbOrigin::SymbolPath));
+        for key in [format!("{guid}FFFFFFFF"), format!("{}ffffffff", guid.to_ascii_lowercase())] {
+            candidates.push((dir.join(&name).join(key).join(&name), PdbOrigin::SymbolPath));
+        }
+        candidates.extend(keyed_dirs(dir, &name, &guid).into_iter().map(|p| (p, PdbOrigin::SymbolPath as fn(PathBuf) -> PdbOrigin)));
+    }
+    for (path, origin) in candidates {
+        let Some(bytes) = read_candidate(&path) else { continue };
+        if guid_matches(&bytes, &recorded.guid) {
+            return Ok(Some(FoundPdb { bytes, origin: origin(path) }));
+        }
+    }
+    Ok(None)
+}
+
+/// A PDB opened for reading, with the assembly it belongs to when one is known.
 #[derive(Clone, Debug)]
 pub struct OpenedPdb {
     /// The portable PDB's bytes.
     pub pdb: FoundPdb,
-    /// The assembly's bytes (for method names), when the path named one.
+    /// The assembly's bytes (for method names): the assembly the path named, the one the user
+    /// named beside a PDB, or one found beside the PDB with its id.
     pub assembly: Option<Vec<u8>>,
 }
 
-/// Open the PDB at `path`, or, when `path` is an assembly (`MZ`), the PDB found for it.
-pub fn open_pdb(path: &Path, paths: &SymbolPaths) -> core::result::Result<OpenedPdb, crate::symbolizer::OpenError> {
-    use crate::symbolizer::OpenError;
-    let bytes = read_regular(path, MAX_FILE).map_err(|error| OpenError::Io { path: path.to_owned(), error })?;
+/// Open the PDB at `path`, or, when `path` is an assembly (`MZ`), the PDB found for it. For a
+/// PDB, the assembly is looked for beside it (see [`open_pdb_with`]).
+pub fn open_pdb(path: &Path, paths: &SymbolPaths) -> core::result::Result<OpenedPdb, OpenError> {
+    open_pdb_with(path, paths, None)
+}
+
+/// [`open_pdb`], with the assembly of a PDB named by the user (`assembly`, used when `path` is a
+/// PDB): it must be readable and its CodeView entry must ask for this PDB's id, or opening fails
+/// (`pdb_mismatch`). Without it, the assembly is the first file with the PDB's stem and `.dll` or
+/// `.exe` (also upper case), beside the PDB and then in each symbol directory, whose CodeView
+/// entry asks for exactly this PDB's id; none is found: no assembly (no method names).
+pub fn open_pdb_with(path: &Path, paths: &SymbolPaths, assembly: Option<&Path>) -> core::result::Result<OpenedPdb, OpenError> {
+    let bytes = read_input(path, MAX_FILE)?;
     let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
     if !bytes.starts_with(b"MZ") {
         // A PDB itself: parse it once now so that a bad one fails here, with its kind.
         PortablePdb::parse(&bytes).map_err(input)?;
-        return Ok(OpenedPdb { pdb: FoundPdb { bytes, origin: PdbOrigin::Explicit(path.to_owned()) }, assembly: None });
+        let assembly = match assembly {
+            Some(a) => {
+                let image_bytes = read_input(a, MAX_FILE)?;
+                let image = PeImage::parse(&image_bytes).map_err(|error| OpenError::Input { path: a.to_owned(), error })?;
+                check_explicit(&image, &bytes).map_err(input)?;
+                Some(image_bytes)
+            }
+            None => assembly_of(path, &bytes, paths),
+        };
+        return Ok(OpenedPdb { pdb: FoundPdb { bytes, origin: PdbOrigin::Explicit(path.to_owned()) }, assembly });
     }
     let image = PeImage::parse(&bytes).map_err(input)?;
-    let found = find_pdb(&image, Some(path), paths).map_err(|error| OpenError::Input { path: paths.pdb.clone().unwrap_or_else(|| path.to_owned()), error })?;
+    let found = locate_pdb(&image, Some(path), paths)?;
     let Some(pdb) = found else {
         return Err(input(Error::nowhere(ErrorKind::NotFound, "a portable PDB for this assembly (embedded, --pdb, beside it, or in --symbol-path)")));
     };
     Ok(OpenedPdb { pdb, assembly: Some(bytes) })
+}
+
+/// The assembly a PDB belongs to, by the rule of [`open_pdb_with`].
+fn assembly_of(pdb_path: &Path, pdb_bytes: &[u8], paths: &SymbolPaths) -> Option<Vec<u8>> {
+    let stem = pdb_path.file_stem()?.to_string_lossy().into_owned();
+    let dirs = pdb_path.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d }).into_iter().chain(paths.dirs.iter().map(PathBuf::as_path));
+    for dir in dirs {
+        for ext in ["dll", "exe", "DLL", "EXE"] {
+            let Some(bytes) = read_candidate(&dir.join(format!("{stem}.{ext}"))) else { continue };
+            if PeImage::parse(&bytes).is_ok_and(|image| check_explicit(&image, pdb_bytes).is_ok()) {
+                return Some(bytes);
+            }
+        }
+    }
+    None
 }

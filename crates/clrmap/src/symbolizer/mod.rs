@@ -10,7 +10,10 @@
 //! 3. the last visible sequence point at or before that IL offset, from the PDB of the body's
 //!    module ([`crate::pdb`]), found and matched by [`crate::pdb::locate`] when the module is first
 //!    hit. A module whose recorded path does not exist here (a recording from another machine) is
-//!    looked for by file name in the symbol directories too.
+//!    looked for by file name in the symbol directories too. Where the source recorded the PDB id
+//!    of the image that ran (a trace's ModuleLoad events), an assembly or PDB of another build is
+//!    never used: lines come only from a PDB with that id, found with or without the assembly.
+//!    A module named by several paths (links, `..`) is loaded once, by file identity.
 //!
 //! ```no_run
 //! use clrmap::symbolizer::{FrameKind, Symbolizer};
@@ -32,14 +35,16 @@ use std::sync::OnceLock;
 
 use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
-use crate::pdb::locate::{check_explicit, find_pdb, SymbolPaths};
+use crate::fs::{file_id, read_input};
+use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb, locate_pdb, FoundPdb, PdbOrigin, RecordedPdb, SymbolPaths};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind};
 
 use lines::ModuleLines;
-pub use source::{open_source, OpenError, OpenedSource, SourceKind};
-pub use vars::{name_var, VarKind, VarName};
+pub use crate::fs::OpenError;
+pub use source::{open_source, read_trace, OpenedSource, RecordedPdbs, SourceKind};
+pub use vars::{name_var, LocalNames, VarKind, VarName};
 
 /// How the address of a frame is to be read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -139,11 +144,13 @@ impl ModuleSymbols {
     }
 }
 
-/// One module of the source: where its file is, and its line table once first needed.
+/// One module of the source: where its file is, the PDB the recording names for it, and its line
+/// table once first needed.
 #[derive(Debug)]
 struct Module {
     name: Option<String>,
     path: Option<PathBuf>,
+    recorded: Option<RecordedPdb>,
     lines: OnceLock<Option<ModuleLines>>,
 }
 
@@ -163,12 +170,18 @@ impl Symbolizer {
     /// Open a source file and index its bodies. A PDB the user named is checked now: if it
     /// belongs to no module of the source, this fails with `pdb_mismatch`.
     pub fn open(path: &Path, options: Options) -> Result<Self, OpenError> {
-        let opened = open_source(path)?;
-        Self::from_opened(opened, Some(path), options)
+        let (opened, pdbs) = source::open_recorded(path)?;
+        Self::from_recorded(opened, &pdbs, Some(path), options)
     }
 
     /// Index already opened bodies. `path` is the source file (for an image: the assembly).
     pub fn from_opened(opened: OpenedSource, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
+        Self::from_recorded(opened, &RecordedPdbs::new(), path, options)
+    }
+
+    /// [`Self::from_opened`], with the PDB ids the source recorded for its modules
+    /// ([`read_trace`]): a module's lines come only from a PDB with its recorded id.
+    pub fn from_recorded(opened: OpenedSource, pdbs: &RecordedPdbs, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
         let OpenedSource { kind, bodies, image, warnings } = opened;
         let mut modules: Vec<Module> = Vec::new();
         let mut body_module = Vec::with_capacity(bodies.len());
@@ -176,26 +189,54 @@ impl Symbolizer {
             // One module: the image itself. Its lines are loaded now, so a PDB the user named
             // that is not its own fails here.
             let name = path.and_then(Path::file_name).map(|f| f.to_string_lossy().into_owned());
-            let lines = load_lines(&bytes, path, &options.symbols)
-                .map_err(|error| OpenError::Input { path: explicit_or(path, &options), error })?;
+            let image = PeImage::parse(&bytes).map_err(|error| OpenError::Input { path: path.map(Path::to_owned).unwrap_or_default(), error })?;
+            let lines = match locate_pdb(&image, path, &options.symbols)? {
+                Some(found) => {
+                    let at = match &found.origin {
+                        PdbOrigin::Explicit(p) => p.clone(),
+                        _ => path.map(Path::to_owned).unwrap_or_default(),
+                    };
+                    Some(ModuleLines::new(found.bytes).map_err(|error| OpenError::Input { path: at, error })?)
+                }
+                None => None,
+            };
             let lines = OnceLock::from(lines);
-            modules.push(Module { name, path: path.map(Path::to_owned), lines });
+            modules.push(Module { name, path: path.map(Path::to_owned), recorded: None, lines });
             body_module.resize(bodies.len(), Some(0));
         } else {
+            // One module per file: by path, and paths that name the same file (links, `..`,
+            // `//`) by its identity, so that a module is read and held once.
             let mut by_path: HashMap<String, usize> = HashMap::new();
+            let mut by_file: HashMap<(u64, u64, Option<RecordedPdb>), usize> = HashMap::new();
             for b in &bodies {
                 let Some(p) = b.module_path.as_deref() else {
                     body_module.push(None);
                     continue;
                 };
-                let i = *by_path.entry(p.to_owned()).or_insert_with(|| {
-                    modules.push(Module { name: b.module.clone(), path: Some(PathBuf::from(p)), lines: OnceLock::new() });
-                    modules.len().saturating_sub(1)
-                });
+                let i = match by_path.get(p) {
+                    Some(&i) => i,
+                    None => {
+                        let recorded = pdbs.get(p).cloned();
+                        let key = file_id(Path::new(p)).map(|(dev, ino)| (dev, ino, recorded.clone()));
+                        let i = match key.as_ref().and_then(|k| by_file.get(k)) {
+                            Some(&i) => i,
+                            None => {
+                                modules.push(Module { name: b.module.clone(), path: Some(PathBuf::from(p)), recorded, lines: OnceLock::new() });
+                                let i = modules.len().saturating_sub(1);
+                                if let Some(k) = key {
+                                    by_file.insert(k, i);
+                                }
+                                i
+                            }
+                        };
+                        by_path.insert(p.to_owned(), i);
+                        i
+                    }
+                };
                 body_module.push(Some(i));
             }
             if let Some(pdb) = &options.symbols.pdb {
-                check_explicit_for(&modules, pdb)?;
+                check_explicit_for(&modules, &options.symbols, pdb)?;
             }
         }
         Ok(Symbolizer { kind, store: MapStore::new(bodies), modules, body_module, options, warnings })
@@ -236,7 +277,8 @@ impl Symbolizer {
         let offset = u32::try_from(at.saturating_sub(start)).unwrap_or(u32::MAX);
         let (region, il) = runtime_il_offset(&body.map, body.code_size, offset);
         let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
-        frame.module = module.and_then(|m| m.name.as_deref()).or(body.module.as_deref());
+        // The body's own module name first: one module may be named by several paths.
+        frame.module = body.module.as_deref().or(module.and_then(|m| m.name.as_deref()));
         frame.token = Some(body.token);
         frame.method = body.name.as_deref();
         frame.il_offset = Some(il);
@@ -273,23 +315,50 @@ impl Symbolizer {
         module
             .lines
             .get_or_init(|| {
-                // The module where the process loaded it, or, for a recording made on another
-                // machine, a file of the same name in a symbol directory.
-                let recorded = module.path.as_deref()?;
-                let elsewhere = module.name.as_deref().into_iter().flat_map(|n| self.options.symbols.dirs.iter().map(move |d| d.join(n)));
-                let (path, bytes) = std::iter::once(recorded.to_owned())
-                    .chain(elsewhere)
-                    .find_map(|p| read_regular(&p, MAX_FILE).ok().map(|b| (p, b)))?;
-                let path = path.as_path();
                 // The PDB the user named belongs to the module named like it, and to no other.
                 let mut symbols = self.options.symbols.clone();
                 if !symbols.pdb.as_deref().is_some_and(|pdb| same_stem(pdb, module.name.as_deref())) {
                     symbols.pdb = None;
                 }
-                load_lines(&bytes, Some(path), &symbols).ok().flatten()
+                module_pdb(module, &symbols).and_then(build_lines)
             })
             .as_ref()
     }
+}
+
+/// Where a module's assembly may be: where the process loaded it, then, for a recording made on
+/// another machine, a file of the same name in each symbol directory.
+fn assembly_candidates<'a>(module: &'a Module, symbols: &'a SymbolPaths) -> impl Iterator<Item = PathBuf> + 'a {
+    let elsewhere = module.name.as_deref().into_iter().flat_map(|n| symbols.dirs.iter().map(move |d| d.join(n)));
+    module.path.clone().into_iter().chain(elsewhere)
+}
+
+/// The PDB of a module of a trace or capture. Without a recorded id, the first assembly found
+/// decides (its CodeView entry names the PDB). With one, an assembly of another build is passed
+/// over, and the PDB is also looked for without any assembly ([`find_recorded_pdb`]).
+fn module_pdb(module: &Module, symbols: &SymbolPaths) -> Option<FoundPdb> {
+    for path in assembly_candidates(module, symbols) {
+        let Ok(bytes) = read_regular(&path, MAX_FILE) else { continue };
+        let Ok(image) = PeImage::parse(&bytes) else { continue };
+        if let Some(recorded) = &module.recorded {
+            let guid = image.codeview().ok().flatten().map(|cv| cv.guid);
+            if guid != Some(recorded.guid) {
+                continue;
+            }
+        }
+        let found = locate_pdb(&image, Some(&path), symbols).ok().flatten();
+        if found.is_some() || module.recorded.is_none() {
+            return found;
+        }
+        break;
+    }
+    let recorded = module.recorded.as_ref()?;
+    find_recorded_pdb(recorded, module.path.as_deref(), symbols).ok().flatten()
+}
+
+/// A module's line table from its PDB; `None` if the PDB does not parse.
+fn build_lines(found: FoundPdb) -> Option<ModuleLines> {
+    ModuleLines::new(found.bytes).ok()
 }
 
 /// `Frames.pdb` and `Frames.dll`: the same name before the extension, ignoring case.
@@ -298,32 +367,45 @@ fn same_stem(pdb: &Path, module: Option<&str>) -> bool {
     module.is_some_and(|m| stem(Path::new(m)) == stem(pdb))
 }
 
-fn explicit_or(path: Option<&Path>, options: &Options) -> PathBuf {
-    options.symbols.pdb.clone().or(path.map(Path::to_owned)).unwrap_or_default()
-}
-
 /// The line table of one assembly, from the first matching PDB. A PDB the user named is used
 /// only for the assembly it belongs to; its mismatch is an error only when the caller decides.
 fn load_lines(assembly: &[u8], path: Option<&Path>, symbols: &SymbolPaths) -> Result<Option<ModuleLines>, Error> {
     let image = PeImage::parse(assembly)?;
     let Some(found) = find_pdb(&image, path, symbols)? else { return Ok(None) };
-    let pdb = PortablePdb::parse(&found.bytes)?;
-    Ok(Some(ModuleLines::build(&pdb)))
+    let embedded = found.origin == crate::pdb::locate::PdbOrigin::Embedded;
+    let lines = ModuleLines::new(found.bytes).map_err(|e| if embedded { crate::pdb::embedded::inflated(e) } else { e })?;
+    Ok(Some(lines))
 }
 
 /// For a many-module source: the PDB the user named must belong to a module whose file name has
-/// its stem (`Frames.pdb` → `Frames.dll`), and match that module's CodeView id.
-fn check_explicit_for(modules: &[Module], pdb: &Path) -> Result<(), OpenError> {
-    let bytes = read_regular(pdb, MAX_FILE).map_err(|error| OpenError::Io { path: pdb.to_owned(), error })?;
+/// its stem (`Frames.pdb` → `Frames.dll`), and match that module's id: the one the source
+/// recorded, or else the CodeView id of the module's assembly (where the process loaded it, or
+/// in a symbol directory). A PDB that cannot be read is an error naming it and why.
+fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> Result<(), OpenError> {
+    let bytes = read_input(pdb, MAX_FILE)?;
+    let input = |error: Error| OpenError::Input { path: pdb.to_owned(), error };
+    PortablePdb::parse(&bytes).map_err(input)?;
     let mut last = Error::nowhere(ErrorKind::PdbMismatch, "a module of the source that this PDB belongs to");
     for m in modules.iter().filter(|m| same_stem(pdb, m.name.as_deref())) {
-        let Some(Ok(assembly)) = m.path.as_deref().map(|p| read_regular(p, MAX_FILE)) else { continue };
-        let Ok(image) = PeImage::parse(&assembly) else { continue };
         // Matched: the module's lines come from this PDB when first needed.
+        if let Some(recorded) = &m.recorded {
+            match check_recorded(recorded, &bytes) {
+                Ok(()) => return Ok(()),
+                Err(e) => last = e,
+            }
+            continue;
+        }
+        // No recorded id: the first assembly found is the module's, and names its PDB.
+        let image = assembly_candidates(m, symbols).find_map(|path| read_regular(&path, MAX_FILE).ok().filter(|b| PeImage::parse(b).is_ok()));
+        let Some(assembly) = image else {
+            last = Error::nowhere(ErrorKind::PdbMismatch, "the module's assembly, at its recorded path or in a symbol directory, to check the PDB against (the source records no PDB id)");
+            continue;
+        };
+        let image = PeImage::parse(&assembly).map_err(input)?;
         match check_explicit(&image, &bytes) {
             Ok(()) => return Ok(()),
             Err(e) => last = e,
         }
     }
-    Err(OpenError::Input { path: pdb.to_owned(), error: last })
+    Err(input(last))
 }

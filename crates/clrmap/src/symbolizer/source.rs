@@ -1,13 +1,14 @@
 //! Opening a source of code bodies: a ReadyToRun image (`MZ`), an EventPipe trace (`Nettrace`) or
 //! a clrmap capture (`{"format":"clrmap-capture"`), recognized by their first bytes.
 
+use std::collections::HashMap;
 use std::io::Read;
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::fs::{read_regular, MAX_FILE};
+use crate::fs::{read_regular, OpenError, MAX_FILE};
 use crate::ilmap::CodeBody;
 use crate::metadata::Metadata;
+use crate::pdb::locate::RecordedPdb;
 use crate::r2r::ReadyToRunImage;
 use crate::read::Error;
 
@@ -33,44 +34,6 @@ impl SourceKind {
     }
 }
 
-/// Why a source could not be opened.
-#[derive(Debug)]
-pub enum OpenError {
-    /// The file could not be read (missing, not a regular file, too large).
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        error: std::io::Error,
-    },
-    /// The file is malformed: a kind and a location.
-    Input {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        error: Error,
-    },
-    /// The file is none of the known sources.
-    Unrecognized {
-        /// The file.
-        path: PathBuf,
-    },
-}
-
-impl fmt::Display for OpenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OpenError::Io { path, error } => write!(f, "cannot read {}: {error}", path.display()),
-            OpenError::Input { path, error } => write!(f, "{}: {error}", path.display()),
-            OpenError::Unrecognized { path } => {
-                write!(f, "{}: neither a ReadyToRun image, a .nettrace trace nor a clrmap capture", path.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for OpenError {}
-
 /// A source's bodies, with names where the source or its modules' metadata give them.
 #[derive(Debug)]
 pub struct OpenedSource {
@@ -83,6 +46,48 @@ pub struct OpenedSource {
     /// Faults past which nothing was read (a torn trace or capture): every whole record before
     /// them is in `bodies`.
     pub warnings: Vec<Error>,
+}
+
+/// For a trace: the PDB each module's image named, by the module path its bodies carry
+/// ([`CodeBody::module_path`]), as the runtime recorded it when it loaded the module
+/// ([`Symbolizer::from_recorded`](super::Symbolizer::from_recorded) uses only a PDB with this id).
+pub type RecordedPdbs = HashMap<String, RecordedPdb>;
+
+/// Read a trace: its bodies, a fault past which it was not read, and the PDB ids its modules
+/// were loaded with. Only a stream that is not a trace at all is an error.
+pub fn read_trace<R: Read>(reader: R) -> Result<(OpenedSource, RecordedPdbs), Error> {
+    let mut pdbs = HashMap::new();
+    let (bodies, warning) = crate::nettrace::read_code_bodies_partial_with(reader, |e| {
+        if let Some((path, pdb)) = recorded_pdb(e) {
+            // One path, one file: the first load names it.
+            pdbs.entry(path).or_insert(pdb);
+        }
+    })?;
+    Ok((OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() }, pdbs))
+}
+
+/// A ModuleLoad (runtime 152) or rundown ModuleDCStart/DCEnd (153/154) event's module path and
+/// PDB: version 2 adds, after the IL path, `utf16z ModuleNativePath, u16 ClrInstanceID, GUID
+/// ManagedPdbSignature, u32 ManagedPdbAge, utf16z ManagedPdbBuildPath` (ClrEtwAll.man). `None`
+/// for other events, older versions, and modules without a CodeView entry (a zero GUID).
+fn recorded_pdb(e: &crate::nettrace::Event<'_>) -> Option<(String, RecordedPdb)> {
+    use crate::nettrace::{utf16z, RUNDOWN, RUNTIME};
+    match (e.meta.provider.as_str(), e.meta.event_id) {
+        (RUNTIME, 152) | (RUNDOWN, 153) | (RUNDOWN, 154) => {}
+        _ => return None,
+    }
+    let mut r = e.payload;
+    r.skip(8 + 8 + 4 + 4, "ModuleID, AssemblyID, ModuleFlags, Reserved1").ok()?;
+    let il_path = utf16z(&mut r).ok()?;
+    let _native_path = utf16z(&mut r).ok()?;
+    let _clr_instance = r.u16("ClrInstanceID").ok()?;
+    let guid: [u8; 16] = r.array("ManagedPdbSignature").ok()?;
+    let age = r.u32("ManagedPdbAge").ok()?;
+    let path = utf16z(&mut r).ok()?;
+    if guid == [0; 16] || il_path.is_empty() {
+        return None;
+    }
+    Some((il_path, RecordedPdb { guid, age, path }))
 }
 
 /// Open a regular file (a FIFO is refused before the open that would block on it).
@@ -101,6 +106,11 @@ fn name_body(md: &Metadata<'_>, body: &mut CodeBody) {
 
 /// Read and decode a source file.
 pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
+    open_recorded(path).map(|(opened, _)| opened)
+}
+
+/// [`open_source`], with the PDB ids a trace recorded for its modules.
+pub(super) fn open_recorded(path: &Path) -> Result<(OpenedSource, RecordedPdbs), OpenError> {
     let io = |error: std::io::Error| OpenError::Io { path: path.to_owned(), error };
     let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
     // A trace is streamed (memory follows its events, not its size); the others are read whole.
@@ -108,9 +118,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
     let n = open_regular(path).and_then(|mut f| f.read(&mut head)).map_err(io)?;
     if head.get(..n) == Some(b"Nettrace") {
         let file = open_regular(path).map_err(io)?;
-        let reader = std::io::BufReader::with_capacity(1 << 20, file);
-        let (bodies, warning) = crate::nettrace::read_code_bodies_partial(reader).map_err(input)?;
-        return Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() });
+        return read_trace(std::io::BufReader::with_capacity(1 << 20, file)).map_err(input);
     }
     let bytes = read_regular(path, MAX_FILE).map_err(io)?;
     // Captures are JSON lines: without the `serde` feature there is no reader for them.
@@ -131,7 +139,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
             }
             bodies.push(body);
         }
-        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings });
+        return Ok((OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings }, HashMap::new()));
     }
     if bytes.starts_with(b"MZ") {
         let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
@@ -145,7 +153,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
                 }
             }
         }
-        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new() });
+        return Ok((OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new() }, HashMap::new()));
     }
     Err(OpenError::Unrecognized { path: path.to_owned() })
 }
