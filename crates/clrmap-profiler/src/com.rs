@@ -103,7 +103,10 @@ pub struct InfoVtbl {
     pub query_interface: QueryInterface,
     pub add_ref: AddRef,
     pub release: AddRef,
-    pub _3: [Unused; 12],
+    pub _3: [Unused; 8],
+    /// 11: IsArrayClass(ClassID, CorElementType*, ClassID*, ULONG* rank).
+    pub is_array_class: unsafe extern "system" fn(*mut c_void, usize, *mut u32, *mut usize, *mut u32) -> Hresult,
+    pub _12: [Unused; 3],
     /// 15: GetFunctionInfo(FunctionID, ClassID*, ModuleID*, mdToken*).
     pub get_function_info: unsafe extern "system" fn(*mut c_void, usize, *mut usize, *mut usize, *mut u32) -> Hresult,
     /// 16: SetEventMask(DWORD).
@@ -114,13 +117,24 @@ pub struct InfoVtbl {
     pub _21: [Unused; 14],
     /// 35: GetILToNativeMapping(FunctionID, ULONG32, ULONG32*, COR_DEBUG_IL_TO_NATIVE_MAP[]).
     pub get_il_to_native_mapping: MapFn,
-    pub _36: [Unused; 6],
+    pub _36: [Unused; 2],
+    /// 38: ICorProfilerInfo2::GetFunctionInfo2(FunctionID, COR_PRF_FRAME_INFO, ClassID*, ModuleID*,
+    /// mdToken*, ULONG32 cTypeArgs, ULONG32* pcTypeArgs, ClassID typeArgs[]).
+    pub get_function_info2: unsafe extern "system" fn(*mut c_void, usize, usize, *mut usize, *mut usize, *mut u32, u32, *mut u32, *mut usize) -> Hresult,
+    pub _39: [Unused; 2],
+    /// 41: GetClassIDInfo2(ClassID, ModuleID*, mdTypeDef*, ClassID* parent, ULONG32 cNumTypeArgs,
+    /// ULONG32* pcNumTypeArgs, ClassID typeArgs[]).
+    pub get_class_id_info2: unsafe extern "system" fn(*mut c_void, usize, *mut usize, *mut u32, *mut usize, u32, *mut u32, *mut usize) -> Hresult,
     /// 42: GetCodeInfo2(FunctionID, ULONG32, ULONG32*, COR_PRF_CODE_INFO[]).
     pub get_code_info2: CodeInfoFn,
     pub _43: [Unused; 15],
     /// 58: ICorProfilerInfo3::RequestProfilerDetach(DWORD expectedCompletionMilliseconds).
     pub request_profiler_detach: unsafe extern "system" fn(*mut c_void, u32) -> Hresult,
-    pub _59: [Unused; 20],
+    pub _59: [Unused; 8],
+    /// 67: ICorProfilerInfo3::GetRuntimeInformation(USHORT* clrInstanceId, COR_PRF_RUNTIME_TYPE*,
+    /// USHORT* major, USHORT* minor, USHORT* build, USHORT* qfe, ULONG cch, ULONG* pcch, WCHAR[]).
+    pub get_runtime_information: unsafe extern "system" fn(*mut c_void, *mut u16, *mut u32, *mut u16, *mut u16, *mut u16, *mut u16, u32, *mut u32, *mut u16) -> Hresult,
+    pub _68: [Unused; 11],
     /// 79: ICorProfilerInfo4::EnumJITedFunctions2(ICorProfilerFunctionEnum**).
     pub enum_jited_functions2: unsafe extern "system" fn(*mut c_void, *mut *mut c_void) -> Hresult,
     pub _80: [Unused; 10],
@@ -190,7 +204,11 @@ const _: () = {
     assert!(offset_of!(CallbackVtbl, profiler_detach_succeeded) == 82 * W);
     assert!(offset_of!(CallbackVtbl, load_as_notification_only) == 97 * W);
     assert!(size_of::<CallbackVtbl>() == 98 * W);
+    assert!(offset_of!(InfoVtbl, is_array_class) == 11 * W);
     assert!(offset_of!(InfoVtbl, get_function_info) == 15 * W);
+    assert!(offset_of!(InfoVtbl, get_function_info2) == 38 * W);
+    assert!(offset_of!(InfoVtbl, get_class_id_info2) == 41 * W);
+    assert!(offset_of!(InfoVtbl, get_runtime_information) == 67 * W);
     assert!(offset_of!(InfoVtbl, set_event_mask) == 16 * W);
     assert!(offset_of!(InfoVtbl, get_module_info) == 20 * W);
     assert!(offset_of!(InfoVtbl, get_il_to_native_mapping) == 35 * W);
@@ -272,6 +290,74 @@ impl Info {
         let n = (len as usize).min(name.len());
         let path = String::from_utf16_lossy(name.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned();
         Some((path, base as usize, token))
+    }
+
+    /// A module's path (GetModuleInfo) and base address.
+    pub fn module_info(&self, module: usize) -> Option<(String, usize)> {
+        let mut base: *const u8 = std::ptr::null();
+        let mut name = vec![0u16; 1024];
+        let mut len = 0u32;
+        let mut assembly = 0usize;
+        // SAFETY: the buffer holds `name.len()` UTF-16 units; the rest are out-pointers to locals.
+        let hr = unsafe { (self.vtbl().get_module_info)(self.this(), module, &mut base, name.len() as u32, &mut len, name.as_mut_ptr(), &mut assembly) };
+        if hr != S_OK {
+            return None;
+        }
+        let n = (len as usize).min(name.len());
+        Some((String::from_utf16_lossy(name.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned(), base as usize))
+    }
+
+    /// The function's class and its own type arguments (GetFunctionInfo2 without a frame: shared
+    /// code answers with its canonical instantiation, `System.__Canon` for reference types).
+    pub fn function_class_and_args(&self, fid: usize) -> Option<(usize, Vec<usize>)> {
+        let (mut class, mut module, mut token) = (0usize, 0usize, 0u32);
+        let mut args = [0usize; 16];
+        let mut n = 0u32;
+        // SAFETY: out-pointers to locals; the buffer holds 16 entries.
+        let hr = unsafe { (self.vtbl().get_function_info2)(self.this(), fid, 0, &mut class, &mut module, &mut token, args.len() as u32, &mut n, args.as_mut_ptr()) };
+        if hr != S_OK || n as usize > args.len() {
+            return None;
+        }
+        Some((class, args.get(..n as usize)?.to_vec()))
+    }
+
+    /// A class's module, TypeDef token and type arguments (GetClassIDInfo2).
+    pub fn class_info(&self, class: usize) -> Option<(usize, u32, Vec<usize>)> {
+        let (mut module, mut token, mut parent) = (0usize, 0u32, 0usize);
+        let mut args = [0usize; 16];
+        let mut n = 0u32;
+        // SAFETY: out-pointers to locals; the buffer holds 16 entries.
+        let hr = unsafe { (self.vtbl().get_class_id_info2)(self.this(), class, &mut module, &mut token, &mut parent, args.len() as u32, &mut n, args.as_mut_ptr()) };
+        if hr != S_OK || n as usize > args.len() {
+            return None;
+        }
+        Some((module, token, args.get(..n as usize)?.to_vec()))
+    }
+
+    /// For an array class: its element's CorElementType, the element's class (0 for none) and
+    /// the rank (IsArrayClass answers S_OK); `None` for any other class.
+    pub fn array_class(&self, class: usize) -> Option<(u32, usize, u32)> {
+        let (mut element, mut element_class, mut rank) = (0u32, 0usize, 0u32);
+        // SAFETY: out-pointers to locals.
+        let hr = unsafe { (self.vtbl().is_array_class)(self.this(), class, &mut element, &mut element_class, &mut rank) };
+        (hr == S_OK).then_some((element, element_class, rank))
+    }
+
+    /// The runtime's version (GetRuntimeInformation): `major.minor.build.qfe` and its version
+    /// string.
+    pub fn runtime_information(&self) -> Option<([u16; 4], String)> {
+        let (mut instance, mut kind) = (0u16, 0u32);
+        let mut v = [0u16; 4];
+        let mut text = [0u16; 256];
+        let mut len = 0u32;
+        let [a, b, c, d] = &mut v;
+        // SAFETY: out-pointers to locals; the buffer holds 256 UTF-16 units.
+        let hr = unsafe { (self.vtbl().get_runtime_information)(self.this(), &mut instance, &mut kind, a, b, c, d, text.len() as u32, &mut len, text.as_mut_ptr()) };
+        if hr != S_OK {
+            return None;
+        }
+        let n = (len as usize).min(text.len());
+        Some((v, String::from_utf16_lossy(text.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned()))
     }
 
     /// The two-call protocol, by FunctionID (GetILToNativeMapping) or by code start

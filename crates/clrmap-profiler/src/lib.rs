@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use clrmap::capture::{Body, End, Header, Record, FORMAT, VERSION};
+use clrmap::capture::{Body, End, Header, Record, RtType, FORMAT, VERSION};
 use com::{CallbackVtbl, ClassFactoryVtbl, ComObject, Guid, Hresult, IlMap, Info, Stub, E_FAIL, E_NOINTERFACE, S_OK};
 use serde::Deserialize;
 
@@ -73,6 +73,10 @@ struct State {
     seen_jit_starts: HashSet<usize>,
     /// Module path → its SizeOfImage, read once from the file's PE header.
     image_sizes: HashMap<String, Option<u32>>,
+    /// ClassID → the type as recorded (`None`: the runtime could not describe it).
+    types: HashMap<usize, Option<RtType>>,
+    /// ModuleID → its path.
+    module_paths: HashMap<usize, String>,
 }
 
 fn state() -> &'static Mutex<State> {
@@ -86,6 +90,8 @@ fn state() -> &'static Mutex<State> {
             pending_r2r: Vec::new(),
             seen_jit_starts: HashSet::new(),
             image_sizes: HashMap::new(),
+            types: HashMap::new(),
+            module_paths: HashMap::new(),
         })
     })
 }
@@ -198,8 +204,11 @@ unsafe extern "system" fn load_as_notification_only(_this: *mut c_void, notifica
     S_OK
 }
 
-fn header(mask: u32, hr: Hresult, disable_r2r: bool, attach: bool) -> String {
+fn header(info: &Info, mask: u32, hr: Hresult, disable_r2r: bool, attach: bool) -> String {
+    let runtime = info.runtime_information();
     Header {
+        runtime_version: runtime.as_ref().map(|(v, _)| format!("{}.{}.{}.{}", v[0], v[1], v[2], v[3])),
+        runtime_version_string: runtime.map(|(_, t)| t),
         format: FORMAT.to_owned(),
         version: VERSION,
         pid: std::process::id(),
@@ -244,7 +253,7 @@ unsafe extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -
         }
         let hr = info.set_event_mask(mask);
         if let Some(out) = out.as_mut() {
-            let _ = out.write_all(header(mask, hr, disable_r2r, false).as_bytes());
+            let _ = out.write_all(header(&info, mask, hr, disable_r2r, false).as_bytes());
         }
         let perf = perf_dir.and_then(|dir| match perf::start_perf(std::path::Path::new(&dir)) {
             Ok(p) => Some(p),
@@ -284,7 +293,7 @@ unsafe extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mu
         if hr != S_OK {
             return hr;
         }
-        if out.write_all(header(mask, hr, false, true).as_bytes()).is_err() {
+        if out.write_all(header(&info, mask, hr, false, true).as_bytes()).is_err() {
             return E_FAIL;
         }
         if let Ok(mut s) = state().lock() {
@@ -293,6 +302,8 @@ unsafe extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mu
             // are still registered), and what that recording saw must not hide bodies from this one.
             s.seen_jit_starts.clear();
             s.pending_r2r.clear();
+            s.types.clear();
+            s.module_paths.clear();
             s.info = Some(info);
             s.out = Some(out);
         }
@@ -371,6 +382,8 @@ unsafe extern "system" fn profiler_detach_succeeded(_this: *mut c_void) -> Hresu
             s.out = None;
             s.seen_jit_starts.clear();
             s.pending_r2r.clear();
+            s.types.clear();
+            s.module_paths.clear();
         }
         S_OK
     })
@@ -390,6 +403,63 @@ fn size_of_image(path: &str) -> Option<u32> {
         return None;
     }
     u32_at(pe.checked_add(4 + 20 + 56)?)
+}
+
+/// The deepest type argument nesting recorded (`List<List<...>>`); deeper instantiations are
+/// recorded without their type arguments.
+const MAX_TYPE_DEPTH: u32 = 16;
+
+/// A module's path, asked once per ModuleID.
+fn module_path(s: &mut State, info: Info, module: usize) -> Option<String> {
+    if let Some(p) = s.module_paths.get(&module) {
+        return Some(p.clone());
+    }
+    let (path, _) = info.module_info(module)?;
+    s.module_paths.insert(module, path.clone());
+    Some(path)
+}
+
+/// A class as the capture records it (cached per ClassID): an array of its element, or a
+/// TypeDef of a module with its type arguments.
+fn rt_type(s: &mut State, info: Info, class: usize, depth: u32) -> Option<RtType> {
+    if depth > MAX_TYPE_DEPTH || class == 0 {
+        return None;
+    }
+    if let Some(t) = s.types.get(&class) {
+        return t.clone();
+    }
+    let t = describe(s, info, class, depth);
+    s.types.insert(class, t.clone());
+    t
+}
+
+fn describe(s: &mut State, info: Info, class: usize, depth: u32) -> Option<RtType> {
+    let next = depth.saturating_add(1);
+    if let Some((element, element_class, rank)) = info.array_class(class) {
+        let mut t = RtType { rank: Some(rank), ..RtType::default() };
+        if element_class != 0 {
+            t.args.push(rt_type(s, info, element_class, next)?);
+        } else {
+            t.element = Some(u8::try_from(element).ok()?);
+        }
+        return Some(t);
+    }
+    let (module, token, args) = info.class_info(class)?;
+    let module = module_path(s, info, module)?;
+    let args = args.into_iter().map(|a| rt_type(s, info, a, next)).collect::<Option<Vec<RtType>>>()?;
+    Some(RtType { module: Some(module), token, args, ..RtType::default() })
+}
+
+/// The owner's and the method's type arguments of function `fid`, as the runtime instantiated
+/// them; both empty for code that is not generic (or that the runtime cannot describe).
+fn type_args(s: &mut State, info: Info, fid: usize) -> (Vec<RtType>, Vec<RtType>) {
+    let Some((class, method_args)) = info.function_class_and_args(fid) else { return (Vec::new(), Vec::new()) };
+    let class_args = match info.class_info(class) {
+        Some((_, _, args)) if !args.is_empty() => args.into_iter().map(|a| rt_type(s, info, a, 1)).collect::<Option<Vec<RtType>>>().unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let method_args = method_args.into_iter().map(|a| rt_type(s, info, a, 1)).collect::<Option<Vec<RtType>>>().unwrap_or_default();
+    (class_args, method_args)
 }
 
 fn raw(map: &[IlMap]) -> Vec<[u32; 3]> {
@@ -442,6 +512,7 @@ fn drain_r2r(s: &mut State) {
         let Some((module, base, token)) = info.function_info(fid) else { continue };
         if let Some(map) = &map {
             let rva = r2r_rva(s, &module, base, start);
+            let (class_args, method_args) = type_args(s, info, fid);
             let body = Body {
                 pid: Some(s.pid),
                 function_id: fid as u64,
@@ -454,6 +525,8 @@ fn drain_r2r(s: &mut State) {
                 map: raw(map),
                 map1: None,
                 before_attach: false,
+                class_args,
+                method_args,
             };
             record(s, true, body);
         }
@@ -489,6 +562,7 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
     let Some((module, _base, token)) = info.function_info(fid) else { return };
     let capture = s.out.is_some();
     let map1 = if capture { info.il_map(false, fid).ok().map(|m| raw(&m)) } else { None };
+    let (class_args, method_args) = if capture { type_args(s, info, fid) } else { (Vec::new(), Vec::new()) };
     for (body, &start) in starts.iter().enumerate() {
         if !s.seen_jit_starts.insert(start) {
             continue;
@@ -514,6 +588,8 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
             map: raw(&map),
             map1: map1.clone(),
             before_attach,
+            class_args: class_args.clone(),
+            method_args: method_args.clone(),
         };
         record(s, false, b);
         if let Some(p) = s.perf.as_mut() {

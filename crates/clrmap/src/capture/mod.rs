@@ -7,9 +7,12 @@
 //! one file (a .NET program that starts a .NET child, which inherits the profiler): each writes
 //! its own header and tags its records with its pid.
 
+mod naming;
 mod record;
 
-pub use record::{Body, End, Header, Record};
+pub use naming::name_captured;
+
+pub use record::{Body, End, Header, Record, RtType};
 
 use crate::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry};
 use crate::read::{Error, ErrorKind, Result};
@@ -36,6 +39,11 @@ pub struct CapturedBody {
     pub pid: u32,
     /// Jitted before an attached profiler came (enumerated at attach).
     pub before_attach: bool,
+    /// The owner type's type arguments, as the profiler recorded them (empty if not generic, or
+    /// in a capture written before they were recorded).
+    pub class_args: Vec<RtType>,
+    /// The method's own type arguments.
+    pub method_args: Vec<RtType>,
 }
 
 /// Everything whole in a capture.
@@ -166,6 +174,8 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             map1: l.map1.as_deref().map(entries),
             pid: record_pid,
             before_attach: l.before_attach,
+            class_args: l.class_args,
+            method_args: l.method_args,
         });
     }
     Ok(out)

@@ -28,6 +28,12 @@ pub struct Header {
     /// callbacks after attach), and bodies jitted before the attach carry `before_attach`.
     #[serde(default, skip_serializing_if = "is_false")]
     pub attach: bool,
+    /// The runtime's version (GetRuntimeInformation), `major.minor.build.qfe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_version: Option<String>,
+    /// The runtime's version string (GetRuntimeInformation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_version_string: Option<String>,
 }
 
 /// Every line after a header: a code body, or the end of a process's recording.
@@ -78,6 +84,35 @@ pub struct Body {
     /// Enumerated at attach (`EnumJITedFunctions2`): jitted before the profiler came.
     #[serde(default, skip_serializing_if = "is_false")]
     pub before_attach: bool,
+    /// The owner type's type arguments, as the runtime instantiated it (`GetClassIDInfo2` of the
+    /// class `GetFunctionInfo2` answers); empty for a type that is not generic. Shared code has
+    /// `System.__Canon` where a reference type goes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_args: Vec<RtType>,
+    /// The method's own type arguments (`GetFunctionInfo2`); empty for a method that is not generic.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub method_args: Vec<RtType>,
+}
+
+/// A type as the runtime describes it by ClassID: a TypeDef of a module with its type arguments,
+/// or an array of an element type (`IsArrayClass`), or a primitive array element.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtType {
+    /// The defining module's path (`GetModuleInfo`); absent for an array or a primitive element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// The TypeDef token; 0 for an array or a primitive element.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub token: u32,
+    /// The type arguments of a generic instantiation, or an array's one element type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<RtType>,
+    /// An array's rank (1 for `T[]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// A primitive array element's CorElementType (`int32[]`: 8), when the runtime gave no class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<u8>,
 }
 
 /// The end of one process's recording.
@@ -93,6 +128,10 @@ pub struct End {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Record {

@@ -344,3 +344,165 @@ impl<'a> Metadata<'a> {
         Some(MethodArgs { has_this, names })
     }
 }
+
+/// The §1 keyword of a core library primitive, by its namespace and name (`System`, `Int32`).
+pub fn primitive_keyword(ns: &str, name: &str) -> Option<&'static str> {
+    if ns != "System" {
+        return None;
+    }
+    Some(match name {
+        "Void" => "void",
+        "Boolean" => "bool",
+        "Char" => "char",
+        "SByte" => "int8",
+        "Byte" => "uint8",
+        "Int16" => "int16",
+        "UInt16" => "uint16",
+        "Int32" => "int32",
+        "UInt32" => "uint32",
+        "Int64" => "int64",
+        "UInt64" => "uint64",
+        "Single" => "float32",
+        "Double" => "float64",
+        "IntPtr" => "native int",
+        "UIntPtr" => "native uint",
+        "String" => "string",
+        "Object" => "object",
+        "TypedReference" => "typedref",
+        _ => return None,
+    })
+}
+
+/// What naming a type argument needs of its TypeDef: its §1 name and whether it is a value type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeDefInfo {
+    /// `Ns.Name`, or `Ns.Outer/Inner`.
+    pub name: String,
+    /// It extends `System.ValueType` or `System.Enum` (II.13), and is not `System.Enum` itself.
+    pub value_type: bool,
+    /// The §1 keyword when this is a core library primitive (`int32`, `string`, `object`).
+    pub primitive: Option<&'static str>,
+}
+
+impl TypeDefInfo {
+    /// The type as a type argument, in §1: a primitive's keyword, else `class N` or
+    /// `valuetype N`, with `<A1,A2>` when it is a generic instantiation.
+    pub fn as_argument(&self, args: &[String]) -> String {
+        if let (Some(p), true) = (self.primitive, args.is_empty()) {
+            return p.to_owned();
+        }
+        let mut s = String::from(if self.value_type { "valuetype " } else { "class " });
+        s.push_str(&self.name);
+        push_args(&mut s, args);
+        s
+    }
+}
+
+/// `<A1,A2>` after `s`, nothing for no arguments.
+fn push_args(s: &mut String, args: &[String]) {
+    if args.is_empty() {
+        return;
+    }
+    s.push('<');
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(a);
+    }
+    s.push('>');
+}
+
+impl Metadata<'_> {
+    /// Whether this module is the core library (its Assembly row is `System.Private.CoreLib`
+    /// or `mscorlib`): only its `System.Int32` is `int32`.
+    pub fn is_core_library(&self) -> bool {
+        let name = self.tables.row(table::ASSEMBLY, 1).and_then(|r| r.get(7)).and_then(|i| self.strings.get(i));
+        matches!(name, Ok("System.Private.CoreLib" | "mscorlib"))
+    }
+
+    /// Whether TypeDef `rid` is a value type: its Extends names `System.ValueType` or
+    /// `System.Enum` (a TypeRef or, in the core library, a TypeDef), and it is not `System.Enum`.
+    pub fn is_value_type(&self, rid: u32) -> bool {
+        let Ok(row) = self.tables.row(table::TYPE_DEF, rid) else { return false };
+        let names = |r: &crate::metadata::Row<'_>, name: usize, ns: usize| -> Option<(String, String)> {
+            let n = r.get(name).and_then(|i| self.strings.get(i)).ok()?;
+            let s = r.get(ns).and_then(|i| self.strings.get(i)).ok()?;
+            Some((s.to_owned(), n.to_owned()))
+        };
+        let Ok(extends) = row.get(3) else { return false };
+        // TypeDefOrRef (II.24.2.6): 2 tag bits; TypeDef, TypeRef, TypeSpec.
+        let base = match extends & 3 {
+            0 => self.tables.row(table::TYPE_DEF, extends >> 2).ok().and_then(|r| names(&r, 1, 2)),
+            1 => self.tables.row(table::TYPE_REF, extends >> 2).ok().and_then(|r| names(&r, 1, 2)),
+            _ => None,
+        };
+        let own = names(&row, 1, 2);
+        let is = |n: &Option<(String, String)>, name: &str| n.as_ref().is_some_and(|(s, x)| s == "System" && x == name);
+        (is(&base, "ValueType") || is(&base, "Enum")) && !is(&own, "Enum")
+    }
+
+    /// TypeDef `rid`'s name, value-typeness and primitive keyword.
+    pub fn type_def_info(&self, rid: u32) -> Option<TypeDefInfo> {
+        let mut name = String::new();
+        self.write_type_name(u32::from(table::TYPE_DEF) << 24 | rid, &mut name).ok()?;
+        let primitive = if self.enclosing(rid).is_none() && self.is_core_library() {
+            let row = self.tables.row(table::TYPE_DEF, rid).ok()?;
+            let n = row.get(1).and_then(|i| self.strings.get(i)).ok()?;
+            let ns = row.get(2).and_then(|i| self.strings.get(i)).ok()?;
+            primitive_keyword(ns, n)
+        } else {
+            None
+        };
+        Some(TypeDefInfo { name, value_type: self.is_value_type(rid), primitive })
+    }
+
+    /// The TypeDefs of this module whose §1 names (`Ns.Outer/Inner`) are in `wanted`.
+    pub fn type_defs_named(&self, wanted: &std::collections::HashSet<String>) -> Vec<TypeDefInfo> {
+        let mut out = Vec::new();
+        if wanted.is_empty() {
+            return out;
+        }
+        for rid in 1..=self.tables.rows(table::TYPE_DEF) {
+            // The simple name first: most TypeDefs are not wanted, and need no full name.
+            let simple = self.tables.row(table::TYPE_DEF, rid).and_then(|r| r.get(1)).and_then(|i| self.strings.get(i));
+            let Ok(simple) = simple else { continue };
+            if !wanted.iter().any(|w| w.ends_with(simple)) {
+                continue;
+            }
+            if let Some(info) = self.type_def_info(rid).filter(|i| wanted.contains(&i.name)) {
+                out.push(info);
+            }
+        }
+        out
+    }
+
+    /// A body's `name` (`Ns.Type::Method`, contract §4) and `full_name`
+    /// (`Ns.Type<A1>::Method<B1>(P1,P2)`): the owner's and the method's type arguments where the
+    /// source knows them, already in §1 notation, and the parameter types from the MethodDef's
+    /// signature. `None` for a token this module does not define.
+    pub fn body_names(&self, token: u32, owner_args: &[String], method_args: &[String]) -> Option<(String, Option<String>)> {
+        let name = self.method_name(token)?;
+        let mut display = match (owner_args.is_empty(), name.rsplit_once("::")) {
+            (false, Some((owner, method))) => {
+                let mut d = owner.to_owned();
+                push_args(&mut d, owner_args);
+                d.push_str("::");
+                d.push_str(method);
+                d
+            }
+            _ => name.clone(),
+        };
+        push_args(&mut display, method_args);
+        let full = self.method_full_name(token, &display);
+        Some((name, full))
+    }
+}
+
+/// Run `f` on the metadata of the module file at `path` (read whole, then dropped); `None` when
+/// it cannot be read or holds no metadata.
+pub fn with_module_file<T>(path: &str, f: impl FnOnce(&Metadata<'_>) -> T) -> Option<T> {
+    let bytes = crate::fs::read_regular(std::path::Path::new(path), crate::fs::MAX_FILE).ok()?;
+    let md = Metadata::parse(&bytes).ok()?;
+    Some(f(&md))
+}

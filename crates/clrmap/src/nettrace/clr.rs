@@ -4,6 +4,10 @@
 
 use std::collections::HashMap;
 
+// Names of trace bodies in the contract's notation (nettrace/naming.rs).
+#[path = "naming.rs"]
+mod naming;
+
 use super::stream::{utf16z, Event};
 use crate::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry, Tier};
 use crate::read::{Reader, Result};
@@ -175,6 +179,25 @@ pub fn event_name(provider: &str, id: u32) -> Option<&'static str> {
     })
 }
 
+/// `name` and `full_name` from the runtime's text alone (a module whose metadata is not at hand):
+/// nested types with `/`, the owner's type arguments in §1 notation (value-typeness unknown:
+/// `class` for all but primitives) and the runtime's parameter list.
+fn names_from_text(namespace: &str, method: &str, signature: &str) -> (String, Option<String>) {
+    let owner = naming::parse_owner(namespace);
+    let plain = owner.as_ref().map_or_else(|| namespace.replace('+', "/"), |o| o.name.replace('+', "/"));
+    let name = if namespace.is_empty() { method.to_owned() } else { format!("{plain}::{method}") };
+    let args: Vec<String> = owner.map(|o| o.args.iter().map(|a| naming::render_text(a, &Default::default())).collect()).unwrap_or_default();
+    let full = signature.find('(').and_then(|i| signature.get(i..)).map(|params| {
+        let mut owner = plain.clone();
+        if !args.is_empty() {
+            owner = format!("{owner}<{}>", args.join(","));
+        }
+        let head = if namespace.is_empty() { method.to_owned() } else { format!("{owner}::{method}") };
+        format!("{head}{}", naming::params_from_text(params))
+    });
+    (name, full)
+}
+
 /// Pairs maps with bodies while events stream by.
 #[derive(Debug, Default)]
 pub struct MethodTable {
@@ -189,6 +212,8 @@ pub struct MethodTable {
     modules: HashMap<u64, String>,
     /// Body index → its ModuleID.
     body_module: Vec<u64>,
+    /// Body index → its owner type as the runtime printed it (`Box`1[System.Int32]`).
+    body_owner: Vec<String>,
 }
 
 impl MethodTable {
@@ -197,8 +222,9 @@ impl MethodTable {
         if let Some(&i) = self.by_key.get(&key) {
             return i;
         }
-        let name = if m.namespace.is_empty() { m.name.clone() } else { format!("{}::{}", m.namespace, m.name) };
-        let full_name = m.signature.find('(').and_then(|i| m.signature.get(i..)).map(|params| format!("{name}{params}"));
+        // Without the module's metadata (named again from it in `read_code_bodies_partial`):
+        // the runtime's text, in the contract's notation as far as it allows.
+        let (name, full_name) = names_from_text(&m.namespace, &m.name, &m.signature);
         self.bodies.push(CodeBody {
             token: m.token,
             rva: None,
@@ -206,8 +232,6 @@ impl MethodTable {
             name: Some(name),
             module: None,
             module_path: None,
-            // The runtime's own data: the type's name carries its instantiation
-            // (`List`1[System.Int32]`), the signature the parameters.
             full_name,
             signature: None,
             function_id: Some(m.method_id),
@@ -219,6 +243,7 @@ impl MethodTable {
             map: Vec::new(),
         });
         self.body_module.push(m.module_id);
+        self.body_owner.push(m.namespace.clone());
         let i = self.bodies.len().saturating_sub(1);
         self.by_key.insert(key, i);
         i
@@ -276,19 +301,31 @@ impl MethodTable {
 
     /// The bodies that have a map (jitted code; R2R methods get no map events).
     pub fn into_bodies(self) -> Vec<CodeBody> {
+        self.into_bodies_and_owners().0
+    }
+
+    /// The bodies that have a map, each with its owner type as the runtime printed it, and every
+    /// module path the trace names.
+    fn into_bodies_and_owners(self) -> (Vec<CodeBody>, Vec<String>, Vec<String>) {
         let modules = self.modules;
-        self.bodies
+        let (bodies, owners) = self
+            .bodies
             .into_iter()
             .zip(self.body_module)
-            .filter(|(b, _)| !b.map.is_empty())
-            .map(|(mut b, m)| {
+            .zip(self.body_owner)
+            .filter(|((b, _), _)| !b.map.is_empty())
+            .map(|((mut b, m), owner)| {
                 if let Some(path) = modules.get(&m) {
                     b.module = Some(path.rsplit(['/', '\\']).next().unwrap_or("").to_owned());
                     b.module_path = Some(path.clone());
                 }
-                b
+                (b, owner)
             })
-            .collect()
+            .unzip();
+        let mut paths: Vec<String> = modules.into_values().collect();
+        paths.sort();
+        paths.dedup();
+        (bodies, owners, paths)
     }
 }
 
@@ -324,7 +361,8 @@ pub fn read_code_bodies_partial_with<R: std::io::Read>(r: R, mut also: impl FnMu
         return Err(*e);
     }
     // Every body ran in the traced process (the Trace object's process id).
-    let mut bodies = table.into_bodies();
+    let (mut bodies, owners, modules) = table.into_bodies_and_owners();
+    naming::name_from_modules(&mut bodies, &owners, &modules);
     for b in &mut bodies {
         b.pid = stats.process_id;
     }

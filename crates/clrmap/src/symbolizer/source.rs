@@ -126,19 +126,10 @@ pub(super) fn open_recorded(path: &Path) -> Result<(OpenedSource, RecordedPdbs),
     if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
         let capture = crate::capture::read_capture(&bytes).map_err(input)?;
         let warnings: Vec<Error> = capture.warning.into_iter().collect();
-        let captured = capture.bodies;
-        // Names come from each module's own metadata, read once per module. A module that cannot
-        // be read costs only its names.
-        let mut modules: std::collections::HashMap<String, Option<Vec<u8>>> = std::collections::HashMap::new();
-        let mut bodies = Vec::with_capacity(captured.len());
-        for c in captured {
-            let mut body = c.body;
-            let file = modules.entry(c.module_path.clone()).or_insert_with(|| read_regular(Path::new(&c.module_path), MAX_FILE).ok());
-            if let Some(md) = file.as_deref().and_then(|b| Metadata::parse(b).ok()) {
-                name_body(&md, &mut body);
-            }
-            bodies.push(body);
-        }
+        let mut captured = capture.bodies;
+        // Names come from each module's own metadata (crate::capture::name_captured).
+        crate::capture::name_captured(&mut captured);
+        let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
         return Ok((OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings }, HashMap::new()));
     }
     if bytes.starts_with(b"MZ") {
