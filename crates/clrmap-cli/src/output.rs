@@ -38,8 +38,9 @@ impl CliError {
 }
 
 /// The JSON form of an error: `{"error":{"kind":...,"offset":...,"message":...}}`. `offset` is
-/// the byte offset in the input, or `null` when the location is not one; then `rva` or `address`
-/// says what it is instead (no field at all when the error has no location).
+/// the byte offset in the input, or `null` when the location is not one; then `rva`, `address` or
+/// `inflated_offset` (an offset into an embedded PDB once inflated) says what it is instead (no
+/// field at all when the error has no location).
 pub fn error_json(e: &clrmap::Error) -> String {
     #[derive(serde::Serialize)]
     struct Inner {
@@ -49,6 +50,8 @@ pub fn error_json(e: &clrmap::Error) -> String {
         rva: Option<u32>,
         #[serde(skip_serializing_if = "Option::is_none")]
         address: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        inflated_offset: Option<u64>,
         message: String,
     }
     #[derive(serde::Serialize)]
@@ -60,7 +63,11 @@ pub fn error_json(e: &clrmap::Error) -> String {
         clrmap::read::Location::Address(a) => (None, Some(a)),
         _ => (None, None),
     };
-    let v = Outer { error: Inner { kind: e.kind.as_str(), offset: e.offset(), rva, address, message: e.message() } };
+    let inflated_offset = match e.location {
+        clrmap::read::Location::Inflated(o) => Some(o),
+        _ => None,
+    };
+    let v = Outer { error: Inner { kind: e.kind.as_str(), offset: e.offset(), rva, address, inflated_offset, message: e.message() } };
     serde_json::to_string(&v).unwrap_or_default()
 }
 

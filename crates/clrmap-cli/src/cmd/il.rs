@@ -11,7 +11,7 @@ use clrmap::r2r::ReadyToRunImage;
 use clrmap::pdb::locate::{find_pdb, SymbolPaths};
 use clrmap::pdb::PortablePdb;
 use clrmap::pe::PeImage;
-use clrmap::symbolizer::{name_var, open_source, SourceKind, VarKind, VarName};
+use clrmap::symbolizer::{name_var, open_source, LocalNames, SourceKind, VarKind, VarName};
 use clrmap::{Error, ErrorKind};
 
 use crate::args::{name_matches, parse_u32, parse_u64, FrameArgs};
@@ -283,7 +283,8 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mu
         let rva = image.runtime_functions().get(e.runtime_function as usize).map_or(0, |f| f.begin);
         let args = md.as_ref().and_then(|m| m.method_args(e.token));
         let scopes = pdb.as_ref().and_then(|p| p.local_scopes(e.token).ok()).unwrap_or_default();
-        let named: Vec<VarName> = info.vars.iter().map(|v| name_var(v.number, args.as_ref(), &scopes)).collect();
+        let locals = LocalNames::new(&scopes);
+        let named: Vec<VarName> = info.vars.iter().map(|v| name_var(v.number, args.as_ref(), &locals)).collect();
         if json {
             let vars: Vec<serde_json::Value> = info
                 .vars

@@ -1,16 +1,18 @@
 //! `clrmap pdb`: portable PDBs.
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Subcommand;
 use clrmap::metadata::Metadata;
-use clrmap::pdb::locate::{open_pdb, SymbolPaths};
-use clrmap::pdb::{PortablePdb, SequencePoint};
+use clrmap::pdb::embedded::inflated;
+use clrmap::pdb::locate::{open_pdb, PdbOrigin, SymbolPaths};
+use clrmap::pdb::{name_budget, point_budget, DocumentNames, PortablePdb, SequencePoint};
 
 use crate::args::name_matches;
 use crate::open::open_error;
-use crate::output::CliError;
+use crate::output::{CliError, Text};
 
 /// `clrmap pdb ...`
 #[derive(Debug, Subcommand)]
@@ -18,6 +20,14 @@ pub enum PdbCommand {
     /// Print a portable PDB's documents and each method's sequence points (IL offset →
     /// file:line:column-line:column; hidden points marked). Given an assembly, its PDB is found
     /// (embedded, --pdb, beside it, --symbol-path) and methods are named from its metadata.
+    /// With --method, only the documents that method's points name are listed.
+    ///
+    /// What one PDB can make this print is bounded: at most 1,048,576 sequence points or one per
+    /// byte of the PDB, whichever is more, and at most 64 MiB of document names or 64 bytes per
+    /// byte of the PDB (a PDB whose rows share one blob or one name could otherwise print
+    /// billions). A PDB whose rows share nothing never reaches these limits. Where the output
+    /// stops, a warning on stderr says so; with --json, a last line
+    /// {"warning":{"kind":"output_limit",...}} does.
     ///
     /// Example: `clrmap pdb lines tests/fixtures/frames/debug-portable/Frames.dll --method Frames.Nested::Inner`
     #[command(verbatim_doc_comment)]
@@ -38,14 +48,6 @@ pub enum PdbCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-/// One method's points in `pdb lines --json`, fields in this order.
-#[derive(serde::Serialize)]
-struct JsonMethod<'a> {
-    token: u32,
-    name: Option<&'a str>,
-    points: Vec<JsonPoint>,
 }
 
 /// One sequence point: a hidden one has only `il`, `document` and `hidden`.
@@ -81,48 +83,199 @@ impl From<&SequencePoint> for JsonPoint {
 }
 
 
+/// What one `pdb lines` may still print from one PDB ([`point_budget`], [`name_budget`]), and
+/// where it stopped.
+struct Budget {
+    len: usize,
+    points: u64,
+    names: u64,
+    points_left: u64,
+    names_left: u64,
+    /// Set once a limit is reached: which one, and the method being printed (0: the documents).
+    stopped: Option<(&'static str, u32)>,
+}
+
+impl Budget {
+    fn new(len: usize) -> Self {
+        let (points, names) = (point_budget(len), name_budget(len));
+        Budget { len, points, names, points_left: points, names_left: names, stopped: None }
+    }
+
+    /// Take one point; false (and stopped) when none is left.
+    fn point(&mut self, method: u32) -> bool {
+        match self.points_left.checked_sub(1) {
+            Some(left) => {
+                self.points_left = left;
+                true
+            }
+            None => {
+                self.stopped = Some(("sequence_points", method));
+                false
+            }
+        }
+    }
+
+    /// Take the bytes of a name about to be printed; false (and stopped) when they do not fit.
+    fn name(&mut self, name: &str, method: u32) -> bool {
+        match self.names_left.checked_sub(name.len() as u64) {
+            Some(left) => {
+                self.names_left = left;
+                true
+            }
+            None => {
+                self.stopped = Some(("document_names", method));
+                false
+            }
+        }
+    }
+
+    /// Say where the output stopped: a last JSON object on stdout with `--json`, a warning on
+    /// stderr otherwise.
+    fn report(&self, file: &std::path::Path, json: bool, out: &mut dyn Write) -> std::io::Result<()> {
+        let Some((limit, method)) = self.stopped else { return Ok(()) };
+        let printed = self.points.saturating_sub(self.points_left);
+        let what = if limit == "sequence_points" {
+            format!("{} sequence points", self.points)
+        } else {
+            format!("{} bytes of document names", self.names)
+        };
+        let place = if method == 0 { "in the document list".to_owned() } else { format!("in method 0x{method:08X}") };
+        let message = format!(
+            "output stopped {place} after {printed} sequence points: a PDB of {} bytes prints at most {what} (its sequence points or names are shared by many rows)",
+            self.len
+        );
+        if json {
+            let v = serde_json::json!({"warning": {"kind": "output_limit", "limit": limit, "method": (method != 0).then_some(method), "printed_points": printed, "message": message}});
+            writeln!(out, "{v}")
+        } else {
+            out.flush()?;
+            eprintln!("warning: {}: {message}", file.display());
+            Ok(())
+        }
+    }
+}
+
 fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let opened = open_pdb(file, &symbols).map_err(open_error)?;
-    let pdb = PortablePdb::parse(&opened.pdb.bytes).map_err(CliError::input)?;
+    // An embedded PDB's offsets are into its inflated bytes, and errors say so.
+    let embedded = opened.pdb.origin == PdbOrigin::Embedded;
+    let bad = |e: clrmap::Error| CliError::input(if embedded { inflated(e) } else { e });
+    let bytes = &opened.pdb.bytes;
+    let pdb = PortablePdb::parse(bytes).map_err(bad)?;
     let md = opened.assembly.as_deref().and_then(|a| Metadata::parse(a).ok());
-    let documents: Vec<String> = pdb.documents().map(|d| d.map(|d| d.name)).collect::<Result<_, _>>().map_err(CliError::input)?;
-    if json {
-        writeln!(out, "{}", serde_json::json!({ "documents": documents }))?;
-    } else {
-        writeln!(out, "documents: {}", documents.len())?;
-        for (i, d) in documents.iter().enumerate() {
-            writeln!(out, "  {:>3}  {d}", i.saturating_add(1))?;
+    let mut budget = Budget::new(bytes.len());
+    let mut names = DocumentNames::default();
+    let selected = |token: u32| -> Option<Option<String>> {
+        let name = md.as_ref().and_then(|m| m.method_name(token));
+        match method {
+            Some(f) if !name_matches(token, name.as_deref(), f) => None,
+            _ => Some(name),
         }
+    };
+    // With --method, only the documents its points name are listed (the others are null in JSON).
+    let wanted: Option<HashSet<u32>> = match method {
+        None => None,
+        Some(_) => {
+            let mut used = HashSet::new();
+            let mut left = budget.points;
+            for rid in 1..=pdb.method_count() {
+                let token = 0x0600_0000 | rid;
+                if selected(token).is_none() {
+                    continue;
+                }
+                for p in pdb.sequence_points(token).map_err(bad)? {
+                    let Some(l) = left.checked_sub(1) else { break };
+                    left = l;
+                    used.insert(p.map_err(bad)?.document);
+                }
+            }
+            Some(used)
+        }
+    };
+    let count = pdb.document_count();
+    if json {
+        write!(out, "{{\"documents\":[")?;
+    } else {
+        writeln!(out, "documents: {count}")?;
+    }
+    for rid in 1..=count {
+        let listed = wanted.as_ref().is_none_or(|w| w.contains(&rid));
+        if json && rid > 1 {
+            write!(out, ",")?;
+        }
+        if !listed {
+            if json {
+                write!(out, "null")?;
+            }
+            continue;
+        }
+        let name = names.get(&pdb, rid).map_err(bad)?;
+        let name = name.as_deref().unwrap_or("?");
+        if !budget.name(name, 0) {
+            break;
+        }
+        if json {
+            serde_json::to_writer(&mut *out, name).map_err(crate::output::json_io)?;
+        } else {
+            writeln!(out, "  {:>3}  {}", rid, Text(name))?;
+        }
+    }
+    if json {
+        writeln!(out, "]}}")?;
     }
     let mut found = false;
     for rid in 1..=pdb.method_count() {
-        let token = 0x0600_0000 | rid;
-        let name = md.as_ref().and_then(|m| m.method_name(token));
-        if method.is_some_and(|f| !name_matches(token, name.as_deref(), f)) {
-            continue;
+        if budget.stopped.is_some() {
+            break;
         }
-        let points: Vec<_> = pdb.sequence_points(token).map_err(CliError::input)?.collect::<Result<_, _>>().map_err(CliError::input)?;
-        if points.is_empty() {
+        let token = 0x0600_0000 | rid;
+        let Some(name) = selected(token) else { continue };
+        // A method whose blob is malformed within what may be printed fails before any of it is.
+        let mut points = 0u64;
+        for p in pdb.sequence_points(token).map_err(bad)?.take(usize::try_from(budget.points_left.saturating_add(1)).unwrap_or(usize::MAX)) {
+            p.map_err(bad)?;
+            points = points.saturating_add(1);
+        }
+        if points == 0 {
             continue;
         }
         found = true;
         if json {
-            let points = points.iter().map(JsonPoint::from).collect();
-            serde_json::to_writer(&mut *out, &JsonMethod { token, name: name.as_deref(), points }).map_err(crate::output::json_io)?;
-            writeln!(out)?;
-            continue;
+            write!(out, "{{\"token\":{token},\"name\":")?;
+            serde_json::to_writer(&mut *out, &name).map_err(crate::output::json_io)?;
+            write!(out, ",\"points\":[")?;
+        } else {
+            writeln!(out, "0x{token:08X} {}", Text(name.as_deref().unwrap_or("?")))?;
         }
-        writeln!(out, "0x{token:08X} {}", name.as_deref().unwrap_or("?"))?;
-        for p in points {
-            if p.is_hidden() {
+        for (i, p) in pdb.sequence_points(token).map_err(bad)?.enumerate() {
+            let p = p.map_err(bad)?;
+            if !budget.point(token) {
+                break;
+            }
+            if json {
+                if i > 0 {
+                    write!(out, ",")?;
+                }
+                serde_json::to_writer(&mut *out, &JsonPoint::from(&p)).map_err(crate::output::json_io)?;
+            } else if p.is_hidden() {
                 writeln!(out, "  IL 0x{:04X}  hidden", p.il_offset)?;
             } else {
-                let doc = documents.get(p.document.saturating_sub(1) as usize).map_or("?", String::as_str);
-                writeln!(out, "  IL 0x{:04X}  {doc}:{}:{}-{}:{}", p.il_offset, p.start_line, p.start_column, p.end_line, p.end_column)?;
+                let doc = match names.get(&pdb, p.document) {
+                    Ok(Some(name)) => name,
+                    _ => "?".into(),
+                };
+                if !budget.name(&doc, token) {
+                    break;
+                }
+                writeln!(out, "  IL 0x{:04X}  {}:{}:{}-{}:{}", p.il_offset, Text(&doc), p.start_line, p.start_column, p.end_line, p.end_column)?;
             }
         }
+        if json {
+            writeln!(out, "]}}")?;
+        }
     }
-    if let (Some(m), false) = (method, found) {
+    budget.report(file, json, out)?;
+    if let (Some(m), false, None) = (method, found, budget.stopped) {
         return Err(CliError::Message(format!("no method {m} with sequence points in {}", file.display())));
     }
     Ok(())

@@ -3,7 +3,7 @@
 //! deflate stream (RFC 1951).
 
 use crate::pe::{PeImage, DEBUG_TYPE_EMBEDDED_PORTABLE_PDB};
-use crate::read::{Error, ErrorKind, Result};
+use crate::read::{Error, ErrorKind, Location, Result};
 
 /// `MPDB`, little-endian.
 const MAGIC: u32 = 0x4244_504D;
@@ -13,12 +13,27 @@ const MAGIC: u32 = 0x4244_504D;
 /// allocated.
 const MAX_RATIO: u64 = 1032;
 
+/// The largest embedded PDB inflated whatever its compression: 64 MiB. Above it, the PDB must be
+/// at most [`MAX_HONEST_RATIO`] times its deflated size.
+pub const MAX_EMBEDDED: u64 = 64 << 20;
+
+/// Compilers' embedded PDBs deflate to a third or a quarter of their size; 32:1 leaves room for
+/// any honest one, while a zip bomb (a 1 MB DLL declaring 1 GiB) is refused before it is inflated.
+pub const MAX_HONEST_RATIO: u64 = 32;
+
+/// How much is inflated first, to check the PDB's signature before inflating the rest.
+const HEAD: usize = 4096;
+
 /// The embedded PDB of an image, inflated; `None` when the image has no type-17 entry.
 ///
-/// The output is bounded by the size the entry declares, and that size by the deflate ratio
-/// limit, so a hostile entry cannot make this allocate more than about a thousand times its
-/// own bytes. A stream that ends early, runs past the declared size or is not deflate is
-/// `bad_pdb` at the entry's data.
+/// The declared size is bounded before anything is inflated: by the deflate ratio limit, and by
+/// [`MAX_EMBEDDED`] or [`MAX_HONEST_RATIO`] times the stream, whichever is more; the output by
+/// the declared size. The first 4 KiB are inflated alone, and a stream that does not start with a
+/// metadata root (`BSJB`) is refused before the rest is inflated. A stream that ends early, runs
+/// past the declared size or is not deflate is `bad_pdb` at the entry's data.
+///
+/// Errors in the inflated PDB itself (from [`super::PortablePdb::parse`] and its readers) have
+/// offsets into the inflated bytes, which are no place in the image: [`inflated`] says so.
 pub fn embedded_pdb(image: &PeImage<'_>) -> Result<Option<Vec<u8>>> {
     for entry in image.debug_entries()? {
         if entry.kind != DEBUG_TYPE_EMBEDDED_PORTABLE_PDB {
@@ -32,12 +47,29 @@ pub fn embedded_pdb(image: &PeImage<'_>) -> Result<Option<Vec<u8>>> {
         let size_at = r.offset();
         let size = r.u32("the embedded PDB's size").map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
         let deflated = r.as_slice();
-        if u64::from(size) > (deflated.len() as u64).saturating_mul(MAX_RATIO) {
+        let stream = deflated.len() as u64;
+        if u64::from(size) > stream.saturating_mul(MAX_RATIO) {
             return Err(Error::new(ErrorKind::BadPdb, size_at, "a PDB size the deflate stream can hold"));
+        }
+        if u64::from(size) > MAX_EMBEDDED.max(stream.saturating_mul(MAX_HONEST_RATIO)) {
+            return Err(Error::new(ErrorKind::BadPdb, size_at, "an embedded PDB of at most 64 MiB or 32 times its deflated size"));
+        }
+        let head = inflate_head(deflated, (size as usize).min(HEAD), r.offset())?;
+        if !head.starts_with(b"BSJB") {
+            return Err(Error::new(ErrorKind::BadPdb, r.offset(), "a deflate stream that inflates to a portable PDB (BSJB)"));
         }
         return inflate(deflated, size as usize, r.offset()).map(Some);
     }
     Ok(None)
+}
+
+/// The first `len` bytes a raw deflate stream inflates to (fewer if it ends first).
+fn inflate_head(deflated: &[u8], len: usize, at: u64) -> Result<Vec<u8>> {
+    match miniz_oxide::inflate::decompress_to_vec_with_limit(deflated, len) {
+        Ok(out) => Ok(out),
+        Err(e) if e.status == miniz_oxide::inflate::TINFLStatus::HasMoreOutput => Ok(e.output),
+        Err(_) => Err(Error::new(ErrorKind::BadPdb, at, "a whole raw deflate stream of the declared size")),
+    }
 }
 
 /// Inflate a raw deflate stream that must give exactly `size` bytes.
@@ -50,6 +82,15 @@ pub fn inflate(deflated: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
         return Err(Error::new(ErrorKind::BadPdb, at, "a deflate stream of the declared size"));
     }
     Ok(out)
+}
+
+/// An error found in an inflated embedded PDB: its byte offset is into the inflated bytes, not
+/// the image, and the location says so ([`Location::Inflated`]).
+pub fn inflated(e: Error) -> Error {
+    match e.location {
+        Location::Offset(o) => Error { location: Location::Inflated(o), ..e },
+        _ => e,
+    }
 }
 
 #[cfg(test)]

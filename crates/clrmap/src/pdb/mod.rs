@@ -36,6 +36,11 @@ pub mod fuzzcheck;
 pub mod locate;
 mod scope;
 mod sequence;
+#[doc(hidden)]
+pub mod writer;
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::metadata::schema::TABLE_COUNT;
 use crate::metadata::{table, Blobs, Root, Strings, Tables};
@@ -255,8 +260,97 @@ impl<'a> PortablePdb<'a> {
         }
     }
 
+    /// The MethodDebugInformation row of a MethodDef token: its Document column (0: the blob
+    /// names its InitialDocument) and its SequencePoints `#Blob` index. `Ok(None)` for a token of
+    /// another table or a row past the table. Many rows may name one blob: decode it once with
+    /// [`Self::blob_points`].
+    pub fn method_debug_row(&self, method: u32) -> Result<Option<(u32, u32)>> {
+        if method >> 24 != 0x06 {
+            return Ok(None);
+        }
+        let rid = method & 0x00FF_FFFF;
+        if rid == 0 || rid > self.method_count() {
+            return Ok(None);
+        }
+        let row = self.tables.row(table::METHOD_DEBUG_INFORMATION, rid).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+        Ok(Some((row.get(0)?, row.get(1)?)))
+    }
+
+    /// The points of one SequencePoints blob, apart from the rows that name it. `initial_in_blob`:
+    /// the row's Document column is 0, so the blob names its InitialDocument. Otherwise the points
+    /// before the first document record have document 0, standing for the row's Document (which
+    /// the caller checks is a row of the Document table).
+    pub fn blob_points(&self, blob: u32, initial_in_blob: bool) -> Result<SequencePoints<'a>> {
+        let r = self.blobs.get(blob).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+        Ok(SequencePoints::deferred(r, initial_in_blob, self.document_count()))
+    }
+
+    /// The `#Blob` index of Document row `rid`'s name (many rows may share one name blob).
+    pub fn document_name_blob(&self, rid: u32) -> Result<u32> {
+        let row = self.tables.row(table::DOCUMENT, rid).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+        row.get(0)
+    }
+
     /// The `#Strings` heap.
     pub(crate) fn strings(&self) -> Strings<'a> {
         self.strings
+    }
+}
+
+/// The most sequence points one command prints from one PDB of `len` bytes: 2^20, or one per
+/// byte of the PDB when that is more. Every point takes at least 3 bytes of its blob, so a PDB
+/// whose methods do not share blobs never reaches this; one whose rows all name one large blob
+/// (issue 20) stops here.
+pub fn point_budget(len: usize) -> u64 {
+    (len as u64).max(1 << 20)
+}
+
+/// The most bytes of document names one command prints from one PDB of `len` bytes: 64 MiB, or
+/// 64 per byte of the PDB when that is more. Names printed with every point count each time.
+pub fn name_budget(len: usize) -> u64 {
+    (len as u64).saturating_mul(64).max(64 << 20)
+}
+
+/// The most bytes of distinct document names a [`DocumentNames`] decodes by default.
+pub const NAME_CACHE_BUDGET: usize = 64 << 20;
+
+/// Document names, decoded once per name blob: Document rows that share a name blob share one
+/// string, and the distinct names decoded are bounded by a byte budget.
+#[derive(Debug)]
+pub struct DocumentNames {
+    by_blob: HashMap<u32, Result<Option<Arc<str>>>>,
+    left: usize,
+}
+
+impl DocumentNames {
+    /// A cache that decodes at most `budget` bytes of distinct names.
+    pub fn new(budget: usize) -> Self {
+        DocumentNames { by_blob: HashMap::new(), left: budget }
+    }
+
+    /// The name of Document row `rid`: `Ok(None)` once the budget is spent, `Err` for a row or
+    /// name that is malformed (the same error again for every row that shares the name).
+    pub fn get(&mut self, pdb: &PortablePdb<'_>, rid: u32) -> Result<Option<Arc<str>>> {
+        let blob = pdb.document_name_blob(rid)?;
+        if let Some(known) = self.by_blob.get(&blob) {
+            return known.clone();
+        }
+        let name = pdb.document_name(blob).map(|n| {
+            self.left.checked_sub(n.len()).map(|left| {
+                self.left = left;
+                Arc::<str>::from(n)
+            })
+        });
+        // Over the budget: nothing is kept, so the cache stays bounded too.
+        if !matches!(name, Ok(None)) {
+            self.by_blob.insert(blob, name.clone());
+        }
+        name
+    }
+}
+
+impl Default for DocumentNames {
+    fn default() -> Self {
+        Self::new(NAME_CACHE_BUDGET)
     }
 }

@@ -5,9 +5,15 @@
 //! LocalVariable rows from its VariableList to the next scope row's VariableList (or the table's
 //! end), as for every ECMA-335 list column (II.22).
 
+use std::collections::HashMap;
+
 use super::PortablePdb;
 use crate::metadata::table;
 use crate::read::{Error, ErrorKind, Result};
+
+/// The most bytes of local names [`PortablePdb::local_scopes`] gives for one method (names shared
+/// by many LocalVariable rows count once per row).
+pub const MAX_LOCAL_NAME_BYTES: usize = 16 << 20;
 
 /// One local variable: its slot in the method's local signature, and its name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +54,10 @@ impl PortablePdb<'_> {
             }
         }
         let mut out = Vec::new();
+        // Names are looked up once per #Strings index (a long name shared by many rows is read
+        // once), and the bytes of names one method gets are bounded.
+        let mut names: HashMap<u32, &str> = HashMap::new();
+        let mut left = MAX_LOCAL_NAME_BYTES;
         let mut row_id = lo;
         while row_id <= scopes.len() {
             let row = scopes.row(row_id)?;
@@ -65,7 +75,16 @@ impl PortablePdb<'_> {
             let mut vars = Vec::with_capacity(end.saturating_sub(first) as usize);
             for v in first..end {
                 let var = variables.row(v)?;
-                let name = self.strings().get(var.get(2)?).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+                let index = var.get(2)?;
+                let name = match names.get(&index) {
+                    Some(name) => *name,
+                    None => {
+                        let name = self.strings().get(index).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+                        names.insert(index, name);
+                        name
+                    }
+                };
+                left = left.checked_sub(name.len()).ok_or(Error::new(ErrorKind::BadPdb, var.offset(), "local names of at most 16 MiB per method"))?;
                 vars.push(LocalVariable { index: var.get(1)? as u16, attributes: var.get(0)? as u16, name: name.to_owned() });
             }
             out.push(LocalScope { start_offset: row.get(4)?, length: row.get(5)?, variables: vars });

@@ -48,9 +48,14 @@ impl SequencePoint {
 #[derive(Clone, Debug)]
 pub struct SequencePoints<'a> {
     r: Reader<'a>,
-    /// Document row of the next point (0 until the header is read).
+    /// Document row of the next point (0 until the header is read, and, for a blob decoded on
+    /// its own, until a document record: "the row's Document").
     document: u32,
     documents: u32,
+    /// The blob starts with an InitialDocument (the row's Document column is 0).
+    initial_in_blob: bool,
+    /// Decoded apart from its row: the initial document is left as 0, for the caller to fill in.
+    deferred: bool,
     header_done: bool,
     first_record: bool,
     il: u32,
@@ -64,7 +69,13 @@ fn bad(at: u64, expected: &'static str) -> Error {
 
 impl<'a> SequencePoints<'a> {
     pub(super) fn new(blob: Reader<'a>, document: u32, documents: u32) -> Self {
-        SequencePoints { r: blob, document, documents, header_done: false, first_record: true, il: 0, previous: None }
+        SequencePoints { r: blob, document, documents, initial_in_blob: document == 0, deferred: false, header_done: false, first_record: true, il: 0, previous: None }
+    }
+
+    /// A blob decoded once for every row that names it: the points before the first document
+    /// record have document 0 ("the row's Document") unless the blob names its InitialDocument.
+    pub(super) fn deferred(blob: Reader<'a>, initial_in_blob: bool, documents: u32) -> Self {
+        SequencePoints { r: blob, document: 0, documents, initial_in_blob, deferred: !initial_in_blob, header_done: false, first_record: true, il: 0, previous: None }
     }
 
     pub(super) fn empty() -> Self {
@@ -94,11 +105,11 @@ impl<'a> SequencePoints<'a> {
             return Ok(());
         }
         let _local_signature = self.u("the LocalSignature row")?;
-        if self.document == 0 {
+        if self.initial_in_blob {
             let at = self.r.offset();
             let row = self.u("the InitialDocument row")?;
             self.document = self.document_row(at, row)?;
-        } else {
+        } else if !self.deferred {
             let at = self.r.offset();
             self.document = self.document_row(at, self.document)?;
         }

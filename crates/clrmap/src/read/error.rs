@@ -175,6 +175,9 @@ pub enum Location {
     Address(u64),
     /// No place in any input: a value given to a writer, a failed look-up by name.
     Nowhere,
+    /// A byte offset into the inflated bytes of a PDB embedded (deflated) in an image, which is
+    /// no offset of the image itself.
+    Inflated(u64),
 }
 
 impl fmt::Display for Location {
@@ -184,6 +187,7 @@ impl fmt::Display for Location {
             Location::Rva(r) => write!(f, " at RVA 0x{r:X}"),
             Location::Address(a) => write!(f, " at address 0x{a:X}"),
             Location::Nowhere => Ok(()),
+            Location::Inflated(o) => write!(f, " at offset {o} of the embedded PDB, inflated"),
         }
     }
 }

@@ -1,10 +1,15 @@
-//! One module's line table: every method's visible sequence points, decoded once from its PDB
-//! and laid out for binary search.
+//! One module's line table: the PDB is kept, and a method's visible sequence points are decoded
+//! when the method is first asked about, once per SequencePoints blob (many MethodDebugInformation
+//! rows may name one blob), and laid out for binary search. Document names are decoded once per
+//! name blob, within a budget. Opening a module costs nothing per method, so a command that asks
+//! about a few methods, or about none (`perf map`), never pays for the others.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::ilmap::{runtime_il_offset, MapEntry};
-use crate::pdb::PortablePdb;
+use crate::pdb::{DocumentNames, PortablePdb};
+use crate::read::Result;
 
 use super::LineRow;
 
@@ -12,7 +17,7 @@ use super::LineRow;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LinePoint {
     pub il: u32,
-    /// Index into `ModuleLines::documents`.
+    /// Document row (1-based).
     pub document: u32,
     pub line: u32,
     pub column: u32,
@@ -20,83 +25,101 @@ pub(crate) struct LinePoint {
     pub end_column: u32,
 }
 
-/// The most bytes of document names one module keeps: names are shared by many points, but a
-/// hostile PDB could give each of a million rows a 64 KiB name.
-const NAME_BUDGET: usize = 64 << 20;
+/// The points of one blob, as decoded apart from its rows: a point with document 0 belongs to
+/// the row's Document. `None`: the blob did not decode (its methods give no lines).
+type BlobPoints = Option<Arc<[LinePoint]>>;
+
+/// One method's decoded points: its blob's, and the row's Document for the points that use it.
+#[derive(Clone, Debug)]
+struct MethodPoints {
+    points: Arc<[LinePoint]>,
+    document: u32,
+}
+
+#[derive(Debug, Default)]
+struct Decoded {
+    /// (blob index, blob names its InitialDocument) → points.
+    blobs: HashMap<(u32, bool), BlobPoints>,
+    /// MethodDef row → its points (`None`: no row, no points or a malformed blob).
+    methods: HashMap<u32, Option<MethodPoints>>,
+    names: DocumentNames,
+}
 
 /// The line table of one module.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct ModuleLines {
-    /// Document names by row − 1 (`None`: not referenced, unreadable, or over the budget).
-    documents: Vec<Option<Box<str>>>,
-    /// MethodDef row − 1 → range into `points`.
-    methods: Vec<(u32, u32)>,
-    points: Vec<LinePoint>,
-    /// Methods whose sequence points did not decode (they give no lines).
-    pub bad_methods: u32,
+    /// The whole portable PDB, parsed again when a method or a name is first needed.
+    pdb: Vec<u8>,
+    /// Document names by row − 1, once asked for (`None`: unreadable or over the budget). The
+    /// strings live as long as the table, so frames can borrow them.
+    documents: Box<[OnceLock<Option<Arc<str>>>]>,
+    decoded: Mutex<Decoded>,
 }
 
 impl ModuleLines {
-    /// Decode every method's visible points. A method whose blob is malformed keeps no points;
-    /// the others are unaffected.
-    pub fn build(pdb: &PortablePdb<'_>) -> Self {
-        let mut lines = ModuleLines::default();
-        let methods = pdb.method_count();
-        lines.methods = Vec::with_capacity(methods as usize);
-        let mut used: HashSet<u32> = HashSet::new();
-        for rid in 1..=methods {
-            let first = lines.points.len();
-            let ok = pdb.sequence_points(0x0600_0000 | rid).and_then(|points| {
-                for p in points {
-                    let p = p?;
-                    if !p.is_hidden() {
-                        used.insert(p.document);
-                        lines.points.push(LinePoint {
-                            il: p.il_offset,
-                            document: p.document.saturating_sub(1),
-                            line: p.start_line,
-                            column: p.start_column,
-                            end_line: p.end_line,
-                            end_column: p.end_column,
-                        });
-                    }
-                }
-                Ok(())
-            });
-            if ok.is_err() {
-                lines.points.truncate(first);
-                lines.bad_methods = lines.bad_methods.saturating_add(1);
-            }
-            let start = u32::try_from(first).unwrap_or(u32::MAX);
-            let end = u32::try_from(lines.points.len()).unwrap_or(u32::MAX);
-            lines.methods.push((start, end));
-        }
-        let mut budget = NAME_BUDGET;
-        lines.documents = (1..=pdb.document_count())
-            .map(|rid| {
-                if !used.contains(&rid) {
-                    return None;
-                }
-                let name = pdb.document(rid).ok()?.name;
-                budget = budget.checked_sub(name.len())?;
-                Some(name.into_boxed_str())
-            })
-            .collect();
-        lines
+    /// Keep a PDB's bytes; `Err` when they are not a portable PDB. Nothing is decoded yet.
+    pub fn new(pdb: Vec<u8>) -> Result<Self> {
+        let documents = PortablePdb::parse(&pdb)?.document_count();
+        let documents = (0..documents).map(|_| OnceLock::new()).collect();
+        Ok(ModuleLines { pdb, documents, decoded: Mutex::new(Decoded::default()) })
     }
 
-    /// The runtime's line for an IL offset: the last visible point at or before it.
-    pub fn line(&self, method: u32, il: u32) -> Option<(&LinePoint, Option<&str>)> {
+    /// A method's points, decoding its blob if no earlier method named it.
+    fn method(&self, rid: u32) -> Option<MethodPoints> {
+        let mut decoded = self.decoded.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = decoded.methods.get(&rid) {
+            return known.clone();
+        }
+        let found = self.decode(&mut decoded, rid);
+        decoded.methods.insert(rid, found.clone());
+        found
+    }
+
+    fn decode(&self, decoded: &mut Decoded, rid: u32) -> Option<MethodPoints> {
+        let pdb = PortablePdb::parse(&self.pdb).ok()?;
+        let (document, blob) = pdb.method_debug_row(0x0600_0000 | rid).ok()??;
+        // The row's Document must be a row of the table whenever it is used, as when the blob
+        // is decoded with its row (a malformed method gives no lines).
+        if document > pdb.document_count() {
+            return None;
+        }
+        let key = (blob, document == 0);
+        let points = match decoded.blobs.get(&key) {
+            Some(known) => known.clone(),
+            None => {
+                let points = decode_blob(&pdb, blob, document == 0);
+                decoded.blobs.insert(key, points.clone());
+                points
+            }
+        }?;
+        Some(MethodPoints { points, document })
+    }
+
+    /// The name of a Document row, decoded once per name blob.
+    fn document(&self, row: u32) -> Option<&str> {
+        let slot = self.documents.get(row.checked_sub(1)? as usize)?;
+        slot.get_or_init(|| {
+            let pdb = PortablePdb::parse(&self.pdb).ok()?;
+            let mut decoded = self.decoded.lock().unwrap_or_else(PoisonError::into_inner);
+            decoded.names.get(&pdb, row).ok().flatten()
+        })
+        .as_deref()
+    }
+
+    /// The runtime's line for an IL offset: the last visible point at or before it, and its
+    /// document's name.
+    pub fn line(&self, method: u32, il: u32) -> Option<(LinePoint, Option<&str>)> {
         let rid = method & 0x00FF_FFFF;
         if method >> 24 != 0x06 || rid == 0 {
             return None;
         }
-        let &(start, end) = self.methods.get(rid.checked_sub(1)? as usize)?;
-        let points = self.points.get(start as usize..end as usize)?;
-        let n = points.partition_point(|p| p.il <= il);
-        let p = points.get(n.checked_sub(1)?)?;
-        let file = self.documents.get(p.document as usize).and_then(|d| d.as_deref());
-        Some((p, file))
+        let m = self.method(rid)?;
+        let n = m.points.partition_point(|p| p.il <= il);
+        let mut p = *m.points.get(n.checked_sub(1)?)?;
+        if p.document == 0 {
+            p.document = m.document;
+        }
+        Some((p, self.document(p.document)))
     }
 
     /// A body's line table: for each native offset where the runtime's line changes, that line,
@@ -134,5 +157,59 @@ impl ModuleLines {
             }
         }
         rows
+    }
+}
+
+/// Decode one blob's visible points; `None` when it is malformed.
+fn decode_blob(pdb: &PortablePdb<'_>, blob: u32, initial_in_blob: bool) -> BlobPoints {
+    let mut out = Vec::new();
+    for p in pdb.blob_points(blob, initial_in_blob).ok()? {
+        let p = p.ok()?;
+        if !p.is_hidden() {
+            out.push(LinePoint { il: p.il_offset, document: p.document, line: p.start_line, column: p.start_column, end_line: p.end_line, end_column: p.end_column });
+        }
+    }
+    Some(out.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pdb::writer::{PdbWriter, Point};
+
+    #[test]
+    fn a_shared_blob_is_decoded_once_and_each_row_keeps_its_document() {
+        let mut w = PdbWriter::new([1; 20]);
+        let a = w.document_name("a.cs");
+        let b = w.document_name("b.cs");
+        let (da, db) = (w.document(a), w.document(b));
+        let blob = w.points_blob(&[Point::visible(0, 10, 1, 10, 5), Point::hidden(3), Point::visible(6, 12, 1, 12, 9)]);
+        w.method(da, blob);
+        w.method(db, blob);
+        w.method(0, blob); // no InitialDocument in the blob: malformed, no lines
+        w.method(7, blob); // no such document
+        let lines = ModuleLines::new(w.build()).unwrap();
+        let (p, file) = lines.line(0x0600_0001, 4).unwrap();
+        assert_eq!((p.il, p.line, p.document, file), (0, 10, 1, Some("a.cs")));
+        let (p, file) = lines.line(0x0600_0002, 6).unwrap();
+        assert_eq!((p.il, p.line, p.document, file), (6, 12, 2, Some("b.cs")));
+        assert_eq!(lines.line(0x0600_0003, 6), None);
+        assert_eq!(lines.line(0x0600_0004, 6), None);
+        assert_eq!(lines.line(0x0600_0005, 6), None);
+        assert_eq!(lines.decoded.lock().unwrap().blobs.len(), 2, "one blob, decoded once per InitialDocument form");
+    }
+
+    #[test]
+    fn a_blob_with_its_initial_document() {
+        let mut w = PdbWriter::new([1; 20]);
+        let a = w.document_name("a.cs");
+        let b = w.document_name("b.cs");
+        w.document(a);
+        w.document(b);
+        let blob = crate::pdb::writer::encode_points(Some(2), &[Point::visible(0, 3, 1, 3, 5)]);
+        let blob = w.blob(&blob);
+        w.method(0, blob);
+        let lines = ModuleLines::new(w.build()).unwrap();
+        assert_eq!(lines.line(0x0600_0001, 0).unwrap().1, Some("b.cs"));
     }
 }
