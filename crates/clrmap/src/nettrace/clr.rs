@@ -128,9 +128,13 @@ pub fn rebuild_map(entries: &[(u32, u32)], size: u32) -> Vec<MapEntry> {
         .collect()
 }
 
-/// The name of a CLR event, from the runtime's manifest (ClrEtwAll.man), for the events of the
-/// runtime and rundown providers that clrmap reads or that traces usually hold. The runtime does
-/// not write names into a trace's metadata, so tools carry the table.
+/// `Microsoft-Windows-DotNETRuntimePrivate`.
+const PRIVATE: &str = "Microsoft-Windows-DotNETRuntimePrivate";
+
+/// The name of a CLR event: its `symbol` in the runtime's manifest (src/coreclr/vm/ClrEtwAll.man,
+/// without a `_V1`-style version suffix), for the events of the runtime, rundown and private
+/// providers that clrmap reads or that traces usually hold. The runtime does not write names into
+/// a trace's metadata, so tools carry the table.
 pub fn event_name(provider: &str, id: u32) -> Option<&'static str> {
     Some(match (provider, id) {
         ("Microsoft-DotNETCore-EventPipe", 1) => "ProcessInfo",
@@ -150,12 +154,23 @@ pub fn event_name(provider: &str, id: u32) -> Option<&'static str> {
         (RUNTIME, 155) => "AssemblyUnload",
         (RUNTIME, 156) => "AppDomainLoad",
         (RUNTIME, 157) => "AppDomainUnload",
+        (RUNTIME, 159) => "R2RGetEntryPoint",
+        (RUNTIME, 160) => "R2RGetEntryPointStart",
         (RUNTIME, 185) => "MethodJitInliningSucceeded",
-        (RUNTIME, 186) => "MethodJitInliningFailed",
+        (RUNTIME, 186) => "MethodJitInliningFailedAnsi",
         (RUNTIME, 187) => "RuntimeInformationStart",
         (RUNTIME, 188) => "MethodJitTailCallSucceeded",
-        (RUNTIME, 189) => "MethodJitTailCallFailed",
+        (RUNTIME, 189) => "MethodJitTailCallFailedAnsi",
         (RUNTIME, 190) => "MethodILToNativeMap",
+        (RUNTIME, 191) => "MethodJitTailCallFailed",
+        (RUNTIME, 192) => "MethodJitInliningFailed",
+        (RUNTIME, 280) => "TieredCompilationSettings",
+        (RUNTIME, 281) => "TieredCompilationPause",
+        (RUNTIME, 282) => "TieredCompilationResume",
+        (RUNTIME, 283) => "TieredCompilationBackgroundJitStart",
+        (RUNTIME, 284) => "TieredCompilationBackgroundJitStop",
+        (RUNDOWN, 0) => "CLRStackWalkDCStart",
+        (RUNDOWN, 10) => "GCSettingsRundown",
         (RUNDOWN, 141) => "MethodDCStart",
         (RUNDOWN, 142) => "MethodDCEnd",
         (RUNDOWN, 143) => "MethodDCStartVerbose",
@@ -175,6 +190,8 @@ pub fn event_name(provider: &str, id: u32) -> Option<&'static str> {
         (RUNDOWN, 157) => "AppDomainDCStart",
         (RUNDOWN, 158) => "AppDomainDCEnd",
         (RUNDOWN, 187) => "RuntimeInformationDCStart",
+        (RUNDOWN, 280) => "TieredCompilationSettingsDCStart",
+        (PRIVATE, 189) => "JittedMethodRichDebugInfo",
         _ => return None,
     })
 }

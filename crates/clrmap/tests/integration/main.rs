@@ -18,3 +18,4 @@ mod hostile;
 mod torn;
 mod frameprops;
 mod attach;
+mod event_names;
