@@ -19,3 +19,4 @@ mod torn;
 mod frameprops;
 mod attach;
 mod event_names;
+mod pdb_identity;

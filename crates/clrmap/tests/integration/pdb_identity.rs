@@ -1,0 +1,239 @@
+//! Which PDB answers for a module, and why not (issues 20 and 21): a trace's recorded PDB id is
+//! read and checked, so another build's assembly or PDB never answers; the right PDB answers for a
+//! recording from another machine, named by `--pdb` or alone in a symbol directory; a `--pdb`
+//! that cannot be read is named with the reason; a PDB finds its assembly beside it by id.
+//!
+//! `examples/frames.nettrace` is a .NET 8.0.4 trace of tests/fixtures/frames/debug-embedded run
+//! from a temporary directory that no longer exists (a recording from another machine), and
+//! `examples/frames.stdout` is what the program's own `StackTrace` printed in that run: the
+//! expected lines. The fixtures' debug builds share one PDB id (deterministic builds of the same
+//! source); the release builds have another.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use clrmap::fs::OpenError;
+use clrmap::pdb::locate::{locate_pdb, open_pdb, open_pdb_with, PdbOrigin, SymbolPaths};
+use clrmap::pe::PeImage;
+use clrmap::symbolizer::{read_trace, FrameKind, Options, Symbolizer};
+use clrmap::ErrorKind;
+
+use crate::support::fixture;
+
+const TRACE: &str = "examples/frames.nettrace";
+
+fn tmp(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn frames(variant: &str, file: &str) -> PathBuf {
+    fixture(&format!("tests/fixtures/frames/{variant}/{file}"))
+}
+
+/// The CodeView GUID of a fixture's Frames.dll, read from the file itself.
+fn codeview_guid(variant: &str) -> [u8; 16] {
+    let bytes = std::fs::read(frames(variant, "Frames.dll")).unwrap();
+    PeImage::parse(&bytes).unwrap().codeview().unwrap().unwrap().guid
+}
+
+fn options(pdb: Option<PathBuf>, dirs: &[PathBuf]) -> Options {
+    Options { symbols: SymbolPaths { pdb, dirs: dirs.to_vec() } }
+}
+
+/// The runtime's own frames (`F` lines of examples/frames.stdout): (return address, file, line,
+/// column), by the code starts the trace gives Frames.dll's methods.
+fn runtime_frames() -> Vec<(u64, String, u32, u32)> {
+    let sym = Symbolizer::open(&fixture(TRACE), Options::default()).unwrap();
+    let mut starts: HashMap<u32, Vec<u64>> = HashMap::new();
+    for b in sym.store().bodies() {
+        if b.module.as_deref() == Some("Frames.dll") {
+            starts.entry(b.token).or_default().push(b.start.unwrap());
+        }
+    }
+    let text = std::fs::read_to_string(fixture("examples/frames.stdout")).unwrap();
+    let mut out: Vec<(u64, String, u32, u32)> = text
+        .lines()
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .filter(|f| f[0] == "F" && !f[7].is_empty())
+        .filter_map(|f| {
+            let token = u32::from_str_radix(&f[3][2..], 16).unwrap();
+            let start = starts.get(&token).filter(|s| s.len() == 1)?[0];
+            Some((start + f[5].parse::<u64>().unwrap(), f[7].to_owned(), f[8].parse().unwrap(), f[9].parse().unwrap()))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    assert!(out.len() > 20, "{} frames", out.len());
+    out
+}
+
+/// Every runtime frame answered by `sym` exactly as the runtime printed it.
+fn assert_runtime_lines(sym: &Symbolizer, what: &str) {
+    for (address, file, line, column) in runtime_frames() {
+        let f = sym.symbolize(address, FrameKind::ReturnAddress);
+        assert_eq!((f.file, f.line, f.column), (Some(file.as_str()), Some(line), Some(column)), "{what}: 0x{address:x}");
+    }
+}
+
+#[test]
+fn the_trace_records_each_modules_pdb_id() {
+    let file = std::fs::File::open(fixture(TRACE)).unwrap();
+    let (opened, pdbs) = read_trace(std::io::BufReader::new(file)).unwrap();
+    assert!(opened.warnings.is_empty());
+    // Every module path of a Frames.dll body has its recorded id: the GUID of the build that ran.
+    let paths: Vec<&String> = opened.bodies.iter().filter(|b| b.module.as_deref() == Some("Frames.dll")).filter_map(|b| b.module_path.as_ref()).collect();
+    assert!(!paths.is_empty());
+    for p in paths {
+        let rec = &pdbs[p];
+        assert_eq!(rec.guid, codeview_guid("debug-embedded"), "{p}");
+        assert_eq!((rec.age, rec.file_name()), (1, "Frames.pdb"));
+    }
+    assert_ne!(codeview_guid("debug-embedded"), codeview_guid("release-portable"));
+    // CoreLib's too (its PDB path is the runtime build's).
+    assert!(pdbs.iter().any(|(p, r)| p.ends_with("System.Private.CoreLib.dll") && r.file_name() == "System.Private.CoreLib.pdb"));
+}
+
+#[test]
+fn another_build_in_the_symbol_path_never_answers() {
+    let expected = runtime_frames();
+    // The Release build (assembly and PDB, matching each other) is not the build that ran.
+    let sym = Symbolizer::open(&fixture(TRACE), options(None, &[frames("release-portable", "Frames.dll").parent().unwrap().to_owned()])).unwrap();
+    for (address, ..) in &expected {
+        let f = sym.symbolize(*address, FrameKind::ReturnAddress);
+        assert!(f.method.is_some());
+        assert_eq!((f.file, f.line), (None, None), "0x{address:x}: a line from the Release PDB");
+    }
+    // Nor a Release PDB alone, nor the Debug assembly with the Release PDB beside it.
+    let mixed = tmp("pdb-identity-mixed");
+    std::fs::copy(frames("debug-portable", "Frames.dll"), mixed.join("Frames.dll")).unwrap();
+    std::fs::copy(frames("release-portable", "Frames.pdb"), mixed.join("Frames.pdb")).unwrap();
+    let sym = Symbolizer::open(&fixture(TRACE), options(None, &[mixed])).unwrap();
+    assert_eq!(sym.symbolize(expected[0].0, FrameKind::ReturnAddress).line, None);
+    // With the right build later in the path, that one answers: the wrong one is passed over.
+    let dirs = [frames("release-portable", "Frames.dll").parent().unwrap().to_owned(), frames("debug-portable", "Frames.dll").parent().unwrap().to_owned()];
+    assert_runtime_lines(&Symbolizer::open(&fixture(TRACE), options(None, &dirs)).unwrap(), "release, then debug");
+}
+
+#[test]
+fn the_right_pdb_alone_answers_for_a_recording_from_another_machine() {
+    // The assembly is nowhere: the PDB is found by the recorded id alone.
+    let flat = tmp("pdb-identity-flat");
+    std::fs::copy(frames("debug-portable", "Frames.pdb"), flat.join("Frames.pdb")).unwrap();
+    assert_runtime_lines(&Symbolizer::open(&fixture(TRACE), options(None, &[flat])).unwrap(), "flat");
+    // A symbol-server layout: the key is the GUID and the PDB's stamp (which the trace does not
+    // carry), or the GUID and FFFFFFFF; lower case too.
+    // Guid.ToString("N") of the CodeView GUID bytes 3cb47e64 d281 7245 84149edc98bd7db7
+    // (Data1-3 little-endian), as Python's uuid.UUID(bytes_le=...) prints it.
+    let guid = "647EB43C81D2457284149EDC98BD7DB7";
+    let bytes = std::fs::read(frames("debug-portable", "Frames.pdb")).unwrap();
+    let stamp = clrmap::pdb::PortablePdb::parse(&bytes).unwrap().id().stamp();
+    for key in [format!("{guid}{stamp:08X}"), format!("{guid}FFFFFFFF"), format!("{guid}{stamp:08x}").to_ascii_lowercase()] {
+        let store = tmp("pdb-identity-store");
+        let dir = store.join("Frames.pdb").join(&key);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(frames("debug-portable", "Frames.pdb"), dir.join("Frames.pdb")).unwrap();
+        assert_runtime_lines(&Symbolizer::open(&fixture(TRACE), options(None, &[store])).unwrap(), &key);
+    }
+    // The id in the key is checked too: the Release PDB filed under the Debug id is not used.
+    let store = tmp("pdb-identity-lying-store");
+    let dir = store.join("Frames.pdb").join(format!("{guid}FFFFFFFF"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(frames("release-portable", "Frames.pdb"), dir.join("Frames.pdb")).unwrap();
+    let sym = Symbolizer::open(&fixture(TRACE), options(None, &[store])).unwrap();
+    assert_eq!(sym.symbolize(runtime_frames()[0].0, FrameKind::ReturnAddress).line, None);
+}
+
+#[test]
+fn pdb_named_for_a_recording_from_another_machine() {
+    // The module's recorded path does not exist here; --pdb with the right PDB answers.
+    let sym = Symbolizer::open(&fixture(TRACE), options(Some(frames("debug-portable", "Frames.pdb")), &[])).unwrap();
+    assert_runtime_lines(&sym, "--pdb debug-portable/Frames.pdb");
+    // The wrong build's PDB is refused at its id.
+    let e = Symbolizer::open(&fixture(TRACE), options(Some(frames("release-portable", "Frames.pdb")), &[])).unwrap_err();
+    let OpenError::Input { path, error } = e else { panic!("{e}") };
+    assert_eq!((path, error.kind), (frames("release-portable", "Frames.pdb"), ErrorKind::PdbMismatch));
+}
+
+#[test]
+fn an_unreadable_pdb_is_named_with_the_reason() {
+    let dir = tmp("pdb-identity-unreadable");
+    let fifo = dir.join("fifo.pdb");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let looped = dir.join("loop.pdb");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    let huge = dir.join("huge.pdb");
+    std::fs::File::create(&huge).unwrap().set_len((4 << 30) + 1).unwrap();
+    let cases: [(PathBuf, &str); 6] = [
+        (PathBuf::from("/dev/null"), "character device"),
+        (fifo, "FIFO"),
+        (dir.clone(), "directory"),
+        (looped, "symbolic links"),
+        (dir.join("missing.pdb"), "No such file"),
+        (huge, "too large: 4294967297 bytes"),
+    ];
+    let assembly = std::fs::read(frames("debug-portable", "Frames.dll")).unwrap();
+    let image = PeImage::parse(&assembly).unwrap();
+    for (pdb, reason) in &cases {
+        let paths = SymbolPaths { pdb: Some(pdb.clone()), dirs: Vec::new() };
+        // Every way in: an assembly's PDB, `pdb lines ASSEMBLY --pdb`, a trace's module.
+        let errors = [
+            locate_pdb(&image, Some(&frames("debug-portable", "Frames.dll")), &paths).unwrap_err(),
+            open_pdb(&frames("debug-portable", "Frames.dll"), &paths).unwrap_err(),
+            Symbolizer::open(&fixture(TRACE), Options { symbols: paths.clone() }).unwrap_err(),
+        ];
+        for e in errors {
+            let text = e.to_string();
+            assert!(matches!(&e, OpenError::Io { path, .. } if path == pdb), "{text}");
+            assert!(text.contains(&pdb.display().to_string()) && text.contains(reason), "{pdb:?}: {text}");
+        }
+    }
+}
+
+#[test]
+fn a_pdb_finds_its_assembly_beside_it_by_id() {
+    let names = |opened: &clrmap::pdb::locate::OpenedPdb| {
+        opened.assembly.as_deref().map(|a| clrmap::metadata::Metadata::parse(a).unwrap().method_name(0x0600_0008))
+    };
+    // Beside it, with the PDB's stem: the method names come from it.
+    let opened = open_pdb(&frames("debug-portable", "Frames.pdb"), &SymbolPaths::default()).unwrap();
+    assert_eq!(names(&opened), Some(Some("Frames.Nested::Inner".to_owned())));
+    // Another build beside it is not its assembly.
+    let dir = tmp("pdb-identity-beside");
+    std::fs::copy(frames("debug-portable", "Frames.pdb"), dir.join("Frames.pdb")).unwrap();
+    std::fs::copy(frames("release-portable", "Frames.dll"), dir.join("Frames.dll")).unwrap();
+    let opened = open_pdb(&dir.join("Frames.pdb"), &SymbolPaths::default()).unwrap();
+    assert!(opened.assembly.is_none());
+    assert!(matches!(opened.pdb.origin, PdbOrigin::Explicit(_)));
+    // An .exe of the same stem is found; so is one in a symbol directory.
+    std::fs::remove_file(dir.join("Frames.dll")).unwrap();
+    std::fs::copy(frames("debug-portable", "Frames.dll"), dir.join("Frames.exe")).unwrap();
+    assert!(open_pdb(&dir.join("Frames.pdb"), &SymbolPaths::default()).unwrap().assembly.is_some());
+    std::fs::remove_file(dir.join("Frames.exe")).unwrap();
+    assert!(open_pdb(&dir.join("Frames.pdb"), &SymbolPaths::default()).unwrap().assembly.is_none());
+    let in_dir = SymbolPaths { pdb: None, dirs: vec![frames("debug-portable", "Frames.dll").parent().unwrap().to_owned()] };
+    assert!(open_pdb(&dir.join("Frames.pdb"), &in_dir).unwrap().assembly.is_some());
+    // Named by the user: used when it matches, pdb_mismatch when it does not.
+    let named = open_pdb_with(&dir.join("Frames.pdb"), &SymbolPaths::default(), Some(&frames("debug-embedded", "Frames.dll"))).unwrap();
+    assert_eq!(names(&named), Some(Some("Frames.Nested::Inner".to_owned())));
+    let e = open_pdb_with(&dir.join("Frames.pdb"), &SymbolPaths::default(), Some(&frames("release-portable", "Frames.dll"))).unwrap_err();
+    assert!(matches!(&e, OpenError::Input { error, .. } if error.kind == ErrorKind::PdbMismatch), "{e}");
+    let e = open_pdb_with(&dir.join("Frames.pdb"), &SymbolPaths::default(), Some(&dir.join("none.dll"))).unwrap_err();
+    assert!(matches!(&e, OpenError::Io { path, .. } if path == &dir.join("none.dll")), "{e}");
+}
+
+#[test]
+fn open_error_lives_below_the_pdb_layer() {
+    // One type at both paths: users' code that names the old path still compiles.
+    let e: clrmap::symbolizer::OpenError = OpenError::Unrecognized { path: PathBuf::from("x") };
+    assert!(e.to_string().starts_with("x: "));
+    // The PDB layer does not reach up into the symbolizer.
+    let dir = fixture("crates/clrmap/src/pdb");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("crate::symbolizer") && !text.contains("super::super::symbolizer"), "{path:?} imports the symbolizer");
+    }
+}
