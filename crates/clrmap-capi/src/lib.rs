@@ -1071,6 +1071,8 @@ pub fn hresult_of_diag_kind(kind: DiagErrorKind) -> HRESULT {
         DiagErrorKind::BadArgument => CLRMAP_E_BAD_ARGUMENT,
         DiagErrorKind::Io => CLRMAP_E_IO,
         DiagErrorKind::TargetExited => CLRMAP_E_TARGET_EXITED,
+        // The C ABI sets no cancel flag.
+        DiagErrorKind::Interrupted => E_FAIL,
     }
 }
 

@@ -37,6 +37,8 @@ pub fn exit_status(kind: DiagErrorKind) -> u8 {
         DiagErrorKind::BadArgument => 2,
         DiagErrorKind::Io => 1,
         DiagErrorKind::TargetExited => EXIT_TARGET_EXITED,
+        // As a shell reports a command ended by SIGINT.
+        DiagErrorKind::Interrupted => 130,
     }
 }
 

@@ -10,12 +10,13 @@
 //! | 5 | `permission_denied` | the socket belongs to another user |
 //! | 6 | `unsupported_command` | the runtime is too old for the command |
 //! | 7 | `target_exited` | the process exited mid-session: every whole block received is kept |
-//! | 8 | `protocol`, `server_error`, `timeout` | the socket does not speak the protocol, refused, or went quiet |
+//! | 8 | `protocol`, `server_error`, `timeout` | the socket does not speak the protocol, refused, went quiet, or did not end in time |
+//! | 130 | `interrupted` | Ctrl-C or SIGTERM before the session started, or a second one during the rundown |
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,7 +33,8 @@ pub struct PsArgs {
     /// One JSON object per line.
     #[arg(long)]
     json: bool,
-    /// How long to wait for each process's answer.
+    /// How long each process may take to answer, connecting included (a process that does not
+    /// answer in time, for example one stopped in a debugger, is listed with the reason).
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     timeout: Duration,
 }
@@ -60,7 +62,8 @@ pub struct CollectArgs {
     /// No rundown at stop (the maps of methods jitted before the attach are then missing).
     #[arg(long)]
     no_rundown: bool,
-    /// How long to wait for the runtime's answers, and for more of the rundown after the stop.
+    /// How long connecting and starting the session may take, and how long the rundown may
+    /// take after the stop (a longer one is cut there; the file keeps every whole block).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     timeout: Duration,
 }
@@ -85,7 +88,13 @@ pub fn ps(args: &PsArgs, out: &mut dyn Write) -> std::io::Result<()> {
             });
             writeln!(out, "{v}")?;
         } else {
-            writeln!(out, "{:>8}  {:<10}  {}", p.pid, runtime.as_deref().unwrap_or("-"), p.command_line.as_deref().unwrap_or("?"))?;
+            // Why the runtime did not answer, unless it is CoreCLR 3.1's expected refusal of
+            // ProcessInfo and the row is whole anyway.
+            let why = match &p.error {
+                Some(e) if e.kind != DiagErrorKind::UnsupportedCommand || runtime.is_none() || p.command_line.is_none() => format!("  (no answer: {e})"),
+                _ => String::new(),
+            };
+            writeln!(out, "{:>8}  {:<10}  {}{why}", p.pid, runtime.as_deref().unwrap_or("-"), p.command_line.as_deref().unwrap_or("?"))?;
         }
     }
     Ok(())
@@ -117,10 +126,19 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
-    // Ctrl-C and SIGTERM ask for a clean stop; a second one is left to the default (exit).
+    // Ctrl-C and SIGTERM: the first asks for a clean stop (or, while connecting, ends at once);
+    // the second abandons the rundown at once (collect clears the flag when it begins the stop),
+    // keeping every whole block; a third exits without another word.
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
-    if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
+    let signals = AtomicU32::new(0);
+    let handler = move || {
+        if signals.fetch_add(1, Ordering::SeqCst) >= 2 {
+            std::process::exit(i32::from(exit_status(DiagErrorKind::Interrupted)));
+        }
+        flag.store(true, Ordering::SeqCst);
+    };
+    if let Err(e) = ctrlc::set_handler(handler) {
         eprintln!("warning: no Ctrl-C handler ({e}); stop with --duration");
     }
     // The trace goes to a new file beside the output (created exclusively; a FIFO or device at
@@ -147,41 +165,53 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
     };
     // A trace with a whole block is kept, however the session ended (a stopped or cut session
     // keeps every whole block); with none, the output is left as it was.
+    let (status, why) = ending(&c, args);
     if c.written == 0 {
         drop(file);
-        let why = match c.reason {
-            EndReason::Stopped => "protocol: the stream ended before a whole block",
-            EndReason::TargetExited => "target_exited: the process exited before a whole block was sent",
-            EndReason::Timeout => "timeout: the runtime sent no whole block",
-        };
+        let why = why.unwrap_or_else(|| "protocol: the stream ended before a whole block".to_owned());
         eprintln!("error: {why}; {} was not written", args.output.display());
-        return ExitCode::from(match c.reason {
-            EndReason::Stopped => exit_status(DiagErrorKind::Protocol),
-            EndReason::TargetExited => EXIT_TARGET_EXITED,
-            EndReason::Timeout => exit_status(DiagErrorKind::Timeout),
-        });
+        return ExitCode::from(if status == 0 { exit_status(DiagErrorKind::Protocol) } else { status });
     }
     if let Err(e) = file.commit() {
         return cannot_write(&args.output, &e);
     }
+    let kept = if c.complete {
+        format!("{} bytes, complete", c.written)
+    } else {
+        format!("{} bytes: the {} of {} received up to the last whole block, and the end tag", c.written, c.written.saturating_sub(1), c.received)
+    };
+    match why {
+        None => eprintln!("wrote {} ({} bytes, rundown included)", args.output.display(), c.written),
+        Some(why) => eprintln!("error: {why}; wrote {} ({kept})", args.output.display()),
+    }
+    ExitCode::from(status)
+}
+
+/// How a session that started ended: its exit status, and what went wrong (`kind: message`).
+fn ending(c: &diag::Collected, args: &CollectArgs) -> (u8, Option<String>) {
+    let timeout = humantime(args.timeout);
     match c.reason {
-        EndReason::Stopped => {
-            eprintln!("wrote {} ({} bytes, rundown included)", args.output.display(), c.written);
-            ExitCode::SUCCESS
+        EndReason::Stopped => (0, None),
+        EndReason::TargetExited => (EXIT_TARGET_EXITED, Some(format!("target_exited: process {} exited mid-session", args.pid))),
+        EndReason::Closed => (
+            exit_status(DiagErrorKind::Protocol),
+            Some(format!("protocol: process {} still runs, but closed the session's stream before the stop (the runtime or another tool ended the session)", args.pid)),
+        ),
+        EndReason::Timeout => (exit_status(DiagErrorKind::Timeout), Some(format!("timeout: the stream did not end within {timeout} after the stop (--timeout); it was cut there"))),
+        EndReason::StopFailed => {
+            let e = c.stop_error.clone().unwrap_or_else(|| diag::DiagError::new(DiagErrorKind::Io, "StopTracing failed"));
+            (exit_status(e.kind), Some(format!("{}: the session could not be stopped: {}", e.kind, e.message)))
         }
-        EndReason::TargetExited => {
-            let how = if c.complete {
-                format!("{} bytes, complete", c.written)
-            } else {
-                format!("{} bytes: the {} of {} received up to the last whole block, and the end tag", c.written, c.written.saturating_sub(1), c.received)
-            };
-            eprintln!("error: target_exited: process {} exited mid-session; wrote {} ({how})", args.pid, args.output.display());
-            ExitCode::from(EXIT_TARGET_EXITED)
-        }
-        EndReason::Timeout => {
-            eprintln!("error: timeout: the runtime sent nothing for {:?} after the stop; wrote {} ({} bytes, up to the last whole block)", args.timeout, args.output.display(), c.written);
-            ExitCode::from(exit_status(DiagErrorKind::Timeout))
-        }
+        EndReason::Interrupted => (exit_status(DiagErrorKind::Interrupted), Some("interrupted: a second Ctrl-C or SIGTERM abandoned the rundown".to_owned())),
+    }
+}
+
+/// A duration as it is written on the command line: `10s`, `500ms`.
+fn humantime(d: Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
     }
 }
 

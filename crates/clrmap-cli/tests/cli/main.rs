@@ -14,3 +14,4 @@ mod hostile;
 mod perf;
 mod help;
 mod scripts;
+mod hang;

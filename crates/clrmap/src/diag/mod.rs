@@ -11,10 +11,15 @@
 //! * [`snapshot`]: a session started and stopped at once, its stream decoded in memory as it
 //!   arrives: every jitted method's map, as a trace source for the symbolizer.
 //!
-//! Every read has a timeout. A process that dies mid-session ends the session: what it sent whole
-//! is kept. Errors carry a stable [`DiagErrorKind`].
+//! Every exchange, connect included, has one deadline: a server that never accepts, answers one
+//! byte at a time, goes silent or streams forever ends in `timeout`, never in a hang. A cancel flag
+//! (a Ctrl-C handler's) ends a wait within 50 ms. A process that dies mid-session ends the
+//! session: what it sent whole is kept. Errors carry a stable [`DiagErrorKind`].
 
+mod bounded;
 mod discover;
+#[doc(hidden)]
+pub mod fake;
 pub mod ipc;
 mod session;
 
@@ -22,8 +27,10 @@ use std::fmt;
 use std::io::{Seek, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+pub use bounded::{connect as connect_within, Bounded, Limit};
 pub use discover::{exited, list_sockets, mapped_runtime_version, parse_socket_name, parse_start_key, proc_cmdline, socket_path, start_key, tmp_dir};
 pub use session::{Chunk, Framer, Provider, Session, SessionConfig, SessionReader, Stopper, JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE};
 
@@ -32,7 +39,7 @@ use crate::symbolizer::{OpenedSource, SourceKind};
 /// How long a process whose socket refused or cut the connection is watched for its exit.
 const EXIT_GRACE: Duration = Duration::from_millis(300);
 
-/// The default timeout for each read and connection.
+/// The default timeout of an exchange (a connect and a request's reply; a whole snapshot).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What went wrong, stably named (`as_str`).
@@ -59,12 +66,14 @@ pub enum DiagErrorKind {
     Io,
     /// The process exited (or was killed) before it answered.
     TargetExited,
+    /// The caller's cancel flag (a Ctrl-C handler's) ended the exchange.
+    Interrupted,
 }
 
 impl DiagErrorKind {
     /// The stable name: `no_such_process`, `not_dotnet`, `permission_denied`,
     /// `unsupported_command`, `server_error`, `protocol`, `timeout`, `bad_argument`, `io`,
-    /// `target_exited`.
+    /// `target_exited`, `interrupted`.
     pub fn as_str(self) -> &'static str {
         match self {
             DiagErrorKind::NoSuchProcess => "no_such_process",
@@ -77,6 +86,7 @@ impl DiagErrorKind {
             DiagErrorKind::BadArgument => "bad_argument",
             DiagErrorKind::Io => "io",
             DiagErrorKind::TargetExited => "target_exited",
+            DiagErrorKind::Interrupted => "interrupted",
         }
     }
 }
@@ -118,20 +128,9 @@ impl fmt::Display for DiagError {
 
 impl std::error::Error for DiagError {}
 
-/// Connect to a diagnostics socket, with `timeout` on every read and write.
+/// Connect to a diagnostics socket within `timeout`, with `timeout` on every read and write.
 fn open_socket(path: &Path, timeout: Duration) -> Result<UnixStream, DiagError> {
-    use std::io::ErrorKind as K;
-    let stream = UnixStream::connect(path).map_err(|e| match e.kind() {
-        K::PermissionDenied => DiagError::new(
-            DiagErrorKind::PermissionDenied,
-            format!("cannot open {}: {e} (the process belongs to another user: run as that user or as root)", path.display()),
-        ),
-        K::NotFound | K::ConnectionRefused => DiagError::new(
-            DiagErrorKind::NotDotnet,
-            format!("nothing listens on {} ({e}): the process has exited or stopped its diagnostics server", path.display()),
-        ),
-        _ => DiagError::new(DiagErrorKind::Io, format!("cannot connect to {}: {e}", path.display())),
-    })?;
+    let stream = bounded::connect(path, &Limit::new(timeout, None))?;
     let t = Some(timeout.max(Duration::from_millis(1)));
     stream.set_read_timeout(t).and_then(|()| stream.set_write_timeout(t)).map_err(|e| DiagError::new(DiagErrorKind::Io, e.to_string()))?;
     Ok(stream)
@@ -180,14 +179,33 @@ impl Client {
         &self.path
     }
 
-    /// The timeout of every read.
+    /// The timeout of every exchange: a connect and a reply, each a whole.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
-    /// A new connection (each command takes one).
+    /// The pid, when the client was made [`Client::for_pid`].
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// A new connection (each command takes one), made within the timeout, with the timeout on
+    /// every read and write.
     pub fn connect(&self) -> Result<UnixStream, DiagError> {
         open_socket(&self.path, self.timeout).map_err(|e| self.explain(e))
+    }
+
+    /// A new connection made within `limit` (no read or write timeout set).
+    pub fn connect_until(&self, limit: &Limit<'_>) -> Result<UnixStream, DiagError> {
+        bounded::connect(&self.path, limit).map_err(|e| self.explain(e))
+    }
+
+    /// Whose server this is, for messages: `process 42` or the socket's path.
+    pub fn peer(&self) -> String {
+        match self.pid {
+            Some(pid) => format!("process {pid}"),
+            None => self.path.display().to_string(),
+        }
     }
 
     /// A connection refused or closed without a reply, by a process that is gone (or a zombie):
@@ -217,20 +235,38 @@ impl Client {
         self.request_within(self.timeout, command_set, command_id, payload, name)
     }
 
-    /// [`Client::request`] with its own timeout on every read and write (a command the runtime
-    /// answers only after work of its own, such as AttachProfiler).
+    /// [`Client::request`] with a timeout of its own for the whole exchange (a command the
+    /// runtime answers only after work of its own, such as AttachProfiler).
     fn request_within(&self, timeout: Duration, command_set: u8, command_id: u8, payload: Vec<u8>, name: &str) -> Result<Vec<u8>, DiagError> {
-        let mut stream = open_socket(&self.path, timeout).map_err(|e| self.explain(e))?;
-        ipc::send(&mut stream, &ipc::Message { command_set, command_id, payload }).map_err(|e| self.explain(e))?;
-        ipc::expect_ok(ipc::receive(&mut stream).map_err(|e| self.explain(e))?, name)
+        self.request_until(&Limit::new(timeout, None), command_set, command_id, payload, name)
+    }
+
+    /// One command and its reply's payload, on a connection of its own, all of it (connect,
+    /// request, reply) within `limit`.
+    pub fn request_until(&self, limit: &Limit<'_>, command_set: u8, command_id: u8, payload: Vec<u8>, name: &str) -> Result<Vec<u8>, DiagError> {
+        let mut stream = self.connect_until(limit)?;
+        let what = format!("{name} to {}", self.peer());
+        let reply = Bounded::new(&mut stream, *limit, &what)
+            .run(|s| {
+                ipc::send(s, &ipc::Message { command_set, command_id, payload })?;
+                ipc::receive(s)
+            })
+            .map_err(|e| self.explain(e))?;
+        ipc::expect_ok(reply, name)
     }
 
     /// ProcessInfo2 (0x04 0x04), else ProcessInfo (0x04 0x00). CoreCLR 3.1 knows neither:
-    /// `unsupported_command` with HRESULT 0x80131385.
+    /// `unsupported_command` with HRESULT 0x80131385. Both requests together take at most the
+    /// timeout.
     pub fn process_info(&self) -> Result<ProcessInfo, DiagError> {
-        let (payload, v2) = match self.request(0x04, 0x04, Vec::new(), "ProcessInfo2") {
+        self.process_info_until(&Limit::new(self.timeout, None))
+    }
+
+    /// [`Client::process_info`] within `limit`.
+    pub fn process_info_until(&self, limit: &Limit<'_>) -> Result<ProcessInfo, DiagError> {
+        let (payload, v2) = match self.request_until(limit, 0x04, 0x04, Vec::new(), "ProcessInfo2") {
             Ok(p) => (p, true),
-            Err(e) if e.kind == DiagErrorKind::UnsupportedCommand => (self.request(0x04, 0x00, Vec::new(), "ProcessInfo")?, false),
+            Err(e) if e.kind == DiagErrorKind::UnsupportedCommand => (self.request_until(limit, 0x04, 0x00, Vec::new(), "ProcessInfo")?, false),
             Err(e) => return Err(e),
         };
         let mut f = ipc::Fields::new(&payload);
@@ -306,21 +342,40 @@ pub struct DotnetProcess {
     pub error: Option<DiagError>,
 }
 
-/// Every live .NET process with a diagnostics socket in `$TMPDIR` or `/tmp`, asked who it is.
+/// How many processes [`list_processes`] asks at once.
+const LIST_PARALLEL: usize = 16;
+
+/// Every live .NET process with a diagnostics socket in `$TMPDIR` or `/tmp`, asked who it is,
+/// sorted by pid. Each process has `timeout` for its whole answer (connect included), and up to
+/// 16 are asked at once, so processes that do not answer (stopped ones, say) cost one timeout
+/// per 16, not one each.
 pub fn list_processes(timeout: Duration) -> Vec<DotnetProcess> {
-    list_sockets()
-        .into_iter()
-        .map(|(pid, socket)| {
-            let client = Client::connect_path(socket.clone(), timeout);
-            let (info, error) = match client.process_info() {
-                Ok(i) => (Some(i), None),
-                Err(e) => (None, Some(e)),
-            };
-            let runtime_version = info.as_ref().and_then(|i| i.runtime_version.clone());
-            let command_line = info.map(|i| i.command_line).filter(|c| !c.is_empty()).or_else(|| proc_cmdline(pid));
-            DotnetProcess { pid, socket, command_line, runtime_version, mapped_runtime: mapped_runtime_version(pid), error }
-        })
-        .collect()
+    let ask = |(pid, socket): (u32, PathBuf)| {
+        let client = Client { path: socket.clone(), timeout, pid: Some(pid) };
+        let (info, error) = match client.process_info() {
+            Ok(i) => (Some(i), None),
+            Err(e) => (None, Some(e)),
+        };
+        let runtime_version = info.as_ref().and_then(|i| i.runtime_version.clone());
+        let command_line = info.map(|i| i.command_line).filter(|c| !c.is_empty()).or_else(|| proc_cmdline(pid));
+        DotnetProcess { pid, socket, command_line, runtime_version, mapped_runtime: mapped_runtime_version(pid), error }
+    };
+    let sockets = list_sockets();
+    let mut out = Vec::with_capacity(sockets.len());
+    for group in sockets.chunks(LIST_PARALLEL) {
+        std::thread::scope(|scope| {
+            // A thread that cannot be made (a memory limit) leaves its process to this one.
+            let handles: Vec<_> = group.iter().map(|s| (s, std::thread::Builder::new().spawn_scoped(scope, || ask(s.clone())).ok())).collect();
+            for (s, h) in handles {
+                let asked = match h {
+                    Some(h) => h.join().ok(),
+                    None => None,
+                };
+                out.push(asked.unwrap_or_else(|| ask(s.clone())));
+            }
+        });
+    }
+    out
 }
 
 /// How a collected session ended.
@@ -328,10 +383,17 @@ pub fn list_processes(timeout: Duration) -> Vec<DotnetProcess> {
 pub enum EndReason {
     /// Stopped by us (StopTracing): the stream carries the rundown.
     Stopped,
-    /// The stream ended before we asked: the process exited or was killed.
+    /// The stream ended before we asked, and the process exited (or was killed).
     TargetExited,
-    /// After StopTracing, nothing came within the timeout.
+    /// The stream ended before we asked while the process still runs (the runtime ended the
+    /// session; for example another tool stopped it).
+    Closed,
+    /// After StopTracing, the stream did not end within the timeout (the rundown is cut there).
     Timeout,
+    /// The StopTracing request failed (`Collected::stop_error` says why); the stream was cut there.
+    StopFailed,
+    /// A second stop request came while the rundown streamed: it was abandoned at once.
+    Interrupted,
 }
 
 /// What [`collect`] wrote.
@@ -356,38 +418,76 @@ pub struct Collected {
 pub struct CollectControl<'a> {
     /// Stop at this instant.
     pub deadline: Option<Instant>,
-    /// Stop when this becomes true.
-    pub stop: &'a std::sync::atomic::AtomicBool,
+    /// Stop when this becomes true. [`collect`] clears it when it begins the stop, so setting it
+    /// again (a second Ctrl-C) abandons the rundown at once. Set while the session is being
+    /// started, it ends [`collect`] with `interrupted`.
+    pub stop: &'a AtomicBool,
     /// How often to look at `stop` and the deadline while the stream is idle.
     pub poll: Duration,
 }
 
+/// Whether process `pid` ends within [`EXIT_GRACE`] (a process being killed closes its sockets
+/// before it is a zombie).
+fn exits_soon(pid: u32) -> bool {
+    let watching = Instant::now();
+    loop {
+        if discover::exited(pid) {
+            return true;
+        }
+        if watching.elapsed() >= EXIT_GRACE {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Stream a session into `out` as bytes arrive, until the control says stop (then StopTracing,
-/// and the rundown is read to the stream's end) or the process goes away. However it ends, `out`
-/// is left a valid trace: cut after the last whole block and closed with the NullReference tag.
+/// and the rundown is read to the stream's end, for at most the client's timeout) or the process
+/// goes away. Starting the session (connect included) takes at most the client's timeout, and a
+/// stop request meanwhile ends it with `interrupted`. However it ends once started, `out` is left
+/// a valid trace: cut after the last whole block and closed with the NullReference tag.
 /// `progress` gets the bytes received so far after each write.
 pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File, control: &CollectControl<'_>, progress: &mut dyn FnMut(u64)) -> Result<Collected, DiagError> {
-    use std::sync::atomic::Ordering;
     let io = |e: std::io::Error| DiagError::new(DiagErrorKind::Io, format!("writing the trace: {e}"));
-    let mut session = Session::start(client, config)?;
+    let mut session = Session::start_until(client, config, &Limit::new(client.timeout(), Some(control.stop)))?;
     let session_id = session.id();
     let mut stopper = session.stopper();
     let mut framer = Framer::default();
     let mut buf = vec![0u8; 1 << 16];
-    let mut stopping = false;
-    let mut idle_since = Instant::now();
+    // When the stop began; the rundown must end within the timeout after it.
+    let mut stopped_at: Option<Instant> = None;
+    let mut stop_error = None;
     let reason = loop {
-        if !stopping && (control.stop.load(Ordering::SeqCst) || control.deadline.is_some_and(|d| Instant::now() >= d)) {
-            stopping = true;
-            idle_since = Instant::now();
-            if let Err(e) = stopper.send() {
-                // The session may already be over; the stream says so.
-                if e.kind != DiagErrorKind::NotDotnet {
-                    return Err(e);
+        match stopped_at {
+            None if control.stop.load(Ordering::SeqCst) || control.deadline.is_some_and(|d| Instant::now() >= d) => {
+                // The request is taken: a second one abandons the rundown.
+                control.stop.store(false, Ordering::SeqCst);
+                stopped_at = Some(Instant::now());
+                match stopper.send_until(&Limit::new(client.timeout(), Some(control.stop))) {
+                    Ok(()) => {}
+                    // The session is over already; the stream says so.
+                    Err(e) if e.kind == DiagErrorKind::NotDotnet => {}
+                    Err(e) if e.kind == DiagErrorKind::Interrupted => break EndReason::Interrupted,
+                    Err(e) => {
+                        stop_error = Some(e);
+                        break EndReason::StopFailed;
+                    }
                 }
             }
+            Some(_) if control.stop.load(Ordering::SeqCst) => break EndReason::Interrupted,
+            _ => {}
         }
-        match session.read_some(&mut buf, control.poll)? {
+        let wait = match stopped_at {
+            Some(at) => {
+                let left = client.timeout().saturating_sub(at.elapsed());
+                if left.is_zero() {
+                    break EndReason::Timeout;
+                }
+                left.min(control.poll)
+            }
+            None => control.poll,
+        };
+        match session.read_some(&mut buf, wait)? {
             Chunk::Data(n) => {
                 let data = buf.get(..n).unwrap_or(&[]);
                 framer.feed(data);
@@ -395,18 +495,21 @@ pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File,
                     return Err(DiagError::new(DiagErrorKind::Protocol, format!("the session's stream is not a nettrace: {f}")));
                 }
                 out.write_all(data).map_err(io)?;
-                idle_since = Instant::now();
                 progress(framer.offset());
             }
-            Chunk::Idle => {
-                if stopping && idle_since.elapsed() >= client.timeout() {
-                    break EndReason::Timeout;
-                }
-            }
-            Chunk::End => break if stopping { EndReason::Stopped } else { EndReason::TargetExited },
+            Chunk::Idle => {}
+            Chunk::End if stopped_at.is_some() => break EndReason::Stopped,
+            Chunk::End => match client.pid() {
+                Some(pid) if !exits_soon(pid) => break EndReason::Closed,
+                _ => break EndReason::TargetExited,
+            },
         }
     };
-    let stop_error = if stopping { stopper.finish().err() } else { None };
+    if stopped_at.is_some() && stop_error.is_none() && reason == EndReason::Stopped {
+        // The stream has ended: the reply is there, or the session was over already.
+        let left = client.timeout().min(Duration::from_secs(1));
+        stop_error = stopper.finish_until(&Limit::new(left, Some(control.stop))).err();
+    }
     let complete = framer.complete();
     let written = if complete {
         framer.offset()
@@ -429,22 +532,45 @@ pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File,
 
 /// Every jitted method's map in a running process, now: a session with rundown, stopped at once,
 /// its stream decoded as it arrives (memory follows one block, not the stream). Methods jitted
-/// before the attach come from the rundown (DCEnd events and their maps). A process that dies
-/// meanwhile leaves what it sent whole, and a warning.
+/// before the attach come from the rundown (DCEnd events and their maps). `timeout` bounds the
+/// whole snapshot: connect, requests and the whole stream; a server that answers slowly, goes
+/// silent or streams forever ends in `timeout`. A process that dies meanwhile leaves what it sent
+/// whole, and a warning; a stream that ends early while the process lives is a `protocol` error.
 pub fn snapshot(pid: u32, timeout: Duration) -> Result<OpenedSource, DiagError> {
     snapshot_client(&Client::for_pid(pid, timeout)?)
 }
 
-/// [`snapshot`] of the server at `client`.
+/// [`snapshot`] of the server at `client`, within its timeout.
 pub fn snapshot_client(client: &Client) -> Result<OpenedSource, DiagError> {
-    let session = Session::start(client, &SessionConfig::default())?;
+    snapshot_until(client, &Limit::new(client.timeout(), None))
+}
+
+/// [`snapshot`] of the server at `client`, within `limit` (its cancel flag ends it with
+/// `interrupted`).
+pub fn snapshot_until(client: &Client, limit: &Limit<'_>) -> Result<OpenedSource, DiagError> {
+    let session = Session::start_until(client, &SessionConfig::default(), limit)?;
     let mut stopper = session.stopper();
-    stopper.send()?;
-    let mut reader = std::io::BufReader::with_capacity(1 << 16, session.reader(client.timeout()));
-    let (bodies, warning) = crate::nettrace::read_code_bodies_partial(&mut reader)
-        .map_err(|e| DiagError::new(DiagErrorKind::Protocol, format!("the session's stream is not a nettrace: {e}")))?;
+    stopper.send_until(limit)?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, session.reader_until(*limit));
+    let decoded = crate::nettrace::read_code_bodies_partial(&mut reader);
+    let ended = reader.get_ref().ended();
+    if let Some(e) = ended {
+        return Err(DiagError::new(
+            e.kind,
+            format!("the snapshot of {}: {} ({} bytes of the stream came)", client.peer(), e.message, reader.get_ref().received()),
+        ));
+    }
+    let (bodies, warning) = decoded.map_err(|e| DiagError::new(DiagErrorKind::Protocol, format!("the session's stream is not a nettrace: {e}")))?;
+    if let (Some(w), Some(pid)) = (warning.as_ref(), client.pid()) {
+        if !exits_soon(pid) {
+            return Err(DiagError::new(
+                DiagErrorKind::Protocol,
+                format!("process {pid} still runs, but the snapshot's stream ended before its end tag ({}: {w})", reader.get_ref().received()),
+            ));
+        }
+    }
     // The stream has ended: the stop reply is moot unless nothing came at all.
-    let _ = stopper.finish();
+    let _ = stopper.finish_until(&Limit::new(Duration::from_millis(100), limit.cancel));
     Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() })
 }
 

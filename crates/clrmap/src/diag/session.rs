@@ -7,6 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::bounded::{Bounded, Limit};
 use super::ipc::{self, Message, Payload};
 use super::{Client, DiagError, DiagErrorKind};
 use crate::nettrace::MAX_BLOCK;
@@ -123,11 +124,22 @@ pub struct Session {
 
 impl Session {
     /// Start a session (CollectTracing2) and read the reply: the session id. The nettrace bytes
-    /// follow on the same connection.
+    /// follow on the same connection. Connect, request and reply take at most the client's
+    /// timeout.
     pub fn start(client: &Client, config: &SessionConfig) -> Result<Session, DiagError> {
-        let mut stream = client.connect()?;
-        ipc::send(&mut stream, &Message { command_set: 0x02, command_id: 0x03, payload: config.payload() }).map_err(|e| client.explain(e))?;
-        let reply = ipc::receive(&mut stream).map_err(|e| client.explain(e))?;
+        Session::start_until(client, config, &Limit::new(client.timeout(), None))
+    }
+
+    /// [`Session::start`] within `limit`.
+    pub fn start_until(client: &Client, config: &SessionConfig, limit: &Limit<'_>) -> Result<Session, DiagError> {
+        let mut stream = client.connect_until(limit)?;
+        let what = format!("CollectTracing2 to {}", client.peer());
+        let reply = Bounded::new(&mut stream, *limit, &what)
+            .run(|s| {
+                ipc::send(s, &Message { command_set: 0x02, command_id: 0x03, payload: config.payload() })?;
+                ipc::receive(s)
+            })
+            .map_err(|e| client.explain(e))?;
         let payload = ipc::expect_ok(reply, "CollectTracing2")?;
         let id = ipc::Fields::new(&payload).u64("the session id")?;
         Ok(Session { stream, id, path: client.path().to_owned(), timeout: client.timeout() })
@@ -162,25 +174,73 @@ impl Session {
 
     /// The stream as a reader that ends when the session does, failing with a timeout when no
     /// byte comes for `idle` (then whatever came before it has been read).
-    pub fn reader(self, idle: Duration) -> SessionReader {
-        SessionReader { session: self, idle }
+    pub fn reader(self, idle: Duration) -> SessionReader<'static> {
+        SessionReader { session: self, idle: Some(idle), limit: None, received: 0, ended: None }
+    }
+
+    /// The stream as a reader that fails when `limit` ends (its deadline, or its cancel flag):
+    /// a stream that never ends, or goes silent, is cut there. [`SessionReader::ended`] then says
+    /// why.
+    pub fn reader_until(self, limit: Limit<'_>) -> SessionReader<'_> {
+        SessionReader { session: self, idle: None, limit: Some(limit), received: 0, ended: None }
     }
 }
 
 /// A session's stream as `std::io::Read`.
 #[derive(Debug)]
-pub struct SessionReader {
+pub struct SessionReader<'a> {
     session: Session,
-    idle: Duration,
+    idle: Option<Duration>,
+    limit: Option<Limit<'a>>,
+    received: u64,
+    ended: Option<DiagError>,
 }
 
-impl Read for SessionReader {
+impl SessionReader<'_> {
+    /// Why reading stopped early: `timeout` (nothing for the idle time, or the deadline came) or
+    /// `interrupted`; `None` while the stream is read, and after it ended by itself.
+    pub fn ended(&self) -> Option<&DiagError> {
+        self.ended.as_ref()
+    }
+
+    /// Bytes read so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    fn fail(&mut self, e: DiagError) -> std::io::Error {
+        let io = std::io::Error::new(std::io::ErrorKind::TimedOut, e.message.clone());
+        self.ended = Some(e);
+        io
+    }
+}
+
+impl Read for SessionReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self.session.read_some(buf, self.idle) {
-            Ok(Chunk::Data(n)) => Ok(n),
-            Ok(Chunk::End) => Ok(0),
-            Ok(Chunk::Idle) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the runtime sent nothing within the timeout")),
-            Err(e) => Err(std::io::Error::other(e.to_string())),
+        loop {
+            let wait = match (self.limit, self.idle) {
+                (Some(limit), _) => match limit.slice("the session's stream did not end") {
+                    Ok(w) => w,
+                    Err(e) => return Err(self.fail(e)),
+                },
+                (None, Some(idle)) => idle,
+                (None, None) => super::DEFAULT_TIMEOUT,
+            };
+            match self.session.read_some(buf, wait) {
+                Ok(Chunk::Data(n)) => {
+                    self.received = self.received.saturating_add(n as u64);
+                    return Ok(n);
+                }
+                Ok(Chunk::End) => return Ok(0),
+                // Under a limit, the next turn says whether its time is up.
+                Ok(Chunk::Idle) if self.limit.is_some() => continue,
+                Ok(Chunk::Idle) => {
+                    let idle = self.idle.unwrap_or(super::DEFAULT_TIMEOUT);
+                    let e = DiagError::new(DiagErrorKind::Timeout, format!("the runtime sent nothing for {}", super::bounded::show(idle)));
+                    return Err(self.fail(e));
+                }
+                Err(e) => return Err(std::io::Error::other(e.to_string())),
+            }
         }
     }
 }
@@ -197,23 +257,34 @@ pub struct Stopper {
 }
 
 impl Stopper {
-    /// Send StopTracing. Sending twice is a no-op.
+    /// Send StopTracing (connect and send within the timeout). Sending twice is a no-op.
     pub fn send(&mut self) -> Result<(), DiagError> {
+        self.send_until(&Limit::new(self.timeout, None))
+    }
+
+    /// [`Stopper::send`] within `limit`.
+    pub fn send_until(&mut self, limit: &Limit<'_>) -> Result<(), DiagError> {
         if self.pending.is_some() {
             return Ok(());
         }
-        let mut stream = super::open_socket(&self.path, self.timeout)?;
+        let mut stream = super::bounded::connect(&self.path, limit)?;
         let mut p = Payload::default();
         p.u64(self.id);
-        ipc::send(&mut stream, &Message { command_set: 0x02, command_id: 0x01, payload: p.0 })?;
+        Bounded::new(&mut stream, *limit, "StopTracing").run(|s| ipc::send(s, &Message { command_set: 0x02, command_id: 0x01, payload: p.0 }))?;
         self.pending = Some(stream);
         Ok(())
     }
 
-    /// Read the StopTracing reply (after the stream ended). Its payload is the session id.
+    /// Read the StopTracing reply (after the stream ended), within the timeout. Its payload is
+    /// the session id.
     pub fn finish(&mut self) -> Result<(), DiagError> {
+        self.finish_until(&Limit::new(self.timeout, None))
+    }
+
+    /// [`Stopper::finish`] within `limit`.
+    pub fn finish_until(&mut self, limit: &Limit<'_>) -> Result<(), DiagError> {
         let Some(mut stream) = self.pending.take() else { return Ok(()) };
-        let reply = ipc::receive(&mut stream)?;
+        let reply = Bounded::new(&mut stream, *limit, "the StopTracing reply").run(ipc::receive)?;
         ipc::expect_ok(reply, "StopTracing").map(|_| ())
     }
 }
