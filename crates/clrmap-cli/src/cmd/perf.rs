@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use clrmap::jitdump::build::{enrich, perf_map, plan, write_new, Planned};
+use clrmap::jitdump::build::{enrich, perf_map, plan, write_new};
 use clrmap::jitdump::{host_machine, FileHeader};
 use clrmap::pdb::locate::SymbolPaths;
 use clrmap::symbolizer::{Options, SourceKind, Symbolizer};
@@ -58,8 +58,14 @@ pub struct JitdumpArgs {
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// The runtime's jitdump of the same run, to enrich (its pid is the default --pid).
+    /// Enriching it in place while its process still runs is refused: the runtime goes on
+    /// appending to the old file, and its records after the rename would be lost.
     #[arg(long)]
     pub enrich: Option<PathBuf>,
+    /// With --enrich: enrich in place even though the process that writes the file is still
+    /// running (the records it writes after clrmap has read the file are lost).
+    #[arg(long, requires = "enrich")]
+    pub force: bool,
     /// The timestamp (CLOCK_MONOTONIC ns) of every record of a new file (default 0).
     #[arg(long, default_value_t = 0)]
     pub timestamp: u64,
@@ -112,12 +118,11 @@ fn join(pids: &[u32]) -> String {
     pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
-/// Code starts in recording order: a capture's line order, else address order.
-fn recording_order(source: &Path, planned: &[Planned], pid: u32) -> Vec<u64> {
-    let from_capture = std::fs::read(source).ok().and_then(|b| clrmap::capture::read_capture(&b).ok()).map(|c| {
-        c.bodies.iter().filter(|b| b.pid == pid).filter_map(|b| b.body.start).collect::<Vec<u64>>()
-    });
-    from_capture.unwrap_or_else(|| planned.iter().map(|p| p.address).collect())
+/// Code starts in recording order: the source's own order (a capture's lines, a trace's events),
+/// as the symbolizer keeps its bodies. The source is not read again: a trace can be far larger
+/// than its bodies.
+fn recording_order(sym: &Symbolizer, pid: u32) -> Vec<u64> {
+    sym.store().bodies().iter().filter(|b| b.pid.is_none_or(|p| p == pid)).filter_map(|b| b.start).collect()
 }
 
 /// Write `bytes` as `path`, whole or not at all (`clrmap::fs::write_new`: an exclusive temporary
@@ -126,14 +131,79 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     clrmap::fs::write_new(path, bytes).map_err(|e| CliError::Kinded { kind: "io", message: format!("cannot write {}: {e}", path.display()) })
 }
 
+/// The pids that may be writing a jitdump: its header's, and the one in its name `jit-PID.dump`.
+fn writer_pids(dump_path: &Path) -> Result<Vec<u32>, CliError> {
+    let io = |e: std::io::Error| CliError::Kinded { kind: "io", message: format!("cannot read {}: {e}", dump_path.display()) };
+    let mut head = Vec::with_capacity(clrmap::jitdump::HEADER_SIZE as usize);
+    let file = clrmap::fs::open_regular(dump_path).map_err(io)?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, u64::from(clrmap::jitdump::HEADER_SIZE)), &mut head).map_err(io)?;
+    // A header too short or not a jitdump is reported by the full read, with its kind.
+    let mut pids: Vec<u32> = head.get(20..24).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes).into_iter().collect();
+    let named = dump_path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("jit-")?.strip_suffix(".dump")?.parse::<u32>().ok());
+    pids.extend(named.filter(|n| !pids.contains(n)));
+    Ok(pids)
+}
+
+/// Whether process `pid` runs and may still write `file`: it has it open or mapped, or that
+/// cannot be seen (another user's process). A process that exists but does not hold the file
+/// (its pid was reused) is not its writer.
+fn may_write(pid: u32, file: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let Ok(stat) = std::fs::read_to_string(proc.join("stat")) else { return false };
+    // The state follows the command name's closing parenthesis; a zombie writes nothing.
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+    if matches!(state, None | Some('Z' | 'X' | 'x')) {
+        return false;
+    }
+    let Ok(meta) = std::fs::metadata(file) else { return true };
+    let (dev, ino) = (meta.dev(), meta.ino());
+    let Ok(fds) = std::fs::read_dir(proc.join("fd")) else { return true };
+    let open = fds.flatten().any(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino));
+    let Ok(maps) = std::fs::read_to_string(proc.join("maps")) else { return true };
+    let canonical = std::fs::canonicalize(file).ok();
+    // `START-END PERMS OFFSET DEV INODE PATH`
+    let mapped = maps.lines().any(|l| {
+        let mut f = l.split_whitespace().skip(4);
+        f.next().is_some_and(|i| i == ino.to_string()) && f.next().map(Path::new) == canonical.as_deref()
+    });
+    open || mapped
+}
+
+/// Whether two paths name the same file (the second may not exist yet).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
 fn jitdump(a: JitdumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    if let Some(dump_path) = &a.enrich {
+        // Checked before any work: the runtime appends to the file until its process ends.
+        let target = a.output.clone().unwrap_or_else(|| dump_path.clone());
+        let in_place = a.output.is_none() || same_file(dump_path, &target);
+        let writers: Vec<u32> = writer_pids(dump_path)?.into_iter().filter(|&p| may_write(p, dump_path)).collect();
+        if let Some(writer) = writers.first() {
+            if in_place && !a.force {
+                return Err(CliError::Usage(format!(
+                    "{}: process {writer} is still writing it; enriching it in place now would lose the records it writes after the rename. Enrich it after the process exits, write the result elsewhere with -o, or pass --force",
+                    dump_path.display()
+                )));
+            }
+            let lost = if in_place { "the records it writes from now on are lost" } else { "records it writes from now on are not in the output" };
+            eprintln!("warning: {}: process {writer} is still writing it; {lost}", dump_path.display());
+        }
+    }
     let sym = open(&a.source)?;
     if let Some(dump_path) = &a.enrich {
-        let dump = std::fs::read(dump_path).map_err(|e| CliError::Message(format!("cannot read {}: {e}", dump_path.display())))?;
+        let dump = clrmap::fs::read_regular(dump_path, clrmap::fs::MAX_FILE)
+            .map_err(|e| CliError::Kinded { kind: "io", message: format!("cannot read {}: {e}", dump_path.display()) })?;
         let dump_pid = clrmap::jitdump::read::parse(&dump).map_err(CliError::input)?.header.pid;
         let pid = a.source.pid.unwrap_or(dump_pid);
         let planned = plan(&sym, Some(pid));
-        let order = recording_order(&a.source.source, &planned, pid);
+        let order = recording_order(&sym, pid);
         let (bytes, stats, warning) = enrich(&dump, &planned, &order).map_err(CliError::input)?;
         if let Some(w) = warning {
             eprintln!("warning: {}: {w}; the torn record was dropped", dump_path.display());

@@ -94,6 +94,9 @@ fn shell_status(status: std::process::ExitStatus) -> i32 {
 /// Example: `clrmap profile -o app.capture -- dotnet app.dll`, then `clrmap il dump app.capture`
 /// (the user-facing examples are on the `Profile` command in main.rs).
 pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
+    if let Some(dir) = &args.perf {
+        check_perf_route(dir)?;
+    }
     let profiler = args
         .profiler
         .or_else(default_profiler)
@@ -122,12 +125,6 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         c.env("CLRMAP_PROFILER_DISABLE_R2R", "1");
     }
     if let Some(dir) = &args.perf {
-        // The runtime's own jitdump (PerfMapEnabled 1 or 2) would write the same file.
-        for var in ["DOTNET_PerfMapEnabled", "COMPlus_PerfMapEnabled"] {
-            if std::env::var(var).is_ok_and(|v| v.trim() == "1" || v.trim() == "2") {
-                return Err(CliError::Usage(format!("--perf: unset {var}: the runtime would write the same jit-PID.dump (enrich the runtime's own with `clrmap perf jitdump --enrich`)")));
-            }
-        }
         c.env("CLRMAP_PROFILER_PERF", absolute(dir)?);
     }
     let started = std::time::SystemTime::now();
@@ -159,6 +156,49 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         return Ok(PROFILER_NOT_LOADED);
     }
     Ok(shell_status(status))
+}
+
+/// What the runtime writes for a `PerfMapEnabled` value (the runtime reads it as hex): 1 both
+/// files, 2 the jitdump, 3 the perf map; anything else (0, unset, empty, not a number) nothing.
+fn runtime_perf_files(value: &str) -> Option<&'static str> {
+    let v = value.trim();
+    let digits = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")).unwrap_or(v);
+    match u32::from_str_radix(digits, 16) {
+        Ok(1) => Some("jit-PID.dump and /tmp/perf-PID.map"),
+        Ok(2) => Some("jit-PID.dump"),
+        Ok(3) => Some("/tmp/perf-PID.map"),
+        _ => None,
+    }
+}
+
+/// `--perf=DIR`'s checks, made before anything runs (exit 2): the runtime must not write the
+/// same files (`PerfMapEnabled`), and DIR must be a directory clrmap can write into.
+fn check_perf_route(dir: &Path) -> Result<(), CliError> {
+    for var in ["DOTNET_PerfMapEnabled", "COMPlus_PerfMapEnabled"] {
+        let value = std::env::var(var).unwrap_or_default();
+        if let Some(files) = runtime_perf_files(&value) {
+            return Err(CliError::Usage(format!(
+                "--perf: unset {var} (it is {value}): the runtime would write {files} too, and two writers of one file tear its records (to add lines to the runtime's own jitdump, run without --perf, then `clrmap perf jitdump CAPTURE --enrich /tmp/jit-PID.dump`)",
+                value = value.trim()
+            )));
+        }
+    }
+    let dir = absolute(dir)?;
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(CliError::Usage(format!("--perf: {} is not a directory", dir.display()))),
+        Err(e) => return Err(CliError::Usage(format!("--perf: {}: {e} (create the directory first)", dir.display()))),
+    }
+    // The profiler writes as this user: a directory it cannot write into would be found only
+    // after the run, as no jitdump.
+    let probe = dir.join(format!(".clrmap-perf-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(CliError::Usage(format!("--perf: cannot write into {}: {e}", dir.display()))),
+    }
 }
 
 /// `profile --pid`: attach, record until asked to stop or the process exits, then detach.

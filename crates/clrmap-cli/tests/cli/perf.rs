@@ -396,3 +396,241 @@ fn perf_only_live_route_without_a_capture() {
     run_ok(Command::new("perf").args(["inject", "--jit", "-i"]).arg(&data).arg("-o").arg(&jit_data));
     assert_perf_shows_lines(&jit_data, "8.0.4 perf only");
 }
+
+// ---- Offline enrichment and the perf routes' checks: no .NET, no perf needed (issues 20, 21).
+
+/// examples/frames.nettrace (pid 31272) with its PDBs: the bodies `perf jitdump` plans for it.
+fn frames_plan() -> Vec<Planned> {
+    let trace = repo_root().join("examples/frames.nettrace");
+    let options = Options { symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs: vec![repo_root().join("tests/fixtures/frames/debug-embedded")] } };
+    let sym = Symbolizer::open(&trace, options).unwrap();
+    plan(&sym, Some(31272))
+}
+
+/// A jitdump as a writer with line records would make it for `bodies`: each body's debug-info
+/// record (its real lines), then its code load; pid `pid`.
+fn dump_with_lines(bodies: &[&Planned], pid: u32) -> Vec<u8> {
+    use clrmap::jitdump::{encode_code_load, encode_debug_info, CodeLoad, FileHeader, EM_X86_64};
+    let mut f = FileHeader { elf_machine: EM_X86_64, pid, timestamp: 1, flags: 0 }.encode().to_vec();
+    for (i, p) in bodies.iter().enumerate() {
+        let t = 100 + i as u64;
+        if !p.lines.is_empty() {
+            f.extend(encode_debug_info(t, p.address, &p.lines).unwrap());
+        }
+        let code = vec![0xCCu8; p.code_size as usize];
+        let load = CodeLoad { timestamp: t, pid, tid: 9, address: p.address, code_size: p.code_size, code_index: i as u64 + 1, name: &p.name, code: Some(&code) };
+        f.extend(encode_code_load(&load).unwrap());
+    }
+    f
+}
+
+fn frames_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["perf", "jitdump", "examples/frames.nettrace", "--symbol-path", "tests/fixtures/frames/debug-embedded"];
+    v.extend_from_slice(extra);
+    v
+}
+
+/// Enriching a file that already has line records (issue 20): every debug-info record stays
+/// right before its own code load, as perf pairs them (checked by linux-perf-data's reader and
+/// `read_independently`'s rule), every planned body is there once with its lines, and enriching
+/// the result again changes nothing.
+#[test]
+fn enrich_keeps_each_debug_info_with_its_code_load() {
+    let planned = frames_plan();
+    assert!(planned.iter().filter(|p| !p.lines.is_empty()).count() >= 10);
+    // The file has every other body (in address order, the trace's and its own): each missing
+    // one is added just before a body the file has, which has a debug-info record.
+    let have: Vec<&Planned> = planned.iter().step_by(2).collect();
+    let dir = fresh_dir("perf-enrich-pairs");
+    let dump = dir.join("jit-31272.dump");
+    std::fs::write(&dump, dump_with_lines(&have, 31272)).unwrap();
+    let once = dir.join("once.dump");
+    let o = clrmap(&frames_args(&["--enrich", dump.to_str().unwrap(), "-o", once.to_str().unwrap()]));
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let (pid, seen) = read_independently(&once);
+    assert_eq!(pid, 31272);
+    let mut by_address: Vec<Seen> = seen;
+    by_address.sort_by_key(|s| s.address);
+    let expected: Vec<Seen> = planned.iter().map(seen_of).collect();
+    assert_eq!(by_address.len(), expected.len());
+    for (s, e) in by_address.iter().zip(&expected) {
+        assert_eq!((s.address, s.size, &s.lines), (e.address, e.size, &e.lines), "{}", e.name);
+    }
+    let twice = dir.join("twice.dump");
+    let o = clrmap(&frames_args(&["--enrich", once.to_str().unwrap(), "-o", twice.to_str().unwrap()]));
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("added lines to 0 code loads, added 0 bodies"), "{}", stdout(&o));
+    assert!(std::fs::read(&twice).unwrap() == std::fs::read(&once).unwrap(), "a second enrich changed the file");
+}
+
+/// Rewrite the pid in a jitdump's header in place (the same inode).
+fn set_header_pid(path: &Path, pid: u32) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.seek(SeekFrom::Start(20)).unwrap();
+    f.write_all(&pid.to_le_bytes()).unwrap();
+}
+
+/// Enriching in place while the writer runs (issue 20) is refused (exit 2, the file untouched),
+/// before the source is read; `--force` does it; `-o` elsewhere does it with a warning. A live
+/// process that does not hold the file (a reused pid) is not its writer.
+#[test]
+fn enrich_in_place_is_refused_while_the_writer_runs() {
+    let planned = frames_plan();
+    let have: Vec<&Planned> = planned.iter().step_by(2).collect();
+    let dir = fresh_dir("perf-enrich-live");
+    let dump = dir.join("jit-31272.dump");
+    std::fs::write(&dump, dump_with_lines(&have, 31272)).unwrap();
+    // A stand-in for the runtime: it holds the file open, as the runtime does until it exits.
+    let mut writer = Command::new("sh").arg("-c").arg("exec 3>>\"$0\"; exec sleep 60").arg(&dump).spawn().unwrap();
+    let held = |pid: u32| std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().flatten().any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == dump));
+    let start = std::time::Instant::now();
+    while !held(writer.id()) {
+        assert!(start.elapsed().as_secs() < 10, "the stand-in never opened the file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    set_header_pid(&dump, writer.id());
+    let before = std::fs::read(&dump).unwrap();
+    let d = dump.to_str().unwrap();
+
+    let o = clrmap(&frames_args(&["--pid", "31272", "--enrich", d]));
+    assert_eq!(code(&o), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains(&format!("process {} is still writing it", writer.id())), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    assert!(std::fs::read(&dump).unwrap() == before, "the file changed");
+    // -o naming the same file is in place too.
+    let o = clrmap(&frames_args(&["--pid", "31272", "--enrich", d, "-o", &format!("{}/./jit-31272.dump", dir.display())]));
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    assert!(std::fs::read(&dump).unwrap() == before, "the file changed");
+    // Elsewhere: done, with a warning.
+    let copy = dir.join("copy.dump");
+    let o = clrmap(&frames_args(&["--pid", "31272", "--enrich", d, "-o", copy.to_str().unwrap()]));
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("still writing it"), "{}", stderr(&o));
+    assert!(std::fs::read(&dump).unwrap() == before, "the file changed");
+    // --force: in place.
+    let o = clrmap(&frames_args(&["--pid", "31272", "--enrich", d, "--force"]));
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read(&dump).unwrap() != before, "the file did not change");
+    let _ = writer.kill();
+    let _ = writer.wait();
+
+    // A live process that does not hold the file (this test's own pid in the header and the
+    // name) is not its writer; nor is an exited one.
+    for pid in [std::process::id(), writer.id()] {
+        let other = dir.join(format!("jit-{pid}.dump"));
+        std::fs::write(&other, dump_with_lines(&have, pid)).unwrap();
+        let o = clrmap(&frames_args(&["--enrich", other.to_str().unwrap(), "--pid", "31272"]));
+        assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("still writing"), "{}", stderr(&o));
+    }
+}
+
+#[path = "../../../clrmap/benches/support/bigtrace.rs"]
+mod bigtrace;
+
+/// `perf jitdump --enrich` on a large trace (issue 20: it read the whole trace a second time,
+/// 416 MB of memory for a 420 MB trace) streams it: its peak RSS, measured by GNU time, stays far
+/// below the trace's size, under the hostile runs' memory limit (256 MB + 4× the input).
+#[test]
+fn enrich_streams_a_large_trace() {
+    let real = std::fs::read(repo_root().join("examples/frames.nettrace")).unwrap();
+    let size: usize = 200 << 20;
+    let dir = fresh_dir("perf-enrich-big");
+    let big = dir.join("big.nettrace");
+    std::fs::write(&big, bigtrace::grow(&real, size)).unwrap();
+    let planned = frames_plan();
+    let have: Vec<&Planned> = planned.iter().step_by(2).collect();
+    let dump = dir.join("runtime.dump");
+    std::fs::write(&dump, dump_with_lines(&have, 31272)).unwrap();
+    let input = std::fs::metadata(&big).unwrap().len() + std::fs::metadata(&dump).unwrap().len();
+    let kb = (256 << 20) / 1024 + 4 * input / 1024 + 1;
+    let out = dir.join("out.dump");
+    let script = format!(
+        "ulimit -v {kb}; exec /usr/bin/time -f 'maxrss_kb=%M' timeout 120 '{}' perf jitdump '{}' --symbol-path tests/fixtures/frames/debug-embedded --enrich '{}' -o '{}'",
+        env!("CARGO_BIN_EXE_clrmap"),
+        big.display(),
+        dump.display(),
+        out.display()
+    );
+    let o = Command::new("sh").arg("-c").arg(&script).current_dir(repo_root()).output().unwrap();
+    let _ = std::fs::remove_file(&big);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(0), "{err}");
+    let rss_kb: u64 = err.lines().find_map(|l| l.strip_prefix("maxrss_kb=")).expect("GNU time's report (/usr/bin/time, Debian package `time`)").trim().parse().unwrap();
+    println!("perf jitdump --enrich on a {} MB trace: peak RSS {} MB", size >> 20, rss_kb >> 10);
+    assert!(rss_kb < 64 << 10, "peak RSS {rss_kb} kB for a {size}-byte trace");
+    // The same output as from the small trace it repeats.
+    let small = dir.join("small.dump");
+    let o = clrmap(&frames_args(&["--enrich", dump.to_str().unwrap(), "-o", small.to_str().unwrap()]));
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&small).unwrap(), "the large trace's output differs from the small one's");
+}
+
+/// `clrmap profile --perf ... -- sh -c 'touch MARKER'`, with `env` set: (output, whether the
+/// command ran).
+fn profile_perf_checked(perf_dir: &Path, cap: Option<&Path>, env: &[(&str, &str)]) -> (std::process::Output, bool) {
+    let dir = perf_dir.parent().unwrap();
+    let marker = dir.join("ran");
+    let _ = std::fs::remove_file(&marker);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_clrmap"));
+    // Any existing file passes for the profiler here: the checks come before it is used.
+    c.arg("profile").arg(format!("--perf={}", perf_dir.display())).args(["--profiler", "/bin/sh"]);
+    if let Some(cap) = cap {
+        c.arg("-o").arg(cap);
+    }
+    c.args(["--", "sh", "-c", &format!("touch '{}'", marker.display())]);
+    c.env_remove("DOTNET_PerfMapEnabled").env_remove("COMPlus_PerfMapEnabled");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    (o, marker.exists())
+}
+
+/// A missing or unusable `--perf` directory (issue 21) is bad usage, found before the command
+/// runs, with or without `-o`.
+#[test]
+fn profile_perf_dir_is_checked_before_the_run() {
+    let dir = fresh_dir("perf-dir-check");
+    let cap = dir.join("app.cap");
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    for perf_dir in [dir.join("missing"), dir.join("missing/deeper"), file.clone()] {
+        for cap in [None, Some(cap.as_path())] {
+            let (o, ran) = profile_perf_checked(&perf_dir, cap, &[]);
+            assert_eq!(code(&o), Some(2), "{perf_dir:?} {cap:?}: {}", stderr(&o));
+            assert!(!ran, "{perf_dir:?}: the command ran");
+            assert!(stderr(&o).contains("--perf") && stderr(&o).contains(&perf_dir.display().to_string()), "{}", stderr(&o));
+            assert!(!cap.is_some_and(Path::exists));
+        }
+    }
+    // An existing directory passes the check: the command runs (and is not .NET: status 3).
+    let ok = dir.join("ok");
+    std::fs::create_dir(&ok).unwrap();
+    let (o, ran) = profile_perf_checked(&ok, None, &[]);
+    assert!(ran, "{}", stderr(&o));
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+}
+
+/// `PerfMapEnabled` 1, 2 and 3 all make the runtime write a file `--perf` writes too (3: the
+/// perf map, whose lines two writers tear): each is refused before the run (exit 2), under
+/// either prefix and in the runtime's hex spelling; 0 is not.
+#[test]
+fn profile_perf_refuses_every_runtime_perf_map_setting() {
+    let dir = fresh_dir("perf-env-check");
+    let perf_dir = dir.join("out");
+    std::fs::create_dir(&perf_dir).unwrap();
+    for var in ["DOTNET_PerfMapEnabled", "COMPlus_PerfMapEnabled"] {
+        for value in ["1", "2", "3", " 3 ", "0x3", "03"] {
+            let (o, ran) = profile_perf_checked(&perf_dir, None, &[(var, value)]);
+            assert_eq!(code(&o), Some(2), "{var}={value}: {}", stderr(&o));
+            assert!(!ran, "{var}={value}: the command ran");
+            assert!(stderr(&o).contains(&format!("unset {var}")), "{}", stderr(&o));
+        }
+        let (o, _) = profile_perf_checked(&perf_dir, None, &[(var, "3")]);
+        assert!(stderr(&o).contains("perf-PID.map"), "{}", stderr(&o));
+        let (o, ran) = profile_perf_checked(&perf_dir, None, &[(var, "0")]);
+        assert!(ran && code(&o) == Some(3), "{var}=0: {}", stderr(&o));
+    }
+}
