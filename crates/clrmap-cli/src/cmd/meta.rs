@@ -8,7 +8,7 @@ use core::fmt::Write as _;
 
 use clrmap::metadata::{method_spec_header, table, Metadata, SpecMethod};
 use clrmap::read::Reader;
-use clrmap::signature::{skip_type, stream_one, TypeNames};
+use clrmap::signature::{check_names, stream_one, TypeNames};
 use clrmap::ErrorKind;
 
 use crate::output::IoFmt;
@@ -19,8 +19,11 @@ use crate::output::{read_file, CliError};
 pub enum MetaCommand {
     /// Print every TypeSpec row as `0x1B0000NN<TAB>type` and every MethodSpec row as
     /// `0x2B0000NN<TAB>Owner::Method<A1,A2,...>(P1,P2,...)`: the method it instantiates, the
-    /// arguments, and the method's parameter types. In token order, with real names. A blob
-    /// that does not decode prints `0x...<TAB>!error <kind>`.
+    /// arguments, and the method's parameter types. In token order, with real names. A token
+    /// that names no row prints raw (`0x0A00FFFF`). A row that does not decode, or names a row
+    /// that cannot be named, prints `0x...<TAB>!error <kind>`: the signature's own error,
+    /// `too_deep` for a TypeSpec that contains itself or nests past 64, `bad_metadata` for a
+    /// method that no type owns or a name that cannot be read.
     ///
     /// Example: `clrmap meta specs .dotnet/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Linq.dll`
     #[command(verbatim_doc_comment)]
@@ -35,29 +38,36 @@ pub enum MetaCommand {
     },
 }
 
-/// One TypeSpec blob: validated whole (trailing bytes are `item_length_mismatch`), then
-/// streamed. The text equals `spec_lines`'s.
+/// One TypeSpec blob: validated whole, its names included (trailing bytes are
+/// `item_length_mismatch`), then streamed. The text equals `spec_lines`'s.
 fn type_spec(blob: Reader<'_>, names: &dyn TypeNames, out: &mut IoFmt<'_>) -> clrmap::Result<core::fmt::Result> {
     let mut check = blob;
-    skip_type(&mut check)?;
+    check_names(&mut check, names)?;
     if !check.is_empty() {
         return Err(check.error(ErrorKind::ItemLengthMismatch, "no bytes after the type"));
     }
     stream_one(&mut blob.clone(), names, out)
 }
 
-/// One MethodSpec blob (II.23.2.15: `0x0A GenArgCount Type+`) as `<A1,A2,...>` between `before`
-/// and `after`: validated whole, then streamed, so nothing is written for a blob that fails.
-fn method_spec(blob: Reader<'_>, names: &dyn TypeNames, (before, after): (&str, &str), out: &mut IoFmt<'_>) -> clrmap::Result<core::fmt::Result> {
+/// One MethodSpec blob (II.23.2.15: `0x0A GenArgCount Type+`) as `<A1,A2,...>` between the
+/// method's name and its parameters (`method`, or nothing): the name, then the blob (validated
+/// whole, its names included), then the parameters must be sound before anything is written, so
+/// nothing is written for a line that fails, and the first fault in the line's order is reported.
+fn method_spec(blob: Reader<'_>, names: &dyn TypeNames, method: Option<&SpecMethod>, out: &mut IoFmt<'_>) -> clrmap::Result<core::fmt::Result> {
+    let name = method.map(|m| m.name.as_deref().map_err(|e| *e)).transpose()?;
     let mut r = blob;
     let count = method_spec_header(&mut r)?;
     let args = r;
     for _ in 0..count {
-        skip_type(&mut r)?;
+        check_names(&mut r, names)?;
     }
     if !r.is_empty() {
         return Err(r.error(ErrorKind::ItemLengthMismatch, "no bytes after the arguments"));
     }
+    let (before, after) = match (name, method) {
+        (Some(name), Some(m)) => (name, m.texts()?.1),
+        _ => ("", ""),
+    };
     let mut r = args;
     let mut w = || -> clrmap::Result<core::fmt::Result> {
         if let Err(e) = out.write_str(before).and_then(|()| out.write_char('<')) {
@@ -107,8 +117,13 @@ fn spec_text(md: &Metadata<'_>, token: u32, with_method: bool, out: &mut dyn Wri
         match md.method_spec(rid) {
             Ok(row) => {
                 let m = SpecMethod::new(md, row.method);
-                let around = if with_method { (&*m.name, m.params.as_deref().unwrap_or("")) } else { ("", "") };
-                (method_spec(row.instantiation, md, around, &mut w), Some(m))
+                let r = if with_method {
+                    method_spec(row.instantiation, md, Some(&m), &mut w)
+                } else {
+                    // JSON: `text` is the arguments alone, but the line fails as the text line does.
+                    m.name.as_ref().map_err(|e| *e).and_then(|_| method_spec(row.instantiation, md, None, &mut w)).and_then(|r| m.params.as_ref().map(|_| r).map_err(|e| *e))
+                };
+                (r, Some(m))
             }
             Err(e) => (Err(e), None),
         }
@@ -151,8 +166,8 @@ fn specs_json(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
             text: rendered.error.is_none().then_some(&*text),
             error: rendered.error.map(ErrorKind::as_str),
             method: method.map(|m| m.token),
-            name: method.map(|m| &*m.name),
-            full_name: method.filter(|_| rendered.error.is_none()).map(|m| format!("{}{text}{}", m.name, m.params.as_deref().unwrap_or(""))),
+            name: method.and_then(|m| m.name.as_deref().ok()),
+            full_name: method.filter(|_| rendered.error.is_none()).and_then(|m| m.texts().ok()).map(|(name, params)| format!("{name}{text}{params}")),
         };
         serde_json::to_writer(&mut *out, &spec).map_err(crate::output::json_io)?;
         writeln!(out)?;

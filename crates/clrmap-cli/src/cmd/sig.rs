@@ -4,7 +4,7 @@ use std::io::Write;
 
 use clap::Subcommand;
 use clrmap::read::Reader;
-use clrmap::signature::{decode_type, stream_one, HexTokens, TreeProvider, TypeNames};
+use clrmap::signature::{check_names, decode_type, stream_one, HexTokens, TreeProvider, TypeNames};
 use clrmap::ErrorKind;
 
 use crate::output::{IoFmt, JsonEscape};
@@ -93,6 +93,8 @@ pub fn run(cmd: SigCommand, out: &mut dyn Write) -> Result<(), CliError> {
                 None => &HexTokens,
                 Some(md) => md,
             };
+            // A row that is there but cannot be named fails before anything is printed.
+            check_names(&mut Reader::new(&bytes, 0), names).map_err(|e| CliError::input_json(e, json))?;
             if json {
                 // {"text","type"}: the bytes serde_json gives the whole object.
                 out.write_all(b"{\"text\":\"")?;

@@ -11,6 +11,7 @@ mod errors;
 mod daily;
 mod profile;
 mod hostile;
+mod meta_errors;
 mod perf;
 mod help;
 mod scripts;

@@ -45,6 +45,8 @@ pub struct Metadata<'a> {
     /// TypeSpec rows whose name failed at the top level (bad blob, or past the budget): their
     /// tokens print raw at once. At most one entry per row, so bounded by the file.
     spec_failed: RefCell<HashSet<u32>>,
+    /// Why each TypeSpec row asked about cannot be named (`specs`), or `None` when it can.
+    spec_faults: RefCell<HashMap<u32, Option<Error>>>,
     /// TypeDef and TypeRef names already rendered, by token (`None`: cannot be named): signatures
     /// name the same few types over and over. At most one entry per row, and at most
     /// `names::MAX_CACHE_BYTES` in all.
@@ -90,6 +92,7 @@ impl<'a> Metadata<'a> {
             name_work: Cell::new(0),
             name_exhausted: Cell::new(false),
             spec_failed: RefCell::new(HashSet::new()),
+            spec_faults: RefCell::new(HashMap::new()),
             name_cache: RefCell::new(HashMap::new()),
             name_cache_bytes: Cell::new(0),
         })

@@ -4,7 +4,7 @@
 //! modifiers (`int32[] modreq(TS#1) modreq(TS#1)`), a tree that branches at every level, so a
 //! depth limit alone still allows 2^64 nodes. Each top-level name gets a budget of work
 //! ([`MAX_NAME_WORK`]) and of output ([`MAX_NAME_BYTES`]); a name that runs past either fails, and
-//! the printer falls back to the raw token (`0x1B000001`), as it does for a token with no row.
+//! the printer fails with `too_deep` ([`TypeNames::name_fault`]; a token with no row prints raw).
 
 use core::fmt;
 
@@ -220,11 +220,11 @@ impl Metadata<'_> {
         let row = self.tables.row(table::METHOD_DEF, rid).ok()?;
         let name = row.get(3).and_then(|i| self.strings.get(i)).ok()?;
         let mut out = String::new();
-        if let Some(owner) = self.method_owner(rid) {
-            // Through the name cache: the methods of one type share their owner's name.
-            self.write_type_name(u32::from(table::TYPE_DEF) << 24 | owner, &mut out).ok()?;
-            out.push_str("::");
-        }
+        // A MethodDef that no TypeDef owns (II.22.37) cannot be named.
+        let owner = self.method_owner(rid)?;
+        // Through the name cache: the methods of one type share their owner's name.
+        self.write_type_name(u32::from(table::TYPE_DEF) << 24 | owner, &mut out).ok()?;
+        out.push_str("::");
         out.push_str(name);
         Some(out)
     }
@@ -286,6 +286,11 @@ impl TypeNames for Metadata<'_> {
             }
         }
         written
+    }
+
+    /// A row that is there but cannot be named (see `specs`).
+    fn name_fault(&self, token: u32) -> Option<Error> {
+        self.name_fault_of(token)
     }
 }
 

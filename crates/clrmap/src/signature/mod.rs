@@ -28,7 +28,7 @@ pub use decode::{decode_local_type, decode_return_type, decode_type, skip_type, 
 pub use encode::encode_type;
 pub use names::{HexTokens, TypeNames};
 pub use parse::{parse_type, parse_type_list};
-pub use print::{fold, render, render_one, stream_one, write_type, Print, Span, SpanRenderer, StreamRenderer};
+pub use print::{check_names, fold, render, render_one, stream_one, write_type, Print, Span, SpanRenderer, StreamRenderer};
 pub use provider::{TreeProvider, TypeProvider};
 pub use sig::TypeSig;
 pub use types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};

@@ -11,6 +11,11 @@
 //!
 //! The two differ only where a resolver fails to name a token: a buffer can take back what a
 //! resolver wrote half-way and print the raw token instead; a stream cannot, and fails.
+//!
+//! The raw token stands only for a token that names no row. Where the resolver says the row is
+//! there but cannot be named ([`TypeNames::name_fault`]: a TypeSpec that does not decode or
+//! contains itself), the whole text fails with that error: [`render_one`], [`render`] and
+//! [`stream_one`] return it, and [`SpanRenderer::fault`] / [`StreamRenderer::fault`] keep it.
 
 use core::fmt::{self, Write as _};
 
@@ -19,7 +24,7 @@ use super::names::TypeNames;
 use super::provider::TypeProvider;
 use super::zapsig::ZapsigProvider;
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
-use crate::read::{Reader, Result};
+use crate::read::{Error, Reader, Result};
 
 /// The text of one ARRAY dimension (contract §1): `L...H` with H = L+S-1, `0...H` for a size
 /// alone, `L...` for a bound alone, `...` for neither.
@@ -259,6 +264,8 @@ pub struct SpanRenderer<'n> {
     open: Vec<usize>,
     /// The module of the tokens being named, when not the names' own (zapsig only).
     module: Option<u32>,
+    /// The first token that named a row the resolver could not name ([`TypeNames::name_fault`]).
+    fault: Option<Error>,
 }
 
 /// `fmt::Write` into the byte buffer.
@@ -280,7 +287,14 @@ impl fmt::Debug for SpanRenderer<'_> {
 impl<'n> SpanRenderer<'n> {
     /// A renderer naming tokens through `names` ([`super::HexTokens`] for `0x01000012`).
     pub fn new(names: &'n dyn TypeNames) -> Self {
-        SpanRenderer { names, buf: Vec::with_capacity(256), open: Vec::new(), module: None }
+        SpanRenderer { names, buf: Vec::with_capacity(256), open: Vec::new(), module: None, fault: None }
+    }
+
+    /// Why the text since the last [`SpanRenderer::clear`] is not a true rendering: a token named
+    /// a row that the resolver could not name ([`TypeNames::name_fault`]). The text then holds
+    /// that token raw, and is to be thrown away.
+    pub fn fault(&self) -> Option<Error> {
+        self.fault
     }
 
     /// The text of a span.
@@ -293,6 +307,7 @@ impl<'n> SpanRenderer<'n> {
         self.buf.clear();
         self.open.clear();
         self.module = None;
+        self.fault = None;
     }
 }
 
@@ -309,10 +324,14 @@ impl Print for SpanRenderer<'_> {
             return;
         }
         let mark = self.buf.len();
-        if self.names.write_type_name(token, &mut Sink(&mut self.buf)).is_err() {
+        // After a fault the text is thrown away: names cost nothing more.
+        if self.fault.is_some() || self.names.write_type_name(token, &mut Sink(&mut self.buf)).is_err() {
             // A resolver that cannot name a token must not lose it: take back what it wrote and
-            // print the raw token.
+            // print the raw token. A row that is there but cannot be named fails the text.
             self.buf.truncate(mark);
+            if self.fault.is_none() {
+                self.fault = self.names.name_fault(token);
+            }
             let _ = write!(Sink(&mut self.buf), "0x{token:08X}");
         }
     }
@@ -346,14 +365,18 @@ impl Print for SpanRenderer<'_> {
 /// The first write error stops the output and is kept ([`StreamRenderer::finish`]). A token that
 /// `names` cannot name falls back to the raw `0x...` token when the resolver wrote nothing for it;
 /// a resolver that fails after writing part of a name fails the output (nothing can be taken back).
-/// A type that does not decode leaves partial text behind: validate first ([`super::skip_type`])
-/// when that matters.
+/// A token whose row is there but cannot be named ([`TypeNames::name_fault`]) stops the output
+/// and is kept ([`StreamRenderer::fault`]). A type that does not decode, or names such a row,
+/// leaves partial text behind: check first ([`super::skip_type`], [`check_names`]) when that
+/// matters.
 pub struct StreamRenderer<'n, 'w> {
     names: &'n dyn TypeNames,
     out: &'w mut dyn fmt::Write,
     failed: bool,
     /// The module of the tokens being named, when not the names' own (zapsig only).
     module: Option<u32>,
+    /// The first token that named a row the resolver could not name; nothing is written after it.
+    fault: Option<Error>,
 }
 
 impl fmt::Debug for StreamRenderer<'_, '_> {
@@ -385,7 +408,13 @@ impl fmt::Write for Watch<'_> {
 impl<'n, 'w> StreamRenderer<'n, 'w> {
     /// A renderer naming tokens through `names` and writing to `out`.
     pub fn new(names: &'n dyn TypeNames, out: &'w mut dyn fmt::Write) -> Self {
-        StreamRenderer { names, out, failed: false, module: None }
+        StreamRenderer { names, out, failed: false, module: None, fault: None }
+    }
+
+    /// The first token that named a row the resolver could not name ([`TypeNames::name_fault`]):
+    /// the output stopped there.
+    pub fn fault(&self) -> Option<Error> {
+        self.fault
     }
 
     /// `Ok` unless a write failed (or a name failed after part of it was written).
@@ -402,13 +431,13 @@ impl Print for StreamRenderer<'_, '_> {
     type Mark = ();
 
     fn put(&mut self, s: &str) {
-        if !self.failed && self.out.write_str(s).is_err() {
+        if !self.failed && self.fault.is_none() && self.out.write_str(s).is_err() {
             self.failed = true;
         }
     }
 
     fn put_name(&mut self, token: u32) {
-        if self.failed {
+        if self.failed || self.fault.is_some() {
             return;
         }
         if let Some(module) = self.module {
@@ -419,7 +448,10 @@ impl Print for StreamRenderer<'_, '_> {
         if self.names.write_type_name(token, &mut w).is_ok() {
             return;
         }
-        if w.written || w.failed {
+        let (written, failed) = (w.written, w.failed);
+        if let Some(e) = self.names.name_fault(token) {
+            self.fault = Some(e);
+        } else if written || failed {
             self.failed = true;
         } else {
             let _ = write!(Via(self), "0x{token:08X}");
@@ -440,18 +472,40 @@ impl Print for StreamRenderer<'_, '_> {
 }
 
 /// Decode one type from `r` and print it into `out` as it is decoded (see [`StreamRenderer`]).
-/// The outer result is the decoder's; the inner one the writer's.
+/// The outer result is the decoder's, or the fault of a token whose row cannot be named (the
+/// output stopped there); the inner one the writer's.
 pub fn stream_one(r: &mut Reader<'_>, names: &dyn TypeNames, out: &mut dyn core::fmt::Write) -> Result<core::fmt::Result> {
     let mut s = StreamRenderer::new(names, out);
     decode_type(r, &mut s)?;
+    if let Some(e) = s.fault() {
+        return Err(e);
+    }
     Ok(s.finish())
 }
 
+/// A writer that keeps nothing.
+struct Discard;
+
+impl fmt::Write for Discard {
+    fn write_str(&mut self, _: &str) -> fmt::Result {
+        Ok(())
+    }
+}
+
+/// Decode one type from `r` and name every token in it, writing nothing: the error
+/// [`stream_one`] would meet, found before anything is streamed. Leaves `r` after the type.
+pub fn check_names(r: &mut Reader<'_>, names: &dyn TypeNames) -> Result<()> {
+    stream_one(r, names, &mut Discard).map(|_| ())
+}
+
 /// Decode one type from `r` and render it with a reusable [`SpanRenderer`]: one allocation for
-/// the returned string.
+/// the returned string. A token whose row cannot be named fails it ([`SpanRenderer::fault`]).
 pub fn render_one(r: &mut Reader<'_>, renderer: &mut SpanRenderer<'_>) -> Result<String> {
     renderer.clear();
     let span = decode_type(r, renderer)?;
+    if let Some(e) = renderer.fault() {
+        return Err(e);
+    }
     Ok(renderer.text(span).to_owned())
 }
 

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use clrmap::metadata::{spec_lines, table, Metadata, MAX_NAME_BYTES};
 use clrmap::signature::{render, TypeNames};
+use clrmap::ErrorKind;
 
 use super::support;
 
@@ -68,38 +69,46 @@ fn quick<T>(what: &str, f: impl FnOnce() -> T) -> T {
 }
 
 #[test]
-fn self_referential_typespec_names_fall_back_to_the_raw_token() {
+fn self_referential_typespec_names_are_too_deep() {
     let bytes = with_typespec1(&SELF_TWICE);
     let md = Metadata::parse(&bytes).unwrap();
     assert_eq!(md.type_spec(1).unwrap().as_slice(), SELF_TWICE);
-    // Its name branches twice at every level: past the budget, the token prints raw.
+    // Its name branches twice at every level, and contains itself: no name, at once.
     assert!(quick("type_name", || md.type_name(0x1B00_0001)).is_err());
     let lines = quick("spec_lines", || spec_lines(&md, &md));
-    assert_eq!(lines[0].text.as_deref().unwrap(), "int32[] modreq(0x1B000001) modreq(0x1B000001)");
-    // `sig decode 1F 06 08 --metadata`.
-    assert_eq!(quick("render", || render(&[0x1F, 0x06, 0x08], &md)).unwrap(), "int32 modreq(0x1B000001)");
+    assert_eq!(lines[0].text.as_ref().unwrap_err().kind, ErrorKind::TooDeep);
+    // `sig decode 1F 06 08 --metadata`: the row is there, so not the raw token either.
+    assert_eq!(quick("render", || render(&[0x1F, 0x06, 0x08], &md)).unwrap_err().kind, ErrorKind::TooDeep);
     // A fresh Metadata (no remembered failure) says the same.
     let md = Metadata::parse(&bytes).unwrap();
-    assert_eq!(render(&[0x1F, 0x06, 0x1F, 0x06, 0x08], &md).unwrap(), "int32 modreq(0x1B000001) modreq(0x1B000001)");
-    // Every other name of the file is untouched.
+    assert_eq!(render(&[0x1F, 0x06, 0x1F, 0x06, 0x08], &md).unwrap_err().kind, ErrorKind::TooDeep);
+    // A token that names no row still prints raw.
+    assert_eq!(render(&[0x1F, 0x7E, 0x08], &md).unwrap(), "int32 modreq(0x1B00001F)");
+    // Every other name of the file is untouched. TypeSpec 3 had the blob that the patch
+    // overwrote (row 1 now points at it too).
     let clean_bytes = frames();
     let clean = Metadata::parse(&clean_bytes).unwrap();
     for (a, b) in spec_lines(&md, &md).iter().zip(spec_lines(&clean, &clean)).skip(1) {
-        if a.token != 0x1B00_0003 {
+        if a.token == 0x1B00_0003 {
+            assert_eq!(a.text.as_ref().unwrap_err().kind, ErrorKind::TooDeep);
+        } else {
             assert_eq!(a, &b);
         }
     }
 }
 
 #[test]
-fn a_chain_that_does_not_branch_still_names_to_the_depth_limit() {
-    // `int32[][] modreq(TS#1)`: one branch, so 65 levels and then the raw token, as before.
+fn a_chain_that_does_not_branch_is_too_deep() {
+    // `int32[][] modreq(TS#1)`: one branch, but it contains itself: too_deep where it used to
+    // print 65 levels and then the raw token.
     let bytes = with_typespec1(&[0x1F, 0x06, 0x1D, 0x1D, 0x08]);
     let md = Metadata::parse(&bytes).unwrap();
-    let name = md.type_name(0x1B00_0001).unwrap();
-    assert_eq!(name.matches("modreq(").count(), 65);
-    assert!(name.contains("int32[][] modreq(0x1B000001))"), "{name}");
-    assert_eq!(md.type_name(0x1B00_0001).unwrap(), name, "deterministic");
+    assert!(md.type_name(0x1B00_0001).is_err());
+    let e = spec_lines(&md, &md)[0].text.clone().unwrap_err();
+    assert_eq!(e.kind, ErrorKind::TooDeep);
+    // At the blob that names itself.
+    assert_eq!(e.offset(), Some(md.type_spec(1).unwrap().offset()));
+    assert_eq!(render(&[0x1F, 0x06, 0x08], &md).unwrap_err().kind, ErrorKind::TooDeep, "deterministic");
 }
 
 #[test]
@@ -114,20 +123,25 @@ fn branching_typespecs_are_bounded_by_work_and_output() {
     for line in &lines {
         assert!(line.text.as_ref().map_or(0, |t| t.len()) <= MAX_NAME_BYTES);
     }
-    assert_eq!(lines[0].text.as_deref().unwrap(), "int32[] modreq(0x1B000001) modreq(0x1B000001) modreq(0x1B000001)");
+    assert_eq!(lines[0].text.as_ref().unwrap_err().kind, ErrorKind::TooDeep);
 }
 
 #[test]
-fn a_typedef_nested_in_itself_prints_raw() {
+fn a_typedef_nested_in_itself_is_bad_metadata() {
     // TypeDef 15 (`Frames.More/<>c`) made its own enclosing type.
     let bytes = with_self_nested_typedef(15);
     let md = Metadata::parse(&bytes).unwrap();
     assert_eq!(md.enclosing(15), Some(15));
     assert!(quick("type_name", || md.type_name(0x0200_000F)).is_err());
-    assert_eq!(render(&[0x12, 15 << 2], &md).unwrap(), "class 0x0200000F");
+    let e = render(&[0x12, 15 << 2], &md).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::BadMetadata);
+    // At the TypeDef row.
+    assert_eq!(e.offset(), Some(md.tables().row(table::TYPE_DEF, 15).unwrap().offset()));
     assert_eq!(render(&[0x12, 13 << 2], &md).unwrap(), "class Frames.Program");
     // Cached, and the same the second time.
-    assert_eq!(render(&[0x15, 0x12, 15 << 2, 0x01, 0x08], &md).unwrap(), "class 0x0200000F<int32>");
+    assert_eq!(render(&[0x15, 0x12, 15 << 2, 0x01, 0x08], &md).unwrap_err().kind, ErrorKind::BadMetadata);
+    // A TypeDef row that is not there prints raw.
+    assert_eq!(render(&[0x12, 0x81, 0xFC], &md).unwrap(), "class 0x0200007F");
 }
 
 #[test]
@@ -147,7 +161,7 @@ fn a_methodspec_whose_method_names_no_row_prints_the_raw_token() {
         let line = &lines[md.tables().rows(table::TYPE_SPEC) as usize];
         assert_eq!(line.token, 0x2B00_0001);
         let method = line.method.as_ref().unwrap();
-        assert_eq!((method.token, method.params.as_deref()), (token, None));
+        assert_eq!((method.token, method.params.clone()), (token, Ok(None)));
         assert_eq!(line.full_text().unwrap(), format!("0x{token:08X}<string>"));
     }
 }

@@ -19,4 +19,5 @@ mod torn;
 mod frameprops;
 mod attach;
 mod event_names;
+mod spec_errors;
 mod pdb_identity;

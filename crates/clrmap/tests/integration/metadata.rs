@@ -69,7 +69,8 @@ fn a_methodspec_prints_with_the_method_it_instantiates() {
         assert_eq!(l.full_text().as_deref(), Ok(full), "0x{token:08X}");
         let m = l.method.as_ref().unwrap();
         assert_eq!(m.token >> 24, table >> 24, "0x{token:08X}");
-        assert!(full.starts_with(&format!("{}<", m.name)) && full.ends_with(m.params.as_deref().unwrap()));
+        let (name, params) = m.texts().unwrap();
+        assert!(full.starts_with(&format!("{name}<")) && full.ends_with(params));
     }
     // A TypeSpec line is its type alone.
     assert!(line(0x1B00_0001).method.is_none());
@@ -178,7 +179,8 @@ fn corelib_instantiation_map_renders_like_the_oracle() {
                     // A MethodSpec renders as `Owner::Method<args>(params)`: its arguments are
                     // the entry's item.
                     let m = SpecMethod::new(&md, md.method_spec(token & 0x00FF_FFFF).unwrap().method);
-                    let want = format!("{}{want}{}", m.name, m.params.unwrap());
+                    let (name, params) = m.texts().unwrap();
+                    let want = format!("{name}{want}{params}");
                     assert_eq!(theirs, want, "0x{token:08X}");
                 } else {
                     // A TypeSpec renders as `class G<args>`: its argument list is the entry's item.
