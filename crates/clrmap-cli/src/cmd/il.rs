@@ -8,7 +8,7 @@ use clrmap::ilmap::{CodeBody, IlOffset};
 use clrmap::metadata::Metadata;
 use clrmap::r2r::regs::describe_location;
 use clrmap::r2r::ReadyToRunImage;
-use clrmap::pdb::locate::{find_pdb, SymbolPaths};
+use clrmap::pdb::locate::{locate_pdb, SymbolPaths};
 use clrmap::pdb::PortablePdb;
 use clrmap::pe::PeImage;
 use clrmap::symbolizer::{name_var, open_source, LocalNames, SourceKind, VarKind, VarName};
@@ -269,7 +269,7 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mu
     let md = Metadata::parse(&bytes).ok();
     // Local names come from the image's PDB when one is found; arguments are named by metadata.
     let pe = PeImage::parse(&bytes).map_err(CliError::input)?;
-    let found_pdb = find_pdb(&pe, Some(source), symbols).map_err(CliError::input)?;
+    let found_pdb = locate_pdb(&pe, Some(source), symbols).map_err(open_error)?;
     let pdb = found_pdb.as_ref().map(|f| PortablePdb::parse(&f.bytes)).transpose().map_err(CliError::input)?;
     let mut found = false;
     for e in image.entry_points().map_err(CliError::input)? {

@@ -16,3 +16,4 @@ mod perf;
 mod help;
 mod scripts;
 mod hang;
+mod pdb_identity;

@@ -30,7 +30,7 @@ mod vars;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 
 use crate::fs::{read_regular, MAX_FILE};
@@ -151,7 +151,7 @@ struct Module {
     name: Option<String>,
     path: Option<PathBuf>,
     recorded: Option<RecordedPdb>,
-    lines: OnceLock<Option<ModuleLines>>,
+    lines: OnceLock<Option<Arc<ModuleLines>>>,
 }
 
 /// Bodies indexed by address, and the line tables of their modules.
@@ -164,6 +164,9 @@ pub struct Symbolizer {
     body_module: Vec<Option<usize>>,
     options: Options,
     warnings: Vec<Error>,
+    /// Line tables by PDB id: modules that find the same PDB (one file named by several paths,
+    /// or copies of one build) share one table and one copy of its bytes.
+    by_pdb: Mutex<HashMap<[u8; 20], Arc<ModuleLines>>>,
 }
 
 impl Symbolizer {
@@ -200,7 +203,7 @@ impl Symbolizer {
                 }
                 None => None,
             };
-            let lines = OnceLock::from(lines);
+            let lines = OnceLock::from(lines.map(Arc::new));
             modules.push(Module { name, path: path.map(Path::to_owned), recorded: None, lines });
             body_module.resize(bodies.len(), Some(0));
         } else {
@@ -239,7 +242,7 @@ impl Symbolizer {
                 check_explicit_for(&modules, &options.symbols, pdb)?;
             }
         }
-        Ok(Symbolizer { kind, store: MapStore::new(bodies), modules, body_module, options, warnings })
+        Ok(Symbolizer { kind, store: MapStore::new(bodies), modules, body_module, options, warnings, by_pdb: Mutex::new(HashMap::new()) })
     }
 
     /// Faults past which the source was not read (a torn trace or capture); every whole record
@@ -320,9 +323,18 @@ impl Symbolizer {
                 if !symbols.pdb.as_deref().is_some_and(|pdb| same_stem(pdb, module.name.as_deref())) {
                     symbols.pdb = None;
                 }
-                module_pdb(module, &symbols).and_then(build_lines)
+                let found = module_pdb(module, &symbols)?;
+                let id = PortablePdb::parse(&found.bytes).ok()?.id().0;
+                // A PDB another module already holds is not kept twice.
+                let mut shared = self.by_pdb.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(lines) = shared.get(&id) {
+                    return Some(Arc::clone(lines));
+                }
+                let lines = Arc::new(build_lines(found)?);
+                shared.insert(id, Arc::clone(&lines));
+                Some(lines)
             })
-            .as_ref()
+            .as_deref()
     }
 }
 
