@@ -12,11 +12,12 @@ use clrmap::pdb::locate::{locate_pdb, SymbolPaths};
 use clrmap::pdb::PortablePdb;
 use clrmap::pe::PeImage;
 use clrmap::symbolizer::{name_var, open_source, LocalNames, SourceKind, VarKind, VarName};
+use clrmap::read::Location;
 use clrmap::{Error, ErrorKind};
 
-use crate::args::{name_matches, parse_u32, parse_u64, FrameArgs};
+use crate::args::{name_matches, parse_address, parse_u32, FrameArgs};
 use crate::open::{open_error, warn};
-use crate::output::{read_file, CliError};
+use crate::output::{read_file, CliError, Text, TokenError};
 
 /// `clrmap il ...`
 #[derive(Debug, Subcommand)]
@@ -212,7 +213,7 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
         // its own ReadyToRun code).
         let mut extra = String::new();
         if let Some(module) = &b.module {
-            extra.push_str(&format!("  {module}"));
+            extra.push_str(&format!("  {}", Text(module)));
             if let Some(kind) = b.kind {
                 extra.push_str(&format!("  {kind}"));
             }
@@ -225,7 +226,7 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
         if let (true, Some(pid)) = (many_pids, b.pid) {
             extra.push_str(&format!("  pid {pid}"));
         }
-        writeln!(out, "0x{:08X} {}  {place}  size {}{extra}", b.token, b.full_name.as_deref().or(b.name.as_deref()).unwrap_or("?"), b.code_size)?;
+        writeln!(out, "0x{:08X} {}  {place}  size {}{extra}", b.token, Text(b.full_name.as_deref().or(b.name.as_deref()).unwrap_or("?")), b.code_size)?;
         for e in &b.map {
             writeln!(out, "  {:<12} [0x{:X}, 0x{:X})", il_text(e.il), e.native_start, e.native_end)?;
         }
@@ -234,15 +235,28 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
 }
 
 
-fn at(source: Option<&Path>, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+/// `il at`: `input` is the address as given, echoed by its errors.
+fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = frame.open_or_pid(source)?;
     let f = sym.symbolize(address, frame.kind());
     if json && f.token.is_some() {
         return Ok(crate::output::write_frame(&f, true, out)?);
     }
     let (Some(token), Some(offset)) = (f.token, f.native_offset) else {
-        let error = match sym.kind() {
-            SourceKind::ReadyToRun => Error::at_rva(ErrorKind::NotFound, u32::try_from(address).unwrap_or(u32::MAX), "an RVA inside a method with a map"),
+        let error = match (sym.kind(), u32::try_from(address)) {
+            (SourceKind::ReadyToRun, Ok(rva)) => Error::at_rva(ErrorKind::NotFound, rva, "an RVA inside a method with a map"),
+            // Not an RVA at all: most likely an absolute address, given to an image.
+            (SourceKind::ReadyToRun, Err(_)) => {
+                return Err(CliError::Token(TokenError {
+                    kind: "not_found",
+                    input: input.to_owned(),
+                    location: Location::Nowhere,
+                    message: "beyond every RVA: an image takes RVAs (offsets from its load address, below 4 GiB), not absolute \
+                              addresses; subtract the module's load address, or give a trace, a capture or --pid, which take \
+                              absolute addresses"
+                        .into(),
+                }))
+            }
             _ => Error::at_address(ErrorKind::NotFound, address, "an address inside a method with a map"),
         };
         return Err(CliError::input(error));
@@ -255,9 +269,9 @@ fn at(source: Option<&Path>, address: u64, frame: &FrameArgs, json: bool, out: &
         Some(IlOffset::NoMapping) => "NO_MAPPING (IL 0)".to_owned(),
         None => "no map entry (IL 0)".to_owned(),
     };
-    write!(out, "0x{token:08X} {} +0x{offset:X}: {what}", f.method.unwrap_or("?"))?;
+    write!(out, "0x{token:08X} {} +0x{offset:X}: {what}", Text(f.method.unwrap_or("?")))?;
     if let (Some(file), Some(line)) = (f.file, f.line) {
-        write!(out, " at {file}:{line}:{}", f.column.unwrap_or(0))?;
+        write!(out, " at {}:{line}:{}", Text(file), f.column.unwrap_or(0))?;
     }
     writeln!(out)?;
     Ok(())
@@ -295,7 +309,7 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mu
             let v = serde_json::json!({"token": e.token, "rva": rva, "name": name, "vars": vars});
             writeln!(out, "{v}")?;
         } else {
-            writeln!(out, "0x{:08X} {}  rva 0x{rva:X}", e.token, name.as_deref().unwrap_or("?"))?;
+            writeln!(out, "0x{:08X} {}  rva 0x{rva:X}", e.token, Text(name.as_deref().unwrap_or("?")))?;
             for (v, n) in info.vars.iter().zip(&named) {
                 let what = match n.kind {
                     VarKind::Arg => format!("arg {}", n.index),
@@ -306,7 +320,7 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mu
                     VarKind::Unknown => format!("var {}", v.number),
                 };
                 let label = match &n.name {
-                    Some(name) => format!("{what} {name}"),
+                    Some(name) => format!("{what} {}", Text(name)),
                     None => what,
                 };
                 writeln!(out, "  {label:<24} [0x{:X}, 0x{:X})  {}", v.start, v.end, describe_location(image.machine(), &v.loc))?;
@@ -362,8 +376,11 @@ pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
                 (Some(_), None, _) => return Err(CliError::Usage("with --pid, give the ADDRESS: clrmap il at --pid PID ADDRESS".into())),
                 (None, _, _) => return Err(CliError::Usage("give SOURCE and ADDRESS".into())),
             };
-            let address = parse_u64(&address).map_err(CliError::Usage)?;
-            at(source.as_deref(), address, &frame, json, out)
+            let input = address.trim();
+            let address = parse_address(input, frame.hex).map_err(|why| {
+                CliError::Token(TokenError { kind: "bad_address", input: input.to_owned(), location: Location::Nowhere, message: format!("not an address: {why}") })
+            })?;
+            at(source.as_deref(), input, address, &frame, json, out)
         }
         IlCommand::Frame { source, rva, json } => frame(&source, rva, json, out),
         IlCommand::Vars { source, method, json, pdb, symbol_path } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path }, out),

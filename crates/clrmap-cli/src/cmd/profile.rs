@@ -50,9 +50,30 @@ fn default_profiler() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CLRMAP_PROFILER_PATH") {
         return Some(PathBuf::from(p));
     }
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [dir.join("libclrmap_profiler.so"), dir.join("../libclrmap_profiler.so")].into_iter().find(|p| p.is_file())
+    profiler_places().into_iter().find(|p| p.is_file())
+}
+
+/// Where the profiler library is looked for without --profiler or CLRMAP_PROFILER_PATH: beside
+/// the clrmap binary, and in its parent directory.
+fn profiler_places() -> Vec<PathBuf> {
+    let Some(dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)) else {
+        return Vec::new();
+    };
+    vec![dir.join("libclrmap_profiler.so"), dir.join("../libclrmap_profiler.so")]
+}
+
+/// The error when no profiler library is found: where it was looked for, and how to get one.
+fn missing_profiler() -> String {
+    let places: Vec<String> = profiler_places().iter().map(|p| crate::output::Text(&p.to_string_lossy()).to_string()).collect();
+    let looked = match places.as_slice() {
+        [] => "CLRMAP_PROFILER_PATH is not set, and the clrmap binary's own directory is unknown".to_owned(),
+        _ => format!("CLRMAP_PROFILER_PATH is not set, and it is not at {}", places.join(" nor at ")),
+    };
+    format!(
+        "cannot find libclrmap_profiler.so: {looked}. Build it with `cargo build -p clrmap-profiler` in the clrmap \
+         source tree (it is then target/debug/libclrmap_profiler.so, beside target/debug/clrmap), or install both with \
+         scripts/install.sh; or name it with --profiler PATH or CLRMAP_PROFILER_PATH=PATH"
+    )
 }
 
 /// Make `output` an empty capture file before the run. The profiler appends (so that a .NET child
@@ -100,7 +121,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     let profiler = args
         .profiler
         .or_else(default_profiler)
-        .ok_or_else(|| CliError::Usage("cannot find libclrmap_profiler.so: pass --profiler or set CLRMAP_PROFILER_PATH".into()))?;
+        .ok_or_else(|| CliError::Usage(missing_profiler()))?;
     let profiler = std::fs::canonicalize(&profiler)
         .map_err(|e| CliError::Usage(format!("profiler {}: {e}", profiler.display())))?;
     let output = args.output.as_deref().map(absolute).transpose()?;

@@ -11,6 +11,7 @@ mod errors;
 mod daily;
 mod profile;
 mod hostile;
+mod hostile_pdb;
 mod meta_errors;
 mod perf;
 mod help;

@@ -110,6 +110,16 @@ fn read_candidate(path: &Path) -> Option<Vec<u8>> {
     read_regular(path, MAX_FILE).ok()
 }
 
+/// A candidate PDB's bytes, read whole only once its header's id passes `check` (a few KiB read
+/// first, so a huge file of another build, or a sparse one, costs nothing).
+fn read_candidate_pdb(path: &Path, check: impl Fn(&super::PdbId) -> bool) -> Option<Vec<u8>> {
+    let mut file = crate::fs::open_regular(path).ok()?;
+    if !super::peek_id(&mut file).is_some_and(|id| check(&id)) {
+        return None;
+    }
+    read_candidate(path)
+}
+
 /// A file name from an image or a recording that names a file in the directory it is joined to:
 /// not empty, `.` or `..` (it has no separator: it is a path's last component).
 fn plain_name(name: &str) -> bool {
@@ -189,7 +199,7 @@ pub fn locate_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &Sym
     }
     let beside = usize::from(assembly_path.and_then(Path::parent).is_some());
     for (i, path) in candidates.into_iter().enumerate() {
-        let Some(bytes) = read_candidate(&path) else { continue };
+        let Some(bytes) = read_candidate_pdb(&path, |id| id.0 == want) else { continue };
         if matches(&bytes, &want).unwrap_or(false) {
             let origin = if i < beside { PdbOrigin::BesideAssembly(path) } else { PdbOrigin::SymbolPath(path) };
             return Ok(Some(FoundPdb { bytes, origin }));
@@ -253,7 +263,7 @@ pub fn find_recorded_pdb(recorded: &RecordedPdb, module_path: Option<&Path>, pat
         candidates.extend(keyed_dirs(dir, &name, &guid).into_iter().map(|p| (p, PdbOrigin::SymbolPath as fn(PathBuf) -> PdbOrigin)));
     }
     for (path, origin) in candidates {
-        let Some(bytes) = read_candidate(&path) else { continue };
+        let Some(bytes) = read_candidate_pdb(&path, |id| id.guid() == recorded.guid) else { continue };
         if guid_matches(&bytes, &recorded.guid) {
             return Ok(Some(FoundPdb { bytes, origin: origin(path) }));
         }

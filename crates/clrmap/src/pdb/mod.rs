@@ -297,6 +297,48 @@ impl<'a> PortablePdb<'a> {
     }
 }
 
+/// How much of a file [`peek_id`] reads to find the stream headers.
+const PEEK_HEAD: u64 = 4096;
+
+/// The id of the portable PDB in `file`, read from its metadata root's stream headers and the
+/// first 20 bytes of its `#Pdb` stream alone: a few KiB, whatever the file's size. `None` when the
+/// file does not start like a portable PDB (`BSJB`, a `#Pdb` stream in the first 4 KiB of stream
+/// headers) or cannot be read. A candidate PDB is checked this way before it is read whole, so a
+/// huge file of another build (or none at all) costs nothing.
+pub fn peek_id<F: std::io::Read + std::io::Seek>(file: &mut F) -> Option<PdbId> {
+    use std::io::{Read, SeekFrom};
+    let mut head = Vec::new();
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.by_ref().take(PEEK_HEAD).read_to_end(&mut head).ok()?;
+    let mut r = Reader::new(&head, 0);
+    if r.u32("BSJB").ok()? != 0x424A_5342 {
+        return None;
+    }
+    r.skip(8, "versions and reserved").ok()?;
+    let len = r.u32("the version length").ok()?;
+    r.skip(len as usize, "the version").ok()?;
+    r.skip(2, "flags").ok()?;
+    let count = r.u16("the stream count").ok()?;
+    for _ in 0..count {
+        let offset = r.u32("a stream offset").ok()?;
+        let size = r.u32("a stream size").ok()?;
+        let name_area = r.as_slice();
+        let name_len = name_area.iter().take(32).position(|&b| b == 0)?;
+        let is_pdb = name_area.get(..name_len) == Some(b"#Pdb".as_slice());
+        r.skip(name_len.saturating_add(4) & !3, "a padded stream name").ok()?;
+        if is_pdb {
+            if size < 20 {
+                return None;
+            }
+            let mut id = [0u8; 20];
+            file.seek(SeekFrom::Start(u64::from(offset))).ok()?;
+            file.read_exact(&mut id).ok()?;
+            return Some(PdbId(id));
+        }
+    }
+    None
+}
+
 /// The most sequence points one command prints from one PDB of `len` bytes: 2^20, or one per
 /// byte of the PDB when that is more. Every point takes at least 3 bytes of its blob, so a PDB
 /// whose methods do not share blobs never reaches this; one whose rows all name one large blob

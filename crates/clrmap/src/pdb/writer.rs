@@ -18,7 +18,7 @@
 //! assert_eq!(pdb.document(1).unwrap().name, "/src/a.cs");
 //! assert_eq!(pdb.sequence_points(0x0600_0001).unwrap().count(), 2);
 //! ```
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects, clippy::cast_possible_truncation, clippy::expect_used)]
+#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects, clippy::cast_possible_truncation, clippy::expect_used, clippy::panic)]
 
 use crate::metadata::table;
 use crate::read::write::{push_compressed_i32, push_compressed_u32};
@@ -143,7 +143,10 @@ impl PdbWriter {
 
     /// Add a Document row (C#, no hash) with this name blob; its row number.
     pub fn document(&mut self, name_blob: u32) -> u32 {
-        let language = self.guid([0xF8, 0x62, 0x51, 0x3F, 0xC6, 0x07, 0xD3, 0x11, 0x90, 0x53, 0x00, 0xC0, 0x4F, 0xA3, 0x02, 0xA1]);
+        let language = match self.documents.first() {
+            Some(d) => d[3],
+            None => self.guid([0xF8, 0x62, 0x51, 0x3F, 0xC6, 0x07, 0xD3, 0x11, 0x90, 0x53, 0x00, 0xC0, 0x4F, 0xA3, 0x02, 0xA1]),
+        };
         self.documents.push([name_blob, 0, 0, language]);
         self.documents.len() as u32
     }
@@ -279,6 +282,37 @@ impl PdbWriter {
     }
 }
 
+/// The data of an embedded-PDB debug directory entry (type 17): `MPDB`, the size, then the PDB as
+/// a raw deflate stream.
+pub fn embedded_entry(pdb: &[u8]) -> Vec<u8> {
+    let mut out = b"MPDB".to_vec();
+    out.extend_from_slice(&(pdb.len() as u32).to_le_bytes());
+    out.extend_from_slice(&miniz_oxide::deflate::compress_to_vec(pdb, 6));
+    out
+}
+
+/// A zip bomb as an embedded-PDB entry: `MPDB`, the `declared` size, then a raw deflate stream
+/// that really inflates to `mib` MiB of zeros, about 1 KiB per MiB. One MiB of zeros is deflated
+/// once, ending byte-aligned (a sync flush) so that copies of it follow one another, then a final
+/// empty block.
+pub fn zip_bomb_entry(declared: u32, mib: u32) -> Vec<u8> {
+    use miniz_oxide::deflate::core::{compress, create_comp_flags_from_zip_params, CompressorOxide, TDEFLFlush, TDEFLStatus};
+    let mut d = CompressorOxide::new(create_comp_flags_from_zip_params(9, -15, 0));
+    let zeros = vec![0u8; 1 << 20];
+    let mut buf = vec![0u8; 1 << 20];
+    let (status, used, wrote) = compress(&mut d, &zeros, &mut buf, TDEFLFlush::Sync);
+    assert!(status == TDEFLStatus::Okay && used == zeros.len(), "{status:?}");
+    let block = &buf[..wrote];
+    let mut out = b"MPDB".to_vec();
+    out.extend_from_slice(&declared.to_le_bytes());
+    for _ in 0..mib {
+        out.extend_from_slice(block);
+    }
+    // BFINAL = 1, fixed Huffman codes, end of block.
+    out.extend_from_slice(&[0x03, 0x00]);
+    out
+}
+
 /// Encode a SequencePoints blob: LocalSignature 0, an InitialDocument when given, then the points.
 pub fn encode_points(initial_document: Option<u32>, points: &[Point]) -> Vec<u8> {
     let mut b = Vec::new();
@@ -355,6 +389,17 @@ mod tests {
         let scopes = pdb.local_scopes(0x0600_0001).unwrap();
         assert_eq!(scopes[0].variables[0].name, "sum");
         assert_eq!(scopes[0].variables[0].index, 2);
+    }
+
+    #[test]
+    fn embedded_entries_inflate_to_what_they_hold() {
+        let pdb = b"BSJB and then the rest of a PDB";
+        let entry = embedded_entry(pdb);
+        assert_eq!(&entry[..4], b"MPDB");
+        assert_eq!(crate::pdb::embedded::inflate(&entry[8..], pdb.len(), 0).unwrap(), pdb);
+        let bomb = zip_bomb_entry(1 << 30, 1024);
+        assert!(bomb.len() < 2 << 20, "{}", bomb.len());
+        assert_eq!(crate::pdb::embedded::inflate(&zip_bomb_entry(0, 3)[8..], 3 << 20, 0).unwrap(), vec![0; 3 << 20]);
     }
 
     #[test]
