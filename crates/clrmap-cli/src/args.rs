@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::Args;
 use clrmap::pdb::locate::SymbolPaths;
-use clrmap::symbolizer::{FrameKind, Options, Symbolizer};
+use clrmap::symbolizer::{FrameKind, OpenError, Options, Symbolizer};
+use clrmap::ErrorKind;
 
 use crate::output::CliError;
 
@@ -18,8 +19,11 @@ pub struct FrameArgs {
     /// as the runtime does for stack traces.
     #[arg(long)]
     pub return_address: bool,
-    /// With --return-address: CoreCLR 3.1's rule, which finds the IL offset at the return
-    /// address itself (the instruction after the call).
+    /// With --return-address: use CoreCLR 3.1's rule, which finds the IL offset at the return
+    /// address itself (the instruction after the call), whatever the source says. Without it, the
+    /// rule follows the runtime version the trace or capture recorded (3.1's rule for a runtime
+    /// before .NET 5); a source that records none (an image, an older capture outside a shared
+    /// framework directory) gets the rule of .NET 5 and later.
     #[arg(long, requires = "return_address")]
     pub clr31: bool,
     /// A portable PDB to use (it must match its assembly's CodeView id, or this fails with
@@ -33,6 +37,20 @@ pub struct FrameArgs {
     /// jitted so far, taken through its diagnostics port. Addresses are absolute.
     #[arg(long)]
     pub pid: Option<u32>,
+    /// Read addresses without 0x as hex (`7f3c5fa31f93`), as `perf script` and addr2line print
+    /// them. Without it, digits alone are decimal and hex needs 0x.
+    #[arg(long)]
+    pub hex: bool,
+}
+
+/// The frame rule: a leaf as is; a return address by .NET 5's rule, or by CoreCLR 3.1's
+/// (`ReturnAddressAsIs`) when asked (`clr31`) or when the recorded runtime is older than .NET 5.
+pub fn frame_kind(return_address: bool, clr31: bool, runtime_major: Option<u16>) -> FrameKind {
+    match (return_address, clr31 || runtime_major.is_some_and(|m| m < 5)) {
+        (false, _) => FrameKind::Leaf,
+        (true, false) => FrameKind::ReturnAddress,
+        (true, true) => FrameKind::ReturnAddressAsIs,
+    }
 }
 
 impl FrameArgs {
@@ -41,13 +59,11 @@ impl FrameArgs {
         Options { symbols: SymbolPaths { pdb: self.pdb.clone(), dirs: self.symbol_path.clone() } }
     }
 
-    /// The frame kind the flags ask for.
-    pub fn kind(&self) -> FrameKind {
-        match (self.return_address, self.clr31) {
-            (false, _) => FrameKind::Leaf,
-            (true, false) => FrameKind::ReturnAddress,
-            (true, true) => FrameKind::ReturnAddressAsIs,
-        }
+    /// The frame kind the flags ask for, for addresses of `sym`'s source: with
+    /// `--return-address`, 3.1's rule where the source recorded a runtime before .NET 5, or where
+    /// `--clr31` asks for it.
+    pub fn kind(&self, sym: &Symbolizer) -> FrameKind {
+        frame_kind(self.return_address, self.clr31, sym.runtime_major())
     }
 
     /// Open a source (or, with `--pid`, a running process) with these symbol options.
@@ -61,28 +77,76 @@ impl FrameArgs {
 
     /// Open a source with these symbol options.
     pub fn open(&self, source: &std::path::Path) -> Result<Symbolizer, CliError> {
-        let sym = Symbolizer::open(source, self.options()).map_err(crate::open::open_error)?;
+        let sym = Symbolizer::open(source, self.options()).map_err(|e| match e {
+            // No ManagedNativeHeader: an IL-only assembly, often a newcomer's first try. Say
+            // where its methods' addresses come from instead.
+            OpenError::Input { error, .. } if error.kind == ErrorKind::BadReadyToRun && error.offset() == Some(0) => {
+                CliError::Noted { error, note: il_only_note(source) }
+            }
+            e => crate::open::open_error(e),
+        })?;
         crate::open::warn(source, sym.warnings());
         Ok(sym)
     }
 }
 
-/// `0x`-prefixed hex or decimal.
-pub fn parse_u32(s: &str) -> Result<u32, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u32::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("not a 32-bit number: {s} ({e})"))
+/// What to do with an IL-only assembly (one with no ReadyToRun code).
+fn il_only_note(source: &std::path::Path) -> String {
+    let name = source.file_name().map_or_else(|| source.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = crate::output::Text(&name);
+    format!(
+        "note: {name} has no ReadyToRun code (an IL-only assembly): the runtime compiles its methods while the program runs, \
+         so their addresses exist only in that process. Symbolize them from the running process \
+         (`clrmap symbolize --pid PID ADDRESS`), from a capture (`clrmap profile -o app.capture -- dotnet app.dll`, \
+         then `clrmap symbolize app.capture ADDRESS`) or from a trace (`clrmap trace collect --pid PID -o app.nettrace`, \
+         then `clrmap symbolize app.nettrace ADDRESS`). Only a ReadyToRun image (precompiled, like the runtime's \
+         System.*.dll) is symbolized from the file, by RVA."
+    )
 }
 
-/// `0x`-prefixed hex or decimal, 64 bits.
-pub fn parse_u64(s: &str) -> Result<u64, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("not a 64-bit number: {s} ({e})"))
+/// `0x`-prefixed hex or decimal.
+pub fn parse_u32(s: &str) -> Result<u32, String> {
+    let v = number(s, false).map_err(|why| format!("not a 32-bit number: {s} ({why})"))?;
+    u32::try_from(v).map_err(|_| format!("not a 32-bit number: {s} (more than 32 bits)"))
+}
+
+/// An address as `symbolize` and `il at` read it: `0x`-prefixed hex, or with `hex` bare hex
+/// (as `perf script` and addr2line print addresses), else decimal. The error says why, in a few
+/// words, and what to give instead; the caller names the input.
+pub fn parse_address(s: &str, hex: bool) -> Result<u64, String> {
+    number(s, hex)
+}
+
+/// A number: `0x` and hex digits, or (with `bare_hex`) hex digits alone, or decimal digits. Only
+/// digits: no sign, no space, no `_` (Rust's own parsers take a leading `+`).
+fn number(s: &str, bare_hex: bool) -> Result<u64, String> {
+    let hex_digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit());
+    let too_big = || "more than 64 bits".to_owned();
+    if s.is_empty() {
+        return Err("empty".into());
+    }
+    if s.starts_with(['+', '-']) {
+        return Err("a sign is not part of a number".into());
+    }
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        if !hex_digits(h) {
+            return Err("0x must be followed by hex digits only".into());
+        }
+        return u64::from_str_radix(h, 16).map_err(|_| too_big());
+    }
+    if bare_hex {
+        if !hex_digits(s) {
+            return Err("not hex digits".into());
+        }
+        return u64::from_str_radix(s, 16).map_err(|_| too_big());
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse().map_err(|_| too_big());
+    }
+    if hex_digits(s) {
+        return Err("hex needs 0x, or --hex to read bare hex (without it, digits alone are decimal)".into());
+    }
+    Err("not hex with 0x, nor decimal".into())
 }
 
 /// `10`, `10s`, `500ms`, `2m`: a duration (plain numbers are seconds).
@@ -122,5 +186,24 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert!(parse_duration("2y").is_err() && parse_duration("x").is_err() && parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn numbers_are_digits_only() {
+        assert_eq!(parse_address("0x7F8a", false), Ok(0x7f8a));
+        assert_eq!(parse_address("4096", false), Ok(4096));
+        assert_eq!(parse_address("4096", true), Ok(0x4096));
+        assert_eq!(parse_address("0x4096", true), Ok(0x4096));
+        assert_eq!(parse_address("7f3c5fa31f93", true), Ok(0x7f3c_5fa3_1f93));
+        assert_eq!(parse_address("0xFFFFFFFFFFFFFFFF", false), Ok(u64::MAX));
+        for bad in ["", "+5", "0x+7F8", "-1", "0x", "0x-1", "7f3c", "1_000", " 5", "0x1 ", "0x10000000000000000", "18446744073709551616", "0x１"] {
+            assert!(parse_address(bad, false).is_err(), "{bad:?}");
+        }
+        for bad in ["+7f", "g", "0x+7f", "7f 3c"] {
+            assert!(parse_address(bad, true).is_err(), "{bad:?}");
+        }
+        assert!(parse_address("7f3c", false).unwrap_err().contains("--hex"));
+        assert!(parse_u32("+5").is_err() && parse_u32("0x100000000").is_err());
+        assert_eq!(parse_u32("0x06000008"), Ok(0x0600_0008));
     }
 }

@@ -18,6 +18,59 @@ pub enum CliError {
     Io(std::io::Error),
     /// A failure with an exit status of its own (the diagnostics-port commands, docs/attach.md).
     Status(String, u8),
+    /// Bad input about one value the user gave (an address): exit 1. The text echoes `input`,
+    /// and the JSON form carries it as `"input"`.
+    Token(TokenError),
+    /// A library error with a note on what to do instead (exit 1).
+    Noted { error: clrmap::Error, note: String },
+}
+
+/// An error about one input value: its kind, the value as given, where it is, and why.
+#[derive(Debug, Clone)]
+pub struct TokenError {
+    /// A stable snake_case kind (`bad_address`, `not_found`).
+    pub kind: &'static str,
+    /// The value as the user gave it (for a line too long to keep, its first bytes).
+    pub input: String,
+    /// Where: a byte offset in stdin, an RVA or an address, or nowhere (an argument).
+    pub location: clrmap::read::Location,
+    /// What is wrong, and what to give instead.
+    pub message: String,
+}
+
+impl TokenError {
+    /// The JSON line: `{"error":{"kind":...,"offset":...,["rva"|"address":...,]"input":...,"message":...}}`.
+    pub fn json(&self) -> String {
+        #[derive(serde::Serialize)]
+        struct Inner<'a> {
+            kind: &'a str,
+            offset: Option<u64>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            rva: Option<u32>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            address: Option<u64>,
+            input: &'a str,
+            message: &'a str,
+        }
+        #[derive(serde::Serialize)]
+        struct Outer<'a> {
+            error: Inner<'a>,
+        }
+        let (offset, rva, address) = match self.location {
+            clrmap::read::Location::Offset(o) => (Some(o), None, None),
+            clrmap::read::Location::Rva(r) => (None, Some(r), None),
+            clrmap::read::Location::Address(a) => (None, None, Some(a)),
+            _ => (None, None, None),
+        };
+        let inner = Inner { kind: self.kind, offset, rva, address, input: &self.input, message: &self.message };
+        serde_json::to_string(&Outer { error: inner }).unwrap_or_default()
+    }
+
+    /// The text line (without `error: `): `KIND[ at WHERE]: INPUT: MESSAGE`, the input escaped
+    /// as every text output escapes a string ([`Text`]).
+    pub fn text(&self) -> String {
+        format!("{}{}: {}: {}", self.kind, self.location, Text(&self.input), self.message)
+    }
 }
 
 impl From<std::io::Error> for CliError {
@@ -111,6 +164,21 @@ pub fn report_as(e: &CliError, json: bool) -> ExitCode {
             eprintln!("{}", located_nowhere_json("bad_input", m));
             ExitCode::from(1)
         }
+        CliError::Token(t) if json => {
+            eprintln!("{}", t.json());
+            ExitCode::from(1)
+        }
+        CliError::Noted { error, note } if json => {
+            let mut e = error_json(error);
+            // The note goes into the message: `..."message":"expected X; NOTE"}}`.
+            if let Some(at) = e.rfind("\"}}") {
+                let mut escaped = String::new();
+                let _ = core::fmt::Write::write_str(&mut JsonEscape(&mut escaped), &format!("; {note}"));
+                e.insert_str(at, &escaped);
+            }
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
         CliError::Status(m, code) if json => {
             // Diagnostics-port messages are `kind: what happened`.
             let (kind, message) = m.split_once(": ").unwrap_or(("error", m));
@@ -138,6 +206,14 @@ pub fn report(e: &CliError) -> ExitCode {
         }
         CliError::Message(m) => {
             eprintln!("error: {m}");
+            ExitCode::from(1)
+        }
+        CliError::Token(t) => {
+            eprintln!("error: {}", t.text());
+            ExitCode::from(1)
+        }
+        CliError::Noted { error, note } => {
+            eprintln!("error: {}{}: {}\n{note}", error.kind, error.location, error.message());
             ExitCode::from(1)
         }
         CliError::Usage(m) => {
@@ -169,9 +245,9 @@ pub fn write_frame(f: &clrmap::symbolizer::Frame<'_>, json: bool, out: &mut dyn 
         serde_json::to_writer(&mut *out, f).map_err(json_io)?;
         return out.write_all(b"\n");
     }
-    writeln!(out, "{}", f.method.unwrap_or("??"))?;
+    writeln!(out, "{}", Text(f.method.unwrap_or("??")))?;
     match (f.file, f.line) {
-        (Some(file), Some(line)) => writeln!(out, "{file}:{line}:{}\n", f.column.unwrap_or(0)),
+        (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}\n", Text(file), f.column.unwrap_or(0)),
         _ => out.write_all(b"??:0:0\n\n"),
     }
 }
@@ -232,5 +308,123 @@ impl core::fmt::Write for JsonEscape<'_> {
             start = i.saturating_add(c.len_utf8());
         }
         self.0.write_str(s.get(start..).unwrap_or(""))
+    }
+}
+
+/// A string from a file or a process (a method, module or document name, a command line) as every
+/// text output prints it, so that it cannot forge a line or drive the terminal:
+/// - C0 controls (`\n`, ESC, ...), DEL, C1 controls (U+0080-U+009F) and the characters that reorder
+///   or break text (U+200E, U+200F, U+2028, U+2029, U+202A-U+202E, U+2066-U+2069) are written
+///   as `\xNN` for each of their UTF-8 bytes (`\x0a`, `\x1b`, `\xc2\x85`);
+/// - a backslash is doubled only where it would otherwise read as the start of one of these
+///   escapes: before `x`, before another backslash, and before an escaped character. Other
+///   backslashes (`C:\src\Program.cs`) are written as they are.
+///
+/// Everything else is written unchanged, so an ordinary name prints exactly as it is. To read
+/// the text back: `\\` is one backslash, `\xNN` one byte, and any other backslash itself.
+pub struct Text<'a>(pub &'a str);
+
+impl core::fmt::Display for Text<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        escape_str(self.0, f)
+    }
+}
+
+/// Bytes that may not be UTF-8 (a line of input) escaped as [`Text`] escapes a string, with
+/// each byte that is not part of valid UTF-8 written as `\xNN`.
+pub struct TextBytes<'a>(pub &'a [u8]);
+
+impl core::fmt::Display for TextBytes<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for chunk in self.0.utf8_chunks() {
+            let valid = chunk.valid();
+            escape_str(valid, f)?;
+            // A backslash that ends a valid run is followed by an escaped byte, so it is doubled;
+            // escape_str saw no next character and wrote one backslash: add the other.
+            if valid.ends_with('\\') && !chunk.invalid().is_empty() {
+                f.write_str("\\")?;
+            }
+            for b in chunk.invalid() {
+                write!(f, "\\x{b:02x}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Is `c` written as `\xNN` bytes by [`Text`]?
+fn escaped(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn escape_str(s: &str, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+    let mut start = 0;
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        if c == '\\' {
+            if matches!(next, Some('x' | '\\')) || next.is_some_and(escaped) {
+                f.write_str(s.get(start..i).unwrap_or(""))?;
+                f.write_str("\\")?;
+                start = i;
+            }
+            continue;
+        }
+        if !escaped(c) {
+            continue;
+        }
+        f.write_str(s.get(start..i).unwrap_or(""))?;
+        let mut buf = [0u8; 4];
+        for b in c.encode_utf8(&mut buf).bytes() {
+            write!(f, "\\x{b:02x}")?;
+        }
+        start = i.saturating_add(c.len_utf8());
+    }
+    f.write_str(s.get(start..).unwrap_or(""))
+}
+
+#[cfg(test)]
+#[allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    /// The reading-back rule of [`Text`]'s documentation, written independently of the escaper.
+    fn unescape(s: &str) -> Vec<u8> {
+        let b = s.as_bytes();
+        let mut out = vec![];
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'\\' && b.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+            } else if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') && b.len() >= i + 4 {
+                out.push(u8::from_str_radix(&s[i + 2..i + 4], 16).unwrap());
+                i += 4;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn text_escapes_controls_and_reads_back() {
+        assert_eq!(Text("Frames.Nested::Inner").to_string(), "Frames.Nested::Inner");
+        assert_eq!(Text(r"C:\src\new\Program.cs").to_string(), r"C:\src\new\Program.cs");
+        assert_eq!(Text("a.cs\n??:0:0").to_string(), r"a.cs\x0a??:0:0");
+        assert_eq!(Text("\u{1b}[31mred").to_string(), r"\x1b[31mred");
+        assert_eq!(Text("a\u{85}b\u{202e}c\u{7f}").to_string(), r"a\xc2\x85b\xe2\x80\xaec\x7f");
+        assert_eq!(Text(r"C:\xunit\\share").to_string(), r"C:\\xunit\\\share");
+        assert_eq!(Text("\\\n").to_string(), r"\\\x0a");
+        assert_eq!(TextBytes(b"0x1\xff\\\xfe\\").to_string(), r"0x1\xff\\\xfe\");
+        for s in ["", "\\", "\\\\", "\\x41", "\\\\x41", "\\\u{1b}", "é\u{9b}\\x", "tab\there\\", "\\\\\\n"] {
+            let t = Text(s).to_string();
+            assert!(!t.chars().any(escaped), "{t:?}");
+            assert_eq!(unescape(&t), s.as_bytes(), "{s:?} -> {t:?}");
+        }
+        for b in [&b"\xff\\"[..], b"\\\xff", b"\\\\\xc3", b"a\\x\xe2\x80"] {
+            assert_eq!(unescape(&TextBytes(b).to_string()), b, "{b:?}");
+        }
     }
 }

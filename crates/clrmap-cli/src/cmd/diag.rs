@@ -94,7 +94,9 @@ pub fn ps(args: &PsArgs, out: &mut dyn Write) -> std::io::Result<()> {
                 Some(e) if e.kind != DiagErrorKind::UnsupportedCommand || runtime.is_none() || p.command_line.is_none() => format!("  (no answer: {e})"),
                 _ => String::new(),
             };
-            writeln!(out, "{:>8}  {:<10}  {}{why}", p.pid, runtime.as_deref().unwrap_or("-"), p.command_line.as_deref().unwrap_or("?"))?;
+            // Runtime-supplied strings are escaped (crate::output::Text): a command line cannot forge a row.
+            let runtime = crate::output::Text(runtime.as_deref().unwrap_or("-")).to_string();
+            writeln!(out, "{:>8}  {runtime:<10}  {}{why}", p.pid, crate::output::Text(p.command_line.as_deref().unwrap_or("?")))?;
         }
     }
     Ok(())

@@ -1,14 +1,15 @@
 //! `clrmap symbolize`: addresses to method, IL offset and source line, in llvm-symbolizer's
 //! layout or as JSON lines (contract §5).
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use clrmap::symbolizer::Frame;
 
-use crate::args::{parse_u64, FrameArgs};
-use crate::output::{write_frame, CliError};
+use clrmap::read::Location;
+
+use crate::args::{parse_address, FrameArgs};
+use crate::output::{write_frame, CliError, TextBytes, TokenError};
 
 
 
@@ -20,7 +21,10 @@ pub struct SymbolizeArgs {
     /// Not given with --pid.
     #[arg(required_unless_present = "pid")]
     pub source: Option<PathBuf>,
-    /// Addresses, hex with 0x or decimal. Without any, one per line is read from stdin.
+    /// Addresses: hex with 0x, or decimal (bare hex with --hex). Without any, one per line is
+    /// read from stdin. An input that is not an address is named on stderr (with --json, an
+    /// {"error":{...,"input":...}} line in its place on stdout) and answered `??`; the others are
+    /// still answered, and the exit status is then 1.
     pub addresses: Vec<String>,
     #[command(flatten)]
     pub frame: FrameArgs,
@@ -29,9 +33,29 @@ pub struct SymbolizeArgs {
     pub json: bool,
 }
 
+/// The longest stdin line read as an address (an address is at most 20 digits; a longer line is
+/// one bad input, skipped to its newline without being held).
+pub const MAX_LINE: usize = 4096;
 
-/// Run `symbolize`. An input that is not an address is answered as an unknown address, as
-/// llvm-symbolizer does since LLVM 18.
+/// How much of a bad line its error echoes.
+const ECHO: usize = 64;
+
+/// One input: its bytes (or, for an overlong line, its first bytes), where it came from, and
+/// its full length.
+struct Input<'a> {
+    bytes: &'a [u8],
+    /// `argument N` or `line N`.
+    place: String,
+    /// The byte offset of the input in stdin (`None` for an argument).
+    offset: Option<u64>,
+    /// The full length, when the line was longer than [`MAX_LINE`] and cut.
+    overlong: Option<u64>,
+}
+
+/// Run `symbolize`. Each input is answered in order; an input that is not an address is an
+/// error that names it (stderr, or with `--json` a JSON error line in its place) and is answered
+/// `??` in text, as llvm-symbolizer does, so a driver that waits for one answer per line is
+/// never left waiting. Exit status 1 at the end when any input was bad.
 pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
     // With --pid there is no SOURCE: what clap took for one is the first address.
     let mut addresses = args.addresses.clone();
@@ -43,34 +67,113 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
         (_, source) => source.clone(),
     };
     let sym = args.frame.open_or_pid(source.as_deref())?;
-    let kind = args.frame.kind();
-    let answer = |text: &str, out: &mut dyn Write| -> std::io::Result<()> {
-        let f = match parse_u64(text.trim()) {
-            Ok(a) => sym.symbolize(a, kind),
-            Err(_) => Frame::default(),
+    let kind = args.frame.kind(&sym);
+    let (mut seen, mut bad) = (0u64, 0u64);
+    let mut answer = |input: Input<'_>, out: &mut dyn Write| -> std::io::Result<()> {
+        seen = seen.saturating_add(1);
+        let text = std::str::from_utf8(input.bytes).map_err(|_| "not UTF-8 text".to_owned());
+        let address = match (input.overlong, text) {
+            (Some(len), _) => Err(format!("a line of {len} bytes, longer than {MAX_LINE}: not an address")),
+            (None, text) => text.and_then(|t| parse_address(t, args.frame.hex)),
         };
-        write_frame(&f, args.json, out)
+        match address {
+            Ok(a) => write_frame(&sym.symbolize(a, kind), args.json, out),
+            Err(why) => {
+                bad = bad.saturating_add(1);
+                bad_input(&input, &why, args.json, out)
+            }
+        }
     };
     if !addresses.is_empty() {
-        for a in &addresses {
-            answer(a, out)?;
+        for (i, a) in addresses.iter().enumerate() {
+            let input = Input { bytes: a.trim().as_bytes(), place: format!("argument {}", i.saturating_add(1)), offset: None, overlong: None };
+            answer(input, out)?;
         }
-        return Ok(());
+    } else {
+        let stdin = std::io::stdin();
+        read_lines(&mut BufReader::with_capacity(1 << 16, stdin.lock()), out, &mut answer)?;
     }
-    let stdin = std::io::stdin();
-    let mut input = std::io::BufReader::with_capacity(1 << 16, stdin.lock());
-    let mut line = String::new();
+    if bad > 0 {
+        out.flush()?;
+        let each = if args.json { "each has an error line in its place on stdout" } else { "each is named above and answered ??" };
+        let message = format!("{bad} of {seen} inputs were not addresses ({each})");
+        return Err(CliError::Kinded { kind: "bad_address", message });
+    }
+    Ok(())
+}
+
+/// Report one bad input: text on stderr and a `??` answer on stdout, or a JSON error line on
+/// stdout in its place.
+fn bad_input(input: &Input<'_>, why: &str, json: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    let location = input.offset.map_or(Location::Nowhere, Location::Offset);
+    let echo = input.bytes.get(..ECHO).unwrap_or(input.bytes);
+    let cut = if echo.len() < input.bytes.len() || input.overlong.is_some() { "..." } else { "" };
+    if json {
+        let error = TokenError {
+            kind: "bad_address",
+            input: format!("{}{cut}", String::from_utf8_lossy(echo)),
+            location,
+            message: format!("{}: {why}", input.place),
+        };
+        writeln!(out, "{}", error.json())
+    } else {
+        // stdout first, so that what a reader of both sees is in order.
+        out.write_all(b"??\n??:0:0\n\n")?;
+        out.flush()?;
+        eprintln!("error: bad_address{location}: {} is {}{cut}: {why}", input.place, TextBytes(echo));
+        Ok(())
+    }
+}
+
+/// Read stdin's lines, each bounded by [`MAX_LINE`] (memory does not follow a line's length), and
+/// answer each one that is not blank.
+fn read_lines<R: Read>(
+    input: &mut BufReader<R>,
+    out: &mut dyn Write,
+    answer: &mut dyn FnMut(Input<'_>, &mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
+    // The line's start offset in stdin, its full length, and its number.
+    let (mut start, mut len, mut number) = (0u64, 0u64, 0u64);
     loop {
-        line.clear();
-        if input.read_line(&mut line)? == 0 {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let eof = buf.is_empty();
+        let (chunk, ended) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (buf.get(..i).unwrap_or(&[]), true),
+            None => (buf, eof),
+        };
+        let room = MAX_LINE.saturating_sub(line.len());
+        line.extend_from_slice(chunk.get(..room).unwrap_or(chunk));
+        len = len.saturating_add(chunk.len() as u64);
+        let used = chunk.len().saturating_add(usize::from(ended && !eof));
+        input.consume(used);
+        if !ended {
+            continue;
+        }
+        if eof && len == 0 {
             return Ok(());
         }
-        if !line.trim().is_empty() {
-            answer(&line, out)?;
+        number = number.saturating_add(1);
+        let lead = line.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        let trimmed = line.get(lead..).unwrap_or(&[]).trim_ascii_end();
+        if !trimmed.is_empty() || len > MAX_LINE as u64 {
+            let overlong = (len > MAX_LINE as u64).then_some(len);
+            let offset = start.saturating_add(lead as u64);
+            answer(Input { bytes: trimmed, place: format!("line {number}"), offset: Some(offset), overlong }, out)?;
         }
+        start = start.saturating_add(len).saturating_add(1);
+        line.clear();
+        len = 0;
         // A tool that drives us as it drives llvm-symbolizer writes one address and waits for
         // the answer: flush whenever no more input is already waiting, and only then, so a
         // stream of a million addresses costs a few writes, not a million.
+        if eof {
+            return Ok(());
+        }
         if input.buffer().is_empty() {
             out.flush()?;
         }

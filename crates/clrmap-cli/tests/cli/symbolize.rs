@@ -71,8 +71,11 @@ fn stdin_addresses_print_in_llvm_symbolizers_layout() {
     input.push_str("0x10\nnot-an-address\n");
     expected.push_str("??\n??:0:0\n\n??\n??:0:0\n\n");
     let o = symbolize_stdin(&["symbolize", TRACE, "--symbol-path", SYMBOLS, "--return-address"], &input);
-    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), expected);
+    // The input that is not an address is also named on stderr, and makes the exit status 1
+    // (tests/cli/addresses.rs).
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(": line 9 is not-an-address: "), "{}", stderr(&o));
     // Addresses as arguments give the same text.
     let mut args = vec!["symbolize", TRACE, "--symbol-path", SYMBOLS, "--return-address"];
     let hex: Vec<String> = frames.iter().map(|f| format!("{}", f.0)).collect();
