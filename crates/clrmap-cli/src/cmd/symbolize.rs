@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use clrmap::read::Location;
+use clrmap::symbolizer::SourceKind;
 
 use crate::args::{parse_address, FrameArgs};
 use crate::output::{write_frame, CliError, TextBytes, TokenError};
@@ -69,6 +70,7 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = args.frame.open_or_pid(source.as_deref())?;
     let kind = args.frame.kind(&sym);
     let (mut seen, mut bad) = (0u64, 0u64);
+    let (image, mut warned) = (sym.kind() == SourceKind::ReadyToRun, false);
     let mut answer = |input: Input<'_>, out: &mut dyn Write| -> std::io::Result<()> {
         seen = seen.saturating_add(1);
         let text = std::str::from_utf8(input.bytes).map_err(|_| "not UTF-8 text".to_owned());
@@ -77,7 +79,14 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
             (None, text) => text.and_then(|t| parse_address(t, args.frame.hex)),
         };
         match address {
-            Ok(a) => write_frame(&sym.symbolize(a, kind), args.json, out),
+            Ok(a) => {
+                // An image takes RVAs: say so once, when an address cannot be one.
+                if image && a > u64::from(u32::MAX) && !warned {
+                    warned = true;
+                    eprintln!("warning: {} is beyond every RVA (answered ??): an image takes RVAs, offsets from its load address, not absolute addresses", TextBytes(input.bytes));
+                }
+                write_frame(&sym.symbolize(a, kind), args.json, out)
+            }
             Err(why) => {
                 bad = bad.saturating_add(1);
                 bad_input(&input, &why, args.json, out)

@@ -272,6 +272,10 @@ fn an_address_beyond_every_rva_is_echoed_and_explained() {
         assert_eq!(v["error"]["input"], "4886718345");
         assert_eq!(v["error"]["kind"], "not_found");
         assert!(v["error"].get("rva").is_none(), "{v}");
+        // symbolize answers ?? (an address in no body is no error) and says why, once.
+        let o = clrmap(&["symbolize", &corelib, "0x123456789", "0x223456789"]);
+        assert_eq!((code(&o), stdout(&o)), (Some(0), UNKNOWN.repeat(2)));
+        assert_eq!(stderr(&o), "warning: 0x123456789 is beyond every RVA (answered ??): an image takes RVAs, offsets from its load address, not absolute addresses\n");
         // Inside the 32-bit range, the RVA is named as before.
         let o = clrmap(&["il", "at", &corelib, "0xFFFFFFF0"]);
         assert_eq!(stderr(&o), "error: not_found at RVA 0xFFFFFFF0: expected an RVA inside a method with a map\n");
