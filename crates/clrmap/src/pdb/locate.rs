@@ -226,6 +226,9 @@ fn keyed_dirs(dir: &Path, name: &str, guid: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// A candidate PDB's path, and what its origin is called if it matches.
+type Candidate = (PathBuf, fn(PathBuf) -> PdbOrigin);
+
 /// Find a module's PDB from what a recording says about it, without its assembly.
 /// `module_path` is where the module was loaded from (a candidate PDB may lie beside it).
 /// Candidates: the PDB the user named (`paths.pdb`: an error unless it is readable and has the
@@ -246,7 +249,7 @@ pub fn find_recorded_pdb(recorded: &RecordedPdb, module_path: Option<&Path>, pat
             _ => return Ok(None),
         },
     };
-    let mut candidates: Vec<(PathBuf, fn(PathBuf) -> PdbOrigin)> = Vec::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
     if let Some(dir) = module_path.and_then(Path::parent) {
         candidates.push((dir.join(&name), PdbOrigin::BesideAssembly));
     }
