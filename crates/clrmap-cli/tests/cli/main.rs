@@ -18,3 +18,4 @@ mod help;
 mod scripts;
 mod hang;
 mod pdb_identity;
+mod output_files;
