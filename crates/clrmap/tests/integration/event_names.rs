@@ -62,3 +62,41 @@ fn names_are_the_manifest_symbols() {
     }
     assert_eq!(event_name("Some-Other-Provider", 10), None);
 }
+
+#[test]
+#[ignore = "needs .NET"]
+fn every_event_of_a_fresh_trace_has_a_name_on_both_runtimes() {
+    // A trace as clrmap collects it (the runtime provider with the IL-map keywords at level 5,
+    // and the rundown the runtime writes at the end), from a real run on each runtime.
+    let (rts, mcs) = support::runtimes_and_mcs("event_names::every_event_of_a_fresh_trace_has_a_name");
+    for rt in &rts {
+        let dll = crate::profiler::workload(rt, &mcs, "event-names");
+        let dir = dll.parent().unwrap().join("event-names-trace");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = std::process::Command::new(&rt.dotnet);
+        c.arg(&dll)
+            .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+            .env("COMPlus_EnableEventPipe", "1")
+            .env("COMPlus_EventPipeConfig", format!("{RUNTIME}:0x60098:5"));
+        // 3.1 wants an existing directory; 8.0 a file path.
+        if rt.version.starts_with("3.") {
+            c.env("COMPlus_EventPipeOutputPath", &dir);
+        } else {
+            c.env("DOTNET_EventPipeOutputPath", dir.join("trace.nettrace"));
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}: {}", rt.version, String::from_utf8_lossy(&o.stderr));
+        let mut traces = Vec::new();
+        traces_under(&dir, &mut traces);
+        assert_eq!(traces.len(), 1, "{}: {traces:?}", rt.version);
+        let stats = read_events(std::fs::File::open(&traces[0]).unwrap(), |_| {}).unwrap();
+        let mut kinds: Vec<_> = stats.events.keys().collect();
+        kinds.sort();
+        for (provider, id, version) in &kinds {
+            assert!(event_name(provider, *id).is_some(), "{}: {provider} {id} v{version} has no name", rt.version);
+        }
+        println!("{}: {} kinds of events, all named", rt.version, kinds.len());
+        assert!(kinds.iter().any(|(p, id, _)| p == RUNDOWN && *id == 150), "{}: no rundown maps", rt.version);
+    }
+}
