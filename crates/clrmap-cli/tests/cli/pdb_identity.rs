@@ -7,7 +7,7 @@
 //! from a directory that no longer exists; `examples/frames.stdout` is what the program's own
 //! `StackTrace` printed in that run (see symbolize.rs).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
