@@ -3,7 +3,7 @@
 //!
 //! Not part of the API: these functions `assert!` the invariants that must hold for any input,
 //! and panic when one does not. The readers they drive must never panic themselves.
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use super::{embedded, PortablePdb, HIDDEN_LINE};
 use crate::metadata::table;
@@ -160,6 +160,189 @@ pub fn fuzz_check_embedded(data: &[u8]) {
     }
 }
 
+/// Fuzz bytes, read as small numbers (0 once they run out).
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u8(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((&b, rest)) => {
+                self.0 = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    fn u16(&mut self) -> u16 {
+        u16::from_le_bytes([self.u8(), self.u8()])
+    }
+
+    fn take(&mut self, n: usize) -> &[u8] {
+        let (head, rest) = self.0.split_at(n.min(self.0.len()));
+        self.0 = rest;
+        head
+    }
+}
+
+/// A portable PDB built from fuzz bytes with [`super::writer`]: a few name parts and name blobs
+/// (some shared by many Document rows, some long), a few sequence-point blobs (well-formed ones
+/// from the bytes' numbers, and raw bytes as they come), up to 40,000 MethodDebugInformation rows
+/// sharing them (Document columns in and out of range, or 0), and LocalScope/LocalVariable rows
+/// with shared names. Shapes no compiler writes, in few bytes.
+pub fn structured_pdb(data: &[u8]) -> Vec<u8> {
+    use super::writer::{encode_points, PdbWriter, Point};
+    let mut b = Bytes(data);
+    let mut w = PdbWriter::new([b.u8(); 20]);
+    let part_count = 1 + usize::from(b.u8() % 4);
+    let parts: Vec<u32> = (0..part_count)
+        .map(|_| {
+            let len = usize::from(b.u8() % 64);
+            let text: Vec<u8> = b.take(len).iter().map(|c| b'a' + c % 26).collect();
+            w.blob(&text)
+        })
+        .collect();
+    let name_count = 1 + usize::from(b.u8() % 4);
+    let names: Vec<u32> = (0..name_count)
+        .map(|_| {
+            let n = usize::from(b.u8()) * 4;
+            let list: Vec<u32> = (0..n).map(|i| parts.get(i % parts.len()).copied().unwrap_or(0)).collect();
+            w.document_name_of_parts(b'/', &list)
+        })
+        .collect();
+    let documents = u32::from(b.u16() % 5000) + 1;
+    for i in 0..documents {
+        w.document(names.get(i as usize % names.len()).copied().unwrap_or(0));
+    }
+    let blob_count = 1 + usize::from(b.u8() % 4);
+    let blobs: Vec<u32> = (0..blob_count)
+        .map(|_| {
+            let mode = b.u8();
+            if mode % 3 == 0 {
+                let len = usize::from(b.u8());
+                let raw = b.take(len).to_vec();
+                return w.blob(&raw);
+            }
+            let count = u32::from(b.u16() % 4000);
+            let mut il = 0u32;
+            let points: Vec<Point> = (0..count)
+                .map(|i| {
+                    il += 1 + u32::from(b.u8() % 8);
+                    let line = 1 + (i % 10_000);
+                    let mut p = if b.u8() % 5 == 0 { Point::hidden(il) } else { Point::visible(il, line, 1, line, 2 + u32::from(b.u8() % 100)) };
+                    if b.u8() % 17 == 0 {
+                        p.document = Some(1 + u32::from(b.u16()) % documents);
+                    }
+                    p
+                })
+                .collect();
+            let initial = (mode % 3 == 2).then(|| 1 + u32::from(b.u8()) % documents.saturating_add(1));
+            let bytes = encode_points(initial, &points);
+            w.blob(&bytes)
+        })
+        .collect();
+    let methods = u32::from(b.u16()) % 40_000;
+    for i in 0..methods {
+        let doc = match b.u8() % 8 {
+            0 => 0,
+            1 => documents + 1,
+            _ => 1 + i % documents,
+        };
+        w.method(doc, blobs.get(i as usize % blobs.len()).copied().unwrap_or(0));
+    }
+    let local_names: Vec<u32> = (0..1 + b.u8() % 4).map(|i| w.string(&format!("v{i}"))).collect();
+    let scopes = u32::from(b.u8());
+    for m in 0..scopes {
+        let first = w.variable_count() + 1;
+        for k in 0..u32::from(b.u8() % 16) {
+            w.variable(0, b.u8().into(), local_names.get(k as usize % local_names.len()).copied().unwrap_or(0));
+        }
+        w.scope(1 + m, first, 0, u32::from(b.u8()));
+    }
+    w.build()
+}
+
+/// The reference line of a method at an IL offset, decoded the plain way (the method's own
+/// iterator, all of it): the last visible point at or before `il`, or nothing if the blob is bad.
+fn reference_line(pdb: &PortablePdb<'_>, token: u32, il: u32) -> Option<(u32, u32, Option<String>)> {
+    let points: Vec<_> = pdb.sequence_points(token).ok()?.collect::<Result<_, _>>().ok()?;
+    let p = points.iter().filter(|p| !p.is_hidden() && p.il_offset <= il).next_back()?;
+    Some((p.start_line, p.start_column, pdb.document(p.document).ok().map(|d| d.name)))
+}
+
+/// The structure-aware PDB mode: [`structured_pdb`] through [`fuzz_check_pdb`], and the lazy,
+/// shared line table ([`crate::symbolizer::ModuleSymbols`]) against a plain decoding of each
+/// method, at IL offsets from the bytes.
+pub fn fuzz_check_pdb_structured(data: &[u8]) {
+    let bytes = structured_pdb(data);
+    fuzz_check_pdb(&bytes);
+    let pdb = PortablePdb::parse(&bytes).expect("the writer's PDB parses");
+    let lines = crate::symbolizer::ModuleSymbols::from_pdb(bytes.clone()).expect("the writer's PDB parses");
+    let methods = pdb.method_count();
+    let mut b = Bytes(data.get(data.len() / 2..).unwrap_or(&[]));
+    for _ in 0..64 {
+        let token = 0x0600_0000 | (u32::from(b.u16()) % methods.saturating_add(2));
+        let il = u32::from(b.u16());
+        let got = lines.line(token, il).map(|(l, c, f)| (l, c, f.map(str::to_owned)));
+        assert_eq!(got, reference_line(&pdb, token, il), "{token:#010X} IL {il:#X}");
+    }
+}
+
+/// The capture-plus-PDB mode: a PDB from the first half of the bytes ([`structured_pdb`]) and a
+/// capture from the second (a header, then bodies of that module with maps from the bytes), read
+/// by the capture reader; each body's line table must end at its code size, rise strictly, and
+/// give at every row the line the plain decoding gives at the runtime's IL offset there.
+pub fn fuzz_check_capture_pdb(data: &[u8]) {
+    let (first, second) = data.split_at(data.len() / 2);
+    let bytes = structured_pdb(first);
+    let pdb = PortablePdb::parse(&bytes).expect("the writer's PDB parses");
+    let lines = crate::symbolizer::ModuleSymbols::from_pdb(bytes.clone()).expect("the writer's PDB parses");
+    let methods = pdb.method_count();
+    let mut b = Bytes(second);
+    let mut text = String::from("{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":7}\n");
+    for i in 0..u32::from(b.u8() % 32) {
+        let token = 0x0600_0000 | (u32::from(b.u16()) % methods.saturating_add(2));
+        let mut map = Vec::new();
+        let mut native = 0u32;
+        for _ in 0..b.u8() % 24 {
+            let il = match b.u8() % 16 {
+                0 => u32::MAX - 1,
+                1 => u32::MAX - 2,
+                2 => u32::MAX,
+                _ => u32::from(b.u16() % 0x800),
+            };
+            let len = u32::from(b.u8() % 40);
+            map.push(format!("[{il},{native},{}]", native + len));
+            native += len;
+        }
+        let code_size = native + u32::from(b.u8() % 8);
+        text.push_str(&format!(
+            "{{\"kind\":\"jit\",\"pid\":7,\"function_id\":{},\"module\":\"/m/X.dll\",\"token\":{token},\"start\":{},\"code_size\":{code_size},\"map\":[{}]}}\n",
+            1 + i,
+            0x1_0000 * (1 + u64::from(i)),
+            map.join(",")
+        ));
+    }
+    let capture = crate::capture::read_capture(text.as_bytes()).expect("a capture written here reads");
+    for c in &capture.bodies {
+        let body = &c.body;
+        let rows = lines.line_table(body.token, &body.map, body.code_size);
+        for pair in rows.windows(2) {
+            assert!(pair[0].native_offset < pair[1].native_offset, "{:#010X}: rows rise strictly: {rows:?}", body.token);
+        }
+        if let Some(last) = rows.last() {
+            assert_eq!(last.native_offset, body.code_size, "{:#010X}: the table ends at the code size", body.token);
+        }
+        for row in rows.iter().take(rows.len().saturating_sub(1)) {
+            let (_, il) = crate::ilmap::runtime_il_offset(&body.map, body.code_size, row.native_offset);
+            match reference_line(&pdb, body.token, il) {
+                Some((line, column, file)) => assert_eq!((row.line, row.column, Some(row.file.clone())), (line, column, Some(file.unwrap_or_default())), "{:#010X} +{:#X}", body.token, row.native_offset),
+                None => assert_eq!(row.line, 0, "{:#010X} +{:#X}: no line there", body.token, row.native_offset),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +358,20 @@ mod tests {
         fuzz_check_embedded(&stored);
         let out = embedded::inflate(stored.get(4..).unwrap(), 4, 4).unwrap();
         assert_eq!(out, b"BSJB");
+    }
+
+    #[test]
+    fn structured_modes_on_a_few_inputs() {
+        let mut seed = 0x1234_5678u32;
+        for n in [0usize, 1, 7, 64, 300, 2000] {
+            let data: Vec<u8> = (0..n)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (seed >> 16) as u8
+                })
+                .collect();
+            fuzz_check_pdb_structured(&data);
+            fuzz_check_capture_pdb(&data);
+        }
     }
 }

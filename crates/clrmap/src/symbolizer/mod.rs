@@ -142,6 +142,18 @@ impl ModuleSymbols {
     pub fn line_table(&self, token: u32, map: &[crate::ilmap::MapEntry], code_size: u32) -> Vec<LineRow> {
         self.lines.rows(token, map, code_size)
     }
+
+    /// The lines of a portable PDB alone (its bytes), for a caller that matched it to its
+    /// assembly itself. Nothing is decoded until a method is asked about.
+    pub fn from_pdb(pdb: Vec<u8>) -> Result<Self, Error> {
+        Ok(ModuleSymbols { lines: ModuleLines::new(pdb)? })
+    }
+
+    /// A method's line at an IL offset, by the runtime's rule (the last visible sequence point at
+    /// or before it): (line, column, the document's name where it could be read).
+    pub fn line(&self, token: u32, il: u32) -> Option<(u32, u32, Option<&str>)> {
+        self.lines.line(token, il).map(|(p, file)| (p.line, p.column, file))
+    }
 }
 
 /// One module of the source: where its file is, the PDB the recording names for it, and its line

@@ -13,6 +13,7 @@ mod instantiations;
 mod profiler;
 mod nettrace;
 mod pdb;
+mod hostile_pdb;
 mod frames;
 mod hostile;
 mod torn;
