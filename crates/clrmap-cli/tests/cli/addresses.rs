@@ -194,6 +194,8 @@ fn text_output_escapes_control_characters() {
     let pdb = pdb.to_str().unwrap();
     let address = format!("0x{INNER:X}");
     // One frame is three lines, whatever the names hold: no forged frame, no raw ESC.
+    let o = clrmap(&["symbolize", trace, "--return-address", &address]);
+    assert_eq!((code(&o), stdout(&o)), (Some(0), "Frames.Nested::I\\x0a\\x1b[m\n??:0:0\n\n".to_owned()));
     let o = clrmap(&["symbolize", trace, "--pdb", pdb, "--return-address", &address]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Frames.Nested::I\\x0a\\x1b[m\n/_/src/F\\x0a\\x1b[1m.cs:105:13\n\n");
