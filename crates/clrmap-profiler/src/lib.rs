@@ -70,7 +70,13 @@ struct State {
     /// records carry that time, before the method first runs (a record stamped when it is
     /// written, at the next callback, could come after the method's hot loop has ended).
     pending_r2r: Vec<(usize, u64)>,
-    seen_jit_starts: HashSet<usize>,
+    /// Every code start recorded, ReadyToRun or jitted: a body is recorded once, however the
+    /// runtime comes to report it again (an R2R method's start is also its first code version,
+    /// listed by GetNativeCodeStartAddresses once it is re-jitted at tier 1).
+    seen_starts: HashSet<usize>,
+    /// FunctionID → the version the function's next recorded body gets (0, 1, 2...: the order
+    /// the profiler recorded its bodies in, R2R code included).
+    versions: HashMap<usize, u32>,
     /// Module path → its SizeOfImage, read once from the file's PE header.
     image_sizes: HashMap<String, Option<u32>>,
     /// ClassID → the type as recorded (`None`: the runtime could not describe it).
@@ -88,7 +94,8 @@ fn state() -> &'static Mutex<State> {
             out: None,
             pid: std::process::id(),
             pending_r2r: Vec::new(),
-            seen_jit_starts: HashSet::new(),
+            seen_starts: HashSet::new(),
+            versions: HashMap::new(),
             image_sizes: HashMap::new(),
             types: HashMap::new(),
             module_paths: HashMap::new(),
@@ -209,6 +216,7 @@ fn header(info: &Info, mask: u32, hr: Hresult, disable_r2r: bool, attach: bool) 
     Header {
         runtime_version: runtime.as_ref().map(|(v, _)| format!("{}.{}.{}.{}", v[0], v[1], v[2], v[3])),
         runtime_version_string: runtime.map(|(_, t)| t),
+        runtime_path: runtime_library_path(),
         format: FORMAT.to_owned(),
         version: VERSION,
         pid: std::process::id(),
@@ -274,6 +282,14 @@ unsafe extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -
     })
 }
 
+/// The path of the runtime library this process runs (`libcoreclr.so`, from /proc/self/maps): in
+/// a shared framework it names the version (`.../Microsoft.NETCore.App/3.1.23/libcoreclr.so`),
+/// which CoreCLR before .NET 5 does not report (GetRuntimeInformation answers 4.0.30319).
+fn runtime_library_path() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.ends_with("/libcoreclr.so")).map(str::to_owned)
+}
+
 /// ICorProfilerCallback3::InitializeForAttach. Failures are told to the requesting `clrmap` by
 /// the HRESULT that AttachProfiler answers, never on the process's stderr.
 unsafe extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mut c_void, data: *const u8, len: u32) -> Hresult {
@@ -300,7 +316,8 @@ unsafe extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mu
             // A fresh recording: the runtime may have kept this library loaded since an earlier
             // attach and detach (glibc does not unload a library whose thread-local destructors
             // are still registered), and what that recording saw must not hide bodies from this one.
-            s.seen_jit_starts.clear();
+            s.seen_starts.clear();
+            s.versions.clear();
             s.pending_r2r.clear();
             s.types.clear();
             s.module_paths.clear();
@@ -380,7 +397,8 @@ unsafe extern "system" fn profiler_detach_succeeded(_this: *mut c_void) -> Hresu
             // The runtime unloads this library next: nothing may call into it.
             s.info = None;
             s.out = None;
-            s.seen_jit_starts.clear();
+            s.seen_starts.clear();
+            s.versions.clear();
             s.pending_r2r.clear();
             s.types.clear();
             s.module_paths.clear();
@@ -462,6 +480,14 @@ fn type_args(s: &mut State, info: Info, fid: usize) -> (Vec<RtType>, Vec<RtType>
     (class_args, method_args)
 }
 
+/// The version the next recorded body of function `fid` gets.
+fn next_version(s: &mut State, fid: usize) -> u32 {
+    let v = s.versions.entry(fid).or_insert(0);
+    let this = *v;
+    *v = v.saturating_add(1);
+    this
+}
+
 fn raw(map: &[IlMap]) -> Vec<[u32; 3]> {
     map.iter().map(|e| [e.il, e.start, e.end]).collect()
 }
@@ -510,9 +536,15 @@ fn drain_r2r(s: &mut State) {
             continue;
         };
         let Some((module, base, token)) = info.function_info(fid) else { continue };
+        // Recorded already (from the function's code versions, when a later tier's JIT
+        // finished before this search's code was published): once is enough.
+        if !s.seen_starts.insert(start) {
+            continue;
+        }
         if let Some(map) = &map {
             let rva = r2r_rva(s, &module, base, start);
             let (class_args, method_args) = type_args(s, info, fid);
+            let version = next_version(s, fid);
             let body = Body {
                 pid: Some(s.pid),
                 function_id: fid as u64,
@@ -521,7 +553,7 @@ fn drain_r2r(s: &mut State) {
                 start: start as u64,
                 rva,
                 code_size: u32::try_from(size).unwrap_or(u32::MAX),
-                body: 0,
+                body: version,
                 map: raw(map),
                 map1: None,
                 before_attach: false,
@@ -556,17 +588,20 @@ unsafe extern "system" fn jit_cached_function_search_finished(_this: *mut c_void
 /// Record each native code version of function `fid` not recorded yet.
 fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_attach: bool) {
     let starts = info.native_code_starts(fid, rejit);
-    if starts.iter().all(|start| s.seen_jit_starts.contains(start)) {
+    if starts.iter().all(|start| s.seen_starts.contains(start)) {
         return;
     }
-    let Some((module, _base, token)) = info.function_info(fid) else { return };
+    let Some((module, base, token)) = info.function_info(fid) else { return };
     let capture = s.out.is_some();
     let map1 = if capture { info.il_map(false, fid).ok().map(|m| raw(&m)) } else { None };
     let (class_args, method_args) = if capture { type_args(s, info, fid) } else { (Vec::new(), Vec::new()) };
-    for (body, &start) in starts.iter().enumerate() {
-        if !s.seen_jit_starts.insert(start) {
+    for &start in &starts {
+        if !s.seen_starts.insert(start) {
             continue;
         }
+        // A start inside the module's image is its ReadyToRun code (the default code version of
+        // a method re-jitted later), not jitted code: recorded as such, with its RVA.
+        let rva = r2r_rva(s, &module, base, start);
         let (size, first) = info.code_info(true, start).map_or((0, 0), |(_, size, first)| (size, first));
         if !capture {
             // Perf only: the map is asked for only where lines need it.
@@ -576,22 +611,23 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
             continue;
         }
         let Ok(map) = info.il_map(true, start) else { continue };
+        let body = next_version(s, fid);
         let b = Body {
             pid: Some(s.pid),
             function_id: fid as u64,
             module: module.clone(),
             token,
             start: start as u64,
-            rva: None,
+            rva,
             code_size: u32::try_from(size).unwrap_or(u32::MAX),
-            body: u32::try_from(body).unwrap_or(u32::MAX),
+            body,
             map: raw(&map),
-            map1: map1.clone(),
+            map1: if rva.is_some() { None } else { map1.clone() },
             before_attach,
             class_args: class_args.clone(),
             method_args: method_args.clone(),
         };
-        record(s, false, b);
+        record(s, rva.is_some(), b);
         if let Some(p) = s.perf.as_mut() {
             perf::perf_record(p, &module, token, start, size, first, || Some(map), perf::monotonic_ns());
         }

@@ -238,7 +238,7 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
 /// `il at`: `input` is the address as given, echoed by its errors.
 fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = frame.open_or_pid(source)?;
-    let f = sym.symbolize(address, frame.kind());
+    let f = sym.symbolize(address, frame.kind(&sym));
     if json && f.token.is_some() {
         return Ok(crate::output::write_frame(&f, true, out)?);
     }

@@ -31,7 +31,7 @@ pub struct CapturedBody {
     pub module_path: String,
     /// ReadyToRun or jitted.
     pub kind: CodeKind,
-    /// For jitted bodies: the body's index among the function's code versions (0 = first).
+    /// The body's version: its place among the function's recorded bodies (0 = first).
     pub index: u32,
     /// For jitted bodies: what `GetILToNativeMapping(functionId)` returned at the same time.
     pub map1: Option<Vec<MapEntry>>,
@@ -61,6 +61,11 @@ pub struct Capture {
     pub skipped: u64,
     /// A torn last line (`bad_capture` at its offset): everything before it was kept.
     pub warning: Option<Error>,
+    /// The major version of the runtime that recorded it (the first header that tells), for
+    /// version-dependent rules. Captures written before headers recorded it: the version
+    /// directory of the core library's path (`.../Microsoft.NETCore.App/3.1.23/...`) where a body
+    /// of it was recorded, else `None`.
+    pub runtime_major: Option<u16>,
 }
 
 fn entries(raw: &[[u32; 3]]) -> Vec<MapEntry> {
@@ -118,6 +123,10 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             }
             first = false;
             pid = h.pid;
+            if out.runtime_major.is_none() {
+                let reported = h.runtime_version_string.as_deref().or(h.runtime_version.as_deref());
+                out.runtime_major = reported.and_then(|v| crate::nettrace::runtime_major(v, h.runtime_path.as_deref()));
+            }
             out.pids.push(pid);
             if h.attach {
                 out.attached.push(pid);
@@ -164,7 +173,7 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
                 start: Some(l.start),
                 kind: Some(kind),
                 tier: None,
-                version: if kind == CodeKind::Jit { Some(l.body) } else { None },
+                version: Some(l.body),
                 pid: Some(record_pid),
                 map: entries(&l.map),
             },
@@ -177,6 +186,13 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             class_args: l.class_args,
             method_args: l.method_args,
         });
+    }
+    if out.runtime_major.is_none() {
+        out.runtime_major = out
+            .bodies
+            .iter()
+            .find(|b| b.module_path.ends_with("/System.Private.CoreLib.dll"))
+            .and_then(|b| crate::nettrace::runtime_major("", Some(&b.module_path)));
     }
     Ok(out)
 }

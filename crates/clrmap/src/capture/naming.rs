@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use super::{CapturedBody, RtType};
-use crate::fs::{read_regular, MAX_FILE};
+use crate::fs::read_regular;
 use crate::ilmap::CodeKind;
 use crate::metadata::{with_module_file, Metadata, TypeDefInfo};
 use crate::r2r::ReadyToRunImage;
@@ -104,7 +104,8 @@ pub fn name_captured(bodies: &mut [CapturedBody]) {
         by_module.entry(b.module_path.clone()).or_default().push(i);
     }
     for (module, list) in by_module {
-        let Ok(bytes) = read_regular(Path::new(&module), MAX_FILE) else { continue };
+        // At most 256 MiB, as for names elsewhere (metadata::with_module_file).
+        let Ok(bytes) = read_regular(Path::new(&module), 256 << 20) else { continue };
         let Ok(md) = Metadata::parse(&bytes) else { continue };
         // ReadyToRun code is named as the image names the body at its RVA: the image's method
         // entry carries the exact instantiation, which the runtime does not tell a profiler for

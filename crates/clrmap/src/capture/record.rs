@@ -31,9 +31,13 @@ pub struct Header {
     /// The runtime's version (GetRuntimeInformation), `major.minor.build.qfe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_version: Option<String>,
-    /// The runtime's version string (GetRuntimeInformation).
+    /// The runtime's version string (GetRuntimeInformation): `8.0.4`; CoreCLR before .NET 5
+    /// answers `v4.0.30319`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_version_string: Option<String>,
+    /// The runtime library's path (`.../Microsoft.NETCore.App/3.1.23/libcoreclr.so`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_path: Option<String>,
 }
 
 /// Every line after a header: a code body, or the end of a process's recording.
@@ -72,7 +76,9 @@ pub struct Body {
     /// The sum of the body's code ranges.
     #[serde(default)]
     pub code_size: u32,
-    /// Jitted code: the body's index in `GetNativeCodeStartAddresses`.
+    /// The body's version: the order the profiler recorded the function's bodies in (0 for the
+    /// first, ReadyToRun code included). Captures written before this held a jitted body's
+    /// index in `GetNativeCodeStartAddresses`, which could repeat.
     #[serde(default)]
     pub body: u32,
     /// `[ilOffset, nativeStartOffset, nativeEndOffset]` triples, raw.

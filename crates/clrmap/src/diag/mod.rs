@@ -552,7 +552,10 @@ pub fn snapshot_until(client: &Client, limit: &Limit<'_>) -> Result<OpenedSource
     let mut stopper = session.stopper();
     stopper.send_until(limit)?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, session.reader_until(*limit));
-    let decoded = crate::nettrace::read_code_bodies_partial(&mut reader);
+    let mut runtime_major = None;
+    let decoded = crate::nettrace::read_code_bodies_partial_with(&mut reader, |e| {
+        runtime_major = runtime_major.or_else(|| crate::nettrace::runtime_information(e).and_then(|r| r.major()));
+    });
     let ended = reader.get_ref().ended();
     if let Some(e) = ended {
         return Err(DiagError::new(
@@ -571,7 +574,7 @@ pub fn snapshot_until(client: &Client, limit: &Limit<'_>) -> Result<OpenedSource
     }
     // The stream has ended: the stop reply is moot unless nothing came at all.
     let _ = stopper.finish_until(&Limit::new(Duration::from_millis(100), limit.cancel));
-    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() })
+    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major })
 }
 
 #[cfg(test)]

@@ -504,10 +504,15 @@ impl Metadata<'_> {
     }
 }
 
+/// The largest module file read for names (the largest framework assemblies, composite images
+/// included, are well under it): a recording names module paths, and a hostile one may name any
+/// file.
+const MAX_MODULE_FILE: u64 = 256 << 20;
+
 /// Run `f` on the metadata of the module file at `path` (read whole, then dropped); `None` when
-/// it cannot be read or holds no metadata.
+/// it cannot be read, is larger than 256 MiB, or holds no metadata.
 pub fn with_module_file<T>(path: &str, f: impl FnOnce(&Metadata<'_>) -> T) -> Option<T> {
-    let bytes = crate::fs::read_regular(std::path::Path::new(path), crate::fs::MAX_FILE).ok()?;
+    let bytes = crate::fs::read_regular(std::path::Path::new(path), MAX_MODULE_FILE).ok()?;
     let md = Metadata::parse(&bytes).ok()?;
     Some(f(&md))
 }

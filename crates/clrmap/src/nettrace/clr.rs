@@ -63,6 +63,63 @@ pub fn module_load(p: Reader<'_>) -> Result<ModuleLoad> {
     Ok(ModuleLoad { module_id, assembly_id, il_path })
 }
 
+/// RuntimeInformationStart (runtime 187) / RuntimeInformationDCStart (rundown 187): `u16
+/// ClrInstanceID, u16 Sku, u16 BclMajorVersion, BclMinorVersion, BclBuildNumber, BclQfeNumber,
+/// u16 VMMajorVersion, VMMinorVersion, VMBuildNumber, VMQfeNumber, u32 StartupFlags, u8
+/// StartupMode, utf16z CommandLine, GUID ComObjectGuid, utf16z RuntimeDllPath` (ClrEtwAll.man).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuntimeInformation {
+    /// The VM's version, as the runtime reports it (CoreCLR before .NET 5 reports 4.0.x).
+    pub vm: [u16; 4],
+    /// The runtime library's path (`.../Microsoft.NETCore.App/3.1.23/libcoreclr.so`).
+    pub dll_path: String,
+}
+
+impl RuntimeInformation {
+    /// The runtime's major version (see [`runtime_major`]).
+    pub fn major(&self) -> Option<u16> {
+        runtime_major(&format!("{}.{}.{}", self.vm[0], self.vm[1], self.vm[2]), Some(&self.dll_path))
+    }
+}
+
+/// Decode a runtime information event; `None` for any other event.
+pub fn runtime_information(e: &Event<'_>) -> Option<RuntimeInformation> {
+    if e.meta.event_id != 187 || !matches!(e.meta.provider.as_str(), RUNTIME | RUNDOWN) {
+        return None;
+    }
+    let mut r = e.payload;
+    r.skip(2 * 6, "ClrInstanceID, Sku and the BCL version").ok()?;
+    let mut vm = [0u16; 4];
+    for v in &mut vm {
+        *v = r.u16("the VM version").ok()?;
+    }
+    r.skip(4 + 1, "StartupFlags, StartupMode").ok()?;
+    let _command_line = utf16z(&mut r).ok()?;
+    r.skip(16, "ComObjectGuid").ok()?;
+    let dll_path = utf16z(&mut r).unwrap_or_default();
+    Some(RuntimeInformation { vm, dll_path })
+}
+
+/// The major version of a .NET runtime from what it reports (`8.0.4`, `v4.0.30319`) and, where
+/// known, a path inside its shared framework directory
+/// (`.../Microsoft.NETCore.App/3.1.23/libcoreclr.so`). CoreCLR before .NET 5 reports the .NET
+/// Framework-compatible 4.0.30319: the directory then tells 3.1 from 2.x, and without one it is
+/// taken as 3 (a runtime before .NET 5, which is what the frame rule depends on).
+pub fn runtime_major(reported: &str, path: Option<&str>) -> Option<u16> {
+    let major = |v: &str| v.trim_start_matches('v').split('.').next().and_then(|m| m.parse::<u16>().ok());
+    let from_path = path.and_then(|p| {
+        let mut parts = p.rsplit(['/', '\\']);
+        let _file = parts.next();
+        let version = parts.next()?;
+        (parts.next()? == "Microsoft.NETCore.App").then(|| major(version)).flatten()
+    });
+    match major(reported) {
+        Some(4) => Some(from_path.unwrap_or(3)),
+        Some(m) => Some(m),
+        None => from_path,
+    }
+}
+
 /// MethodILToNativeMap / MethodDCEndILToNativeMap: IL-sorted starts, no ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IlMapEvent {

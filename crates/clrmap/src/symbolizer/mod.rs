@@ -179,6 +179,10 @@ pub struct Symbolizer {
     /// Line tables by PDB id: modules that find the same PDB (one file named by several paths,
     /// or copies of one build) share one table and one copy of its bytes.
     by_pdb: Mutex<HashMap<[u8; 20], Arc<ModuleLines>>>,
+    /// Files of another build passed over while finding PDBs ([`Self::notes`]).
+    notes: Mutex<Vec<String>>,
+    /// The major version of the runtime that ran the bodies, where the source records it.
+    runtime_major: Option<u16>,
 }
 
 impl Symbolizer {
@@ -197,9 +201,10 @@ impl Symbolizer {
     /// [`Self::from_opened`], with the PDB ids the source recorded for its modules
     /// ([`read_trace`]): a module's lines come only from a PDB with its recorded id.
     pub fn from_recorded(opened: OpenedSource, pdbs: &RecordedPdbs, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
-        let OpenedSource { kind, bodies, image, warnings } = opened;
+        let OpenedSource { kind, bodies, image, warnings, runtime_major } = opened;
         let mut modules: Vec<Module> = Vec::new();
         let mut body_module = Vec::with_capacity(bodies.len());
+        let mut passed = Vec::new();
         if let Some(bytes) = image {
             // One module: the image itself. Its lines are loaded now, so a PDB the user named
             // that is not its own fails here.
@@ -254,7 +259,11 @@ impl Symbolizer {
                 check_explicit_for(&modules, &options.symbols, pdb)?;
             }
         }
-        Ok(Symbolizer { kind, store: MapStore::new(bodies), modules, body_module, options, warnings, by_pdb: Mutex::new(HashMap::new()) })
+        let sym = Symbolizer { kind, store: MapStore::new(bodies), modules, body_module, options, warnings, by_pdb: Mutex::new(HashMap::new()), notes: Mutex::new(Vec::new()), runtime_major };
+        if let Some(image) = sym.modules.first().filter(|_| sym.kind == SourceKind::ReadyToRun) {
+            sym.note(image, passed);
+        }
+        Ok(sym)
     }
 
     /// Faults past which the source was not read (a torn trace or capture); every whole record
@@ -266,6 +275,13 @@ impl Symbolizer {
     /// What the source is.
     pub fn kind(&self) -> SourceKind {
         self.kind
+    }
+
+    /// The major version of the runtime that ran the bodies, where the source records it (a
+    /// trace's or snapshot's RuntimeInformation event, a capture's header; 3 for CoreCLR 3.1):
+    /// the frame rule depends on it ([`FrameKind::ReturnAddressAsIs`] before .NET 5).
+    pub fn runtime_major(&self) -> Option<u16> {
+        self.runtime_major
     }
 
     /// The bodies, as a GetILToNativeMapping store.

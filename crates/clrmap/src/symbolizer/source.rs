@@ -46,6 +46,9 @@ pub struct OpenedSource {
     /// Faults past which nothing was read (a torn trace or capture): every whole record before
     /// them is in `bodies`.
     pub warnings: Vec<Error>,
+    /// The major version of the runtime that ran the bodies, where the source records it (a
+    /// trace's RuntimeInformation event, a capture's header): it chooses the frame rule.
+    pub runtime_major: Option<u16>,
 }
 
 /// For a trace: the PDB each module's image named, by the module path its bodies carry
@@ -57,13 +60,15 @@ pub type RecordedPdbs = HashMap<String, RecordedPdb>;
 /// were loaded with. Only a stream that is not a trace at all is an error.
 pub fn read_trace<R: Read>(reader: R) -> Result<(OpenedSource, RecordedPdbs), Error> {
     let mut pdbs = HashMap::new();
+    let mut runtime_major = None;
     let (bodies, warning) = crate::nettrace::read_code_bodies_partial_with(reader, |e| {
+        runtime_major = runtime_major.or_else(|| crate::nettrace::runtime_information(e).and_then(|r| r.major()));
         if let Some((path, pdb)) = recorded_pdb(e) {
             // One path, one file: the first load names it.
             pdbs.entry(path).or_insert(pdb);
         }
     })?;
-    Ok((OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect() }, pdbs))
+    Ok((OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major }, pdbs))
 }
 
 /// A ModuleLoad (runtime 152) or rundown ModuleDCStart/DCEnd (153/154) event's module path and
@@ -130,7 +135,7 @@ pub(super) fn open_recorded(path: &Path) -> Result<(OpenedSource, RecordedPdbs),
         // Names come from each module's own metadata (crate::capture::name_captured).
         crate::capture::name_captured(&mut captured);
         let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
-        return Ok((OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings }, HashMap::new()));
+        return Ok((OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major }, HashMap::new()));
     }
     if bytes.starts_with(b"MZ") {
         let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
@@ -144,7 +149,7 @@ pub(super) fn open_recorded(path: &Path) -> Result<(OpenedSource, RecordedPdbs),
                 }
             }
         }
-        return Ok((OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new() }, HashMap::new()));
+        return Ok((OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None }, HashMap::new()));
     }
     Err(OpenError::Unrecognized { path: path.to_owned() })
 }

@@ -22,3 +22,4 @@ mod attach;
 mod event_names;
 mod spec_errors;
 mod pdb_identity;
+mod bodies;
