@@ -283,3 +283,34 @@ fn an_address_beyond_every_rva_is_echoed_and_explained() {
         assert_eq!(stderr(&o), "error: not_found at RVA 0xFFFFFFF0: expected an RVA inside a method with a map\n");
     }
 }
+
+#[test]
+#[ignore = "needs .NET"]
+fn ps_rows_escape_the_command_line() {
+    for host in ["3.1/dotnetcore2/bin/dotnet", "8.0/dnv/net/runtime/.net/dotnet"] {
+        // Hot.dll runs for its first argument's seconds; the second is only carried along.
+        let mut child = Command::new(dotnet_file(host))
+            .args(["tests/fixtures/perf/Hot.dll", "20", "a\nb\u{1b}[m"])
+            .current_dir(repo_root())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id().to_string();
+        let t = Instant::now();
+        let mut row = None;
+        while row.is_none() && t.elapsed() < Duration::from_secs(15) {
+            std::thread::sleep(Duration::from_millis(300));
+            let o = clrmap(&["ps"]);
+            // The row and anything after it: a forged line would follow the row.
+            let text = stdout(&o);
+            row = text.lines().position(|l| l.split_whitespace().next() == Some(pid.as_str())).map(|i| text.lines().skip(i).collect::<Vec<_>>().join("\n"));
+            row = row.filter(|r| r.contains("Hot.dll"));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let row = row.unwrap_or_else(|| panic!("{host}: no ps row for {pid}"));
+        assert!(row.lines().next().unwrap().ends_with("Hot.dll 20 a\\x0ab\\x1b[m"), "{host}: {row}");
+        assert!(!row.contains('\u{1b}'), "{host}: {row}");
+    }
+}
