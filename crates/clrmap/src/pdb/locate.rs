@@ -85,11 +85,7 @@ impl RecordedPdb {
 
     /// The GUID as the symbol-server key writes it (32 upper-case hex digits).
     pub fn guid_hex(&self) -> String {
-        let mut id = [0u8; 20];
-        for (d, s) in id.iter_mut().zip(self.guid.iter()) {
-            *d = *s;
-        }
-        PdbId(id).guid_hex()
+        guid_hex(&self.guid)
     }
 }
 
@@ -111,13 +107,42 @@ fn read_candidate(path: &Path) -> Option<Vec<u8>> {
 }
 
 /// A candidate PDB's bytes, read whole only once its header's id passes `check` (a few KiB read
-/// first, so a huge file of another build, or a sparse one, costs nothing).
-fn read_candidate_pdb(path: &Path, check: impl Fn(&super::PdbId) -> bool) -> Option<Vec<u8>> {
+/// first, so a huge file of another build, or a sparse one, costs nothing). A portable PDB whose
+/// id fails the check is noted in `passed`.
+fn read_candidate_pdb(path: &Path, check: impl Fn(&super::PdbId) -> bool, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
     let mut file = crate::fs::open_regular(path).ok()?;
-    if !super::peek_id(&mut file).is_some_and(|id| check(&id)) {
+    let id = super::peek_id(&mut file)?;
+    if !check(&id) {
+        passed.push(PassedOver { path: path.to_owned(), guid: id.guid() });
         return None;
     }
     read_candidate(path)
+}
+
+/// A file found where a module's PDB or assembly was looked for, but of another build (another
+/// PDB GUID), and so not used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassedOver {
+    /// The file.
+    pub path: PathBuf,
+    /// The PDB GUID it has (a PDB's id, or an assembly's CodeView entry), in GUID byte order.
+    pub guid: [u8; 16],
+}
+
+impl PassedOver {
+    /// The GUID as the symbol-server key writes it (32 upper-case hex digits).
+    pub fn guid_hex(&self) -> String {
+        guid_hex(&self.guid)
+    }
+}
+
+/// A GUID (GUID byte order) as the symbol-server key writes it.
+fn guid_hex(guid: &[u8; 16]) -> String {
+    let mut id = [0u8; 20];
+    for (d, s) in id.iter_mut().zip(guid.iter()) {
+        *d = *s;
+    }
+    PdbId(id).guid_hex()
 }
 
 /// A file name from an image or a recording that names a file in the directory it is joined to:
@@ -167,6 +192,11 @@ pub fn find_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &Symbo
 /// [`OpenError::Input`] at its path; a malformed embedded PDB is [`OpenError::Input`] at
 /// `assembly_path`.
 pub fn locate_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths) -> core::result::Result<Option<FoundPdb>, OpenError> {
+    locate_pdb_noting(image, assembly_path, paths, &mut Vec::new())
+}
+
+/// [`locate_pdb`], noting in `passed` each candidate PDB of another build it passed over.
+pub fn locate_pdb_noting(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths, passed: &mut Vec<PassedOver>) -> core::result::Result<Option<FoundPdb>, OpenError> {
     let at_assembly = |error: Error| OpenError::Input { path: assembly_path.map(Path::to_owned).unwrap_or_default(), error };
     if let Some(bytes) = embedded_pdb(image).map_err(at_assembly)? {
         return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Embedded }));
@@ -199,7 +229,7 @@ pub fn locate_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &Sym
     }
     let beside = usize::from(assembly_path.and_then(Path::parent).is_some());
     for (i, path) in candidates.into_iter().enumerate() {
-        let Some(bytes) = read_candidate_pdb(&path, |id| id.0 == want) else { continue };
+        let Some(bytes) = read_candidate_pdb(&path, |id| id.0 == want, passed) else { continue };
         if matches(&bytes, &want).unwrap_or(false) {
             let origin = if i < beside { PdbOrigin::BesideAssembly(path) } else { PdbOrigin::SymbolPath(path) };
             return Ok(Some(FoundPdb { bytes, origin }));
@@ -236,6 +266,11 @@ type Candidate = (PathBuf, fn(PathBuf) -> PdbOrigin);
 /// flat and in the symbol-server layout. Only a PDB whose id starts with the recorded GUID is
 /// used; `Ok(None)` when there is none.
 pub fn find_recorded_pdb(recorded: &RecordedPdb, module_path: Option<&Path>, paths: &SymbolPaths) -> core::result::Result<Option<FoundPdb>, OpenError> {
+    find_recorded_pdb_noting(recorded, module_path, paths, &mut Vec::new())
+}
+
+/// [`find_recorded_pdb`], noting in `passed` each candidate PDB of another build it passed over.
+pub fn find_recorded_pdb_noting(recorded: &RecordedPdb, module_path: Option<&Path>, paths: &SymbolPaths, passed: &mut Vec<PassedOver>) -> core::result::Result<Option<FoundPdb>, OpenError> {
     if let Some(explicit) = &paths.pdb {
         let bytes = read_input(explicit, MAX_FILE)?;
         check_recorded(recorded, &bytes).map_err(|error| OpenError::Input { path: explicit.clone(), error })?;
@@ -266,7 +301,7 @@ pub fn find_recorded_pdb(recorded: &RecordedPdb, module_path: Option<&Path>, pat
         candidates.extend(keyed_dirs(dir, &name, &guid).into_iter().map(|p| (p, PdbOrigin::SymbolPath as fn(PathBuf) -> PdbOrigin)));
     }
     for (path, origin) in candidates {
-        let Some(bytes) = read_candidate_pdb(&path, |id| id.guid() == recorded.guid) else { continue };
+        let Some(bytes) = read_candidate_pdb(&path, |id| id.guid() == recorded.guid, passed) else { continue };
         if guid_matches(&bytes, &recorded.guid) {
             return Ok(Some(FoundPdb { bytes, origin: origin(path) }));
         }

@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
 use crate::fs::{file_id, read_input};
-use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb, locate_pdb, FoundPdb, PdbOrigin, RecordedPdb, SymbolPaths};
+use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind};
@@ -210,7 +210,7 @@ impl Symbolizer {
             // that is not its own fails here.
             let name = path.and_then(Path::file_name).map(|f| f.to_string_lossy().into_owned());
             let image = PeImage::parse(&bytes).map_err(|error| OpenError::Input { path: path.map(Path::to_owned).unwrap_or_default(), error })?;
-            let lines = match locate_pdb(&image, path, &options.symbols)? {
+            let lines = match locate_pdb_noting(&image, path, &options.symbols, &mut passed)? {
                 Some(found) => {
                     let at = match &found.origin {
                         PdbOrigin::Explicit(p) => p.clone(),
@@ -351,7 +351,10 @@ impl Symbolizer {
                 if !symbols.pdb.as_deref().is_some_and(|pdb| same_stem(pdb, module.name.as_deref())) {
                     symbols.pdb = None;
                 }
-                let found = module_pdb(module, &symbols)?;
+                let mut passed = Vec::new();
+                let found = module_pdb(module, &symbols, &mut passed);
+                self.note(module, passed);
+                let found = found?;
                 let id = PortablePdb::parse(&found.bytes).ok()?.id().0;
                 // A PDB another module already holds is not kept twice.
                 let mut shared = self.by_pdb.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -363,6 +366,29 @@ impl Symbolizer {
                 Some(lines)
             })
             .as_deref()
+    }
+
+    /// Note the files of another build passed over while looking for a module's PDB.
+    fn note(&self, module: &Module, passed: Vec<PassedOver>) {
+        if passed.is_empty() {
+            return;
+        }
+        let name = module.name.as_deref().unwrap_or("a module");
+        let wanted = module.recorded.as_ref().map(|r| format!(", not the {} the source recorded", r.guid_hex())).unwrap_or_default();
+        let mut notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for p in passed {
+            let note = format!("{name}: {} is another build (PDB GUID {}{wanted}); not used", p.path.display(), p.guid_hex());
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+    }
+
+    /// What was passed over so far while finding the PDBs of the modules hit: each assembly or
+    /// PDB of another build than the module's (one line each, for a user who wonders why an
+    /// address has no line). Modules are looked up when an address in them is first answered.
+    pub fn notes(&self) -> Vec<String> {
+        self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 }
 
@@ -376,24 +402,25 @@ fn assembly_candidates<'a>(module: &'a Module, symbols: &'a SymbolPaths) -> impl
 /// The PDB of a module of a trace or capture. Without a recorded id, the first assembly found
 /// decides (its CodeView entry names the PDB). With one, an assembly of another build is passed
 /// over, and the PDB is also looked for without any assembly ([`find_recorded_pdb`]).
-fn module_pdb(module: &Module, symbols: &SymbolPaths) -> Option<FoundPdb> {
+fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOver>) -> Option<FoundPdb> {
     for path in assembly_candidates(module, symbols) {
         let Ok(bytes) = read_regular(&path, MAX_FILE) else { continue };
         let Ok(image) = PeImage::parse(&bytes) else { continue };
         if let Some(recorded) = &module.recorded {
             let guid = image.codeview().ok().flatten().map(|cv| cv.guid);
             if guid != Some(recorded.guid) {
+                passed.push(PassedOver { path, guid: guid.unwrap_or_default() });
                 continue;
             }
         }
-        let found = locate_pdb(&image, Some(&path), symbols).ok().flatten();
+        let found = locate_pdb_noting(&image, Some(&path), symbols, passed).ok().flatten();
         if found.is_some() || module.recorded.is_none() {
             return found;
         }
         break;
     }
     let recorded = module.recorded.as_ref()?;
-    find_recorded_pdb(recorded, module.path.as_deref(), symbols).ok().flatten()
+    find_recorded_pdb_noting(recorded, module.path.as_deref(), symbols, passed).ok().flatten()
 }
 
 /// A module's line table from its PDB; `None` if the PDB does not parse.
