@@ -48,15 +48,13 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
 /// something else. A link is `InvalidInput` "a symbolic link", anything else not regular is
 /// `InvalidInput` "not a regular file".
 pub fn open_regular_nofollow(path: &Path) -> io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => io::Error::new(io::ErrorKind::InvalidInput, "a symbolic link"),
-            _ => e,
-        })?;
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty()).map_err(|e| match e {
+        rustix::io::Errno::LOOP => io::Error::new(io::ErrorKind::InvalidInput, "a symbolic link"),
+        e => io::Error::from(e),
+    })?;
+    let file = std::fs::File::from(fd);
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
@@ -157,7 +155,7 @@ impl NewFile {
             tmp_name.push(format!(".{:016x}.clrmap-tmp", nonce()));
             let tmp = dir.join(tmp_name);
             // create_new is O_CREAT | O_EXCL: it fails on any existing name, a dangling link too.
-            match std::fs::OpenOptions::new().read(true).write(true).create_new(true).custom_flags(libc::O_CLOEXEC).mode(0o666).open(&tmp) {
+            match std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o666).open(&tmp) {
                 Ok(file) => {
                     let new = NewFile { file, tmp, path: path.to_path_buf(), committed: false };
                     if let Some(m) = existing {
@@ -210,116 +208,6 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut new = NewFile::create(path)?;
     new.file().write_all(bytes)?;
     new.commit()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("clrmap-fs-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
-    fn mkfifo(p: &Path) {
-        assert!(std::process::Command::new("mkfifo").arg(p).status().unwrap().success());
-    }
-
-    /// The directory's entries other than `keep`.
-    fn others(d: &Path, keep: &[&str]) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| !keep.contains(&n.as_str())).collect();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn a_new_file_replaces_only_at_commit_and_leaves_nothing_behind() {
-        let d = dir("commit");
-        let out = d.join("out.nettrace");
-        std::fs::write(&out, b"old").unwrap();
-        let mut new = NewFile::create(&out).unwrap();
-        new.file().write_all(b"new").unwrap();
-        assert_eq!(std::fs::read(&out).unwrap(), b"old", "untouched until the commit");
-        drop(new);
-        assert_eq!(std::fs::read(&out).unwrap(), b"old");
-        assert_eq!(others(&d, &["out.nettrace"]), Vec::<String>::new(), "the temporary file is removed");
-        write_new(&out, b"new").unwrap();
-        assert_eq!(std::fs::read(&out).unwrap(), b"new");
-        assert_eq!(others(&d, &["out.nettrace"]), Vec::<String>::new());
-        // Relative to the current directory, too (a bare name has an empty parent).
-        assert!(NewFile::create(Path::new("")).is_err());
-    }
-
-    #[test]
-    fn links_are_replaced_never_written_through_and_special_files_refused_without_blocking() {
-        let d = dir("links");
-        let victim = d.join("victim");
-        std::fs::write(&victim, b"precious").unwrap();
-        let out = d.join("out");
-        std::os::unix::fs::symlink(&victim, &out).unwrap();
-        write_new(&out, b"new").unwrap();
-        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
-        assert!(std::fs::symlink_metadata(&out).unwrap().is_file());
-        assert_eq!(std::fs::read(&out).unwrap(), b"new");
-        // The old fixed temporary name, planted: not written through.
-        std::os::unix::fs::symlink(&victim, d.join(".out.clrmap-tmp")).unwrap();
-        write_new(&out, b"newer").unwrap();
-        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
-        // A FIFO (no reader: opening it for writing would block) and a directory: refused.
-        let fifo = d.join("fifo");
-        mkfifo(&fifo);
-        assert_eq!(write_new(&fifo, b"x").unwrap_err().kind(), io::ErrorKind::InvalidInput);
-        assert_eq!(write_new(&d, b"x").unwrap_err().kind(), io::ErrorKind::InvalidInput);
-        assert_eq!(others(&d, &["victim", "out", ".out.clrmap-tmp", "fifo"]), Vec::<String>::new());
-    }
-
-    #[test]
-    fn a_failed_commit_removes_the_temporary_file_and_keeps_the_destination() {
-        let d = dir("fail");
-        let out = d.join("out");
-        let mut new = NewFile::create(&out).unwrap();
-        new.file().write_all(b"new").unwrap();
-        // A directory put at the destination meanwhile, with a file in it.
-        std::fs::create_dir(&out).unwrap();
-        std::fs::write(out.join("inside"), b"kept").unwrap();
-        assert!(new.commit().is_err());
-        assert_eq!(std::fs::read(out.join("inside")).unwrap(), b"kept");
-        assert_eq!(others(&d, &["out"]), Vec::<String>::new());
-        // Permission bits of an existing file are kept.
-        use std::os::unix::fs::PermissionsExt;
-        let f = d.join("f");
-        std::fs::write(&f, b"old").unwrap();
-        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
-        write_new(&f, b"new").unwrap();
-        assert_eq!(std::fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o640);
-    }
-
-    #[test]
-    fn nofollow_reads_refuse_links_fifos_and_devices_at_once() {
-        let d = dir("nofollow");
-        let file = d.join("capture");
-        std::fs::write(&file, b"0123456789").unwrap();
-        assert_eq!(read_regular_nofollow(&file, 100).unwrap(), b"0123456789");
-        assert_eq!(read_regular_nofollow(&file, 9).unwrap_err().kind(), io::ErrorKind::InvalidInput);
-        assert_eq!(read_regular_nofollow_from(&file, 4, 3).unwrap(), (b"456".to_vec(), 10));
-        assert_eq!(read_regular_nofollow_from(&file, 12, 3).unwrap(), (Vec::new(), 10));
-        let link = d.join("zero");
-        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
-        let e = read_regular_nofollow(&link, 100).unwrap_err();
-        assert_eq!((e.kind(), e.to_string().as_str()), (io::ErrorKind::InvalidInput, "a symbolic link"));
-        let to_file = d.join("to-file");
-        std::os::unix::fs::symlink(&file, &to_file).unwrap();
-        assert_eq!(read_regular_nofollow(&to_file, 100).unwrap_err().kind(), io::ErrorKind::InvalidInput);
-        let fifo = d.join("fifo");
-        mkfifo(&fifo);
-        let e = read_regular_nofollow(&fifo, 100).unwrap_err();
-        assert_eq!((e.kind(), e.to_string().as_str()), (io::ErrorKind::InvalidInput, "not a regular file"));
-        assert_eq!(read_regular_nofollow(Path::new("/dev/zero"), 100).unwrap_err().kind(), io::ErrorKind::InvalidInput);
-        assert_eq!(read_regular_nofollow(&d.join("missing"), 100).unwrap_err().kind(), io::ErrorKind::NotFound);
-    }
 }
 
 /// Why an input file could not be opened: what the file layer, the PDB layer and the symbolizer
