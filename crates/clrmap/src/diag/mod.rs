@@ -553,8 +553,10 @@ pub fn snapshot_until(client: &Client, limit: &Limit<'_>) -> Result<OpenedSource
     stopper.send_until(limit)?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, session.reader_until(*limit));
     let mut runtime_major = None;
+    let mut pdbs = crate::symbolizer::RecordedPdbs::new();
     let decoded = crate::nettrace::read_code_bodies_partial_with(&mut reader, |e| {
         runtime_major = runtime_major.or_else(|| crate::nettrace::runtime_information(e).and_then(|r| r.major()));
+        crate::symbolizer::note_recorded_pdb(e, &mut pdbs);
     });
     let ended = reader.get_ref().ended();
     if let Some(e) = ended {
@@ -574,7 +576,7 @@ pub fn snapshot_until(client: &Client, limit: &Limit<'_>) -> Result<OpenedSource
     }
     // The stream has ended: the stop reply is moot unless nothing came at all.
     let _ = stopper.finish_until(&Limit::new(Duration::from_millis(100), limit.cancel));
-    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major })
+    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs })
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ use crate::read::{Error, ErrorKind};
 
 use lines::ModuleLines;
 pub use crate::fs::OpenError;
-pub use source::{open_source, read_trace, OpenedSource, RecordedPdbs, SourceKind};
+pub use source::{note_recorded_pdb, open_source, read_trace, OpenedSource, RecordedPdbs, SourceKind};
 pub use vars::{name_var, LocalNames, VarKind, VarName};
 
 /// How the address of a frame is to be read.
@@ -189,19 +189,13 @@ impl Symbolizer {
     /// Open a source file and index its bodies. A PDB the user named is checked now: if it
     /// belongs to no module of the source, this fails with `pdb_mismatch`.
     pub fn open(path: &Path, options: Options) -> Result<Self, OpenError> {
-        let (opened, pdbs) = source::open_recorded(path)?;
-        Self::from_recorded(opened, &pdbs, Some(path), options)
+        let opened = open_source(path)?;
+        Self::from_opened(opened, Some(path), options)
     }
 
     /// Index already opened bodies. `path` is the source file (for an image: the assembly).
     pub fn from_opened(opened: OpenedSource, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
-        Self::from_recorded(opened, &RecordedPdbs::new(), path, options)
-    }
-
-    /// [`Self::from_opened`], with the PDB ids the source recorded for its modules
-    /// ([`read_trace`]): a module's lines come only from a PDB with its recorded id.
-    pub fn from_recorded(opened: OpenedSource, pdbs: &RecordedPdbs, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
-        let OpenedSource { kind, bodies, image, warnings, runtime_major } = opened;
+        let OpenedSource { kind, bodies, image, warnings, runtime_major, pdbs } = opened;
         let mut modules: Vec<Module> = Vec::new();
         let mut body_module = Vec::with_capacity(bodies.len());
         let mut passed = Vec::new();

@@ -49,26 +49,35 @@ pub struct OpenedSource {
     /// The major version of the runtime that ran the bodies, where the source records it (a
     /// trace's RuntimeInformation event, a capture's header): it chooses the frame rule.
     pub runtime_major: Option<u16>,
+    /// For a trace (or a snapshot of a process): the PDB each module's image named, by module
+    /// path ([`RecordedPdbs`]). Empty for other sources.
+    pub pdbs: RecordedPdbs,
 }
 
 /// For a trace: the PDB each module's image named, by the module path its bodies carry
-/// ([`CodeBody::module_path`]), as the runtime recorded it when it loaded the module
-/// ([`Symbolizer::from_recorded`](super::Symbolizer::from_recorded) uses only a PDB with this id).
+/// ([`CodeBody::module_path`]), as the runtime recorded it when it loaded the module. The
+/// [`Symbolizer`](super::Symbolizer) uses only a PDB with this id for the module's lines.
 pub type RecordedPdbs = HashMap<String, RecordedPdb>;
 
-/// Read a trace: its bodies, a fault past which it was not read, and the PDB ids its modules
-/// were loaded with. Only a stream that is not a trace at all is an error.
-pub fn read_trace<R: Read>(reader: R) -> Result<(OpenedSource, RecordedPdbs), Error> {
+/// Read a trace: its bodies, a fault past which it was not read, the runtime's version and the
+/// PDB ids its modules were loaded with. Only a stream that is not a trace at all is an error.
+pub fn read_trace<R: Read>(reader: R) -> Result<OpenedSource, Error> {
     let mut pdbs = HashMap::new();
     let mut runtime_major = None;
     let (bodies, warning) = crate::nettrace::read_code_bodies_partial_with(reader, |e| {
         runtime_major = runtime_major.or_else(|| crate::nettrace::runtime_information(e).and_then(|r| r.major()));
-        if let Some((path, pdb)) = recorded_pdb(e) {
-            // One path, one file: the first load names it.
-            pdbs.entry(path).or_insert(pdb);
-        }
+        note_recorded_pdb(e, &mut pdbs);
     })?;
-    Ok((OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major }, pdbs))
+    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs })
+}
+
+/// Keep the module path and PDB id of a module load event (see [`RecordedPdbs`]); other events
+/// are passed over. For a reader of trace events that builds its own [`OpenedSource`].
+pub fn note_recorded_pdb(e: &crate::nettrace::Event<'_>, pdbs: &mut RecordedPdbs) {
+    if let Some((path, pdb)) = recorded_pdb(e) {
+        // One path, one file: the first load names it.
+        pdbs.entry(path).or_insert(pdb);
+    }
 }
 
 /// A ModuleLoad (runtime 152) or rundown ModuleDCStart/DCEnd (153/154) event's module path and
@@ -111,11 +120,6 @@ fn name_body(md: &Metadata<'_>, body: &mut CodeBody) {
 
 /// Read and decode a source file.
 pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
-    open_recorded(path).map(|(opened, _)| opened)
-}
-
-/// [`open_source`], with the PDB ids a trace recorded for its modules.
-pub(super) fn open_recorded(path: &Path) -> Result<(OpenedSource, RecordedPdbs), OpenError> {
     let io = |error: std::io::Error| OpenError::Io { path: path.to_owned(), error };
     let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
     // A trace is streamed (memory follows its events, not its size); the others are read whole.
@@ -135,7 +139,7 @@ pub(super) fn open_recorded(path: &Path) -> Result<(OpenedSource, RecordedPdbs),
         // Names come from each module's own metadata (crate::capture::name_captured).
         crate::capture::name_captured(&mut captured);
         let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
-        return Ok((OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major }, HashMap::new()));
+        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs: HashMap::new() });
     }
     if bytes.starts_with(b"MZ") {
         let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
@@ -149,7 +153,7 @@ pub(super) fn open_recorded(path: &Path) -> Result<(OpenedSource, RecordedPdbs),
                 }
             }
         }
-        return Ok((OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None }, HashMap::new()));
+        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None, pdbs: HashMap::new() });
     }
     Err(OpenError::Unrecognized { path: path.to_owned() })
 }

@@ -84,7 +84,8 @@ fn assert_runtime_lines(sym: &Symbolizer, what: &str) {
 #[test]
 fn the_trace_records_each_modules_pdb_id() {
     let file = std::fs::File::open(fixture(TRACE)).unwrap();
-    let (opened, pdbs) = read_trace(std::io::BufReader::new(file)).unwrap();
+    let opened = read_trace(std::io::BufReader::new(file)).unwrap();
+    let pdbs = &opened.pdbs;
     assert!(opened.warnings.is_empty());
     // Every module path of a Frames.dll body has its recorded id: the GUID of the build that ran.
     let paths: Vec<&String> = opened.bodies.iter().filter(|b| b.module.as_deref() == Some("Frames.dll")).filter_map(|b| b.module_path.as_ref()).collect();
@@ -247,4 +248,50 @@ fn open_error_lives_below_the_pdb_layer() {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("crate::symbolizer") && !text.contains("super::super::symbolizer"), "{path:?} imports the symbolizer");
     }
+}
+
+/// A diagnostics server at `socket` whose every session streams `trace` and then closes (what a
+/// process would send for a snapshot, replayed from a real trace).
+fn fake_server(socket: &Path, trace: Vec<u8>) {
+    use std::io::{Read, Write};
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    // The reply's header: magic, size (the header and the session id), OK (0xFF 0x00), reserved.
+    let mut reply = b"DOTNET_IPC_V1\0".to_vec();
+    reply.extend_from_slice(&28u16.to_le_bytes());
+    reply.extend_from_slice(&[0xFF, 0x00, 0, 0]);
+    reply.extend_from_slice(&7u64.to_le_bytes());
+    reply.extend_from_slice(&trace);
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { return };
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = s.set_read_timeout(Some(std::time::Duration::from_millis(300)));
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(&reply);
+            });
+        }
+    });
+}
+
+#[test]
+fn a_snapshot_of_a_process_checks_the_recorded_ids_too() {
+    // `--pid`: the rundown carries the same module events. An assembly rebuilt on disk after
+    // the process loaded it is another build, and not used.
+    let dir = tmp("pdb-identity-snapshot");
+    let socket = dir.join("diag.sock");
+    fake_server(&socket, std::fs::read(fixture(TRACE)).unwrap());
+    let client = clrmap::diag::Client::connect_path(&socket, std::time::Duration::from_secs(5));
+    let opened = clrmap::diag::snapshot_client(&client).unwrap();
+    let frames_path = opened.bodies.iter().find(|b| b.module.as_deref() == Some("Frames.dll")).unwrap().module_path.clone().unwrap();
+    assert_eq!(opened.pdbs[&frames_path].guid, codeview_guid("debug-embedded"));
+    let release = frames("release-portable", "Frames.dll").parent().unwrap().to_owned();
+    let sym = Symbolizer::from_opened(opened, None, options(None, &[release])).unwrap();
+    let (address, ..) = runtime_frames()[0].clone();
+    assert_eq!(sym.symbolize(address, FrameKind::ReturnAddress).line, None);
+    assert_eq!(sym.notes().len(), 2, "{:?}", sym.notes());
+    // The right PDB answers as the runtime printed.
+    let opened = clrmap::diag::snapshot_client(&client).unwrap();
+    assert_runtime_lines(&Symbolizer::from_opened(opened, None, options(Some(frames("debug-portable", "Frames.pdb")), &[])).unwrap(), "snapshot, --pdb");
 }
