@@ -326,7 +326,7 @@ pub struct Text<'a>(pub &'a str);
 
 impl core::fmt::Display for Text<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        escape_str(self.0, f)
+        escape_str(self.0, None, f)
     }
 }
 
@@ -337,13 +337,9 @@ pub struct TextBytes<'a>(pub &'a [u8]);
 impl core::fmt::Display for TextBytes<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         for chunk in self.0.utf8_chunks() {
-            let valid = chunk.valid();
-            escape_str(valid, f)?;
-            // A backslash that ends a valid run is followed by an escaped byte, so it is doubled;
-            // escape_str saw no next character and wrote one backslash: add the other.
-            if valid.ends_with('\\') && !chunk.invalid().is_empty() {
-                f.write_str("\\")?;
-            }
+            // An invalid byte after the valid run is escaped: a backslash before it is doubled.
+            let after = (!chunk.invalid().is_empty()).then_some('\u{0}');
+            escape_str(chunk.valid(), after, f)?;
             for b in chunk.invalid() {
                 write!(f, "\\x{b:02x}")?;
             }
@@ -352,18 +348,114 @@ impl core::fmt::Display for TextBytes<'_> {
     }
 }
 
+/// [`Text`]'s escape for a streaming printer: what is written through it comes out as `Text` of
+/// everything written, whatever the pieces. Call [`TextEscape::finish`] at the end (a backslash
+/// at the end of a piece waits for the next piece's first character).
+pub(crate) struct TextEscape<'w> {
+    out: &'w mut dyn core::fmt::Write,
+    held: bool,
+}
+
+impl<'w> TextEscape<'w> {
+    pub(crate) fn new(out: &'w mut dyn core::fmt::Write) -> Self {
+        TextEscape { out, held: false }
+    }
+
+    /// Write what is held back (a final backslash).
+    pub(crate) fn finish(&mut self) -> core::fmt::Result {
+        if core::mem::take(&mut self.held) {
+            self.out.write_str("\\")?;
+        }
+        Ok(())
+    }
+}
+
+impl core::fmt::Write for TextEscape<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let Some(first) = s.chars().next() else { return Ok(()) };
+        if core::mem::take(&mut self.held) {
+            self.out.write_str(if doubled_before(first) { "\\\\" } else { "\\" })?;
+        }
+        match s.strip_suffix('\\') {
+            Some(body) => {
+                self.held = true;
+                escape_str(body, Some('\\'), self.out)
+            }
+            None => escape_str(s, None, self.out),
+        }
+    }
+}
+
+/// [`TextEscape`] over an `io::Write`, for printers that write to one: each write is escaped as
+/// the text it holds (bytes that are not UTF-8 as `\xNN`; the printers of this crate write whole
+/// UTF-8 strings, as `IoFmt` and `write!` do). Call [`TextEscapeIo::finish`] at the end.
+pub(crate) struct TextEscapeIo<'w> {
+    out: &'w mut dyn std::io::Write,
+    held: bool,
+}
+
+impl<'w> TextEscapeIo<'w> {
+    pub(crate) fn new(out: &'w mut dyn std::io::Write) -> Self {
+        TextEscapeIo { out, held: false }
+    }
+
+    /// Write what is held back (a final backslash).
+    pub(crate) fn finish(&mut self) -> std::io::Result<()> {
+        if core::mem::take(&mut self.held) {
+            self.out.write_all(b"\\")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::io::Write for TextEscapeIo<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut io = IoFmt::new(&mut *self.out);
+        let mut e = TextEscape { out: &mut io, held: self.held };
+        let mut r = Ok(());
+        for chunk in buf.utf8_chunks() {
+            r = r.and_then(|()| core::fmt::Write::write_str(&mut e, chunk.valid()));
+            if !chunk.invalid().is_empty() {
+                // A held backslash before an escaped byte is doubled.
+                if core::mem::take(&mut e.held) {
+                    r = r.and_then(|()| e.out.write_str("\\\\"));
+                }
+                for b in chunk.invalid() {
+                    r = r.and_then(|()| write!(e.out, "\\x{b:02x}"));
+                }
+            }
+        }
+        self.held = e.held;
+        if let Some(error) = io.take_error() {
+            return Err(error);
+        }
+        r.map_err(|_| std::io::Error::other("formatting failed"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Is `c` written as `\xNN` bytes by [`Text`]?
 fn escaped(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-fn escape_str(s: &str, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+/// Is a backslash before `next` doubled?
+fn doubled_before(next: char) -> bool {
+    matches!(next, 'x' | '\\') || escaped(next)
+}
+
+/// Escape `s`, which `after` follows (`None`: nothing does).
+fn escape_str(s: &str, after: Option<char>, f: &mut dyn core::fmt::Write) -> core::fmt::Result {
     let mut start = 0;
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
-        let next = chars.peek().map(|&(_, n)| n);
         if c == '\\' {
-            if matches!(next, Some('x' | '\\')) || next.is_some_and(escaped) {
+            let next = chars.peek().map(|&(_, n)| n).or(after);
+            if next.is_some_and(doubled_before) {
                 f.write_str(s.get(start..i).unwrap_or(""))?;
                 f.write_str("\\")?;
                 start = i;
@@ -425,6 +517,33 @@ mod tests {
         }
         for b in [&b"\xff\\"[..], b"\\\xff", b"\\\\\xc3", b"a\\x\xe2\x80"] {
             assert_eq!(unescape(&TextBytes(b).to_string()), b, "{b:?}");
+            let mut bytes = Vec::new();
+            let mut e = TextEscapeIo::new(&mut bytes);
+            std::io::Write::write_all(&mut e, b).unwrap();
+            e.finish().unwrap();
+            assert_eq!(String::from_utf8(bytes).unwrap(), TextBytes(b).to_string());
+        }
+        // Streamed in pieces, split anywhere between characters: the same as the whole.
+        for s in ["a\\\\x\\", "\\", "\\\u{1b}\\x\\\\n\n", "C:\\src\\x.cs", "é\\\u{85}\\"] {
+            let cuts: Vec<usize> = s.char_indices().map(|(i, _)| i).chain([s.len()]).collect();
+            for &a in &cuts {
+                for &b in cuts.iter().filter(|&&b| b >= a) {
+                    let mut out = String::new();
+                    let mut e = TextEscape::new(&mut out);
+                    for piece in [&s[..a], &s[a..b], &s[b..]] {
+                        core::fmt::Write::write_str(&mut e, piece).unwrap();
+                    }
+                    e.finish().unwrap();
+                    assert_eq!(out, Text(s).to_string(), "{s:?} cut at {a}, {b}");
+                    let mut bytes = Vec::new();
+                    let mut e = TextEscapeIo::new(&mut bytes);
+                    for piece in [&s[..a], &s[a..b], &s[b..]] {
+                        std::io::Write::write_all(&mut e, piece.as_bytes()).unwrap();
+                    }
+                    e.finish().unwrap();
+                    assert_eq!(String::from_utf8(bytes).unwrap(), Text(s).to_string(), "{s:?} cut at {a}, {b}");
+                }
+            }
         }
     }
 }

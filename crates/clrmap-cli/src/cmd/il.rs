@@ -352,7 +352,7 @@ fn frame(source: &Path, rva: u32, json: bool, out: &mut dyn Write) -> Result<(),
         return Ok(());
     }
     let who = match (token, &name) {
-        (Some(t), Some(n)) => format!("0x{t:08X} {n}"),
+        (Some(t), Some(n)) => format!("0x{t:08X} {}", Text(n)),
         (Some(t), None) => format!("0x{t:08X}"),
         _ => "?".to_owned(),
     };

@@ -181,7 +181,11 @@ fn specs_text(bytes: &[u8], out: &mut dyn Write) -> Result<(), CliError> {
     let md = Metadata::parse(bytes).map_err(CliError::input)?;
     for token in spec_tokens(&md) {
         write!(out, "0x{token:08X}\t")?;
-        match spec_text(&md, token, true, out)?.error {
+        // Names from the file are escaped as all text output escapes them (output::Text).
+        let mut escaped = crate::output::TextEscapeIo::new(out);
+        let rendered = spec_text(&md, token, true, &mut escaped)?;
+        escaped.finish()?;
+        match rendered.error {
             None => writeln!(out)?,
             Some(kind) => writeln!(out, "!error {kind}")?,
         }

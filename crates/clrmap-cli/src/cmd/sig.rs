@@ -7,7 +7,7 @@ use clrmap::read::Reader;
 use clrmap::signature::{check_names, decode_type, stream_one, HexTokens, TreeProvider, TypeNames};
 use clrmap::ErrorKind;
 
-use crate::output::{IoFmt, JsonEscape};
+use crate::output::{IoFmt, JsonEscape, TextEscape};
 use crate::output::CliError;
 
 /// `clrmap sig ...`
@@ -103,7 +103,15 @@ pub fn run(cmd: SigCommand, out: &mut dyn Write) -> Result<(), CliError> {
                 serde_json::to_writer(&mut *out, &tree).map_err(crate::output::json_io)?;
                 out.write_all(b"}\n")?;
             } else {
-                print(&mut |w| stream_one(&mut Reader::new(&bytes, 0), names, w), out, json)?;
+                // Names from a file are escaped as all text output escapes them (output::Text).
+                print(
+                    &mut |w| {
+                        let mut w = TextEscape::new(w);
+                        stream_one(&mut Reader::new(&bytes, 0), names, &mut w).map(|r| r.and_then(|()| w.finish()))
+                    },
+                    out,
+                    json,
+                )?;
                 out.write_all(b"\n")?;
             }
             Ok(())

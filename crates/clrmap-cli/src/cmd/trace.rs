@@ -76,12 +76,12 @@ pub fn run(cmd: TraceCommand, out: &mut dyn Write) -> Result<(), CliError> {
             writeln!(out, "{} bytes", stats.bytes)?;
             for ((provider, id, version), n) in events {
                 let name = event_name(provider, *id).map_or(String::new(), |n| format!(" {n}"));
-                writeln!(out, "{n:>10}  {provider} {id} v{version}{name}")?;
+                writeln!(out, "{n:>10}  {} {id} v{version}{name}", crate::output::Text(provider))?;
             }
             let mut blocks: Vec<_> = stats.blocks.iter().collect();
             blocks.sort();
             for (name, n) in blocks {
-                writeln!(out, "{n:>10}  block {name}")?;
+                writeln!(out, "{n:>10}  block {}", crate::output::Text(name))?;
             }
             if stats.unknown_events > 0 {
                 writeln!(out, "{:>10}  events with unknown metadata (skipped)", stats.unknown_events)?;

@@ -314,3 +314,43 @@ fn ps_rows_escape_the_command_line() {
         assert!(!row.contains('\u{1b}'), "{host}: {row}");
     }
 }
+
+/// `bytes` with every `from` replaced by `to` (same length); asserts there was one at least.
+fn patched(mut bytes: Vec<u8>, from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let at: Vec<usize> = bytes.windows(from.len()).enumerate().filter(|(_, w)| *w == from).map(|(i, _)| i).collect();
+    assert!(!at.is_empty());
+    for i in at {
+        bytes[i..i + to.len()].copy_from_slice(to);
+    }
+    bytes
+}
+
+#[test]
+fn names_from_metadata_and_traces_are_escaped_in_text() {
+    // Frames.dll with its type Frames.More renamed Frames.<newline><ESC>[m (#Strings holds
+    // "More" once).
+    let dll = std::fs::read(repo_root().join("tests/fixtures/frames/debug-portable/Frames.dll")).unwrap();
+    let dll = temp("More.dll", &patched(dll, b"\0More\0", b"\0\n\x1b[m\0"));
+    let dll = dll.to_str().unwrap();
+    // meta specs: the MethodSpec line of More::Visit is one line, escaped.
+    let o = clrmap(&["meta", "specs", dll]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\n0x2B000002\tFrames.\\x0a\\x1b[m::Visit<string>(!!0)\n"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains('\u{1b}'));
+    // JSON keeps the name exactly.
+    let o = clrmap(&["meta", "specs", dll, "--json"]);
+    assert!(stdout(&o).contains(r#""name":"Frames.\n\u001b[m::Visit""#), "{}", stdout(&o));
+    // sig decode: CLASS TypeDef row 10 (Frames.More in the unpatched file).
+    assert_eq!(stdout(&clrmap(&["sig", "decode", "12", "28", "--metadata", "tests/fixtures/frames/debug-portable/Frames.dll"])), "class Frames.More\n");
+    let o = clrmap(&["sig", "decode", "12", "28", "--metadata", dll]);
+    assert_eq!((code(&o), stdout(&o)), (Some(0), "class Frames.\\x0a\\x1b[m\n".to_owned()), "{}", stderr(&o));
+    // trace stats: a provider name from the trace.
+    let trace = std::fs::read(repo_root().join(TRACE)).unwrap();
+    let utf16 = |s: &str| -> Vec<u8> { s.encode_utf16().flat_map(u16::to_le_bytes).collect() };
+    let trace = temp("provider.nettrace", &patched(trace, &utf16("Microsoft-DotNETCore-EventPipe"), &utf16("Microsoft-DotNETCore-Event\n\u{1b}[m")));
+    let o = clrmap(&["trace", "stats", trace.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\n         1  Microsoft-DotNETCore-Event\\x0a\\x1b[m 1 v1"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains('\u{1b}'));
+}
