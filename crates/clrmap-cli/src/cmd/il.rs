@@ -56,7 +56,8 @@ pub enum IlCommand {
         /// A ReadyToRun image, a .nettrace, or a capture (not given with --pid).
         #[arg(value_name = "SOURCE", required_unless_present = "pid")]
         first: Option<String>,
-        /// The address (hex with 0x, or decimal). With --pid, the only positional argument.
+        /// The address: hex with 0x, or decimal (bare hex with --hex). An RVA for an image. With
+        /// --pid, the only positional argument.
         #[arg(value_name = "ADDRESS")]
         second: Option<String>,
         #[command(flatten)]
