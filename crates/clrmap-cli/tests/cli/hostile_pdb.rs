@@ -220,8 +220,9 @@ fn an_embedded_pdb_zip_bomb_is_refused_before_it_is_inflated() {
     // A stream of zeros within the bound is refused after its first 4 KiB: it is not a PDB.
     let data = clrmap::pdb::writer::zip_bomb_entry(30 << 20, 30);
     let dll = with_embedded(&data);
-    std::fs::write(&path, &dll).unwrap();
-    let o = limited(&["pdb", "lines", p], dll.len() as u64, &out, 10);
+    let zeros = d.join("Zeros.dll");
+    std::fs::write(&zeros, &dll).unwrap();
+    let o = limited(&["pdb", "lines", zeros.to_str().unwrap()], dll.len() as u64, &out, 10);
     assert!(String::from_utf8_lossy(&o.stderr).contains("a deflate stream that inflates to a portable PDB (BSJB)"), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -280,4 +281,76 @@ fn a_huge_candidate_pdb_is_checked_before_it_is_read() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not_found"), "{}", String::from_utf8_lossy(&o.stderr));
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The CoreLib of each real runtime.
+const CORELIBS: [&str; 2] = [
+    "3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll",
+    "8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll",
+];
+
+/// A ReadyToRun CoreLib copied beside a hostile PDB of its id: every MethodDebugInformation row
+/// names one blob of 200,000 points, and the first method with a local in its native variable
+/// info has 100,000 locals (25,000 names on each of slots 0-3). Returns (dir, CoreLib path,
+/// that method's token, the RVA of its code, the input size).
+fn corelib_with_hostile_pdb(rel: &str, tag: &str) -> (PathBuf, PathBuf, u32, u32, u64) {
+    use clrmap::metadata::{table, Metadata};
+    use clrmap::r2r::ReadyToRunImage;
+    let bytes = std::fs::read(super::support::dotnet_file(rel)).unwrap();
+    let image = ReadyToRunImage::parse(&bytes).unwrap();
+    let md = Metadata::parse(&bytes).unwrap();
+    let (token, rva) = image
+        .entry_points()
+        .unwrap()
+        .into_iter()
+        .find_map(|e| {
+            let info = image.debug_info(e.runtime_function).ok()??;
+            let argc = md.method_args(e.token)?.names.len() as i32;
+            info.vars.iter().any(|v| v.number >= argc && v.number < argc + 4).then(|| (e.token, image.runtime_functions()[e.runtime_function as usize].begin))
+        })
+        .unwrap();
+    let cv = PeImage::parse(&bytes).unwrap().codeview().unwrap().unwrap();
+    let mut w = PdbWriter::new(cv.pdb_id());
+    let methods = md.tables().rows(table::METHOD_DEF);
+    w.method_defs = methods;
+    let name = w.document_name("/src/hostile.cs");
+    let doc = w.document(name);
+    let blob = w.many_points_blob(200_000);
+    w.methods_sharing(methods, doc, blob);
+    let first = w.variable_count() + 1;
+    for i in 0..100_000u32 {
+        let s = w.string(&format!("v{i}"));
+        w.variable(0, (i % 4) as u16, s);
+    }
+    w.scope(token & 0x00FF_FFFF, first, 0, 0x1000);
+    let pdb = w.build();
+    let d = dir(tag);
+    let lib = d.join("System.Private.CoreLib.dll");
+    std::fs::write(&lib, &bytes).unwrap();
+    std::fs::write(d.join(cv.file_name()), &pdb).unwrap();
+    (d, lib, token, rva, (bytes.len() + pdb.len()) as u64)
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn an_image_whose_pdb_shares_one_blob_answers_at_once() {
+    for (i, rel) in CORELIBS.iter().enumerate() {
+        let (d, lib, token, rva, size) = corelib_with_hostile_pdb(rel, &format!("corelib-{i}"));
+        let out = d.join("out");
+        let (lib_s, rva_s) = (lib.to_str().unwrap(), format!("0x{rva:X}"));
+        // symbolize and il at load the image's PDB when the image is opened: the eager table
+        // held every method's 200,000 points (6x10^9 and more).
+        let o = limited(&["symbolize", lib_s, &rva_s], size, &out, 20);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains("/src/hostile.cs:1:1"), "{rel}: {text}{}", String::from_utf8_lossy(&o.stderr));
+        limited(&["il", "at", lib_s, &rva_s], size, &out, 20);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.starts_with(&format!("0x{token:08X} ")) && text.contains("at /src/hostile.cs:1:1"), "{rel}: {text}");
+        // il vars: 100,000 local names in one method (22 s when each name was compared with
+        // every other); each slot's names are joined up to 4 KiB, then `/...`.
+        let o = limited(&["il", "vars", lib_s, "--method", &format!("0x{token:08X}")], size, &out, 10);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.lines().any(|l| l.contains("local 0 v0/v4/v8/") && l.contains("/...")), "{rel}: {text}{}", String::from_utf8_lossy(&o.stderr));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
