@@ -691,7 +691,10 @@ HRESULT clrmap_profiler_info_open(const char *path, struct ICorProfilerInfo **ou
  * far, behind the same object a `.nettrace` gets. FunctionIDs are the runtime's MethodIDs and
  * code starts are addresses in the process.
  *
- * `timeout_ms` bounds each read and connection (0: 10 s). Each diagnostics error kind has its own
+ * `timeout_ms` bounds the whole snapshot (0: 10 s): connecting, the requests and the whole
+ * stream. A process that does not accept the connection (stopped, say), answers slowly, goes
+ * silent or streams without end fails with `CLRMAP_E_TIMEOUT` then; one that closes the stream
+ * early while it runs on, with `CLRMAP_E_PROTOCOL`. Each diagnostics error kind has its own
  * HRESULT (`CLRMAP_E_NO_SUCH_PROCESS`, `CLRMAP_E_NOT_DOTNET`, `CLRMAP_E_PERMISSION_DENIED`,
  * `CLRMAP_E_UNSUPPORTED_COMMAND`, `CLRMAP_E_SERVER_ERROR`, `CLRMAP_E_PROTOCOL`,
  * `CLRMAP_E_TIMEOUT`, `CLRMAP_E_BAD_ARGUMENT`, `CLRMAP_E_IO`, `CLRMAP_E_TARGET_EXITED`); the last

@@ -1077,7 +1077,7 @@ pub fn hresult_of_diag_kind(kind: DiagErrorKind) -> HRESULT {
 }
 
 /// A rundown snapshot of process `pid` (`clrmap::diag::snapshot`), indexed: its HRESULT, recorded as
-/// the thread's last error, when it fails. `timeout_ms` bounds each read; 0 is the default (10 s).
+/// the thread's last error, when it fails. `timeout_ms` bounds the whole snapshot; 0 is the default (10 s).
 fn open_pid(pid: u32, timeout_ms: u32, options: Options) -> Result<Symbolizer, HRESULT> {
     let timeout = if timeout_ms == 0 { diag::DEFAULT_TIMEOUT } else { Duration::from_millis(u64::from(timeout_ms)) };
     let opened = diag::snapshot(pid, timeout).map_err(|e| fail(hresult_of_diag_kind(e.kind), None, &format!("cannot take a snapshot of process {pid}: {e}")))?;
@@ -1090,7 +1090,10 @@ fn open_pid(pid: u32, timeout_ms: u32, options: Options) -> Result<Symbolizer, H
 /// far, behind the same object a `.nettrace` gets. FunctionIDs are the runtime's MethodIDs and
 /// code starts are addresses in the process.
 ///
-/// `timeout_ms` bounds each read and connection (0: 10 s). Each diagnostics error kind has its own
+/// `timeout_ms` bounds the whole snapshot (0: 10 s): connecting, the requests and the whole
+/// stream. A process that does not accept the connection (stopped, say), answers slowly, goes
+/// silent or streams without end fails with `CLRMAP_E_TIMEOUT` then; one that closes the stream
+/// early while it runs on, with `CLRMAP_E_PROTOCOL`. Each diagnostics error kind has its own
 /// HRESULT (`CLRMAP_E_NO_SUCH_PROCESS`, `CLRMAP_E_NOT_DOTNET`, `CLRMAP_E_PERMISSION_DENIED`,
 /// `CLRMAP_E_UNSUPPORTED_COMMAND`, `CLRMAP_E_SERVER_ERROR`, `CLRMAP_E_PROTOCOL`,
 /// `CLRMAP_E_TIMEOUT`, `CLRMAP_E_BAD_ARGUMENT`, `CLRMAP_E_IO`, `CLRMAP_E_TARGET_EXITED`); the last

@@ -29,6 +29,8 @@ impl Target {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let sleep = Command::new("sleep").arg("600").env("TMPDIR", &dir).spawn().unwrap();
+        // Until its exec is through, /proc shows no environment (no TMPDIR) of the new program.
+        wait_for_exec(sleep.id());
         let key = diag::start_key(sleep.id()).unwrap();
         let server = FakeServer::start(dir.join(format!("dotnet-diagnostic-{}-{key}-socket", sleep.id())), behavior).unwrap();
         Target { dir, sleep, server: Some(server) }
@@ -311,5 +313,14 @@ fn a_stopped_dotnet_process_is_a_timeout_on_both_runtimes() {
         let _ = app.kill();
         let _ = app.wait();
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Wait until process `pid` shows its command line (its exec is through).
+fn wait_for_exec(pid: u32) {
+    let t = Instant::now();
+    while clrmap::diag::proc_cmdline(pid).is_none() {
+        assert!(t.elapsed() < Duration::from_secs(5), "process {pid} never showed its command line");
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
