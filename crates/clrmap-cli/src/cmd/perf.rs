@@ -5,7 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use clrmap::jitdump::build::{enrich, perf_map, plan, write_new};
+use clrmap::jitdump::build::{enrich_stream, perf_map, plan, write_new};
+use clrmap::jitdump::read::StreamError;
 use clrmap::jitdump::{host_machine, FileHeader};
 use clrmap::pdb::locate::SymbolPaths;
 use clrmap::symbolizer::{Options, SourceKind, Symbolizer};
@@ -136,9 +137,11 @@ fn writer_pids(dump_path: &Path) -> Result<Vec<u32>, CliError> {
     let io = |e: std::io::Error| CliError::Kinded { kind: "io", message: format!("cannot read {}: {e}", dump_path.display()) };
     let mut head = Vec::with_capacity(clrmap::jitdump::HEADER_SIZE as usize);
     let file = clrmap::fs::open_regular(dump_path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
     std::io::Read::read_to_end(&mut std::io::Read::take(file, u64::from(clrmap::jitdump::HEADER_SIZE)), &mut head).map_err(io)?;
-    // A header too short or not a jitdump is reported by the full read, with its kind.
-    let mut pids: Vec<u32> = head.get(20..24).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes).into_iter().collect();
+    // A file that is no jitdump is bad input (its kind and offset), found before any work.
+    let (header, _) = clrmap::jitdump::read::parse_header(&head, len).map_err(CliError::input)?;
+    let mut pids = vec![header.pid];
     let named = dump_path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("jit-")?.strip_suffix(".dump")?.parse::<u32>().ok());
     pids.extend(named.filter(|n| !pids.contains(n)));
     Ok(pids)
@@ -198,18 +201,29 @@ fn jitdump(a: JitdumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     let sym = open(&a.source)?;
     if let Some(dump_path) = &a.enrich {
-        let dump = clrmap::fs::read_regular(dump_path, clrmap::fs::MAX_FILE)
-            .map_err(|e| CliError::Kinded { kind: "io", message: format!("cannot read {}: {e}", dump_path.display()) })?;
-        let dump_pid = clrmap::jitdump::read::parse(&dump).map_err(CliError::input)?.header.pid;
-        let pid = a.source.pid.unwrap_or(dump_pid);
+        // Both files are streamed: memory follows the records, not the files' sizes.
+        let read_error = |e: std::io::Error| CliError::Kinded { kind: "io", message: format!("cannot read {}: {e}", dump_path.display()) };
+        let mut dump = clrmap::fs::open_regular(dump_path).map_err(read_error)?;
+        let len = dump.metadata().map_err(read_error)?.len();
+        let mut head = Vec::with_capacity(clrmap::jitdump::HEADER_SIZE as usize);
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut dump, u64::from(clrmap::jitdump::HEADER_SIZE)), &mut head).map_err(read_error)?;
+        let (header, _) = clrmap::jitdump::read::parse_header(&head, len).map_err(CliError::input)?;
+        let pid = a.source.pid.unwrap_or(header.pid);
         let planned = plan(&sym, Some(pid));
         let order = recording_order(&sym, pid);
-        let (bytes, stats, warning) = enrich(&dump, &planned, &order).map_err(CliError::input)?;
+        let target = a.output.clone().unwrap_or_else(|| dump_path.clone());
+        let write_error = |e: std::io::Error| CliError::Kinded { kind: "io", message: format!("cannot write {}: {e}", target.display()) };
+        let mut new = clrmap::fs::NewFile::create(&target).map_err(write_error)?;
+        let (stats, warning) = {
+            let mut writer = std::io::BufWriter::new(new.file());
+            let done = enrich_stream(&mut dump, len, &planned, &order, &mut writer).map_err(|e| stream_error(e, dump_path, &target))?;
+            writer.flush().map_err(write_error)?;
+            done
+        };
+        new.commit().map_err(write_error)?;
         if let Some(w) = warning {
             eprintln!("warning: {}: {w}; the torn record was dropped", dump_path.display());
         }
-        let target = a.output.clone().unwrap_or_else(|| dump_path.clone());
-        replace(&target, &bytes)?;
         writeln!(
             out,
             "enriched {} (pid {pid}): kept {} records, added lines to {} code loads, added {} bodies",
@@ -229,6 +243,14 @@ fn jitdump(a: JitdumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let with_lines = planned.iter().filter(|p| !p.lines.is_empty()).count();
     writeln!(out, "wrote {} (pid {pid}): {} code loads, {with_lines} with source lines", target.display(), planned.len())?;
     Ok(())
+}
+
+/// A streaming enrich's failure: the jitdump's kind and location, or an I/O error.
+fn stream_error(e: StreamError, dump_path: &Path, target: &Path) -> CliError {
+    match e {
+        StreamError::Input(error) => CliError::input(error),
+        StreamError::Io(e) => CliError::Kinded { kind: "io", message: format!("cannot enrich {} into {}: {e}", dump_path.display(), target.display()) },
+    }
 }
 
 fn map(a: MapArgs, out: &mut dyn Write) -> Result<(), CliError> {

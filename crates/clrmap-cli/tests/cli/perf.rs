@@ -530,8 +530,9 @@ fn enrich_in_place_is_refused_while_the_writer_runs() {
 mod bigtrace;
 
 /// `perf jitdump --enrich` on a large trace (issue 20: it read the whole trace a second time,
-/// 416 MB of memory for a 420 MB trace) streams it: its peak RSS, measured by GNU time, stays far
-/// below the trace's size, under the hostile runs' memory limit (256 MB + 4× the input).
+/// 416 MB of memory for a 420 MB trace) and a large jitdump streams both: its peak RSS, measured
+/// by GNU time, stays far below either file's size, under the hostile runs' memory limit (256 MB
+/// + 4× the input).
 #[test]
 fn enrich_streams_a_large_trace() {
     let real = std::fs::read(repo_root().join("examples/frames.nettrace")).unwrap();
@@ -542,7 +543,13 @@ fn enrich_streams_a_large_trace() {
     let planned = frames_plan();
     let have: Vec<&Planned> = planned.iter().step_by(2).collect();
     let dump = dir.join("runtime.dump");
-    std::fs::write(&dump, dump_with_lines(&have, 31272)).unwrap();
+    let mut dump_bytes = dump_with_lines(&have, 31272);
+    // A large code load (96 MB of code) at an address no body has: kept as it is.
+    let code_size = 96u64 << 20;
+    let big_load = clrmap::jitdump::CodeLoad { timestamp: 999, pid: 31272, tid: 9, address: 0x1000, code_size, code_index: 999, name: "Big", code: None };
+    dump_bytes.extend(clrmap::jitdump::encode_code_load(&big_load).unwrap());
+    std::fs::write(&dump, &dump_bytes).unwrap();
+    drop(dump_bytes);
     let input = std::fs::metadata(&big).unwrap().len() + std::fs::metadata(&dump).unwrap().len();
     let kb = (256 << 20) / 1024 + 4 * input / 1024 + 1;
     let out = dir.join("out.dump");
@@ -558,8 +565,8 @@ fn enrich_streams_a_large_trace() {
     let err = stderr(&o);
     assert_eq!(code(&o), Some(0), "{err}");
     let rss_kb: u64 = err.lines().find_map(|l| l.strip_prefix("maxrss_kb=")).expect("GNU time's report (/usr/bin/time, Debian package `time`)").trim().parse().unwrap();
-    println!("perf jitdump --enrich on a {} MB trace: peak RSS {} MB", size >> 20, rss_kb >> 10);
-    assert!(rss_kb < 64 << 10, "peak RSS {rss_kb} kB for a {size}-byte trace");
+    println!("perf jitdump --enrich on a {} MB trace and a {} MB jitdump: peak RSS {} MB", size >> 20, code_size >> 20, rss_kb >> 10);
+    assert!(rss_kb < 64 << 10, "peak RSS {rss_kb} kB for a {size}-byte trace and a {code_size}-byte code load");
     // The same output as from the small trace it repeats.
     let small = dir.join("small.dump");
     let o = clrmap(&frames_args(&["--enrich", dump.to_str().unwrap(), "-o", small.to_str().unwrap()]));

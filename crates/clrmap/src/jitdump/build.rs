@@ -12,7 +12,9 @@ use crate::ilmap::CodeBody;
 use crate::read::Error;
 use crate::symbolizer::Symbolizer;
 
-use super::read::parse;
+use std::io::{Read, Seek, SeekFrom, Write};
+
+use super::read::{scan, StreamError};
 use super::{encode_code_load, encode_debug_info, line_entries, perf_map_line, CodeLoad, FileHeader, LineEntry, JIT_CODE_DEBUG_INFO, JIT_CODE_LOAD, JIT_CODE_UNWINDING_INFO};
 
 /// One body as clrmap writes it: its range, symbol name and line entries.
@@ -132,17 +134,32 @@ pub struct Enriched {
 /// the last timestamp. A code load whose group already has a debug-info record keeps it. A torn
 /// tail of the file is dropped (its warning is returned). Enriching twice adds nothing.
 pub fn enrich(dump: &[u8], planned: &[Planned], order: &[u64]) -> Result<(Vec<u8>, Enriched, Option<Error>), Error> {
-    let parsed = parse(dump)?;
+    let mut out = Vec::with_capacity(dump.len());
+    match enrich_stream(&mut std::io::Cursor::new(dump), dump.len() as u64, planned, order, &mut out) {
+        Ok((stats, warning)) => Ok((out, stats, warning)),
+        Err(StreamError::Input(e)) => Err(e),
+        // A slice and a vector do not fail.
+        Err(StreamError::Io(_)) => Err(Error::new(crate::read::ErrorKind::Truncated, 0, "a readable jitdump")),
+    }
+}
+
+/// [`enrich`], streaming: `dump` (`len` bytes) is read twice, once to find its records
+/// ([`scan`]) and once to copy them to `out`, so memory follows the number of records, not the
+/// file's size. The file must not change in between (a file that shrinks is an I/O error).
+pub fn enrich_stream<R: Read + Seek, W: Write>(dump: &mut R, len: u64, planned: &[Planned], order: &[u64], out: &mut W) -> Result<(Enriched, Option<Error>), StreamError> {
+    dump.seek(SeekFrom::Start(0))?;
+    let scanned = scan(&mut std::io::BufReader::new(&mut *dump), len)?;
+    let records = &scanned.records;
     let by_address: HashMap<u64, &Planned> = planned.iter().map(|p| (p.address, p)).collect();
-    let present: HashMap<u64, usize> =
-        parsed.records.iter().enumerate().filter_map(|(i, r)| r.load.as_ref().map(|l| (l.code_address, i))).collect();
-    let mut next_index = parsed.records.iter().filter_map(|r| r.load.as_ref().map(|l| l.code_index)).max().unwrap_or(0);
-    let last_time = parsed.records.iter().map(|r| r.timestamp).max().unwrap_or(parsed.header.timestamp);
+    let present: HashMap<u64, usize> = records.iter().enumerate().filter_map(|(i, r)| r.load.map(|(address, _)| (address, i))).collect();
+    let mut next_index = records.iter().filter_map(|r| r.load.map(|(_, index)| index)).max().unwrap_or(0);
+    let last_time = records.iter().map(|r| r.timestamp).max().unwrap_or(scanned.header.timestamp);
 
     // Each added body: the record it goes before (None: the end), in recording order. That is
     // the first record of the code load's group: perf gives a debug-info (and an unwinding-info)
     // record to the next code load in the file, so nothing may come between them.
-    let group = group_starts(&parsed.records);
+    let ids: Vec<u32> = records.iter().map(|r| r.id).collect();
+    let group = group_starts(&ids);
     let mut before: HashMap<Option<usize>, (usize, Vec<&Planned>)> = HashMap::new();
     let mut placed: HashSet<u64> = HashSet::new();
     let mut pending: Vec<&Planned> = Vec::new();
@@ -164,54 +181,67 @@ pub fn enrich(dump: &[u8], planned: &[Planned], order: &[u64]) -> Result<(Vec<u8
     before.entry(None).or_insert_with(|| (usize::MAX, Vec::new())).1.append(&mut pending);
 
     let mut stats = Enriched::default();
-    let header_end = (parsed.header_size as usize).min(dump.len());
-    let mut out = dump.get(..header_end).unwrap_or(&[]).to_vec();
-    let pid = parsed.header.pid;
-    let mut add = |out: &mut Vec<u8>, list: Option<&Vec<&Planned>>, timestamp: u64, stats: &mut Enriched| {
+    let pid = scanned.header.pid;
+    let mut buf = Vec::new();
+    let mut add = |out: &mut W, list: Option<&Vec<&Planned>>, timestamp: u64, stats: &mut Enriched| -> std::io::Result<()> {
         for p in list.into_iter().flatten() {
             next_index = next_index.saturating_add(1);
-            push_body(out, p, timestamp, pid, next_index);
+            buf.clear();
+            push_body(&mut buf, p, timestamp, pid, next_index);
+            out.write_all(&buf)?;
             stats.loads_added = stats.loads_added.saturating_add(1);
         }
+        Ok(())
     };
-    for (i, r) in parsed.records.iter().enumerate() {
+    dump.seek(SeekFrom::Start(0))?;
+    let mut input = std::io::BufReader::new(&mut *dump);
+    copy_exact(&mut input, out, u64::from(scanned.header_size))?;
+    for (i, r) in records.iter().enumerate() {
         // An added body takes the timestamp of the code load whose group it goes before.
         if let Some((load, list)) = before.get(&Some(i)) {
-            let timestamp = parsed.records.get(*load).map_or(r.timestamp, |l| l.timestamp);
-            add(&mut out, Some(list), timestamp, &mut stats);
+            let timestamp = records.get(*load).map_or(r.timestamp, |l| l.timestamp);
+            add(out, Some(list), timestamp, &mut stats)?;
         }
         let first = group.get(i).copied().unwrap_or(i);
-        let has_debug = parsed.records.get(first..i).is_some_and(|g| g.iter().any(|g| g.id == JIT_CODE_DEBUG_INFO));
-        if r.id == JIT_CODE_LOAD && !has_debug {
-            let lines = r.load.as_ref().and_then(|l| by_address.get(&l.code_address)).map(|p| &p.lines);
-            if let Some(rec) = lines.filter(|l| !l.is_empty()).and_then(|l| encode_debug_info(r.timestamp, r.load.as_ref().map_or(0, |l| l.code_address), l)) {
-                out.extend(rec);
+        let has_debug = ids.get(first..i).is_some_and(|g| g.contains(&JIT_CODE_DEBUG_INFO));
+        if let (JIT_CODE_LOAD, Some((address, _)), false) = (r.id, r.load, has_debug) {
+            let lines = by_address.get(&address).map(|p| &p.lines).filter(|l| !l.is_empty());
+            if let Some(rec) = lines.and_then(|l| encode_debug_info(r.timestamp, address, l)) {
+                out.write_all(&rec)?;
                 stats.lines_added = stats.lines_added.saturating_add(1);
             }
         }
-        out.extend_from_slice(dump.get(r.range.clone()).unwrap_or(&[]));
+        copy_exact(&mut input, out, r.range.end.saturating_sub(r.range.start))?;
         stats.kept = stats.kept.saturating_add(1);
     }
-    add(&mut out, before.get(&None).map(|(_, list)| list), last_time, &mut stats);
-    Ok((out, stats, parsed.warning))
+    add(out, before.get(&None).map(|(_, list)| list), last_time, &mut stats)?;
+    Ok((stats, scanned.warning))
 }
 
-/// For each record, the first record of its group: for a code load, the debug-info and
+/// Copy exactly `n` bytes (the file shrank if it has fewer).
+fn copy_exact<R: Read, W: Write>(input: &mut R, out: &mut W, n: u64) -> std::io::Result<()> {
+    if std::io::copy(&mut input.take(n), out)? != n {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the jitdump changed while it was read"));
+    }
+    Ok(())
+}
+
+/// For each record (by id), the first record of its group: for a code load, the debug-info and
 /// unwinding-info records right before it (perf gives them to it); any other record is its own.
-fn group_starts(records: &[super::read::Record]) -> Vec<usize> {
-    let mut out = Vec::with_capacity(records.len());
+fn group_starts(ids: &[u32]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(ids.len());
     let mut run_start = 0usize;
-    for (i, r) in records.iter().enumerate() {
-        match r.id {
+    for (i, &id) in ids.iter().enumerate() {
+        match id {
             JIT_CODE_DEBUG_INFO | JIT_CODE_UNWINDING_INFO => {
                 out.push(i);
                 // A run of them starts at the first one.
-                if i == 0 || records.get(i.saturating_sub(1)).is_none_or(|p| !matches!(p.id, JIT_CODE_DEBUG_INFO | JIT_CODE_UNWINDING_INFO)) {
+                if i == 0 || ids.get(i.saturating_sub(1)).is_none_or(|p| !matches!(*p, JIT_CODE_DEBUG_INFO | JIT_CODE_UNWINDING_INFO)) {
                     run_start = i;
                 }
             }
             JIT_CODE_LOAD => {
-                let attached = i > 0 && records.get(i.saturating_sub(1)).is_some_and(|p| matches!(p.id, JIT_CODE_DEBUG_INFO | JIT_CODE_UNWINDING_INFO));
+                let attached = i > 0 && ids.get(i.saturating_sub(1)).is_some_and(|p| matches!(*p, JIT_CODE_DEBUG_INFO | JIT_CODE_UNWINDING_INFO));
                 out.push(if attached { run_start } else { i });
             }
             _ => out.push(i),
