@@ -250,6 +250,7 @@ fn a_missing_profiler_says_where_it_looked_and_how_to_build_it() {
     assert!(err.contains(&format!("it is not at {}/libclrmap_profiler.so nor at {}/../libclrmap_profiler.so", canonical.display(), canonical.display())), "{err}");
     assert!(err.contains("cargo build -p clrmap-profiler") && err.contains("--profiler PATH") && err.contains("CLRMAP_PROFILER_PATH"), "{err}");
     assert!(!dir.join("x.capture").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The two runtimes' CoreLibs (ReadyToRun images).

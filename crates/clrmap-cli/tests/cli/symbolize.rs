@@ -125,12 +125,13 @@ fn pdb_lines_lists_documents_and_points() {
         stdout(&o),
         "documents: 2\n    1  /_/src/Frames.cs\n    2  /_/src/Other.cs\n0x06000008 Frames.Nested::Inner\n  IL 0x0000  /_/src/Frames.cs:104:9-104:10\n  IL 0x0001  /_/src/Frames.cs:105:13-105:29\n  IL 0x0007  /_/src/Frames.cs:106:13-106:26\n  IL 0x000D  /_/src/Frames.cs:107:9-107:10\n"
     );
-    // The embedded PDB of the same source gives the same points; a standalone PDB works alone.
+    // The embedded PDB of the same source gives the same points; a standalone PDB works alone
+    // (its methods named from the assembly beside it).
     let embedded = clrmap(&["pdb", "lines", "tests/fixtures/frames/debug-embedded/Frames.dll", "--method", "0x06000008"]);
     assert_eq!(stdout(&embedded), stdout(&o));
     let alone = clrmap(&["pdb", "lines", "tests/fixtures/frames/debug-portable/Frames.pdb", "--json"]);
     assert_eq!(code(&alone), Some(0), "{}", stderr(&alone));
-    assert!(stdout(&alone).contains(r#"{"token":100663304,"name":null,"points":[{"il":0,"document":1,"start_line":104,"start_column":9,"end_line":104,"end_column":10}"#));
+    assert!(stdout(&alone).contains(r#"{"token":100663304,"name":"Frames.Nested::Inner","points":[{"il":0,"document":1,"start_line":104,"start_column":9,"end_line":104,"end_column":10}"#));
     // A Windows PDB is refused by name.
     let dir = std::env::temp_dir().join("clrmap-msf-test");
     std::fs::create_dir_all(&dir).unwrap();
