@@ -281,21 +281,33 @@ fn what_is(meta: &std::fs::Metadata) -> &'static str {
 /// it is too large, and the system's reason otherwise (missing, a symbolic-link loop, no
 /// permission).
 pub fn read_input(path: &Path, limit: u64) -> Result<Vec<u8>, OpenError> {
+    check_input(path, Some(limit))?;
+    read_regular(path, limit).map_err(|error| OpenError::Io { path: path.to_owned(), error })
+}
+
+/// [`open_regular`], with an error that names the path and says why, as [`read_input`]'s does
+/// (for a file streamed rather than read whole, so with no bound on its size).
+pub fn open_input(path: &Path) -> Result<std::fs::File, OpenError> {
+    check_input(path, None)?;
+    open_regular(path).map_err(|error| OpenError::Io { path: path.to_owned(), error })
+}
+
+/// Why `path` cannot be read as an input file of at most `limit` bytes, from its metadata.
+fn check_input(path: &Path, limit: Option<u64>) -> Result<(), OpenError> {
     let io = |error: io::Error| OpenError::Io { path: path.to_owned(), error };
     match std::fs::metadata(path) {
-        Err(e) => return Err(io(e)),
+        Err(e) => Err(io(e)),
         Ok(meta) if !meta.is_file() => {
             let what = what_is(&meta);
             let reason = if what == "not a regular file" { what.to_owned() } else { format!("not a regular file but {what}") };
-            return Err(io(io::Error::new(io::ErrorKind::InvalidInput, reason)));
+            Err(io(io::Error::new(io::ErrorKind::InvalidInput, reason)))
         }
-        Ok(meta) if meta.len() > limit => {
-            let reason = format!("file too large: {} bytes, more than the {limit} bytes read whole", meta.len());
-            return Err(io(io::Error::new(io::ErrorKind::InvalidInput, reason)));
+        Ok(meta) if limit.is_some_and(|l| meta.len() > l) => {
+            let reason = format!("file too large: {} bytes, more than the {} bytes read whole", meta.len(), limit.unwrap_or_default());
+            Err(io(io::Error::new(io::ErrorKind::InvalidInput, reason)))
         }
-        Ok(_) => {}
+        Ok(_) => Ok(()),
     }
-    read_regular(path, limit).map_err(io)
 }
 
 /// A file's identity, the same for every path that names it (symbolic links, `..`, hard links):

@@ -89,6 +89,8 @@ fn an_unreadable_pdb_is_named_with_its_reason() {
         for args in [
             vec!["pdb", "lines", "tests/fixtures/frames/debug-portable/Frames.dll", "--pdb", pdb],
             vec!["symbolize", TRACE, "--pdb", pdb, "0x10"],
+            // The source itself, the same way (before: `not a regular file`, for every kind).
+            vec!["symbolize", pdb, "0x10"],
         ] {
             // Before: `not_found: expected a readable PDB file` for `pdb lines`, no path, no reason.
             let o = clrmap(&args);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use crate::fs::{read_regular, OpenError, MAX_FILE};
+use crate::fs::{open_input, read_input, OpenError, MAX_FILE};
 use crate::ilmap::CodeBody;
 use crate::metadata::Metadata;
 use crate::pdb::locate::RecordedPdb;
@@ -104,14 +104,6 @@ fn recorded_pdb(e: &crate::nettrace::Event<'_>) -> Option<(String, RecordedPdb)>
     Some((il_path, RecordedPdb { guid, age, path }))
 }
 
-/// Open a regular file (a FIFO is refused before the open that would block on it).
-fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
-    }
-    std::fs::File::open(path)
-}
-
 /// A body's name and its name with parameter types, from its module's metadata.
 fn name_body(md: &Metadata<'_>, body: &mut CodeBody) {
     body.name = md.method_name(body.token);
@@ -123,13 +115,14 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
     let io = |error: std::io::Error| OpenError::Io { path: path.to_owned(), error };
     let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
     // A trace is streamed (memory follows its events, not its size); the others are read whole.
+    // What cannot be read is named with the reason (a directory, a FIFO, a device, too large).
     let mut head = [0u8; 8];
-    let n = open_regular(path).and_then(|mut f| f.read(&mut head)).map_err(io)?;
+    let n = open_input(path)?.read(&mut head).map_err(io)?;
     if head.get(..n) == Some(b"Nettrace") {
-        let file = open_regular(path).map_err(io)?;
+        let file = open_input(path)?;
         return read_trace(std::io::BufReader::with_capacity(1 << 20, file)).map_err(input);
     }
-    let bytes = read_regular(path, MAX_FILE).map_err(io)?;
+    let bytes = read_input(path, MAX_FILE)?;
     // Captures are JSON lines: without the `serde` feature there is no reader for them.
     #[cfg(feature = "serde")]
     if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
