@@ -20,8 +20,8 @@ pub enum PerfCommand {
     /// Write `jit-PID.dump` for `perf inject --jit`: each body's JIT_CODE_DEBUG_INFO (its source
     /// lines from its module's PDB) and JIT_CODE_LOAD (ReadyToRun code read from its image;
     /// jitted code zero-filled: no `perf annotate` for it). A trace names its process.
-    /// With --enrich, add the lines and the ReadyToRun methods to the jitdump the runtime wrote
-    /// for the same run (DOTNET_PerfMapEnabled=1), keeping its records and timestamps.
+    /// With --enrich, add the source lines, and any body it lacks, to the jitdump the runtime
+    /// wrote for the same run (DOTNET_PerfMapEnabled=1), keeping its records and timestamps.
     ///
     /// Example: `clrmap perf jitdump examples/frames.nettrace --symbol-path tests/fixtures/frames/debug-embedded -o /tmp/jit-31272.dump`;
     /// to enrich the runtime's own file: `clrmap perf jitdump app.capture --enrich /tmp/jit-1234.dump`

@@ -38,7 +38,10 @@ pub struct ProfileArgs {
     #[arg(long)]
     profiler: Option<PathBuf>,
     /// Also write Linux perf's `jit-PID.dump` (with source lines) and `perf-PID.map` for each .NET
-    /// process, into DIR (default /tmp), for `perf record -k 1` and `perf inject --jit`
+    /// process, into DIR (default /tmp), for `perf record -k 1` and `perf inject --jit`.
+    /// DIR must be an existing directory you can write into, and DOTNET_PerfMapEnabled must not
+    /// be 1, 2 or 3 (the runtime would write the same files): both are checked before the
+    /// command starts
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "/tmp")]
     perf: Option<PathBuf>,
     /// The command, e.g. `dotnet app.dll`.
