@@ -254,6 +254,31 @@ mod tests {
     }
 
     #[test]
+    fn the_runtime_comes_from_the_header_or_for_old_captures_from_corelibs_directory() {
+        let header = |extra: &str| format!("{{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":7{extra}}}\n");
+        let major = |text: String| read_capture(text.as_bytes()).unwrap().runtime_major;
+        // What 8.0.4 and 3.1.23 write (3.1 reports v4.0.30319; its library's directory tells).
+        assert_eq!(major(header(",\"runtime_version\":\"8.0.4.0\",\"runtime_version_string\":\"8.0.4\"")), Some(8));
+        let v31 = ",\"runtime_version\":\"4.0.30319.0\",\"runtime_version_string\":\"v4.0.30319\"";
+        assert_eq!(major(header(&format!("{v31},\"runtime_path\":\"/d/shared/Microsoft.NETCore.App/3.1.23/libcoreclr.so\""))), Some(3));
+        // Before .NET 5 without a shared framework directory: still before 5.
+        assert_eq!(major(header(v31)), Some(3));
+        // An old capture: the core library's path, else nothing (the caller's default rule).
+        let corelib = "{\"kind\":\"r2r\",\"function_id\":1,\"module\":\"/d/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll\",\"token\":100663297,\"start\":4096,\"rva\":4096,\"code_size\":8,\"body\":0,\"map\":[]}\n";
+        assert_eq!(major(format!("{}{corelib}", header(""))), Some(3));
+        assert_eq!(major(format!("{}{}", header(""), record(1, None))), None);
+    }
+
+    #[test]
+    fn versions_are_read_for_both_kinds() {
+        let r2r = "{\"kind\":\"r2r\",\"function_id\":1,\"module\":\"A.dll\",\"token\":1,\"start\":4096,\"rva\":4096,\"code_size\":8,\"body\":0,\"map\":[]}\n";
+        let jit = "{\"kind\":\"jit\",\"function_id\":1,\"module\":\"A.dll\",\"token\":1,\"start\":8192,\"code_size\":8,\"body\":1,\"map\":[]}\n";
+        let c = read_capture(format!("{HEADER}{r2r}{jit}").as_bytes()).unwrap();
+        let got: Vec<(CodeKind, Option<u32>)> = c.bodies.iter().map(|b| (b.kind, b.body.version)).collect();
+        assert_eq!(got, [(CodeKind::R2r, Some(0)), (CodeKind::Jit, Some(1))]);
+    }
+
+    #[test]
     fn several_processes_and_records_after_end() {
         let text = format!(
             "{HEADER}{}{{\"kind\":\"end\"}}\n{}{{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":9}}\n{}",
