@@ -2,11 +2,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use clrmap::gdmap::{DictionaryMap, DictionaryMapBuilder, Lookup, SortedFlag};
-use clrmap::signature::{parse_type_list, stream_one, HexTokens, TypeNames};
+use clrmap::signature::{check_names, parse_type_list, stream_one, HexTokens, TypeNames};
 use clrmap::{Error, ErrorKind};
 
 use crate::args::parse_u32;
@@ -28,6 +28,10 @@ pub enum DictCommand {
         #[arg(long)]
         json: bool,
         /// Name tokens from this assembly's metadata (`class System.String`) instead of printing 0x... tokens.
+        /// An entry whose types name a row there that cannot be named (a TypeSpec that does not
+        /// decode, one that contains itself, a type whose name cannot be read) shows
+        /// `!error <kind>` in place of its types (JSON: "error":"<kind>" in place of "types");
+        /// every entry is still printed, then the command exits 1 naming the first such fault.
         #[arg(long, value_name = "ASSEMBLY")]
         metadata: Option<PathBuf>,
     },
@@ -44,7 +48,8 @@ pub enum DictCommand {
         /// A JSON object {"rva","offset","types"}.
         #[arg(long)]
         json: bool,
-        /// Name tokens from this assembly's metadata.
+        /// Name tokens from this assembly's metadata. A type that names a row there that cannot
+        /// be named exits 1 with the fault's kind and offset, and prints nothing.
         #[arg(long, value_name = "ASSEMBLY")]
         metadata: Option<PathBuf>,
     },
@@ -147,40 +152,25 @@ pub(crate) fn write_types(types: &[u8], count: u32, json: bool, names: &dyn Type
     Ok(Ok(()))
 }
 
-/// Keeps what is written in memory up to a limit (so it can be reused), and past the limit
-/// writes it out and passes the rest straight through.
-struct Spill<'w> {
-    out: &'w mut dyn Write,
+/// Keeps what is written in memory up to a limit, and fails past it (the item is then checked
+/// first and streamed).
+struct Bounded {
     buf: Vec<u8>,
     limit: usize,
-    spilled: bool,
-    error: Option<std::io::Error>,
 }
 
-impl core::fmt::Write for Spill<'_> {
+impl core::fmt::Write for Bounded {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        if self.error.is_some() {
+        if self.buf.len().saturating_add(s.len()) > self.limit {
             return Err(core::fmt::Error);
         }
-        if !self.spilled && self.buf.len().saturating_add(s.len()) <= self.limit {
-            self.buf.extend_from_slice(s.as_bytes());
-            return Ok(());
-        }
-        let r = if self.spilled {
-            self.out.write_all(s.as_bytes())
-        } else {
-            self.spilled = true;
-            let held = core::mem::take(&mut self.buf);
-            self.out.write_all(&held).and_then(|()| self.out.write_all(s.as_bytes()))
-        };
-        r.map_err(|e| {
-            self.error = Some(e);
-            core::fmt::Error
-        })
+        self.buf.extend_from_slice(s.as_bytes());
+        Ok(())
     }
 }
 
-/// The most bytes of one item's printed types kept for reuse, and of all of them.
+/// The most bytes of one item's printed types rendered in memory (and kept for reuse), and of
+/// all the kept ones.
 const ITEM_CACHE_LIMIT: usize = 1 << 20;
 const CACHE_LIMIT: usize = 64 << 20;
 
@@ -194,11 +184,56 @@ fn finish_write(r: Result<core::fmt::Result, Error>, io: Option<std::io::Error>,
     }
 }
 
+/// Decode all `count` types of an item and name every token in them, writing nothing: the
+/// fault that printing them would meet, found before anything is written.
+fn check_types(types: &[u8], count: u32, names: &dyn TypeNames) -> Result<(), Error> {
+    let mut r = clrmap::read::Reader::new(types, 0);
+    for _ in 0..count {
+        check_names(&mut r, names)?;
+    }
+    Ok(())
+}
+
+/// What an entry's line shows after its RVA and offset.
+enum Shown<'a> {
+    /// The printed types, whole.
+    Text(&'a [u8]),
+    /// A type names a row of the metadata that cannot be named: `!error <kind>`.
+    Fault(Error),
+    /// Too long to hold: checked whole, to be streamed.
+    Stream,
+}
+
+/// The entries whose types could not be named: how many, and the first one's fault and RVA.
+struct Faults {
+    count: u64,
+    first: Option<(Error, u32)>,
+}
+
+impl Faults {
+    /// The command's error when any entry's types could not be named (`metadata` is where the
+    /// fault's offset is), after every line was printed.
+    fn into_result(self, entries: u32, metadata: Option<&Path>, json: bool) -> Result<(), CliError> {
+        let Some((error, rva)) = self.first else { return Ok(()) };
+        let place = if json { "has \"error\":\"<kind>\" in place of \"types\"" } else { "shows `!error <kind>` in place of its types" };
+        let source = metadata.map_or_else(|| "the metadata".to_owned(), |p| p.display().to_string());
+        let note = format!(
+            "note: the offset is in {source}; {} of {entries} entries name a type there that cannot be named (the first at RVA 0x{rva:08X}), and each {place}",
+            self.count
+        );
+        Err(CliError::Noted { error, note })
+    }
+}
+
 /// `dict show` with a chosen token namer (the metadata-aware form passes real names).
 ///
 /// Both forms stream: each entry is printed as it is reached, and the printed types of an item
-/// shared by many entries are kept (up to a bound) rather than rendered again.
-pub fn show(bytes: &[u8], json: bool, names: &dyn TypeNames, out: &mut dyn Write) -> Result<(), CliError> {
+/// shared by many entries are kept (up to a bound) rather than rendered again. Only whole lines
+/// are written: an entry whose types name a row of `names` that cannot be named
+/// ([`TypeNames::name_fault`]) shows `!error <kind>` (JSON: `"error":"<kind>"`) in place of its
+/// types, found before any of its line is written, and the command fails after the last line
+/// with the first such fault (its offset is in `metadata`).
+pub fn show(bytes: &[u8], json: bool, names: &dyn TypeNames, metadata: Option<&Path>, out: &mut dyn Write) -> Result<(), CliError> {
     let fail = |e| CliError::input_json(e, json);
     let map = DictionaryMap::parse(bytes).map_err(fail)?;
     map.validate().map_err(fail)?;
@@ -209,52 +244,109 @@ pub fn show(bytes: &[u8], json: bool, names: &dyn TypeNames, out: &mut dyn Write
     } else {
         writeln!(out, "sorted: {}  entries: {}  heap: {} bytes", if sorted { "yes" } else { "no" }, map.len(), map.heap_size())?;
     }
-    let mut cache: HashMap<u32, Vec<u8>> = HashMap::new();
+    // Per item offset: its printed types, or its fault.
+    let mut cache: HashMap<u32, Result<Vec<u8>, Error>> = HashMap::new();
     let mut too_big: HashSet<u32> = HashSet::new();
     let mut cached = 0usize;
+    let mut faults = Faults { count: 0, first: None };
     for (i, e) in map.entries().enumerate() {
+        // Decide what the line shows before writing any of it.
+        let item = map.item_of(&e).map_err(fail)?;
+        let mut fresh: Option<Result<Vec<u8>, Error>> = None;
+        let shown = match cache.get(&e.offset) {
+            Some(Ok(text)) => Shown::Text(text),
+            Some(Err(err)) => Shown::Fault(*err),
+            None => {
+                let held = if too_big.contains(&e.offset) {
+                    None
+                } else {
+                    let mut w = Bounded { buf: Vec::new(), limit: ITEM_CACHE_LIMIT };
+                    match write_types(item.type_bytes(), item.count, json, names, &mut w) {
+                        Ok(Ok(())) => Some(Ok(w.buf)),
+                        Err(err) => Some(Err(err)),
+                        // Past the limit.
+                        Ok(Err(_)) => None,
+                    }
+                };
+                match held {
+                    Some(r) => fresh.insert(r).as_ref().map(|t| Shown::Text(t)).unwrap_or_else(|err| Shown::Fault(*err)),
+                    None => {
+                        too_big.insert(e.offset);
+                        match check_types(item.type_bytes(), item.count, names) {
+                            Ok(()) => Shown::Stream,
+                            Err(err) => {
+                                fresh = Some(Err(err));
+                                Shown::Fault(err)
+                            }
+                        }
+                    }
+                }
+            }
+        };
         if json {
-            write!(out, "{}{{\"rva\":{},\"offset\":{},\"types\":[", if i > 0 { "," } else { "" }, e.rva, e.offset)?;
+            write!(out, "{}{{\"rva\":{},\"offset\":{},", if i > 0 { "," } else { "" }, e.rva, e.offset)?;
         } else {
             write!(out, "0x{:08X}  +{:<6}  ", e.rva, e.offset)?;
         }
-        if let Some(text) = cache.get(&e.offset) {
-            out.write_all(text)?;
-        } else {
-            let item = map.item_of(&e).map_err(fail)?;
-            let limit = if too_big.contains(&e.offset) { 0 } else { ITEM_CACHE_LIMIT.min(CACHE_LIMIT.saturating_sub(cached)) };
-            let mut spill = Spill { out: &mut *out, buf: Vec::new(), limit, spilled: false, error: None };
-            let r = write_types(item.type_bytes(), item.count, json, names, &mut spill);
-            let (buf, spilled, io) = (core::mem::take(&mut spill.buf), spill.spilled, spill.error.take());
-            finish_write(r, io, json)?;
-            if spilled {
-                too_big.insert(e.offset);
-            } else {
-                out.write_all(&buf)?;
-                cached = cached.saturating_add(buf.len());
-                cache.insert(e.offset, buf);
+        match shown {
+            Shown::Text(text) if json => {
+                out.write_all(b"\"types\":[")?;
+                out.write_all(text)?;
+                out.write_all(b"]}")?;
+            }
+            Shown::Text(text) => {
+                out.write_all(text)?;
+                out.write_all(b"\n")?;
+            }
+            Shown::Fault(err) => {
+                faults.count = faults.count.saturating_add(1);
+                faults.first.get_or_insert((err, e.rva));
+                if json {
+                    write!(out, "\"error\":\"{}\"}}", err.kind)?;
+                } else {
+                    writeln!(out, "!error {}", err.kind)?;
+                }
+            }
+            Shown::Stream => {
+                if json {
+                    out.write_all(b"\"types\":[")?;
+                }
+                let mut w = IoFmt::new(out);
+                let r = write_types(item.type_bytes(), item.count, json, names, &mut w);
+                let io = w.take_error();
+                finish_write(r, io, json)?;
+                out.write_all(if json { b"]}" } else { b"\n" })?;
             }
         }
-        if json {
-            out.write_all(b"]}")?;
-        } else {
-            out.write_all(b"\n")?;
+        if let Some(r) = fresh {
+            let size = r.as_ref().map_or(core::mem::size_of::<Error>(), Vec::len);
+            if cached.saturating_add(size) <= CACHE_LIMIT {
+                cached = cached.saturating_add(size);
+                cache.insert(e.offset, r);
+            }
         }
     }
     if json {
         out.write_all(b"]}\n")?;
     }
-    Ok(())
+    faults.into_result(map.len(), metadata, json)
 }
 
-/// `dict lookup` with a chosen token namer.
-pub fn lookup(bytes: &[u8], rva: u32, json: bool, names: &dyn TypeNames, out: &mut dyn Write) -> Result<(), CliError> {
+/// `dict lookup` with a chosen token namer. Every type is checked, its names included, before
+/// anything is written: a type that names a row of `names` that cannot be named fails the
+/// command with nothing on stdout (its offset is in `metadata`).
+pub fn lookup(bytes: &[u8], rva: u32, json: bool, names: &dyn TypeNames, metadata: Option<&Path>, out: &mut dyn Write) -> Result<(), CliError> {
     let fail = |e| CliError::input_json(e, json);
     let map = DictionaryMap::parse(bytes).map_err(fail)?;
     let l = Lookup::new(map, SortedFlag::Verify).map_err(fail)?;
     let e = l.find(rva).ok_or_else(|| fail(Error::at_rva(ErrorKind::NotFound, rva, "an entry with this RVA")))?;
     let item = map.item_of(&e).map_err(fail)?;
     item.validate().map_err(fail)?;
+    if let Err(error) = check_types(item.type_bytes(), item.count, names) {
+        let source = metadata.map_or_else(|| "the metadata".to_owned(), |p| p.display().to_string());
+        let note = format!("note: the offset is in {source}; the dictionary at RVA 0x{:08X} names a type there that cannot be named", e.rva);
+        return Err(CliError::Noted { error, note });
+    }
     if json {
         write!(out, "{{\"rva\":{},\"offset\":{},\"types\":[", e.rva, e.offset)?;
         let mut w = IoFmt::new(out);
@@ -357,11 +449,11 @@ pub fn run(cmd: DictCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
         DictCommand::Show { file, json, metadata } => {
             let bytes = read_file(&file)?;
-            with_names(metadata.as_ref(), |names| show(&bytes, json, names, out))
+            with_names(metadata.as_ref(), |names| show(&bytes, json, names, metadata.as_deref(), out))
         }
         DictCommand::Lookup { file, rva, json, metadata } => {
             let bytes = read_file(&file)?;
-            with_names(metadata.as_ref(), |names| lookup(&bytes, rva, json, names, out))
+            with_names(metadata.as_ref(), |names| lookup(&bytes, rva, json, names, metadata.as_deref(), out))
         }
         DictCommand::FromAssembly { assembly, output, unsorted } => {
             let bytes = read_file(&assembly)?;

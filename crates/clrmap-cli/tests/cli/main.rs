@@ -19,3 +19,4 @@ mod scripts;
 mod hang;
 mod pdb_identity;
 mod output_files;
+mod dict_errors;

@@ -10,11 +10,11 @@ use clrmap::metadata::{table, Metadata};
 
 use super::support::{clrmap, code, repo_root, stderr, stdout};
 
-fn frames() -> Vec<u8> {
+pub(super) fn frames() -> Vec<u8> {
     std::fs::read(repo_root().join("tests/fixtures/frames/debug-portable/Frames.dll")).unwrap()
 }
 
-fn temp(name: &str, bytes: &[u8]) -> String {
+pub(super) fn temp(name: &str, bytes: &[u8]) -> String {
     let dir = std::env::temp_dir().join(format!("clrmap-cli-meta-errors-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p: PathBuf = dir.join(name);
@@ -24,7 +24,7 @@ fn temp(name: &str, bytes: &[u8]) -> String {
 
 /// The MethodDef of MethodSpec 1 (`Frames.Generic::Pass<string>(!!0)`), and the TypeSpec that
 /// is the parent of MethodSpec 12's MemberRef (`class Frames.Box`1<string>::Map<int32>`).
-fn targets() -> (u32, u32) {
+pub(super) fn targets() -> (u32, u32) {
     let bytes = frames();
     let md = Metadata::parse(&bytes).unwrap();
     let pass = md.method_spec(1).unwrap().method & 0x00FF_FFFF;
@@ -48,7 +48,7 @@ fn bad_method_signature() -> Vec<u8> {
 }
 
 /// The Box`1<string> TypeSpec's first byte set to 0x22.
-fn bad_typespec() -> Vec<u8> {
+pub(super) fn bad_typespec() -> Vec<u8> {
     let mut bytes = frames();
     let at = Metadata::parse(&bytes).unwrap().type_spec(targets().1).unwrap().offset() as usize;
     bytes[at] = 0x22;
@@ -56,7 +56,7 @@ fn bad_typespec() -> Vec<u8> {
 }
 
 /// TypeSpec 1 pointed at a 5-byte TypeSpec blob rewritten as `int32[][] modreq(TS#1)`.
-fn cyclic_typespec() -> Vec<u8> {
+pub(super) fn cyclic_typespec() -> Vec<u8> {
     let blob = [0x1F, 0x06, 0x1D, 0x1D, 0x08];
     let mut bytes = frames();
     let (heap, blobs) = {
