@@ -45,12 +45,30 @@ const ECHO: usize = 64;
 /// its full length.
 struct Input<'a> {
     bytes: &'a [u8],
-    /// `argument N` or `line N`.
-    place: String,
+    /// Where it came from.
+    place: Place,
     /// The byte offset of the input in stdin (`None` for an argument).
     offset: Option<u64>,
     /// The full length, when the line was longer than [`MAX_LINE`] and cut.
     overlong: Option<u64>,
+}
+
+/// Where an input came from (named only when it is bad: nothing is formatted for a good one).
+#[derive(Clone, Copy)]
+enum Place {
+    /// The Nth ADDRESS argument.
+    Argument(usize),
+    /// The Nth line of stdin.
+    Line(u64),
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Argument(n) => write!(f, "argument {n}"),
+            Place::Line(n) => write!(f, "line {n}"),
+        }
+    }
 }
 
 /// Run `symbolize`. Each input is answered in order; an input that is not an address is an
@@ -95,7 +113,7 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
     };
     if !addresses.is_empty() {
         for (i, a) in addresses.iter().enumerate() {
-            let input = Input { bytes: a.trim().as_bytes(), place: format!("argument {}", i.saturating_add(1)), offset: None, overlong: None };
+            let input = Input { bytes: a.trim().as_bytes(), place: Place::Argument(i.saturating_add(1)), offset: None, overlong: None };
             answer(input, out)?;
         }
     } else {
@@ -176,7 +194,7 @@ fn read_lines<R: Read>(
         if !trimmed.is_empty() || len > MAX_LINE as u64 {
             let overlong = (len > MAX_LINE as u64).then_some(len);
             let offset = start.saturating_add(lead as u64);
-            answer(Input { bytes: trimmed, place: format!("line {number}"), offset: Some(offset), overlong }, out)?;
+            answer(Input { bytes: trimmed, place: Place::Line(number), offset: Some(offset), overlong }, out)?;
         }
         start = start.saturating_add(len).saturating_add(1);
         line.clear();
