@@ -180,6 +180,12 @@ impl NewFile {
         &self.path
     }
 
+    /// The temporary file's path (for a caller that must remove it without unwinding, such as a
+    /// signal handler that exits the process).
+    pub fn temp_path(&self) -> &Path {
+        &self.tmp
+    }
+
     /// Flush the file to disk and rename it over the destination. On failure the temporary file
     /// is removed and the destination is as it was.
     pub fn commit(mut self) -> io::Result<()> {

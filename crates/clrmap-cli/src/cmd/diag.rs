@@ -128,21 +128,6 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
-    // Ctrl-C and SIGTERM: the first asks for a clean stop (or, while connecting, ends at once);
-    // the second abandons the rundown at once (collect clears the flag when it begins the stop),
-    // keeping every whole block; a third exits without another word.
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let signals = AtomicU32::new(0);
-    let handler = move || {
-        if signals.fetch_add(1, Ordering::SeqCst) >= 2 {
-            std::process::exit(i32::from(exit_status(DiagErrorKind::Interrupted)));
-        }
-        flag.store(true, Ordering::SeqCst);
-    };
-    if let Err(e) = ctrlc::set_handler(handler) {
-        eprintln!("warning: no Ctrl-C handler ({e}); stop with --duration");
-    }
     // The trace goes to a new file beside the output (created exclusively; a FIFO or device at
     // the output is refused, never opened), which replaces the output only when it holds a
     // whole block: an error before that leaves an existing file as it was.
@@ -150,6 +135,24 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return cannot_write(&args.output, &e),
     };
+    // Ctrl-C and SIGTERM: the first asks for a clean stop (or, while connecting, ends at once);
+    // the second abandons the rundown at once (collect clears the flag when it begins the stop),
+    // keeping every whole block; a third exits without another word.
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let signals = AtomicU32::new(0);
+    let temp = file.temp_path().to_path_buf();
+    let handler = move || {
+        if signals.fetch_add(1, Ordering::SeqCst) >= 2 {
+            // No unwinding past exit: the unfinished trace is removed here (the output stays as it was).
+            let _ = std::fs::remove_file(&temp);
+            std::process::exit(i32::from(exit_status(DiagErrorKind::Interrupted)));
+        }
+        flag.store(true, Ordering::SeqCst);
+    };
+    if let Err(e) = ctrlc::set_handler(handler) {
+        eprintln!("warning: no Ctrl-C handler ({e}); stop with --duration");
+    }
     let control = CollectControl { deadline: args.duration.and_then(|d| Instant::now().checked_add(d)), stop: &stop, poll: Duration::from_millis(100) };
     let terminal = std::io::stderr().is_terminal();
     let mut progress = Progress { show: terminal, last: Instant::now() };

@@ -64,6 +64,13 @@ struct Fake {
 impl Fake {
     fn start(d: &Path, reply: Vec<u8>, hold: Duration) -> Fake {
         let sleeper = Command::new("sleep").arg("60").env("TMPDIR", d).spawn().unwrap();
+        // Until its exec is through, /proc shows no TMPDIR for it (where clrmap looks).
+        let environ = format!("/proc/{}/environ", sleeper.id());
+        let t = Instant::now();
+        while !std::fs::read(&environ).is_ok_and(|e| e.windows(7).any(|w| w == b"TMPDIR=")) {
+            assert!(t.elapsed() < Duration::from_secs(10), "sleep never ran");
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let key = clrmap::diag::start_key(sleeper.id()).unwrap();
         let path = d.join(format!("dotnet-diagnostic-{}-{key}-socket", sleeper.id()));
         let listener = UnixListener::bind(&path).unwrap();
@@ -185,6 +192,44 @@ fn a_stream_with_whole_blocks_replaces_the_output_and_the_link_is_not_followed()
     assert!(std::fs::read(&out).unwrap() == trace, "not the trace sent");
     assert!(std::fs::read(&victim).unwrap() == b"precious", "written through the link");
     assert_eq!(strays(&d, &["out.nettrace", "victim"]), Vec::<String>::new());
+}
+
+#[test]
+fn a_third_signal_exits_at_once_and_leaves_no_temporary_file() {
+    // The third Ctrl-C exits from the signal handler (no unwinding, so no destructor runs): the
+    // unfinished trace is removed there. Whichever comes first, the exit or the second signal's
+    // orderly end, the output is either as it was or a whole trace, and nothing else is left.
+    use clrmap::diag::fake::{Behavior, FakeServer};
+    let d = dir("third-signal");
+    let sleeper = Fake::start(&d, Vec::new(), Duration::ZERO);
+    let key = clrmap::diag::start_key(sleeper.sleeper.id()).unwrap();
+    let socket = d.join(format!("dotnet-diagnostic-{}-{key}-socket", sleeper.sleeper.id()));
+    let _ = std::fs::remove_file(&socket);
+    let _server = FakeServer::start(&socket, Behavior::EndlessStream).unwrap();
+    let out = d.join("out.nettrace");
+    std::fs::write(&out, b"an earlier trace").unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(["trace", "collect", "--pid", &sleeper.pid(), "-o", out.to_str().unwrap(), "--timeout", "60s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Streaming: the temporary file grows. Then Ctrl-C, and 50 ms later SIGTERM and SIGHUP at
+    // once (signals of different kinds do not merge while pending; the second and third come
+    // before the session can end in order).
+    let t = Instant::now();
+    while strays(&d, &["out.nettrace"]).is_empty() || std::fs::metadata(d.join(&strays(&d, &["out.nettrace"])[0])).map_or(true, |m| m.len() == 0) {
+        assert!(t.elapsed() < Duration::from_secs(10), "no temporary file: {:?}", others(&d, &[]));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("sh").arg("-c").arg(format!("kill -INT {pid}; sleep 0.05; kill -TERM {pid}; kill -HUP {pid}")).status().unwrap().success());
+    let o = finish(child, Duration::from_secs(10), "three signals");
+    assert_eq!(code(&o), Some(130), "{}", stderr(&o));
+    let now = std::fs::read(&out).unwrap();
+    assert!(now == b"an earlier trace" || clrmap::nettrace::read_code_bodies(&now[..]).is_ok(), "the output is neither the old file nor a whole trace");
+    assert_eq!(strays(&d, &["out.nettrace"]), Vec::<String>::new(), "the temporary file was left behind");
 }
 
 #[test]
