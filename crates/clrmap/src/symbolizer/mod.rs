@@ -179,6 +179,10 @@ pub struct Symbolizer {
     /// Line tables by PDB id: modules that find the same PDB (one file named by several paths,
     /// or copies of one build) share one table and one copy of its bytes.
     by_pdb: Mutex<HashMap<[u8; 20], Arc<ModuleLines>>>,
+    /// The GUID of the PDB the user named, for a many-module source: it belongs to each module
+    /// that recorded this GUID (whatever its name), and to a module that recorded none whose
+    /// file name has its stem.
+    explicit_guid: Option<[u8; 16]>,
     /// Files of another build passed over while finding PDBs ([`Self::notes`]).
     notes: Mutex<Vec<String>>,
     /// The major version of the runtime that ran the bodies, where the source records it.
@@ -199,6 +203,7 @@ impl Symbolizer {
         let mut modules: Vec<Module> = Vec::new();
         let mut body_module = Vec::with_capacity(bodies.len());
         let mut passed = Vec::new();
+        let mut explicit_guid = None;
         if let Some(bytes) = image {
             // One module: the image itself. Its lines are loaded now, so a PDB the user named
             // that is not its own fails here.
@@ -250,10 +255,10 @@ impl Symbolizer {
                 body_module.push(Some(i));
             }
             if let Some(pdb) = &options.symbols.pdb {
-                check_explicit_for(&modules, &options.symbols, pdb)?;
+                explicit_guid = Some(check_explicit_for(&modules, &options.symbols, pdb)?);
             }
         }
-        let sym = Symbolizer { kind, store: MapStore::new(bodies), modules, body_module, options, warnings, by_pdb: Mutex::new(HashMap::new()), notes: Mutex::new(Vec::new()), runtime_major };
+        let sym = Symbolizer { explicit_guid, kind, store: MapStore::new(bodies), modules, body_module, options, warnings, by_pdb: Mutex::new(HashMap::new()), notes: Mutex::new(Vec::new()), runtime_major };
         if let Some(image) = sym.modules.first().filter(|_| sym.kind == SourceKind::ReadyToRun) {
             sym.note(image, passed);
         }
@@ -340,9 +345,14 @@ impl Symbolizer {
         module
             .lines
             .get_or_init(|| {
-                // The PDB the user named belongs to the module named like it, and to no other.
+                // The PDB the user named belongs to the modules that recorded its id, or, where
+                // none is recorded, to the module named like it; to no other.
                 let mut symbols = self.options.symbols.clone();
-                if !symbols.pdb.as_deref().is_some_and(|pdb| same_stem(pdb, module.name.as_deref())) {
+                let belongs = match &module.recorded {
+                    Some(r) => self.explicit_guid == Some(r.guid),
+                    None => symbols.pdb.as_deref().is_some_and(|pdb| same_stem(pdb, module.name.as_deref())),
+                };
+                if !belongs {
                     symbols.pdb = None;
                 }
                 let mut passed = Vec::new();
@@ -438,20 +448,24 @@ fn load_lines(assembly: &[u8], path: Option<&Path>, symbols: &SymbolPaths) -> Re
     Ok(Some(lines))
 }
 
-/// For a many-module source: the PDB the user named must belong to a module whose file name has
-/// its stem (`Frames.pdb` → `Frames.dll`), and match that module's id: the one the source
-/// recorded, or else the CodeView id of the module's assembly (where the process loaded it, or
-/// in a symbol directory). A PDB that cannot be read is an error naming it and why.
-fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> Result<(), OpenError> {
+/// For a many-module source: the PDB the user named must belong to a module: one whose recorded
+/// id it has (whatever the file names), or one whose file name has its stem (`Frames.pdb` →
+/// `Frames.dll`) and whose id it has: the one the source recorded, or else the CodeView id of the
+/// module's assembly (where the process loaded it, or in a symbol directory). A PDB that cannot
+/// be read is an error naming it and why. Gives the PDB's GUID.
+fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> Result<[u8; 16], OpenError> {
     let bytes = read_input(pdb, MAX_FILE)?;
     let input = |error: Error| OpenError::Input { path: pdb.to_owned(), error };
-    PortablePdb::parse(&bytes).map_err(input)?;
+    let guid = PortablePdb::parse(&bytes).map_err(input)?.id().guid();
+    if modules.iter().any(|m| m.recorded.as_ref().is_some_and(|r| r.guid == guid)) {
+        return Ok(guid);
+    }
     let mut last = Error::nowhere(ErrorKind::PdbMismatch, "a module of the source that this PDB belongs to");
     for m in modules.iter().filter(|m| same_stem(pdb, m.name.as_deref())) {
         // Matched: the module's lines come from this PDB when first needed.
         if let Some(recorded) = &m.recorded {
             match check_recorded(recorded, &bytes) {
-                Ok(()) => return Ok(()),
+                Ok(()) => return Ok(guid),
                 Err(e) => last = e,
             }
             continue;
@@ -464,7 +478,7 @@ fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> 
         };
         let image = PeImage::parse(&assembly).map_err(input)?;
         match check_explicit(&image, &bytes) {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(guid),
             Err(e) => last = e,
         }
     }

@@ -159,6 +159,10 @@ fn pdb_named_for_a_recording_from_another_machine() {
     // The module's recorded path does not exist here; --pdb with the right PDB answers.
     let sym = Symbolizer::open(&fixture(TRACE), options(Some(frames("debug-portable", "Frames.pdb")), &[])).unwrap();
     assert_runtime_lines(&sym, "--pdb debug-portable/Frames.pdb");
+    // Its id decides, not its name: renamed, it still answers.
+    let renamed = tmp("pdb-identity-renamed").join("symbols-of-the-day.pdb");
+    std::fs::copy(frames("debug-portable", "Frames.pdb"), &renamed).unwrap();
+    assert_runtime_lines(&Symbolizer::open(&fixture(TRACE), options(Some(renamed), &[])).unwrap(), "--pdb renamed");
     // The wrong build's PDB is refused at its id.
     let e = Symbolizer::open(&fixture(TRACE), options(Some(frames("release-portable", "Frames.pdb")), &[])).unwrap_err();
     let OpenError::Input { path, error } = e else { panic!("{e}") };
