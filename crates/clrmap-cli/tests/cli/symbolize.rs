@@ -120,10 +120,11 @@ fn il_at_prints_the_line_and_errors_are_clear() {
 fn pdb_lines_lists_documents_and_points() {
     let o = clrmap(&["pdb", "lines", "tests/fixtures/frames/debug-portable/Frames.dll", "--method", "Nested::Inner"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
-    // The runtime says IL 1 of Inner is line 105, column 13 (examples/frames.stdout).
+    // The runtime says IL 1 of Inner is line 105, column 13 (examples/frames.stdout). With
+    // --method, only the documents the method's points name are listed (Other.cs is not).
     assert_eq!(
         stdout(&o),
-        "documents: 2\n    1  /_/src/Frames.cs\n    2  /_/src/Other.cs\n0x06000008 Frames.Nested::Inner\n  IL 0x0000  /_/src/Frames.cs:104:9-104:10\n  IL 0x0001  /_/src/Frames.cs:105:13-105:29\n  IL 0x0007  /_/src/Frames.cs:106:13-106:26\n  IL 0x000D  /_/src/Frames.cs:107:9-107:10\n"
+        "documents: 2\n    1  /_/src/Frames.cs\n0x06000008 Frames.Nested::Inner\n  IL 0x0000  /_/src/Frames.cs:104:9-104:10\n  IL 0x0001  /_/src/Frames.cs:105:13-105:29\n  IL 0x0007  /_/src/Frames.cs:106:13-106:26\n  IL 0x000D  /_/src/Frames.cs:107:9-107:10\n"
     );
     // The embedded PDB of the same source gives the same points; a standalone PDB works alone
     // (its methods named from the assembly beside it).

@@ -383,10 +383,9 @@ impl DocumentNames {
                 Arc::<str>::from(n)
             })
         });
-        // Over the budget: nothing is kept, so the cache stays bounded too.
-        if !matches!(name, Ok(None)) {
-            self.by_blob.insert(blob, name.clone());
-        }
+        // Over the budget, the answer (no name) is kept too, so a name asked for again is not
+        // decoded again; an entry without a name costs a few bytes.
+        self.by_blob.insert(blob, name.clone());
         name
     }
 }
