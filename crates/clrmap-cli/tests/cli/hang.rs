@@ -262,6 +262,17 @@ fn a_signal_ends_a_pid_snapshot_at_once() {
     }
 }
 
+/// A process that is continued and killed when the test ends, however it ends.
+struct App(Child);
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.0.id().to_string()]).status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A real .NET process stopped with SIGSTOP (as in a debugger), its listen queue filled: before,
 /// `ps` and `il dump --pid` hung. Now: a timeout row, and status 8. On 3.1.23 and 8.0.4.
 #[test]
@@ -272,8 +283,8 @@ fn a_stopped_dotnet_process_is_a_timeout_on_both_runtimes() {
         let dir = std::env::temp_dir().join(format!("clrmap-hang-{}-stopped-{version}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let mut app = Command::new(dotnet_file(host)).arg(&hot).arg("60").env("TMPDIR", &dir).stdout(Stdio::null()).spawn().unwrap();
-        let pid = app.id();
+        let app = App(Command::new(dotnet_file(host)).arg(&hot).arg("60").env("TMPDIR", &dir).stdout(Stdio::null()).spawn().unwrap());
+        let pid = app.0.id();
         // Its socket, once the runtime has made it; then a snapshot works.
         let t0 = Instant::now();
         let socket = loop {
@@ -309,9 +320,7 @@ fn a_stopped_dotnet_process_is_a_timeout_on_both_runtimes() {
         assert!(String::from_utf8_lossy(&o.stderr).contains("error: timeout"), "{version}: {}", text(&o));
         println!("{version}: {} connections filled the queue; ps and il dump --pid ended in {took:?}", held.len());
         drop(held);
-        let _ = Command::new("kill").args(["-CONT", &pid.to_string()]).status();
-        let _ = app.kill();
-        let _ = app.wait();
+        drop(app);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
