@@ -5,12 +5,10 @@
 //! at a time.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::Path;
 
 use super::{CapturedBody, RtType};
-use crate::fs::read_regular;
 use crate::ilmap::CodeKind;
-use crate::metadata::{with_module_file, Metadata, TypeDefInfo};
+use crate::metadata::{Metadata, ModuleFiles, TypeDefInfo};
 use crate::r2r::ReadyToRunImage;
 
 /// The §1 keyword of a primitive CorElementType (an array element the runtime gave no class for).
@@ -86,8 +84,9 @@ pub fn name_captured(bodies: &mut [CapturedBody]) {
         }
     }
     let mut infos: HashMap<(String, u32), TypeDefInfo> = HashMap::new();
+    let mut files = ModuleFiles::default();
     for (module, tokens) in &wanted {
-        with_module_file(module, |md| {
+        files.with(module, |md| {
             for &token in tokens {
                 if token >> 24 == 0x02 {
                     if let Some(info) = md.type_def_info(token & 0x00FF_FFFF) {
@@ -104,8 +103,7 @@ pub fn name_captured(bodies: &mut [CapturedBody]) {
         by_module.entry(b.module_path.clone()).or_default().push(i);
     }
     for (module, list) in by_module {
-        // At most 256 MiB, as for names elsewhere (metadata::with_module_file).
-        let Ok(bytes) = read_regular(Path::new(&module), 256 << 20) else { continue };
+        let Some(bytes) = files.read(&module) else { continue };
         let Ok(md) = Metadata::parse(&bytes) else { continue };
         // ReadyToRun code is named as the image names the body at its RVA: the image's method
         // entry carries the exact instantiation, which the runtime does not tell a profiler for

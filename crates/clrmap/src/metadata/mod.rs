@@ -12,7 +12,7 @@ mod heaps;
 mod members;
 pub use members::MethodSpecRow;
 mod names;
-pub use names::{primitive_keyword, with_module_file, MethodArgs, TypeDefInfo, MAX_NAME_BYTES, MAX_NAME_WORK};
+pub use names::{primitive_keyword, MethodArgs, ModuleFiles, TypeDefInfo, MAX_NAME_BYTES, MAX_NAME_WORK};
 mod root;
 pub mod schema;
 mod specs;

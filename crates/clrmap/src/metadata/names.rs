@@ -468,11 +468,13 @@ impl Metadata<'_> {
         if wanted.is_empty() {
             return out;
         }
+        // Their simple names (after the last `.` or `/`): most TypeDefs are not wanted, and are
+        // passed over without naming them in full.
+        let simple_names: std::collections::HashSet<&str> = wanted.iter().map(|w| w.rsplit(['.', '/']).next().unwrap_or(w)).collect();
         for rid in 1..=self.tables.rows(table::TYPE_DEF) {
-            // The simple name first: most TypeDefs are not wanted, and need no full name.
             let simple = self.tables.row(table::TYPE_DEF, rid).and_then(|r| r.get(1)).and_then(|i| self.strings.get(i));
             let Ok(simple) = simple else { continue };
-            if !wanted.iter().any(|w| w.ends_with(simple)) {
+            if !simple_names.contains(simple.rsplit('.').next().unwrap_or(simple)) {
                 continue;
             }
             if let Some(info) = self.type_def_info(rid).filter(|i| wanted.contains(&i.name)) {
@@ -509,10 +511,47 @@ impl Metadata<'_> {
 /// file.
 const MAX_MODULE_FILE: u64 = 256 << 20;
 
-/// Run `f` on the metadata of the module file at `path` (read whole, then dropped); `None` when
-/// it cannot be read, is larger than 256 MiB, or holds no metadata.
-pub fn with_module_file<T>(path: &str, f: impl FnOnce(&Metadata<'_>) -> T) -> Option<T> {
-    let bytes = crate::fs::read_regular(std::path::Path::new(path), MAX_MODULE_FILE).ok()?;
-    let md = Metadata::parse(&bytes).ok()?;
-    Some(f(&md))
+/// The most module bytes one naming pass reads in all: a recording may name any number of paths
+/// (a hostile one, the same large file under many names); past this, bodies keep the names their
+/// source alone gives.
+const MAX_MODULE_BYTES: u64 = 1 << 30;
+
+/// Reads the module files a recording names, one at a time, within a budget of bytes
+/// ([`MAX_MODULE_BYTES`] in all, 256 MiB per file).
+#[derive(Debug)]
+pub struct ModuleFiles {
+    left: u64,
+}
+
+impl Default for ModuleFiles {
+    fn default() -> Self {
+        ModuleFiles { left: MAX_MODULE_BYTES }
+    }
+}
+
+impl ModuleFiles {
+    /// A reader with a budget of `bytes` in all.
+    pub fn with_budget(bytes: u64) -> Self {
+        ModuleFiles { left: bytes.min(MAX_MODULE_BYTES) }
+    }
+
+    /// The bytes of the regular file at `path`, if it fits the budget (which it then spends).
+    pub fn read(&mut self, path: &str) -> Option<Vec<u8>> {
+        let path = std::path::Path::new(path);
+        let size = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
+        if size > MAX_MODULE_FILE || size > self.left {
+            return None;
+        }
+        let bytes = crate::fs::read_regular(path, MAX_MODULE_FILE.min(self.left)).ok()?;
+        self.left = self.left.saturating_sub(bytes.len() as u64);
+        Some(bytes)
+    }
+
+    /// Run `f` on the metadata of the module file at `path` (read whole, then dropped); `None`
+    /// when it cannot be read, does not fit the budget, or holds no metadata.
+    pub fn with<T>(&mut self, path: &str, f: impl FnOnce(&Metadata<'_>) -> T) -> Option<T> {
+        let bytes = self.read(path)?;
+        let md = Metadata::parse(&bytes).ok()?;
+        Some(f(&md))
+    }
 }

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::ilmap::CodeBody;
-use crate::metadata::{primitive_keyword, with_module_file};
+use crate::metadata::{primitive_keyword, ModuleFiles};
 
 /// The deepest nesting of type arguments parsed; deeper text is not parsed (the owner keeps no
 /// arguments).
@@ -241,11 +241,12 @@ pub(super) fn name_from_modules(bodies: &mut [CodeBody], owners: &[String], modu
         wanted(t, &mut want);
     }
     let mut value_types: HashMap<String, bool> = HashMap::new();
+    let mut files = ModuleFiles::default();
     if !want.is_empty() {
         let mut order: Vec<&String> = modules.iter().collect();
         order.sort_by_key(|p| !p.ends_with("System.Private.CoreLib.dll"));
         for path in order {
-            with_module_file(path, |md| {
+            files.with(path, |md| {
                 for info in md.type_defs_named(&want) {
                     value_types.entry(info.name.clone()).or_insert(info.value_type);
                 }
@@ -263,7 +264,7 @@ pub(super) fn name_from_modules(bodies: &mut [CodeBody], owners: &[String], modu
         }
     }
     for (module, list) in by_module {
-        with_module_file(&module, |md| {
+        files.with(&module, |md| {
             for i in list {
                 let owner_args: Vec<String> = match parsed.get(i) {
                     Some(Some(t)) => t.args.iter().map(|a| render_text(a, &value_types)).collect(),
@@ -282,6 +283,22 @@ pub(super) fn name_from_modules(bodies: &mut [CodeBody], owners: &[String], modu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn module_files_are_read_within_a_budget() {
+        let dir = std::env::temp_dir().join(format!("clrmap-module-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("M.dll");
+        std::fs::write(&file, vec![0u8; 1000]).unwrap();
+        let path = file.to_str().unwrap();
+        // One file named again and again costs its size each time, until the budget is spent.
+        let mut files = ModuleFiles::with_budget(2500);
+        assert!(files.read(path).is_some() && files.read(path).is_some());
+        assert!(files.read(path).is_none());
+        // Not a regular file: nothing read.
+        assert!(ModuleFiles::default().read("/dev/zero").is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn runtime_type_text_parses_and_renders_in_contract_notation() {
