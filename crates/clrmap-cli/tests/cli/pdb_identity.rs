@@ -172,3 +172,24 @@ fn one_module_named_by_twenty_paths_is_held_once() {
     // Every spelling answers, from the one PDB (IL 0 of Inner: line 104, as `pdb lines` says).
     assert_eq!(stdout(&o), "Frames.Nested::Inner\n/_/src/Frames.cs:104:9\n\n".repeat(20));
 }
+
+#[test]
+fn a_huge_assembly_of_another_build_is_passed_over_from_its_headers() {
+    // The Release Frames.dll grown to 4 GiB (sparse) in the symbol path, and beside a PDB: its
+    // CodeView GUID is not the recorded one (nor the PDB's), and it is never read whole.
+    let dir = tmp("huge-assembly");
+    let dll = dir.join("Frames.dll");
+    std::fs::copy(repo_root().join("tests/fixtures/frames/release-portable/Frames.dll"), &dll).unwrap();
+    std::fs::OpenOptions::new().write(true).open(&dll).unwrap().set_len(4 << 30).unwrap();
+    let (address, expected) = inner_frame();
+    let method = expected.lines().next().unwrap().to_owned();
+    // Before: the whole 4 GiB read (killed under the limit).
+    let o = limited(&["symbolize", TRACE, "--symbol-path", dir.to_str().unwrap(), "--return-address", &address], 0);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{method}\n??:0:0\n\n"));
+    assert!(stderr(&o).contains("is another build"), "{}", stderr(&o));
+    std::fs::copy(repo_root().join(DEBUG_PDB), dir.join("Frames.pdb")).unwrap();
+    let o = limited(&["pdb", "lines", dir.join("Frames.pdb").to_str().unwrap(), "--method", "0x06000008"], 0);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("0x06000008 ?\n"), "{}", stdout(&o));
+}

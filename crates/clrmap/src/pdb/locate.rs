@@ -119,6 +119,85 @@ fn read_candidate_pdb(path: &Path, check: impl Fn(&super::PdbId) -> bool, passed
     read_candidate(path)
 }
 
+/// The GUID of the first CodeView entry of the PE image in `file`, read from its headers, its
+/// debug directory and the entry's first bytes alone: a few KiB, whatever the file's size.
+/// `None` when the file is not a PE image with a CodeView `RSDS` entry, or cannot be read. A
+/// candidate assembly is checked this way before it is read whole.
+pub fn peek_codeview_guid<F: std::io::Read + std::io::Seek>(file: &mut F) -> Option<[u8; 16]> {
+    use crate::read::Reader;
+    use std::io::SeekFrom;
+    // Reads `len` bytes at `at`, or `None`.
+    fn read_at<F: std::io::Read + std::io::Seek>(file: &mut F, at: u64, len: usize) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut buf).ok()?;
+        Some(buf)
+    }
+    let dos = read_at(file, 0, 64)?;
+    let mut r = Reader::new(&dos, 0);
+    if r.u16("MZ").ok()? != 0x5A4D {
+        return None;
+    }
+    r.skip(0x3A, "the DOS header").ok()?;
+    let pe = u64::from(r.u32("e_lfanew").ok()?);
+    let head = read_at(file, pe, 24)?;
+    let mut r = Reader::new(&head, pe);
+    if r.u32("PE").ok()? != 0x0000_4550 {
+        return None;
+    }
+    r.skip(2, "Machine").ok()?;
+    let sections = usize::from(r.u16("NumberOfSections").ok()?);
+    r.skip(12, "the COFF header").ok()?;
+    let optional_size = usize::from(r.u16("SizeOfOptionalHeader").ok()?);
+    let optional = read_at(file, pe.checked_add(24)?, optional_size)?;
+    let mut r = Reader::new(&optional, 0);
+    // The debug directory is data directory 6: at 144 in a PE32 optional header, 160 in PE32+.
+    let debug_at = match r.u16("Magic").ok()? {
+        0x10B => 144,
+        0x20B => 160,
+        _ => return None,
+    };
+    let mut r = Reader::new(optional.get(debug_at..)?, 0);
+    let (debug_rva, debug_size) = (r.u32("the debug directory RVA").ok()?, r.u32("its size").ok()?);
+    let table = read_at(file, pe.checked_add(24)?.checked_add(u64::try_from(optional_size).ok()?)?, sections.checked_mul(40)?)?;
+    // The section holding the debug directory gives its file offset.
+    let debug_file = table.chunks_exact(40).find_map(|s| {
+        let mut r = Reader::new(s, 0);
+        r.skip(8, "Name").ok()?;
+        let (vsize, va, raw_size, raw) = (r.u32("VirtualSize").ok()?, r.u32("VirtualAddress").ok()?, r.u32("SizeOfRawData").ok()?, r.u32("PointerToRawData").ok()?);
+        let within = debug_rva.checked_sub(va)?;
+        (within < vsize.max(raw_size)).then(|| u64::from(raw).checked_add(u64::from(within))).flatten()
+    })?;
+    // At most 64 entries of 28 bytes are looked at.
+    let entries = read_at(file, debug_file, usize::try_from(debug_size.min(64 * 28)).ok()? / 28 * 28)?;
+    let data = entries.chunks_exact(28).find_map(|e| {
+        let mut r = Reader::new(e, 0);
+        r.skip(12, "Characteristics, TimeDateStamp, versions").ok()?;
+        let kind = r.u32("Type").ok()?;
+        r.skip(8, "SizeOfData, AddressOfRawData").ok()?;
+        (kind == 2).then(|| r.u32("PointerToRawData").ok()).flatten()
+    })?;
+    let cv = read_at(file, u64::from(data), 20)?;
+    let mut r = Reader::new(&cv, 0);
+    if r.u32("RSDS").ok()? != 0x5344_5352 {
+        return None;
+    }
+    r.array::<16>("the PDB GUID").ok()
+}
+
+/// A candidate assembly's bytes, read whole only once its CodeView GUID (peeked from its
+/// headers, [`peek_codeview_guid`]) is `guid`; one with another is noted in `passed`. `None` also
+/// when it cannot be read or has no CodeView entry.
+pub fn read_candidate_assembly(path: &Path, guid: &[u8; 16], passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
+    let mut file = crate::fs::open_regular(path).ok()?;
+    let found = peek_codeview_guid(&mut file)?;
+    if &found != guid {
+        passed.push(PassedOver { path: path.to_owned(), guid: found });
+        return None;
+    }
+    read_candidate(path)
+}
+
 /// A file found where a module's PDB or assembly was looked for, but of another build (another
 /// PDB GUID), and so not used.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -358,10 +437,11 @@ pub fn open_pdb_with(path: &Path, paths: &SymbolPaths, assembly: Option<&Path>) 
 /// The assembly a PDB belongs to, by the rule of [`open_pdb_with`].
 fn assembly_of(pdb_path: &Path, pdb_bytes: &[u8], paths: &SymbolPaths) -> Option<Vec<u8>> {
     let stem = pdb_path.file_stem()?.to_string_lossy().into_owned();
+    let guid = PortablePdb::parse(pdb_bytes).ok()?.id().guid();
     let dirs = pdb_path.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d }).into_iter().chain(paths.dirs.iter().map(PathBuf::as_path));
     for dir in dirs {
         for ext in ["dll", "exe", "DLL", "EXE"] {
-            let Some(bytes) = read_candidate(&dir.join(format!("{stem}.{ext}"))) else { continue };
+            let Some(bytes) = read_candidate_assembly(&dir.join(format!("{stem}.{ext}")), &guid, &mut Vec::new()) else { continue };
             if PeImage::parse(&bytes).is_ok_and(|image| check_explicit(&image, pdb_bytes).is_ok()) {
                 return Some(bytes);
             }

@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
 use crate::fs::{file_id, read_input};
-use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
+use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, read_candidate_assembly, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind};
@@ -408,15 +408,13 @@ fn assembly_candidates<'a>(module: &'a Module, symbols: &'a SymbolPaths) -> impl
 /// over, and the PDB is also looked for without any assembly ([`find_recorded_pdb`]).
 fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOver>) -> Option<FoundPdb> {
     for path in assembly_candidates(module, symbols) {
-        let Ok(bytes) = read_regular(&path, MAX_FILE) else { continue };
+        // With a recorded id, a file of another build is passed over from its headers alone.
+        let bytes = match &module.recorded {
+            Some(recorded) => read_candidate_assembly(&path, &recorded.guid, passed),
+            None => read_regular(&path, MAX_FILE).ok(),
+        };
+        let Some(bytes) = bytes else { continue };
         let Ok(image) = PeImage::parse(&bytes) else { continue };
-        if let Some(recorded) = &module.recorded {
-            let guid = image.codeview().ok().flatten().map(|cv| cv.guid);
-            if guid != Some(recorded.guid) {
-                passed.push(PassedOver { path, guid: guid.unwrap_or_default() });
-                continue;
-            }
-        }
         let found = locate_pdb_noting(&image, Some(&path), symbols, passed).ok().flatten();
         if found.is_some() || module.recorded.is_none() {
             return found;

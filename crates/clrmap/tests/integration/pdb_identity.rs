@@ -299,3 +299,25 @@ fn a_snapshot_of_a_process_checks_the_recorded_ids_too() {
     let opened = clrmap::diag::snapshot_client(&client).unwrap();
     assert_runtime_lines(&Symbolizer::from_opened(opened, None, options(Some(frames("debug-portable", "Frames.pdb")), &[])).unwrap(), "snapshot, --pdb");
 }
+
+#[test]
+fn an_assemblys_codeview_guid_is_read_from_its_headers_alone() {
+    use clrmap::pdb::locate::peek_codeview_guid;
+    let corelib = std::fs::read_dir(fixture(".dotnet/win/x64/3.1.23")).map(|_| fixture(".dotnet/win/x64/3.1.23/System.Private.CoreLib.dll")).ok();
+    let mut files: Vec<PathBuf> = ["debug-portable", "debug-embedded", "release-portable", "release-embedded"].iter().map(|v| frames(v, "Frames.dll")).collect();
+    files.extend(corelib.filter(|p| p.is_file()));
+    for path in files {
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = PeImage::parse(&bytes).unwrap().codeview().unwrap().map(|cv| cv.guid);
+        let peeked = peek_codeview_guid(&mut std::fs::File::open(&path).unwrap());
+        assert_eq!(peeked, whole, "{path:?}");
+        assert!(peeked.is_some());
+    }
+    // Not an image, or cut inside its headers: none.
+    let pdb = std::fs::read(frames("debug-portable", "Frames.pdb")).unwrap();
+    assert_eq!(peek_codeview_guid(&mut std::io::Cursor::new(pdb)), None);
+    let dll = std::fs::read(frames("debug-portable", "Frames.dll")).unwrap();
+    for cut in [0, 2, 63, 64, 0x80, 0x100, 0x200] {
+        assert_eq!(peek_codeview_guid(&mut std::io::Cursor::new(&dll[..cut.min(dll.len())])), None, "cut at {cut}");
+    }
+}
