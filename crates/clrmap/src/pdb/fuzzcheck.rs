@@ -266,7 +266,7 @@ pub fn structured_pdb(data: &[u8]) -> Vec<u8> {
 /// iterator, all of it): the last visible point at or before `il`, or nothing if the blob is bad.
 fn reference_line(pdb: &PortablePdb<'_>, token: u32, il: u32) -> Option<(u32, u32, Option<String>)> {
     let points: Vec<_> = pdb.sequence_points(token).ok()?.collect::<Result<_, _>>().ok()?;
-    let p = points.iter().filter(|p| !p.is_hidden() && p.il_offset <= il).next_back()?;
+    let p = points.iter().rfind(|p| !p.is_hidden() && p.il_offset <= il)?;
     Some((p.start_line, p.start_column, pdb.document(p.document).ok().map(|d| d.name)))
 }
 
