@@ -169,7 +169,8 @@ pub fn peek_codeview_guid<F: std::io::Read + std::io::Seek>(file: &mut F) -> Opt
         (within < vsize.max(raw_size)).then(|| u64::from(raw).checked_add(u64::from(within))).flatten()
     })?;
     // At most 64 entries of 28 bytes are looked at.
-    let entries = read_at(file, debug_file, usize::try_from(debug_size.min(64 * 28)).ok()? / 28 * 28)?;
+    let whole = usize::try_from(debug_size.min(64 * 28)).ok()?;
+    let entries = read_at(file, debug_file, whole.checked_sub(whole.checked_rem(28)?)?)?;
     let data = entries.chunks_exact(28).find_map(|e| {
         let mut r = Reader::new(e, 0);
         r.skip(12, "Characteristics, TimeDateStamp, versions").ok()?;
