@@ -77,16 +77,20 @@ impl FrameArgs {
 
     /// Open a source with these symbol options.
     pub fn open(&self, source: &std::path::Path) -> Result<Symbolizer, CliError> {
-        let sym = Symbolizer::open(source, self.options()).map_err(|e| match e {
-            // No ManagedNativeHeader: an IL-only assembly, often a newcomer's first try. Say
-            // where its methods' addresses come from instead.
-            OpenError::Input { error, .. } if error.kind == ErrorKind::BadReadyToRun && error.offset() == Some(0) => {
-                CliError::Noted { error, note: il_only_note(source) }
-            }
-            e => crate::open::open_error(e),
-        })?;
+        let sym = Symbolizer::open(source, self.options()).map_err(|e| open_failed(source, e))?;
         crate::open::warn(source, sym.warnings());
         Ok(sym)
+    }
+}
+
+/// A source that did not open, as an error; an IL-only assembly (no ManagedNativeHeader), often
+/// a newcomer's first try, with a note on what to give instead.
+pub fn open_failed(source: &std::path::Path, e: OpenError) -> CliError {
+    match e {
+        OpenError::Input { error, .. } if error.kind == ErrorKind::BadReadyToRun && error.offset() == Some(0) => {
+            CliError::Noted { error, note: il_only_note(source) }
+        }
+        e => crate::open::open_error(e),
     }
 }
 
@@ -96,11 +100,11 @@ fn il_only_note(source: &std::path::Path) -> String {
     let name = crate::output::Text(&name);
     format!(
         "note: {name} has no ReadyToRun code (an IL-only assembly): the runtime compiles its methods while the program runs, \
-         so their addresses exist only in that process. Symbolize them from the running process \
-         (`clrmap symbolize --pid PID ADDRESS`), from a capture (`clrmap profile -o app.capture -- dotnet app.dll`, \
-         then `clrmap symbolize app.capture ADDRESS`) or from a trace (`clrmap trace collect --pid PID -o app.nettrace`, \
-         then `clrmap symbolize app.nettrace ADDRESS`). Only a ReadyToRun image (precompiled, like the runtime's \
-         System.*.dll) is symbolized from the file, by RVA."
+         so their code, addresses and maps exist only in that process. Read them from the running process with \
+         --pid PID in place of the file, or from a recording of a run given in place of the file: a capture \
+         (`clrmap profile -o app.capture -- dotnet app.dll`) or a trace (`clrmap trace collect --pid PID -o app.nettrace`). \
+         Only a ReadyToRun image (precompiled, like the runtime's System.*.dll) carries its code in the file; its \
+         addresses are RVAs."
     )
 }
 

@@ -160,7 +160,7 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
     let opened = match (pid, source) {
         (Some(pid), _) => crate::open::snapshot(pid)?,
         (None, Some(source)) => {
-            let opened = open_source(source).map_err(open_error)?;
+            let opened = open_source(source).map_err(|e| crate::args::open_failed(source, e))?;
             warn(source, &opened.warnings);
             opened
         }

@@ -223,16 +223,19 @@ fn an_il_only_assembly_says_what_to_use_instead() {
     assert_eq!(code(&o), Some(1));
     let err = stderr(&o);
     assert!(err.starts_with("error: bad_ready_to_run at offset 0: expected a ManagedNativeHeader (this is not a ReadyToRun image)\nnote: Frames.dll has no ReadyToRun code (an IL-only assembly)"), "{err}");
-    for way in ["clrmap symbolize --pid PID ADDRESS", "clrmap profile -o app.capture -- dotnet app.dll", "clrmap trace collect --pid PID"] {
+    for way in ["--pid PID in place of the file", "`clrmap profile -o app.capture -- dotnet app.dll`", "`clrmap trace collect --pid PID -o app.nettrace`"] {
         assert!(err.contains(way), "{way}: {err}");
     }
     let o = clrmap(&["symbolize", "tests/fixtures/frames/debug-portable/Frames.dll", "0x10", "--json"]);
     let v: serde_json::Value = serde_json::from_str(stderr(&o).trim_end()).unwrap();
     assert_eq!(v["error"]["kind"], "bad_ready_to_run");
     assert!(v["error"]["message"].as_str().unwrap().contains("; note: Frames.dll has no ReadyToRun code"), "{v}");
-    // il at too: it opens sources the same way.
-    let o = clrmap(&["il", "at", "tests/fixtures/frames/debug-portable/Frames.dll", "0x10"]);
-    assert!(stderr(&o).contains("clrmap profile -o app.capture"), "{}", stderr(&o));
+    // il at and il dump too.
+    for args in [&["il", "at", "tests/fixtures/frames/debug-portable/Frames.dll", "0x10"][..], &["il", "dump", "tests/fixtures/frames/debug-portable/Frames.dll"]] {
+        let o = clrmap(args);
+        assert_eq!(code(&o), Some(1));
+        assert!(stderr(&o).contains("\nnote: Frames.dll has no ReadyToRun code (an IL-only assembly)"), "{args:?}: {}", stderr(&o));
+    }
 }
 
 #[test]
