@@ -444,6 +444,12 @@ fn build(manifest: &[u8], sort: bool) -> Result<Vec<u8>, CliError> {
     b.build().map_err(CliError::input)
 }
 
+/// Write a map whole or not at all, never through a link or into a FIFO planted at `path`
+/// (`clrmap::fs::write_new`).
+fn write_output(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
+    clrmap::fs::write_new(path, bytes).map_err(|e| CliError::Kinded { kind: "io", message: format!("cannot write {}: {e}", path.display()) })
+}
+
 /// Run a `dict` command.
 pub fn run(cmd: DictCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
@@ -459,8 +465,7 @@ pub fn run(cmd: DictCommand, out: &mut dyn Write) -> Result<(), CliError> {
             let bytes = read_file(&assembly)?;
             let md = clrmap::metadata::Metadata::parse(&bytes).map_err(CliError::input)?;
             let map = clrmap::gdmap::instantiation_map(&md, !unsorted).map_err(CliError::input)?;
-            std::fs::write(&output, &map)
-                .map_err(|e| CliError::Message(format!("cannot write {}: {e}", output.display())))?;
+            write_output(&output, &map)?;
             let parsed = DictionaryMap::parse(&map).map_err(CliError::input)?;
             writeln!(out, "wrote {} ({} entries, {} bytes)", output.display(), parsed.len(), map.len())?;
             Ok(())
@@ -468,8 +473,7 @@ pub fn run(cmd: DictCommand, out: &mut dyn Write) -> Result<(), CliError> {
         DictCommand::Validate { file, lint, json } => validate(&read_file(&file)?, lint, json, out),
         DictCommand::Build { manifest, output, sort } => {
             let bytes = build(&read_file(&manifest)?, sort)?;
-            std::fs::write(&output, &bytes)
-                .map_err(|e| CliError::Message(format!("cannot write {}: {e}", output.display())))?;
+            write_output(&output, &bytes)?;
             let map = DictionaryMap::parse(&bytes).map_err(CliError::input)?;
             writeln!(out, "wrote {} ({} entries, {} bytes)", output.display(), map.len(), bytes.len())?;
             Ok(())

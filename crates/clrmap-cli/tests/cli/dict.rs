@@ -84,3 +84,37 @@ fn validate_lint_and_usage_errors() {
     assert_eq!(code(&o), Some(1));
     assert!(stderr(&o).contains("bad_notation"), "{}", stderr(&o));
 }
+
+/// `dict build -o` and `dict from-assembly -o` write whole or not at all, through no planted link
+/// and into no FIFO: a FIFO output is refused at once (it used to block in open() for ever), a
+/// symbolic link at the output is replaced and its target left alone (it used to be written
+/// through).
+#[test]
+fn dict_outputs_are_never_written_through_a_link_or_into_a_fifo() {
+    let dir = std::env::temp_dir().join(format!("clrmap-cli-dict-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.gdmap");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let fifo = fifo.to_string_lossy().into_owned();
+    // Bounded: a hang would be killed by `timeout` and fail the status check.
+    let o = std::process::Command::new("timeout")
+        .args(["10", env!("CARGO_BIN_EXE_clrmap"), "dict", "build", "examples/two-lists.manifest", "-o", &fifo])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("io") && stderr(&o).contains(&fifo), "{}", stderr(&o));
+
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let link = dir.join("link.gdmap");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let link_s = link.to_string_lossy().into_owned();
+    let o = clrmap(&["dict", "build", "examples/two-lists.manifest", "-o", &link_s]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert!(!std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read(&link).unwrap(), std::fs::read(repo_root().join("examples/two-lists.gdmap")).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}
