@@ -10,7 +10,7 @@ use clrmap::signature::{check_names, parse_type_list, stream_one, HexTokens, Typ
 use clrmap::{Error, ErrorKind};
 
 use crate::args::parse_u32;
-use crate::output::{read_file, CliError, IoFmt, JsonEscape};
+use crate::output::{read_file, CliError, IoFmt, JsonEscape, TextEscape};
 
 /// `clrmap dict ...`
 #[derive(Debug, Subcommand)]
@@ -135,7 +135,9 @@ pub(crate) fn write_types(types: &[u8], count: u32, json: bool, names: &dyn Type
                 return Ok(Err(core::fmt::Error));
             }
             if !json {
-                return stream_one(&mut r, names, w);
+                // Names from a file are escaped as all text output escapes them (output::Text).
+                let mut w = TextEscape::new(w);
+                return stream_one(&mut r, names, &mut w).map(|res| res.and_then(|()| w.finish()));
             }
             if w.write_str("\"").is_err() {
                 return Ok(Err(core::fmt::Error));
@@ -358,7 +360,8 @@ pub fn lookup(bytes: &[u8], rva: u32, json: bool, names: &dyn TypeNames, metadat
         let mut r = clrmap::read::Reader::new(item.type_bytes(), 0);
         for _ in 0..item.count {
             let mut w = IoFmt::new(out);
-            let res = stream_one(&mut r, names, &mut w);
+            let mut escaped = TextEscape::new(&mut w);
+            let res = stream_one(&mut r, names, &mut escaped).map(|res| res.and_then(|()| escaped.finish()));
             let io = w.take_error();
             finish_write(res, io, json)?;
             out.write_all(b"\n")?;

@@ -349,6 +349,20 @@ fn names_from_metadata_and_traces_are_escaped_in_text() {
     assert_eq!(stdout(&clrmap(&["sig", "decode", "12", "28", "--metadata", "tests/fixtures/frames/debug-portable/Frames.dll"])), "class Frames.More\n");
     let o = clrmap(&["sig", "decode", "12", "28", "--metadata", dll]);
     assert_eq!((code(&o), stdout(&o)), (Some(0), "class Frames.\\x0a\\x1b[m\n".to_owned()), "{}", stderr(&o));
+    // dict show and lookup --metadata: a dictionary of one item, CLASS TypeDef row 10.
+    let map = {
+        let mut b = clrmap::gdmap::DictionaryMapBuilder::new();
+        b.add_payload(0x1000, &[0x01, 0x12, 0x28]).unwrap();
+        temp("More.gdmap", &b.build().unwrap())
+    };
+    let map = map.to_str().unwrap();
+    let o = clrmap(&["dict", "show", map, "--metadata", dll]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).ends_with("\n0x00001000  +0       class Frames.\\x0a\\x1b[m\n"), "{}", stdout(&o));
+    let o = clrmap(&["dict", "lookup", map, "0x1000", "--metadata", dll]);
+    assert_eq!((code(&o), stdout(&o)), (Some(0), "class Frames.\\x0a\\x1b[m\n".to_owned()), "{}", stderr(&o));
+    let o = clrmap(&["dict", "lookup", map, "0x1000", "--metadata", dll, "--json"]);
+    assert!(stdout(&o).contains(r#""types":["class Frames.\n\u001b[m"]"#), "{}", stdout(&o));
     // trace stats: a provider name from the trace.
     let trace = std::fs::read(repo_root().join(TRACE)).unwrap();
     let utf16 = |s: &str| -> Vec<u8> { s.encode_utf16().flat_map(u16::to_le_bytes).collect() };
