@@ -25,9 +25,10 @@ pub enum PdbCommand {
     /// What one PDB can make this print is bounded: at most 1,048,576 sequence points or one per
     /// byte of the PDB, whichever is more, and at most 64 MiB of document names or 64 bytes per
     /// byte of the PDB (a PDB whose rows share one blob or one name could otherwise print
-    /// billions). A PDB whose rows share nothing never reaches these limits. Where the output
-    /// stops, a warning on stderr says so; with --json, a last line
-    /// {"warning":{"kind":"output_limit",...}} does.
+    /// billions). Every point takes at least 3 bytes of the PDB, so one whose methods do not
+    /// share sequence points never reaches the first limit. Where the output stops, a warning on
+    /// stderr says so; with --json, a last line {"warning":{"kind":"output_limit",...}} does
+    /// (naming the limit, the method and the points printed). The exit status stays 0.
     ///
     /// Example: `clrmap pdb lines tests/fixtures/frames/debug-portable/Frames.dll --method Frames.Nested::Inner`
     #[command(verbatim_doc_comment)]
