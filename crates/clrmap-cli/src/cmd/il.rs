@@ -285,7 +285,12 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mu
     // Local names come from the image's PDB when one is found; arguments are named by metadata.
     let pe = PeImage::parse(&bytes).map_err(CliError::input)?;
     let found_pdb = locate_pdb(&pe, Some(source), symbols).map_err(open_error)?;
-    let pdb = found_pdb.as_ref().map(|f| PortablePdb::parse(&f.bytes)).transpose().map_err(CliError::input)?;
+    // An embedded PDB's offsets are into its inflated bytes, and its errors say so.
+    let pdb = found_pdb
+        .as_ref()
+        .map(|f| PortablePdb::parse(&f.bytes).map_err(|e| if f.origin == clrmap::pdb::locate::PdbOrigin::Embedded { clrmap::pdb::embedded::inflated(e) } else { e }))
+        .transpose()
+        .map_err(CliError::input)?;
     let mut found = false;
     for e in image.entry_points().map_err(CliError::input)? {
         let name = md.as_ref().and_then(|m| m.method_name(e.token));
