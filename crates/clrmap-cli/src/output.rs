@@ -189,11 +189,12 @@ pub fn report_as(e: &CliError, json: bool) -> ExitCode {
     }
 }
 
-/// Print the error on stderr and give the exit code.
+/// Print the error on stderr and give the exit code. Messages may hold names from a file or a
+/// process (a near method name, a module, a runtime's answer): they are escaped as [`Text`].
 pub fn report(e: &CliError) -> ExitCode {
     match e {
         CliError::Kinded { kind, message } => {
-            eprintln!("error: {kind}: {message}");
+            eprintln!("error: {kind}: {}", Text(message));
             ExitCode::from(1)
         }
         CliError::Input { error, json: true } => {
@@ -201,11 +202,11 @@ pub fn report(e: &CliError) -> ExitCode {
             ExitCode::from(1)
         }
         CliError::Input { error, json: false } => {
-            eprintln!("error: {}{}: {}", error.kind, error.location, error.message());
+            eprintln!("error: {}{}: {}", error.kind, error.location, Text(&error.message()));
             ExitCode::from(1)
         }
         CliError::Message(m) => {
-            eprintln!("error: {m}");
+            eprintln!("error: {}", Text(m));
             ExitCode::from(1)
         }
         CliError::Token(t) => {
@@ -217,11 +218,11 @@ pub fn report(e: &CliError) -> ExitCode {
             ExitCode::from(1)
         }
         CliError::Usage(m) => {
-            eprintln!("usage error: {m}");
+            eprintln!("usage error: {}", Text(m));
             ExitCode::from(2)
         }
         CliError::Status(m, code) => {
-            eprintln!("error: {m}");
+            eprintln!("error: {}", Text(m));
             ExitCode::from(*code)
         }
         CliError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,

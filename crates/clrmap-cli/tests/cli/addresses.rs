@@ -204,6 +204,11 @@ fn text_output_escapes_control_characters() {
     let o = clrmap(&["il", "dump", trace, "--module", "Frames.dll"]);
     assert!(stdout(&o).contains("0x06000008 Frames.Nested::I\\x0a\\x1b[m(int32)  start 0x"), "{}", stdout(&o));
     assert!(!stdout(&o).contains('\u{1b}'));
+    // An error message that names what the file holds (near names) is escaped too.
+    let o = clrmap(&["il", "dump", trace, "--method", "Frames.Nested::I\n\u{1b}[n"]);
+    assert_eq!(code(&o), Some(1));
+    assert!(stderr(&o).contains("near names: Frames.Nested::I\\x0a\\x1b[m"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains('\u{1b}'));
     // JSON keeps the strings exactly (serde_json's escapes).
     let o = clrmap(&["symbolize", trace, "--pdb", pdb, "--return-address", "--json", &address]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
