@@ -218,16 +218,10 @@ impl Client {
         // A process being killed closes its socket before it is a zombie: a refused or cut
         // connection of a process that then ends within a moment is its exit, not a non-.NET
         // process (measured on 3.1.23 after SIGKILL).
-        let watching = Instant::now();
-        loop {
-            if discover::exited(pid) {
-                return DiagError::new(DiagErrorKind::TargetExited, format!("process {pid} exited ({})", e.message));
-            }
-            if watching.elapsed() >= EXIT_GRACE {
-                return e;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        if exits_soon(pid) {
+            return DiagError::new(DiagErrorKind::TargetExited, format!("process {pid} exited ({})", e.message));
         }
+        e
     }
 
     /// One command and its reply's payload, on a connection of its own.
@@ -560,17 +554,19 @@ pub fn snapshot_until(client: &Client, limit: &Limit<'_>) -> Result<OpenedSource
     });
     let ended = reader.get_ref().ended();
     if let Some(e) = ended {
-        return Err(DiagError::new(
-            e.kind,
-            format!("the snapshot of {}: {} ({} bytes of the stream came)", client.peer(), e.message, reader.get_ref().received()),
-        ));
+        let n = reader.get_ref().received();
+        let message = match e.kind {
+            DiagErrorKind::Timeout => format!("the snapshot of {} did not end within {} ({n} bytes of its stream came)", client.peer(), bounded::show(limit.budget)),
+            _ => format!("the snapshot of {}: {} ({n} bytes of its stream came)", client.peer(), e.message),
+        };
+        return Err(DiagError::new(e.kind, message));
     }
     let (bodies, warning) = decoded.map_err(|e| DiagError::new(DiagErrorKind::Protocol, format!("the session's stream is not a nettrace: {e}")))?;
     if let (Some(w), Some(pid)) = (warning.as_ref(), client.pid()) {
         if !exits_soon(pid) {
             return Err(DiagError::new(
                 DiagErrorKind::Protocol,
-                format!("process {pid} still runs, but the snapshot's stream ended before its end tag ({}: {w})", reader.get_ref().received()),
+                format!("process {pid} still runs, but the snapshot's stream ended after {} bytes, before its end tag ({w})", reader.get_ref().received()),
             ));
         }
     }
