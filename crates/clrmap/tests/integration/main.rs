@@ -23,3 +23,4 @@ mod event_names;
 mod spec_errors;
 mod pdb_identity;
 mod bodies;
+mod diag_deadlines;
