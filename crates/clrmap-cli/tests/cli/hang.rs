@@ -212,45 +212,54 @@ fn garbage_is_a_protocol_error() {
     assert!(row.contains("(no answer: protocol:"), "{}", text(&o));
 }
 
-/// SIGTERM and SIGINT while connecting: before, `trace collect` ignored them (166 s). Now it ends
-/// within two seconds, status 130 (interrupted), and an existing output is left as it was.
+/// SIGTERM and SIGINT in every phase of `trace collect`. While connecting or waiting for the
+/// session's reply, one ends it within two seconds, status 130 (interrupted), and an existing
+/// output is left as it was; before, the connect ignored them (166 s). While the stream flows
+/// (endless, or silent after a valid start), the first begins the stop and the second abandons
+/// it within two seconds, status 130, the file a whole trace; before, two SIGINTs and a SIGTERM
+/// were ignored.
 #[test]
-fn a_signal_while_connecting_ends_trace_collect() {
-    let t = Target::new("signal-connect", Behavior::NeverAccept);
-    let out = t.out();
-    std::fs::write(&out, b"before").unwrap();
-    for sig in ["-TERM", "-INT"] {
-        let child = spawn(&t.dir, &["trace", "collect", "--pid", &t.pid(), "-o", &out, "--duration", "1s", "--timeout", "60s"]);
-        std::thread::sleep(Duration::from_millis(700));
-        signal(&child, sig);
-        let (status, err) = ends_within(child, Duration::from_secs(2), sig);
-        assert_eq!(status.code(), Some(130), "{sig}: {err}");
-        assert!(err.contains("error: interrupted"), "{sig}: {err}");
-        assert_eq!(std::fs::read(&out).unwrap(), b"before");
+fn signals_end_trace_collect_in_every_phase() {
+    for (name, behavior, signals) in [
+        ("connect", Behavior::NeverAccept, 1),
+        ("reply", Behavior::Trickle(Duration::from_secs(1)), 1),
+        ("endless", Behavior::EndlessStream, 2),
+        ("silent", Behavior::PrefixThenSilence, 2),
+    ] {
+        let t = Target::new(&format!("signal-{name}"), behavior);
+        let out = t.out();
+        for sig in ["-TERM", "-INT"] {
+            std::fs::write(&out, b"before").unwrap();
+            let what = format!("{name} {sig}");
+            let child = spawn(&t.dir, &["trace", "collect", "--pid", &t.pid(), "-o", &out, "--timeout", "60s"]);
+            std::thread::sleep(Duration::from_millis(800));
+            signal(&child, sig);
+            if signals == 2 {
+                std::thread::sleep(Duration::from_millis(500));
+                signal(&child, sig);
+            }
+            let (status, err) = ends_within(child, Duration::from_secs(2), &what);
+            assert_eq!(status.code(), Some(130), "{what}: {err}");
+            assert!(err.contains("error: interrupted"), "{what}: {err}");
+            if signals == 1 {
+                assert_eq!(std::fs::read(&out).unwrap(), b"before", "{what}");
+            } else {
+                assert!(err.contains("wrote") && is_whole_trace(&out), "{what}: {err}");
+            }
+        }
     }
 }
 
-/// An endless stream: the first Ctrl-C begins the stop (the stream goes on), the second abandons
-/// it at once. Before, two SIGINTs and a SIGTERM were ignored. The file is a whole trace.
-#[test]
-fn a_second_signal_abandons_an_endless_rundown() {
-    let t = Target::new("signal-endless", Behavior::EndlessStream);
-    let out = t.out();
-    let child = spawn(&t.dir, &["trace", "collect", "--pid", &t.pid(), "-o", &out, "--timeout", "60s"]);
-    std::thread::sleep(Duration::from_millis(800));
-    signal(&child, "-INT");
-    std::thread::sleep(Duration::from_millis(500));
-    signal(&child, "-INT");
-    let (status, err) = ends_within(child, Duration::from_secs(2), "second SIGINT");
-    assert_eq!(status.code(), Some(130), "{err}");
-    assert!(err.contains("error: interrupted") && err.contains("wrote"), "{err}");
-    assert!(is_whole_trace(&out));
-}
-
-/// A snapshot has no handler of its own: Ctrl-C ends it as it ends any program, in every phase.
+/// A snapshot has no handler of its own: Ctrl-C or SIGTERM ends it as it ends any program, in
+/// every phase (connect, reply, stream).
 #[test]
 fn a_signal_ends_a_pid_snapshot_at_once() {
-    for (name, behavior) in [("snap-connect", Behavior::NeverAccept), ("snap-endless", Behavior::EndlessStream)] {
+    for (name, behavior) in [
+        ("snap-connect", Behavior::NeverAccept),
+        ("snap-reply", Behavior::Trickle(Duration::from_secs(1))),
+        ("snap-endless", Behavior::EndlessStream),
+        ("snap-silent", Behavior::PrefixThenSilence),
+    ] {
         let t = Target::new(name, behavior);
         for sig in ["-INT", "-TERM"] {
             let child = spawn(&t.dir, &["il", "dump", "--pid", &t.pid()]);
