@@ -41,20 +41,88 @@ fn thread_id() -> u32 {
 }
 
 /// Create `DIR/jit-PID.dump` (header written) and `DIR/perf-PID.map`, and map the dump PROT_EXEC:
-/// the mmap event perf records is how `perf inject --jit` finds the file.
+/// the mmap event perf records is how `perf inject --jit` finds the file. The names are
+/// predictable (in /tmp by default), so whatever another user planted there is never written
+/// through: see [`open_output`]. A refusal of either file writes neither.
 pub fn start_perf(dir: &std::path::Path) -> std::io::Result<Perf> {
     let pid = std::process::id();
-    let path = dir.join(format!("jit-{pid}.dump"));
-    let mut dump = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?;
+    let dump_path = dir.join(format!("jit-{pid}.dump"));
+    let map_path = dir.join(format!("perf-{pid}.map"));
+    let dump = open_output(&dump_path)?;
+    let map = match open_output(&map_path) {
+        Ok(m) => m,
+        Err(e) => {
+            // Leave no jitdump behind: it would say the perf files were written.
+            if dump.created {
+                let _ = std::fs::remove_file(&dump_path);
+            }
+            return Err(e);
+        }
+    };
+    let started = begin_perf(dump.file, map.file, pid);
+    if started.is_err() {
+        let _ = std::fs::remove_file(&dump_path);
+        let _ = std::fs::remove_file(&map_path);
+    }
+    started.map_err(|e| with_path(&dump_path, e))
+}
+
+/// Write the jitdump's header into the (validated, emptied) files and map it.
+fn begin_perf(mut dump: File, map: File, pid: u32) -> std::io::Result<Perf> {
     let header = clrmap::jitdump::FileHeader { elf_machine: clrmap::jitdump::host_machine(), pid, timestamp: monotonic_ns(), flags: 0 };
     dump.write_all(&header.encode())?;
     dump.sync_all()?;
     // SAFETY: a read-only, executable mapping of the header we just wrote; nothing reads it (it
     // only marks the file for perf), and the file is only appended to.
     let marker = unsafe { memmap2::MmapOptions::new().len(clrmap::jitdump::HEADER_SIZE as usize).map_exec(&dump)? };
-    let map = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(dir.join(format!("perf-{pid}.map")))?;
     let dirs = std::env::var_os("CLRMAP_PROFILER_SYMBOL_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
     Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs }, pid })
+}
+
+/// An output file opened by [`open_output`], empty.
+struct Output {
+    file: File,
+    /// Made by this open (not there before).
+    created: bool,
+}
+
+fn with_path(path: &std::path::Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// Open a perf output file for writing, emptied, without ever writing through what someone else
+/// planted at its predictable name: a new file is made exclusively; an existing name is opened
+/// without following a symbolic link (O_NOFOLLOW) and without blocking (O_NONBLOCK: a FIFO with no
+/// reader), and used only if it is a regular file of this user with no other hard link (a stale
+/// file of an earlier process of the same pid). Nothing is truncated before these checks pass.
+fn open_output(path: &std::path::Path) -> std::io::Result<Output> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    let refused = |why: &str| Error::new(ErrorKind::PermissionDenied, format!("{}: {why}; refused, nothing written there", path.display()));
+    match std::fs::OpenOptions::new().read(true).write(true).create_new(true).custom_flags(flags).open(path) {
+        Ok(file) => return Ok(Output { file, created: true }),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(with_path(path, e)),
+    }
+    let file = match std::fs::OpenOptions::new().read(true).write(true).custom_flags(flags).open(path) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(refused("a symbolic link is there (not followed)")),
+        Err(e) => return Err(with_path(path, e)),
+    };
+    let meta = file.metadata().map_err(|e| with_path(path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(refused("not a regular file (a FIFO, device or socket is there)"));
+    }
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    if meta.uid() != unsafe { libc::geteuid() } {
+        return Err(refused("the file there belongs to another user"));
+    }
+    if meta.nlink() != 1 {
+        return Err(refused("the file there has other hard links"));
+    }
+    file.set_len(0).map_err(|e| with_path(path, e))?;
+    Ok(Output { file, created: false })
 }
 
 /// A module's metadata and PDB lines, loaded the first time one of its bodies is written. The

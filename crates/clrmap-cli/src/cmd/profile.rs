@@ -163,12 +163,15 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
             // The command's own pid, or (a script that starts dotnet as its child) any jitdump
             // begun in DIR since the run started.
             let dir = absolute(dir)?;
-            let own = dir.join(format!("jit-{child_pid}.dump")).is_file();
+            // A regular file of its own only (no symbolic or hard link): one planted at the
+            // name, which the profiler refuses to write, is no proof.
+            let written = |m: std::fs::Metadata| m.is_file() && std::os::unix::fs::MetadataExt::nlink(&m) == 1;
+            let own = std::fs::symlink_metadata(dir.join(format!("jit-{child_pid}.dump"))).is_ok_and(written);
             let fresh = || {
                 std::fs::read_dir(&dir).into_iter().flatten().flatten().any(|e| {
                     let name = e.file_name();
                     let name = name.to_string_lossy();
-                    name.starts_with("jit-") && name.ends_with(".dump") && e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t >= started)
+                    name.starts_with("jit-") && name.ends_with(".dump") && e.metadata().is_ok_and(|m| m.modified().is_ok_and(|t| t >= started) && written(m))
                 })
             };
             (own || fresh(), format!("no jit-PID.dump written in {}", dir.display()))

@@ -20,3 +20,4 @@ mod hang;
 mod pdb_identity;
 mod output_files;
 mod dict_errors;
+mod perf_links;
