@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use clrmap::metadata::Metadata;
 use clrmap::pdb::embedded::inflated;
-use clrmap::pdb::locate::{open_pdb, PdbOrigin, SymbolPaths};
+use clrmap::pdb::locate::{open_pdb_with, PdbOrigin, SymbolPaths};
 use clrmap::pdb::{name_budget, point_budget, DocumentNames, PortablePdb, SequencePoint};
 
 use crate::args::name_matches;
@@ -20,6 +20,9 @@ pub enum PdbCommand {
     /// Print a portable PDB's documents and each method's sequence points (IL offset →
     /// file:line:column-line:column; hidden points marked). Given an assembly, its PDB is found
     /// (embedded, --pdb, beside it, --symbol-path) and methods are named from its metadata.
+    /// Given a PDB, methods are named from --assembly, or else from the assembly with the PDB's
+    /// name and .dll or .exe, beside it or in --symbol-path, whose CodeView id is the PDB's;
+    /// with neither, they print as ?.
     /// With --method, only the documents that method's points name are listed.
     ///
     /// What one PDB can make this print is bounded: at most 1,048,576 sequence points or one per
@@ -45,6 +48,10 @@ pub enum PdbCommand {
         /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
         #[arg(long = "symbol-path")]
         symbol_path: Vec<PathBuf>,
+        /// When FILE is a PDB: the assembly it belongs to, for method names. Its CodeView entry
+        /// must name this PDB's id, or this fails with pdb_mismatch.
+        #[arg(long)]
+        assembly: Option<PathBuf>,
         /// One JSON object per line: the documents, then one object per method.
         #[arg(long)]
         json: bool,
@@ -156,8 +163,16 @@ impl Budget {
     }
 }
 
-fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let opened = open_pdb(file, &symbols).map_err(open_error)?;
+fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, assembly: Option<&std::path::Path>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let opened = open_pdb_with(file, &symbols, assembly).map_err(open_error)?;
+    // FILE is a PDB exactly when it is its own origin.
+    let file_is_pdb = matches!(&opened.pdb.origin, PdbOrigin::Explicit(p) if p == file);
+    if assembly.is_some() && !file_is_pdb {
+        return Err(CliError::Usage("--assembly names the assembly of a PDB FILE; this FILE is an assembly".into()));
+    }
+    if file_is_pdb && opened.assembly.is_none() && method.is_some_and(|m| !m.to_ascii_lowercase().starts_with("0x")) {
+        eprintln!("note: no assembly with this PDB's id beside it or in --symbol-path, so no method has a name: give it with --assembly, or --method a token");
+    }
     // An embedded PDB's offsets are into its inflated bytes, and errors say so.
     let embedded = opened.pdb.origin == PdbOrigin::Embedded;
     let bad = |e: clrmap::Error| CliError::input(if embedded { inflated(e) } else { e });
@@ -285,6 +300,6 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, jso
 /// Run a `pdb` command.
 pub fn run(cmd: PdbCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        PdbCommand::Lines { file, method, pdb, symbol_path, json } => lines(&file, method.as_deref(), SymbolPaths { pdb, dirs: symbol_path }, json, out),
+        PdbCommand::Lines { file, method, pdb, symbol_path, assembly, json } => lines(&file, method.as_deref(), SymbolPaths { pdb, dirs: symbol_path }, assembly.as_deref(), json, out),
     }
 }

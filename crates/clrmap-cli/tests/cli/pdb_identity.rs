@@ -121,6 +121,24 @@ fn pdb_lines_names_methods_from_the_assembly_beside_the_pdb() {
     let o = clrmap(&["pdb", "lines", pdb.to_str().unwrap(), "--json"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains(r#"{"token":100663304,"name":null,"#), "{}", stdout(&o));
+    // --method by name then finds nothing, and says why.
+    let o = clrmap(&["pdb", "lines", pdb.to_str().unwrap(), "--method", "Nested::Inner"]);
+    assert_eq!(code(&o), Some(1));
+    assert!(stderr(&o).starts_with("note: no assembly with this PDB's id beside it"), "{}", stderr(&o));
+    // --assembly names it: used when its id matches.
+    let named = ["pdb", "lines", pdb.to_str().unwrap(), "--method", "Nested::Inner", "--assembly", "tests/fixtures/frames/debug-embedded/Frames.dll"];
+    let o = clrmap(&named);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("0x06000008 Frames.Nested::Inner\n  IL 0x0000  /_/src/Frames.cs:104:9-104:10\n"), "{}", stdout(&o));
+    let o = clrmap(&["pdb", "lines", pdb.to_str().unwrap(), "--assembly", "tests/fixtures/frames/release-portable/Frames.dll"]);
+    assert_eq!(code(&o), Some(1));
+    assert!(stderr(&o).contains("pdb_mismatch"), "{}", stderr(&o));
+    let o = clrmap(&["pdb", "lines", pdb.to_str().unwrap(), "--assembly", "/dev/null"]);
+    assert_eq!(code(&o), Some(1));
+    assert!(stderr(&o).contains("cannot read /dev/null: not a regular file but a character device"), "{}", stderr(&o));
+    // For an assembly FILE, --assembly is bad usage.
+    let o = clrmap(&["pdb", "lines", "tests/fixtures/frames/debug-portable/Frames.dll", "--assembly", "tests/fixtures/frames/debug-portable/Frames.dll"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
 }
 
 /// Run `clrmap ARGS` under `ulimit -v` (256 MB + 4× `input`) and a 20 s `timeout`.
