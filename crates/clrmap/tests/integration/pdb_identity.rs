@@ -303,9 +303,8 @@ fn a_snapshot_of_a_process_checks_the_recorded_ids_too() {
 #[test]
 fn an_assemblys_codeview_guid_is_read_from_its_headers_alone() {
     use clrmap::pdb::locate::peek_codeview_guid;
-    let corelib = std::fs::read_dir(fixture(".dotnet/win/x64/3.1.23")).map(|_| fixture(".dotnet/win/x64/3.1.23/System.Private.CoreLib.dll")).ok();
     let mut files: Vec<PathBuf> = ["debug-portable", "debug-embedded", "release-portable", "release-embedded"].iter().map(|v| frames(v, "Frames.dll")).collect();
-    files.extend(corelib.filter(|p| p.is_file()));
+    files.push(fixture("tests/fixtures/perf/Hot.dll"));
     for path in files {
         let bytes = std::fs::read(&path).unwrap();
         let whole = PeImage::parse(&bytes).unwrap().codeview().unwrap().map(|cv| cv.guid);
@@ -319,5 +318,23 @@ fn an_assemblys_codeview_guid_is_read_from_its_headers_alone() {
     let dll = std::fs::read(frames("debug-portable", "Frames.dll")).unwrap();
     for cut in [0, 2, 63, 64, 0x80, 0x100, 0x200] {
         assert_eq!(peek_codeview_guid(&mut std::io::Cursor::new(&dll[..cut.min(dll.len())])), None, "cut at {cut}");
+    }
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn every_framework_assemblys_codeview_guid_is_read_from_its_headers_alone() {
+    // ReadyToRun images of both runtimes: PE32+ (x64), many sections.
+    for rt in crate::support::runtimes("every_framework_assemblys_codeview_guid_is_read_from_its_headers_alone") {
+        let mut checked = 0;
+        for path in rt.assemblies() {
+            let bytes = std::fs::read(&path).unwrap();
+            let Ok(image) = PeImage::parse(&bytes) else { continue };
+            let whole = image.codeview().ok().flatten().map(|cv| cv.guid);
+            let peeked = clrmap::pdb::locate::peek_codeview_guid(&mut std::fs::File::open(&path).unwrap());
+            assert_eq!(peeked, whole, "{}: {path:?}", rt.version);
+            checked += usize::from(peeked.is_some());
+        }
+        assert!(checked > 100, "{}: {checked} assemblies with a CodeView entry", rt.version);
     }
 }
