@@ -154,7 +154,8 @@ fn limited(args: &[&str], input: u64) -> Output {
 
 #[test]
 fn one_module_named_by_twenty_paths_is_held_once() {
-    // Frames.dll beside its PDB grown to 100 MB (zeros after the tables: still the same PDB).
+    // Frames.dll beside its PDB, both grown to 100 MB (zeros after their tables and sections:
+    // still the same assembly and PDB).
     let dir = tmp("spellings");
     let d = dir.join("m");
     std::fs::create_dir_all(d.join("sub")).unwrap();
@@ -162,6 +163,7 @@ fn one_module_named_by_twenty_paths_is_held_once() {
     std::fs::copy(repo_root().join(DEBUG_PDB), d.join("Frames.pdb")).unwrap();
     let size: u64 = 100 << 20;
     std::fs::OpenOptions::new().write(true).open(d.join("Frames.pdb")).unwrap().set_len(size).unwrap();
+    std::fs::OpenOptions::new().write(true).open(d.join("Frames.dll")).unwrap().set_len(size).unwrap();
     let base = d.to_str().unwrap().to_owned();
     let mut spellings = vec![format!("{base}/Frames.dll"), format!("{base}/./Frames.dll"), format!("{base}//Frames.dll"), format!("{base}/sub/../Frames.dll")];
     for i in 0..16 {
@@ -184,8 +186,9 @@ fn one_module_named_by_twenty_paths_is_held_once() {
     std::fs::write(&path, &capture).unwrap();
     let mut args = vec!["symbolize", path.to_str().unwrap()];
     args.extend(addresses.iter().map(String::as_str));
-    // Before: one copy per path, 2 GB. The limit allows the module and its PDB read a few times.
-    let o = limited(&args, size);
+    // Before: one copy per path, 2 GB; and names for the first ten paths only (the module
+    // bytes a naming pass reads are bounded). The limit allows the module and its PDB a few times.
+    let o = limited(&args, 2 * size);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     // Every spelling answers, from the one PDB (IL 0 of Inner: line 104, as `pdb lines` says).
     assert_eq!(stdout(&o), "Frames.Nested::Inner\n/_/src/Frames.cs:104:9\n\n".repeat(20));

@@ -97,10 +97,17 @@ pub fn name_captured(bodies: &mut [CapturedBody]) {
         });
     }
     let args: Vec<(Vec<String>, Vec<String>)> = bodies.iter().map(|b| (render_all(&b.class_args, &infos), render_all(&b.method_args, &infos))).collect();
-    // The bodies, by module.
+    // The bodies, by module: paths that name one file (links, `..`, `//`) are one module, read
+    // once (crate::fs::file_id).
     let mut by_module: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut by_file: HashMap<(u64, u64), String> = HashMap::new();
+    let mut same: HashMap<&str, String> = HashMap::new();
     for (i, b) in bodies.iter().enumerate() {
-        by_module.entry(b.module_path.clone()).or_default().push(i);
+        let path = same.entry(&b.module_path).or_insert_with(|| match crate::fs::file_id(std::path::Path::new(&b.module_path)) {
+            Some(id) => by_file.entry(id).or_insert_with(|| b.module_path.clone()).clone(),
+            None => b.module_path.clone(),
+        });
+        by_module.entry(path.clone()).or_default().push(i);
     }
     for (module, list) in by_module {
         let Some(bytes) = files.read(&module) else { continue };
