@@ -339,6 +339,39 @@ fn keyed_dirs(dir: &Path, name: &str, guid: &str) -> Vec<PathBuf> {
 /// A candidate PDB's path, and what its origin is called if it matches.
 type Candidate = (PathBuf, fn(PathBuf) -> PdbOrigin);
 
+/// Where [`find_recorded_pdb`] looks, in order (not the PDB the user named).
+fn recorded_candidates(recorded: &RecordedPdb, module_path: Option<&Path>, paths: &SymbolPaths) -> Vec<Candidate> {
+    // The module's file name after either separator (a Windows path is read here too).
+    let file = module_path.map(|p| p.to_string_lossy().rsplit(['/', '\\']).next().unwrap_or_default().to_owned());
+    let stem_name = file.as_deref().and_then(|f| Path::new(f).file_stem()).map(|s| format!("{}.pdb", s.to_string_lossy()));
+    let name = match recorded.file_name() {
+        n if plain_name(n) => n.to_owned(),
+        _ => match stem_name {
+            Some(n) if plain_name(&n) => n,
+            _ => return Vec::new(),
+        },
+    };
+    let mut candidates: Vec<Candidate> = Vec::new();
+    // The runtime records absolute paths; one that is not (a Windows path read here) names no
+    // directory of this machine.
+    if let Some(dir) = module_path.filter(|p| p.is_absolute()).and_then(Path::parent) {
+        candidates.push((dir.join(&name), PdbOrigin::BesideAssembly));
+    }
+    let build = Path::new(&recorded.path);
+    if build.is_absolute() {
+        candidates.push((build.to_owned(), PdbOrigin::BuildPath));
+    }
+    let guid = recorded.guid_hex();
+    for dir in &paths.dirs {
+        candidates.push((dir.join(&name), PdbOrigin::SymbolPath));
+        for key in [format!("{guid}FFFFFFFF"), format!("{}ffffffff", guid.to_ascii_lowercase())] {
+            candidates.push((dir.join(&name).join(key).join(&name), PdbOrigin::SymbolPath));
+        }
+        candidates.extend(keyed_dirs(dir, &name, &guid).into_iter().map(|p| (p, PdbOrigin::SymbolPath as fn(PathBuf) -> PdbOrigin)));
+    }
+    candidates
+}
+
 /// Find a module's PDB from what a recording says about it, without its assembly.
 /// `module_path` is where the module was loaded from (a candidate PDB may lie beside it).
 /// Candidates: the PDB the user named (`paths.pdb`: an error unless it is readable and has the
@@ -356,31 +389,7 @@ pub fn find_recorded_pdb_noting(recorded: &RecordedPdb, module_path: Option<&Pat
         check_recorded(recorded, &bytes).map_err(|error| OpenError::Input { path: explicit.clone(), error })?;
         return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Explicit(explicit.clone()) }));
     }
-    let stem_name = module_path.and_then(Path::file_stem).map(|s| format!("{}.pdb", s.to_string_lossy()));
-    let name = match recorded.file_name() {
-        n if plain_name(n) => n.to_owned(),
-        _ => match stem_name {
-            Some(n) if plain_name(&n) => n,
-            _ => return Ok(None),
-        },
-    };
-    let mut candidates: Vec<Candidate> = Vec::new();
-    if let Some(dir) = module_path.and_then(Path::parent) {
-        candidates.push((dir.join(&name), PdbOrigin::BesideAssembly));
-    }
-    let build = Path::new(&recorded.path);
-    if build.is_absolute() {
-        candidates.push((build.to_owned(), PdbOrigin::BuildPath));
-    }
-    let guid = recorded.guid_hex();
-    for dir in &paths.dirs {
-        candidates.push((dir.join(&name), PdbOrigin::SymbolPath));
-        for key in [format!("{guid}FFFFFFFF"), format!("{}ffffffff", guid.to_ascii_lowercase())] {
-            candidates.push((dir.join(&name).join(key).join(&name), PdbOrigin::SymbolPath));
-        }
-        candidates.extend(keyed_dirs(dir, &name, &guid).into_iter().map(|p| (p, PdbOrigin::SymbolPath as fn(PathBuf) -> PdbOrigin)));
-    }
-    for (path, origin) in candidates {
+    for (path, origin) in recorded_candidates(recorded, module_path, paths) {
         let Some(bytes) = read_candidate_pdb(&path, |id| id.guid() == recorded.guid, passed) else { continue };
         if guid_matches(&bytes, &recorded.guid) {
             return Ok(Some(FoundPdb { bytes, origin: origin(path) }));
@@ -449,4 +458,27 @@ fn assembly_of(pdb_path: &Path, pdb_bytes: &[u8], paths: &SymbolPaths) -> Option
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_path_that_is_not_absolute_names_no_directory() {
+        let recorded = RecordedPdb { guid: [7; 16], age: 1, path: "C:\\src\\obj\\Frames.pdb".to_owned() };
+        let paths = SymbolPaths { pdb: None, dirs: vec![PathBuf::from("/symbols")] };
+        // A Windows path read on Linux: neither it nor its "parent" is a place here.
+        let got: Vec<PathBuf> = recorded_candidates(&recorded, Some(Path::new("C:\\app\\Frames.dll")), &paths).into_iter().map(|c| c.0).collect();
+        assert!(got.iter().all(|p| p.starts_with("/symbols")), "{got:?}");
+        assert_eq!(got.first(), Some(&PathBuf::from("/symbols/Frames.pdb")));
+        // With no usable PDB name recorded, the module's own name gives it.
+        let nameless = RecordedPdb { path: String::new(), ..recorded.clone() };
+        let got = recorded_candidates(&nameless, Some(Path::new("C:\\app\\Frames.dll")), &paths);
+        assert_eq!(got.first().map(|c| c.0.clone()), Some(PathBuf::from("/symbols/Frames.pdb")));
+        // An absolute one: beside it first, then the build's own path.
+        let recorded = RecordedPdb { path: "/_/obj/Frames.pdb".to_owned(), ..recorded };
+        let got: Vec<PathBuf> = recorded_candidates(&recorded, Some(Path::new("/app/Frames.dll")), &paths).into_iter().map(|c| c.0).collect();
+        assert_eq!(got.get(..3), Some(&[PathBuf::from("/app/Frames.pdb"), PathBuf::from("/_/obj/Frames.pdb"), PathBuf::from("/symbols/Frames.pdb")][..]));
+    }
 }
