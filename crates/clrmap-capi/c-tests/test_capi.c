@@ -156,6 +156,19 @@ static void test_errors(const char *map_path) {
     CHECK(clrmap_last_error(&e) == CLRMAP_S_FALSE);
 }
 
+/* An error inside a PDB embedded in an image is located in the inflated PDB, not in the image.
+ * scripts/c-tests.sh makes the image (CLRMAP_TEST_INFLATED_IMAGE): CoreLib with its CodeView entry
+ * turned into an embedded PDB whose 32-byte metadata root declares a stream header it lacks. */
+static void test_inflated(const char *image) {
+    ClrmapSymbolizer *sym = NULL;
+    ClrmapError e;
+    CHECK(clrmap_symbolizer_open(image, NULL, NULL, 0, &sym) == CLRMAP_E_BAD_PDB && sym == NULL);
+    CHECK(clrmap_last_error(&e) == CLRMAP_S_OK && e.hr == CLRMAP_E_BAD_PDB && e.kind && strcmp(e.kind, "bad_pdb") == 0);
+    CHECK(e.location_kind == CLRMAP_LOCATION_INFLATED && e.location == 32);
+    CHECK(e.message && strstr(e.message, "bad_pdb at offset 32 of the embedded PDB, inflated") != NULL);
+    clrmap_clear_last_error();
+}
+
 /* GetFrameProps over a ReadyToRun image: every body's map entries probed; in a funclet the parent
  * is the body's start, in the main body there is none. */
 static void test_frames(const char *image) {
@@ -270,6 +283,11 @@ int main(int argc, char **argv) {
     test_iids();
     test_map(argv[1], n, argv + 3);
     test_errors(argv[1]);
+    const char *inflated = getenv("CLRMAP_TEST_INFLATED_IMAGE");
+    if (inflated) {
+        test_inflated(inflated);
+        fprintf(stderr, "c-tests: an error in an embedded PDB is located in the inflated PDB\n");
+    }
     if (argc > 3 + n) {
         test_image(argv[3 + n], argc - 4 - n, argv + 4 + n);
         test_frames(argv[3 + n]);

@@ -29,7 +29,7 @@ static const HRESULT hresults[] = {
     CLRMAP_E_BAD_ARGUMENT, CLRMAP_E_IO, CLRMAP_E_TARGET_EXITED,
 };
 static const uint32_t flags[] = {
-    CLRMAP_LOCATION_NOWHERE, CLRMAP_LOCATION_OFFSET, CLRMAP_LOCATION_RVA, CLRMAP_LOCATION_ADDRESS,
+    CLRMAP_LOCATION_NOWHERE, CLRMAP_LOCATION_OFFSET, CLRMAP_LOCATION_RVA, CLRMAP_LOCATION_ADDRESS, CLRMAP_LOCATION_INFLATED,
     CLRMAP_FRAME_METHOD, CLRMAP_FRAME_LINE, CLRMAP_FRAME_LEAF, CLRMAP_FRAME_RETURN_ADDRESS, CLRMAP_FRAME_RETURN_ADDRESS_CLR31,
 };
 
@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
     for (const GUID *g : iids) CHECK(g != nullptr);
     CHECK(same(IID_IUnknown, GUID{0, 0, 0, {0xC0, 0, 0, 0, 0, 0, 0, 0x46}}));
     for (HRESULT hr : hresults) CHECK(hr == CLRMAP_S_OK || hr == CLRMAP_S_FALSE || hr < 0);
-    CHECK(flags[8] == 2);
+    CHECK(flags[4] == 4 && flags[9] == 2);
 
     // The last error, through the typed table.
     ClrmapError e;

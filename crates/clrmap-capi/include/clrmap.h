@@ -35,6 +35,12 @@ struct ICorProfilerInfo;
 #define CLRMAP_LOCATION_ADDRESS 3
 
 /**
+ * `ClrmapError::location_kind`: `location` is a byte offset in the inflated bytes of a PDB
+ * embedded (deflated) in the image, which is no offset of the image file itself.
+ */
+#define CLRMAP_LOCATION_INFLATED 4
+
+/**
  * `ClrmapFrame::flags`: the body is known (`module`, `method`, `token`, `il_offset` as known).
  */
 #define CLRMAP_FRAME_METHOD 1
@@ -83,11 +89,11 @@ typedef struct ClrmapError {
    */
   HRESULT hr;
   /**
-   * `CLRMAP_LOCATION_NOWHERE`, `..._OFFSET`, `..._RVA` or `..._ADDRESS`.
+   * `CLRMAP_LOCATION_NOWHERE`, `..._OFFSET`, `..._RVA`, `..._ADDRESS` or `..._INFLATED`.
    */
   uint32_t location_kind;
   /**
-   * The offset, RVA or address (0 for NOWHERE).
+   * The offset, RVA, address or offset in the inflated embedded PDB (0 for NOWHERE).
    */
   uint64_t location;
   /**

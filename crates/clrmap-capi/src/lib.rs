@@ -274,6 +274,9 @@ pub const CLRMAP_LOCATION_OFFSET: u32 = 1;
 pub const CLRMAP_LOCATION_RVA: u32 = 2;
 /// `ClrmapError::location_kind`: `location` is an address in a traced process.
 pub const CLRMAP_LOCATION_ADDRESS: u32 = 3;
+/// `ClrmapError::location_kind`: `location` is a byte offset in the inflated bytes of a PDB
+/// embedded (deflated) in the image, which is no offset of the image file itself.
+pub const CLRMAP_LOCATION_INFLATED: u32 = 4;
 
 /// The last error of the calling thread (`clrmap_last_error`). `kind` and `family` are static
 /// strings; `expected` and `message` stay valid until the next clrmap call that fails on the same
@@ -283,9 +286,9 @@ pub const CLRMAP_LOCATION_ADDRESS: u32 = 3;
 pub struct ClrmapError {
     /// The HRESULT the failing call returned.
     pub hr: HRESULT,
-    /// `CLRMAP_LOCATION_NOWHERE`, `..._OFFSET`, `..._RVA` or `..._ADDRESS`.
+    /// `CLRMAP_LOCATION_NOWHERE`, `..._OFFSET`, `..._RVA`, `..._ADDRESS` or `..._INFLATED`.
     pub location_kind: u32,
-    /// The offset, RVA or address (0 for NOWHERE).
+    /// The offset, RVA, address or offset in the inflated embedded PDB (0 for NOWHERE).
     pub location: u64,
     /// The error kind's stable id (`"bad_image"`, contract §3), or NULL when the failure is not a
     /// library error (a null argument, a file that cannot be opened, an unrecognized file).
@@ -397,6 +400,7 @@ pub unsafe extern "C" fn clrmap_last_error(out: *mut ClrmapError) -> HRESULT {
                         Some(Location::Offset(o)) => (CLRMAP_LOCATION_OFFSET, o),
                         Some(Location::Rva(r)) => (CLRMAP_LOCATION_RVA, u64::from(r)),
                         Some(Location::Address(a)) => (CLRMAP_LOCATION_ADDRESS, a),
+                        Some(Location::Inflated(o)) => (CLRMAP_LOCATION_INFLATED, o),
                         _ => (CLRMAP_LOCATION_NOWHERE, 0),
                     };
                     ClrmapError {

@@ -215,7 +215,10 @@ impl Symbolizer {
                         PdbOrigin::Explicit(p) => p.clone(),
                         _ => path.map(Path::to_owned).unwrap_or_default(),
                     };
-                    Some(ModuleLines::new(found.bytes).map_err(|error| OpenError::Input { path: at, error })?)
+                    // An embedded PDB's offsets are into its inflated bytes, not the image's.
+                    let embedded = found.origin == PdbOrigin::Embedded;
+                    let located = |error| if embedded { crate::pdb::embedded::inflated(error) } else { error };
+                    Some(ModuleLines::new(found.bytes).map_err(|error| OpenError::Input { path: at, error: located(error) })?)
                 }
                 None => None,
             };
