@@ -240,6 +240,10 @@ fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: O
 fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = frame.open_or_pid(source)?;
     let f = sym.symbolize(address, frame.kind(&sym));
+    // Why the module has no lines, where a file of another build was passed over.
+    for note in sym.notes() {
+        eprintln!("note: {}", crate::output::Text(&note));
+    }
     if json && f.token.is_some() {
         return Ok(crate::output::write_frame(&f, true, out)?);
     }
