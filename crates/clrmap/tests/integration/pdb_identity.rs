@@ -338,3 +338,55 @@ fn every_framework_assemblys_codeview_guid_is_read_from_its_headers_alone() {
         assert!(checked > 100, "{}: {checked} assemblies with a CodeView entry", rt.version);
     }
 }
+
+#[test]
+#[ignore = "needs .NET"]
+fn an_assembly_rebuilt_after_the_run_is_not_used_on_both_runtimes() {
+    // A fresh trace on each runtime records Frames.dll's PDB id (ModuleLoad version 2 on 3.1.23
+    // and 8.0.4). Then the Release build is put at the module's path, as a rebuild would: the
+    // trace's lines must not come from it, and say so.
+    for rt in crate::support::runtimes("an_assembly_rebuilt_after_the_run_is_not_used_on_both_runtimes") {
+        let dir = tmp(&format!("pdb-identity-rebuilt-{}", rt.version));
+        for f in ["Frames.dll", "Frames.pdb", "Frames.runtimeconfig.json"] {
+            std::fs::copy(frames("debug-portable", f), dir.join(f)).unwrap();
+        }
+        let mut c = std::process::Command::new(&rt.dotnet);
+        c.arg(dir.join("Frames.dll")).env("COMPlus_TieredCompilation", "0").env("DOTNET_TieredCompilation", "0");
+        c.env("COMPlus_EnableEventPipe", "1").env("COMPlus_EventPipeConfig", "Microsoft-Windows-DotNETRuntime:0x60098:5");
+        let out = dir.join("trace");
+        std::fs::create_dir_all(&out).unwrap();
+        // 3.1 wants an existing directory; 8.0 wants a file path.
+        if rt.version.starts_with("3.") {
+            c.env("COMPlus_EventPipeOutputPath", &out);
+        } else {
+            c.env("DOTNET_EventPipeOutputPath", out.join("frames.nettrace"));
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}: {}", rt.version, String::from_utf8_lossy(&o.stderr));
+        let trace = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "nettrace")).unwrap();
+        let opened = read_trace(std::io::BufReader::new(std::fs::File::open(&trace).unwrap())).unwrap();
+        let module = dir.join("Frames.dll").to_string_lossy().into_owned();
+        assert_eq!(opened.pdbs.get(&module).map(|r| r.guid), Some(codeview_guid("debug-portable")), "{}: {:?}", rt.version, opened.pdbs.keys().collect::<Vec<_>>());
+        // A frame with a line, from the run's own output (F lines: token, native offset, file).
+        let stdout = String::from_utf8(o.stdout).unwrap();
+        let f: Vec<&str> = stdout.lines().map(|l| l.split('\t').collect::<Vec<_>>()).find(|f| f[0] == "F" && f[3] == "0x06000008" && !f[7].is_empty()).unwrap();
+        let start = opened.bodies.iter().find(|b| b.module.as_deref() == Some("Frames.dll") && b.token == 0x0600_0008).unwrap().start.unwrap();
+        let address = start + f[5].parse::<u64>().unwrap();
+        let kind = if rt.version.starts_with("3.") { FrameKind::ReturnAddressAsIs } else { FrameKind::ReturnAddress };
+        let line: u32 = f[8].parse().unwrap();
+        let sym = Symbolizer::open(&trace, Options::default()).unwrap();
+        assert_eq!(sym.symbolize(address, kind).line, Some(line), "{}: the build that ran", rt.version);
+        // The rebuild.
+        for f in ["Frames.dll", "Frames.pdb"] {
+            std::fs::copy(frames("release-portable", f), dir.join(f)).unwrap();
+        }
+        let sym = Symbolizer::open(&trace, Options::default()).unwrap();
+        assert_eq!(sym.symbolize(address, kind).line, None, "{}: a line from the rebuilt Release build", rt.version);
+        assert!(sym.notes().iter().any(|n| n.contains(&format!("{module} is another build"))), "{}: {:?}", rt.version, sym.notes());
+        // Its PDB, kept elsewhere, still answers.
+        let keep = tmp(&format!("pdb-identity-rebuilt-keep-{}", rt.version));
+        std::fs::copy(frames("debug-portable", "Frames.pdb"), keep.join("Frames.pdb")).unwrap();
+        let sym = Symbolizer::open(&trace, options(None, &[keep])).unwrap();
+        assert_eq!(sym.symbolize(address, kind).line, Some(line), "{}: the kept PDB", rt.version);
+    }
+}
