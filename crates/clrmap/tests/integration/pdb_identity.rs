@@ -110,6 +110,16 @@ fn another_build_in_the_symbol_path_never_answers() {
         assert!(f.method.is_some());
         assert_eq!((f.file, f.line), (None, None), "0x{address:x}: a line from the Release PDB");
     }
+    // Not one address of any Frames.dll body, at any offset (before: thousands answered with the
+    // Release build's lines).
+    let mut every = 0;
+    for b in sym.store().bodies().iter().filter(|b| b.module.as_deref() == Some("Frames.dll")) {
+        for offset in 0..u64::from(b.code_size) {
+            every += 1;
+            assert_eq!(sym.symbolize(b.start.unwrap() + offset, FrameKind::Leaf).line, None, "0x{:x}", b.start.unwrap() + offset);
+        }
+    }
+    assert!(every > 10_000, "{every} addresses");
     // And the user is told what was passed over (GUIDs as Python's uuid.UUID(bytes_le=...)
     // prints the CodeView GUID bytes: 12e1d89e... for Release, 3cb47e64... for Debug).
     let note = |file: &str| format!("Frames.dll: {} is another build (PDB GUID {RELEASE_GUID}, not the {DEBUG_GUID} the source recorded); not used", frames("release-portable", file).display());
