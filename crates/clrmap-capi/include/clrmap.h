@@ -57,7 +57,10 @@ struct ICorProfilerInfo;
 #define CLRMAP_FRAME_LEAF 0
 
 /**
- * A return address: the call before it (.NET 5 and later stack traces).
+ * A return address: the call before it, by the rule of the runtime the source recorded, as the
+ * CLI's `--return-address`: .NET 5 and later read the method and IL offset at the call; a source
+ * recorded from CoreCLR 3.1 gets 3.1's rule (`CLRMAP_FRAME_RETURN_ADDRESS_CLR31`); a source that
+ * records no runtime (an image, an old capture) gets .NET 5's.
  */
 #define CLRMAP_FRAME_RETURN_ADDRESS 1
 

@@ -1204,7 +1204,10 @@ pub const CLRMAP_FRAME_LINE: u32 = 2;
 
 /// `clrmap_symbolizer_symbolize`'s `kind`: the leaf frame, looked up as is.
 pub const CLRMAP_FRAME_LEAF: u32 = 0;
-/// A return address: the call before it (.NET 5 and later stack traces).
+/// A return address: the call before it, by the rule of the runtime the source recorded, as the
+/// CLI's `--return-address`: .NET 5 and later read the method and IL offset at the call; a source
+/// recorded from CoreCLR 3.1 gets 3.1's rule (`CLRMAP_FRAME_RETURN_ADDRESS_CLR31`); a source that
+/// records no runtime (an image, an old capture) gets .NET 5's.
 pub const CLRMAP_FRAME_RETURN_ADDRESS: u32 = 1;
 /// A return address read by CoreCLR 3.1's rule: the method of the call, the IL offset of the
 /// return address itself.
@@ -1348,7 +1351,7 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolize
         }
         let kind = match kind {
             CLRMAP_FRAME_LEAF => FrameKind::Leaf,
-            CLRMAP_FRAME_RETURN_ADDRESS => FrameKind::ReturnAddress,
+            CLRMAP_FRAME_RETURN_ADDRESS => FrameKind::ReturnAddress.for_runtime(s.sym.runtime_major()),
             CLRMAP_FRAME_RETURN_ADDRESS_CLR31 => FrameKind::ReturnAddressAsIs,
             _ => return fail(E_INVALIDARG, None, "a kind of CLRMAP_FRAME_LEAF, CLRMAP_FRAME_RETURN_ADDRESS or CLRMAP_FRAME_RETURN_ADDRESS_CLR31"),
         };

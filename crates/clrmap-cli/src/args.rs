@@ -46,9 +46,9 @@ pub struct FrameArgs {
 /// The frame rule: a leaf as is; a return address by .NET 5's rule, or by CoreCLR 3.1's
 /// (`ReturnAddressAsIs`) when asked (`clr31`) or when the recorded runtime is older than .NET 5.
 pub fn frame_kind(return_address: bool, clr31: bool, runtime_major: Option<u16>) -> FrameKind {
-    match (return_address, clr31 || runtime_major.is_some_and(|m| m < 5)) {
+    match (return_address, clr31) {
         (false, _) => FrameKind::Leaf,
-        (true, false) => FrameKind::ReturnAddress,
+        (true, false) => FrameKind::ReturnAddress.for_runtime(runtime_major),
         (true, true) => FrameKind::ReturnAddressAsIs,
     }
 }

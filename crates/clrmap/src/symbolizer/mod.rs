@@ -61,6 +61,20 @@ pub enum FrameKind {
     ReturnAddressAsIs,
 }
 
+impl FrameKind {
+    /// The rule the runtime that ran the bodies uses for this kind of frame: a return address of
+    /// a runtime before .NET 5 (CoreCLR 3.1, major 3) is read as it reads it
+    /// ([`FrameKind::ReturnAddressAsIs`]); anything else is unchanged. `runtime_major` is what the
+    /// source recorded ([`Symbolizer::runtime_major`]); `None` (an image, an old capture) keeps
+    /// .NET 5's rule. The one home of this rule: the CLI and the C ABI both ask here.
+    pub fn for_runtime(self, runtime_major: Option<u16>) -> FrameKind {
+        match self {
+            FrameKind::ReturnAddress if runtime_major.is_some_and(|m| m < 5) => FrameKind::ReturnAddressAsIs,
+            kind => kind,
+        }
+    }
+}
+
 /// Options: where PDBs are looked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Options {
@@ -484,4 +498,20 @@ fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> 
         }
     }
     Err(input(last))
+}
+
+#[cfg(test)]
+mod frame_rule_tests {
+    use super::FrameKind;
+
+    #[test]
+    fn a_return_address_follows_the_recorded_runtime() {
+        // CoreCLR 3.1 reports major 3 (its RuntimeInformation event, or the capture's path).
+        assert_eq!(FrameKind::ReturnAddress.for_runtime(Some(3)), FrameKind::ReturnAddressAsIs);
+        assert_eq!(FrameKind::ReturnAddress.for_runtime(Some(5)), FrameKind::ReturnAddress);
+        assert_eq!(FrameKind::ReturnAddress.for_runtime(Some(8)), FrameKind::ReturnAddress);
+        assert_eq!(FrameKind::ReturnAddress.for_runtime(None), FrameKind::ReturnAddress);
+        assert_eq!(FrameKind::Leaf.for_runtime(Some(3)), FrameKind::Leaf);
+        assert_eq!(FrameKind::ReturnAddressAsIs.for_runtime(Some(8)), FrameKind::ReturnAddressAsIs);
+    }
 }
