@@ -51,7 +51,7 @@ impl<'a> Limit<'a> {
         Ok(left)
     }
 
-    /// How long the next blocking call may wait: the time left, in slices of [`CANCEL_POLL`] when
+    /// How long the next blocking call may wait: the time left, in slices of `CANCEL_POLL` when
     /// a cancel flag is watched; at least 1 ms.
     pub fn slice(&self, what: &str) -> Result<Duration, DiagError> {
         let left = self.left(what)?;

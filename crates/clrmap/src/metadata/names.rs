@@ -517,7 +517,7 @@ const MAX_MODULE_FILE: u64 = 256 << 20;
 const MAX_MODULE_BYTES: u64 = 1 << 30;
 
 /// Reads the module files a recording names, one at a time, within a budget of bytes
-/// ([`MAX_MODULE_BYTES`] in all, 256 MiB per file).
+/// (`MAX_MODULE_BYTES` in all, 256 MiB per file).
 #[derive(Debug)]
 pub struct ModuleFiles {
     left: u64,

@@ -56,7 +56,7 @@ pub struct LocalNames {
 impl LocalNames {
     /// Index the names of every scope's variables: a slot reused under several names in
     /// different scopes gives them all, joined with `/`, in scope order, each once, up to
-    /// [`MAX_SLOT_NAMES`] bytes.
+    /// `MAX_SLOT_NAMES` bytes.
     pub fn new(scopes: &[LocalScope]) -> Self {
         let mut seen: HashSet<(u16, &str)> = HashSet::new();
         let mut full: HashSet<u16> = HashSet::new();
