@@ -22,7 +22,10 @@ pub fn open_error(e: OpenError) -> CliError {
 /// Say on stderr where a torn source stopped being read (everything whole before it was kept).
 pub fn warn(source: &Path, warnings: &[clrmap::Error]) {
     for w in warnings {
-        eprintln!("warning: {}: {}{}: {}; every whole record before it was kept", source.display(), w.kind, w.location, w.message());
+        // The message may quote the file's own bytes (a name, a token's text): escaped, so a file
+        // cannot write control sequences to the user's terminal.
+        let message = w.message();
+        eprintln!("warning: {}: {}{}: {}; every whole record before it was kept", crate::output::Text(&source.display().to_string()), w.kind, w.location, crate::output::Text(&message));
     }
 }
 

@@ -91,7 +91,7 @@ pub fn ps(args: &PsArgs, out: &mut dyn Write) -> std::io::Result<()> {
             // Why the runtime did not answer, unless it is CoreCLR 3.1's expected refusal of
             // ProcessInfo and the row is whole anyway.
             let why = match &p.error {
-                Some(e) if e.kind != DiagErrorKind::UnsupportedCommand || runtime.is_none() || p.command_line.is_none() => format!("  (no answer: {e})"),
+                Some(e) if e.kind != DiagErrorKind::UnsupportedCommand || runtime.is_none() || p.command_line.is_none() => format!("  (no answer: {})", crate::output::Text(&e.to_string())),
                 _ => String::new(),
             };
             // Runtime-supplied strings are escaped (crate::output::Text): a command line cannot forge a row.
