@@ -13,6 +13,12 @@ use crate::output::CliError;
 /// An open error as the CLI reports it: a kind and location for bad input, a message otherwise.
 pub fn open_error(e: OpenError) -> CliError {
     match e {
+        // The offset alone does not say which file it is in when one command reads several (an
+        // assembly, its PDB, a PDB found in a symbol path): the note names it.
+        OpenError::Input { path, error } if error.offset().is_some() => {
+            let note = format!("note: the offset is in {}", crate::output::Text(&path.display().to_string()));
+            CliError::Noted { error, note }
+        }
         OpenError::Input { error, .. } => CliError::input(error),
         e @ OpenError::Io { .. } => CliError::Kinded { kind: "io", message: e.to_string() },
         e @ OpenError::Unrecognized { .. } => CliError::Kinded { kind: "unrecognized_source", message: e.to_string() },

@@ -87,3 +87,20 @@ fn il_at_with_pid_asks_for_the_address() {
     let o = clrmap(&["il", "at", "--help"]);
     assert!(stdout(&o).contains("clrmap il at [OPTIONS] --pid PID ADDRESS"), "{}", stdout(&o));
 }
+
+/// A command that reads several files (an assembly and its PDB) names the file an offset is in:
+/// `pdb_mismatch at offset 124` alone could be the assembly's. 124 is where the release PDB's
+/// #Pdb stream, which starts with the PDB id, begins (its stream header says so; checked with a
+/// few lines of Python reading the metadata root).
+#[test]
+fn an_offset_names_the_file_it_is_in() {
+    let pdb = "tests/fixtures/frames/release-portable/Frames.pdb";
+    let o = clrmap(&["pdb", "lines", "tests/fixtures/frames/debug-portable/Frames.dll", "--pdb", pdb]);
+    assert_eq!(code(&o), Some(1));
+    assert_eq!(stderr(&o), format!("error: pdb_mismatch at offset 124: expected the PDB id the assembly's CodeView entry names\nnote: the offset is in {pdb}\n"));
+    let o = clrmap(&["pdb", "lines", "tests/fixtures/frames/debug-portable/Frames.dll", "--pdb", pdb, "--json"]);
+    assert_eq!(code(&o), Some(1));
+    let e: serde_json::Value = serde_json::from_str(stderr(&o).trim()).unwrap();
+    assert_eq!(e["error"]["offset"], 124);
+    assert!(e["error"]["message"].as_str().unwrap().ends_with(&format!("note: the offset is in {pdb}")), "{e}");
+}
