@@ -37,6 +37,10 @@ pub struct FrameArgs {
     /// jitted so far, taken through its diagnostics port. Addresses are absolute.
     #[arg(long)]
     pub pid: Option<u32>,
+    /// With --pid: how long the whole snapshot may take, connect and rundown included (`10s`,
+    /// `500ms`, `2m`; default 10s); past it the command fails with a timeout (status 8).
+    #[arg(long, requires = "pid", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
     /// Read addresses without 0x as hex (`7f3c5fa31f93`), as `perf script` and addr2line print
     /// them. Without it, digits alone are decimal and hex needs 0x.
     #[arg(long)]

@@ -63,8 +63,9 @@ pub fn report(e: &DiagError) -> ExitCode {
 /// Every jitted method's map in process `pid`, now (`--pid` of `il dump`, `il at`, `symbolize`).
 /// A rundown snapshot of process `pid`'s jitted methods, now (`il dump --pid`). A
 /// diagnostics-port error carries its own exit status (module docs).
-pub fn snapshot(pid: u32) -> Result<OpenedSource, CliError> {
-    match diag::snapshot(pid, diag::DEFAULT_TIMEOUT) {
+/// `timeout` bounds the whole snapshot (`--timeout`; `diag::DEFAULT_TIMEOUT`, 10 s, if none).
+pub fn snapshot(pid: u32, timeout: Option<std::time::Duration>) -> Result<OpenedSource, CliError> {
+    match diag::snapshot(pid, timeout.unwrap_or(diag::DEFAULT_TIMEOUT)) {
         Ok(s) => {
             for w in &s.warnings {
                 eprintln!("warning: process {pid}: the stream stopped early ({w}); every whole event before it was kept");
@@ -78,7 +79,7 @@ pub fn snapshot(pid: u32) -> Result<OpenedSource, CliError> {
 /// A symbolizer over process `pid`'s jitted methods, now, with the PDB options of `frame`
 /// (`il at --pid`, `symbolize --pid`).
 pub fn symbolizer_for_pid(pid: u32, frame: &crate::args::FrameArgs) -> Result<clrmap::symbolizer::Symbolizer, CliError> {
-    clrmap::symbolizer::Symbolizer::from_opened(snapshot(pid)?, None, frame.options()).map_err(open_error)
+    clrmap::symbolizer::Symbolizer::from_opened(snapshot(pid, frame.timeout)?, None, frame.options()).map_err(open_error)
 }
 
 #[cfg(test)]

@@ -35,6 +35,10 @@ pub enum IlCommand {
         /// jitted so far, through its diagnostics port.
         #[arg(long, conflicts_with = "source")]
         pid: Option<u32>,
+        /// With --pid: how long the whole snapshot may take, connect and rundown included
+        /// (`10s`, `500ms`, `2m`; default 10s); past it the command fails with a timeout (status 8).
+        #[arg(long, requires = "pid", value_parser = crate::args::parse_duration)]
+        timeout: Option<std::time::Duration>,
         /// Only this method: a MethodDef token (0x06000123) or a name (`Ns.Type::Method`,
         /// `Type::Method` or `Method`).
         #[arg(long)]
@@ -156,9 +160,11 @@ fn near_names<'a>(bodies: &'a [CodeBody], filter: &str) -> Vec<&'a str> {
     near.into_iter().take(5).map(|(_, n)| n).collect()
 }
 
-fn dump(source: Option<&Path>, pid: Option<u32>, method: Option<&str>, module: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+fn dump(source: Option<&Path>, (pid, timeout): (Option<u32>, Option<std::time::Duration>), method: Option<&str>, module: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let opened = match (pid, source) {
-        (Some(pid), _) => crate::open::snapshot(pid)?,
+        (Some(pid), _) => crate::open::snapshot(pid, timeout)?,
+        // clap lets `requires = "pid"` pass when SOURCE is given (pid conflicts with it).
+        (None, _) if timeout.is_some() => return Err(CliError::Usage("--timeout is for a process (--pid), not a file".into())),
         (None, Some(source)) => {
             let opened = open_source(source).map_err(|e| crate::args::open_failed(source, e))?;
             warn(source, &opened.warnings);
@@ -376,7 +382,7 @@ fn frame(source: &Path, rva: u32, json: bool, out: &mut dyn Write) -> Result<(),
 /// Run an `il` command.
 pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        IlCommand::Dump { source, pid, method, module, json } => dump(source.as_deref(), pid, method.as_deref(), module.as_deref(), json, out),
+        IlCommand::Dump { source, pid, timeout, method, module, json } => dump(source.as_deref(), (pid, timeout), method.as_deref(), module.as_deref(), json, out),
         IlCommand::At { first, second, frame, json } => {
             // `il at SOURCE ADDRESS`, or `il at --pid PID ADDRESS`.
             let (source, address) = match (frame.pid, first, second) {

@@ -342,3 +342,26 @@ fn wait_for_exec(pid: u32) {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// `--timeout` bounds a `--pid` snapshot as a whole (il dump, il at, symbolize): an endless
+/// stream ends at 1 s, well before the 10 s default, and a timeout longer than the default is
+/// honoured too (a big process may need a longer rundown).
+#[test]
+fn a_snapshot_takes_the_timeout_it_is_given() {
+    let t = Target::new("snaptimeout", Behavior::EndlessStream);
+    for args in [
+        vec!["il", "dump", "--pid", &t.pid(), "--timeout", "1s"],
+        vec!["il", "at", "--pid", &t.pid(), "--timeout", "1s", "0x1234"],
+        vec!["symbolize", "--pid", &t.pid(), "--timeout", "1s", "0x1234"],
+    ] {
+        let (o, took) = bounded(&t.dir, &args, 20);
+        assert_eq!(o.status.code(), Some(8), "{args:?}: {}", text(&o));
+        assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(6), "{args:?} took {took:?}");
+    }
+    let (o, took) = bounded(&t.dir, &["il", "dump", "--pid", &t.pid(), "--timeout", "12s"], 30);
+    assert_eq!(o.status.code(), Some(8), "{}", text(&o));
+    assert!(took >= Duration::from_secs(11), "took {took:?}: the default, not the 12 s asked for");
+    // --timeout is for a process only.
+    let o = crate::support::clrmap(&["il", "dump", "examples/frames.nettrace", "--timeout", "1s"]);
+    assert_eq!(o.status.code(), Some(2));
+}
