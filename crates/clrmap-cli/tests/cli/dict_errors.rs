@@ -26,9 +26,13 @@ fn patched_at() -> u64 {
 /// Four entries: a sound item, an item whose second type has a modifier naming the bad TypeSpec
 /// (shared by two entries), and `class Frames.Trace` (TypeDef 2, the first type of
 /// tests/dotnet/frames/Frames.cs; csc emits TypeDefs in source order after `<Module>`).
+/// Each call builds its own file: tests run in parallel, and one writing the map while another
+/// reads it made `lookup` see an empty map now and then.
 fn four_entries() -> String {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let ts = 0x1B00_0000 | targets().1;
-    build("four", &format!("0x1000: int32, string\n0x2000: string, int32 modreq(0x{ts:08X})\n0x3000: string, int32 modreq(0x{ts:08X})\n0x4000: class 0x02000002\n"))
+    build(&format!("four-{n}"), &format!("0x1000: int32, string\n0x2000: string, int32 modreq(0x{ts:08X})\n0x3000: string, int32 modreq(0x{ts:08X})\n0x4000: class 0x02000002\n"))
 }
 
 #[test]
