@@ -35,6 +35,14 @@ pub fn warn(source: &Path, warnings: &[clrmap::Error]) {
     }
 }
 
+/// Say on stderr why a module has no lines: each file of another build that was passed over
+/// (`Symbolizer::notes`). Asked after the lookups, which find the modules' PDBs.
+pub fn notes(sym: &clrmap::symbolizer::Symbolizer) {
+    for note in sym.notes() {
+        eprintln!("note: {}", crate::output::Text(&note));
+    }
+}
+
 /// The exit status of a diagnostics-port error (module docs).
 pub fn exit_status(kind: DiagErrorKind) -> u8 {
     match kind {

@@ -246,10 +246,7 @@ fn dump(source: Option<&Path>, (pid, timeout): (Option<u32>, Option<std::time::D
 fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = frame.open_or_pid(source)?;
     let f = sym.symbolize(address, frame.kind(&sym));
-    // Why the module has no lines, where a file of another build was passed over.
-    for note in sym.notes() {
-        eprintln!("note: {}", crate::output::Text(&note));
-    }
+    crate::open::notes(&sym);
     if json && f.token.is_some() {
         return Ok(crate::output::write_frame(&f, true, out)?);
     }

@@ -120,10 +120,7 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
         let stdin = std::io::stdin();
         read_lines(&mut BufReader::with_capacity(1 << 16, stdin.lock()), out, &mut answer)?;
     }
-    // Why a module has no lines, where a file of another build was passed over.
-    for note in sym.notes() {
-        eprintln!("note: {}", crate::output::Text(&note));
-    }
+    crate::open::notes(&sym);
     if bad > 0 {
         out.flush()?;
         let each = if args.json { "each has an error line in its place on stdout" } else { "each is named above and answered ??" };

@@ -64,6 +64,12 @@ fn another_build_in_the_symbol_path_gives_no_line() {
     let o = clrmap(&["il", "at", TRACE, &address, "--symbol-path", "tests/fixtures/frames/release-portable", "--return-address"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     assert!(!stdout(&o).contains(" at /_/src/") && stderr(&o).contains("release-portable/Frames.dll is another build"), "{}{}", stdout(&o), stderr(&o));
+    // `perf jitdump` says so too (it used to write the file with no word on why Frames.dll's
+    // bodies carry no lines).
+    let out = tmp("perf-notes").join("jit.dump");
+    let o = clrmap(&["perf", "jitdump", TRACE, "--symbol-path", "tests/fixtures/frames/release-portable", "-o", out.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("release-portable/Frames.dll is another build"), "{}", stderr(&o));
     // The Debug PDB alone in a directory answers (the assembly is nowhere).
     let dir = tmp("alone");
     std::fs::copy(repo_root().join(DEBUG_PDB), dir.join("Frames.pdb")).unwrap();
