@@ -16,7 +16,8 @@
 //! * `serde` (default): the `capture` module, whose files are JSON lines, and `serde::Serialize`
 //!   on the types the CLI prints as JSON. Without it, `symbolizer::open_source` does not
 //!   recognize a capture, and the library depends on neither `serde` nor `serde_json` (only on
-//!   `object` and `miniz_oxide`).
+//!   `object`, `miniz_oxide` and `rustix`, whose safe wrappers give the diagnostics port its
+//!   non-blocking connect and the file layer its opens that follow no link and never block).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 // Tests may do plain arithmetic (unwrap, indexing and panics are allowed in tests by clippy.toml).
