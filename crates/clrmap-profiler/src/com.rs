@@ -114,7 +114,9 @@ pub struct InfoVtbl {
     pub _17: [Unused; 3],
     /// 20: GetModuleInfo(ModuleID, LPCBYTE*, ULONG, ULONG*, WCHAR[], AssemblyID*).
     pub get_module_info: unsafe extern "system" fn(*mut c_void, usize, *mut *const u8, u32, *mut u32, *mut u16, *mut usize) -> Hresult,
-    pub _21: [Unused; 14],
+    /// 21: GetModuleMetaData(ModuleID, DWORD dwOpenFlags, REFIID, IUnknown**).
+    pub get_module_meta_data: unsafe extern "system" fn(*mut c_void, usize, u32, *const Guid, *mut *mut c_void) -> Hresult,
+    pub _22: [Unused; 13],
     /// 35: GetILToNativeMapping(FunctionID, ULONG32, ULONG32*, COR_DEBUG_IL_TO_NATIVE_MAP[]).
     pub get_il_to_native_mapping: MapFn,
     pub _36: [Unused; 2],
@@ -150,6 +152,22 @@ pub struct InfoVtbl {
 pub type MapFn = unsafe extern "system" fn(*mut c_void, usize, u32, *mut u32, *mut IlMap) -> Hresult;
 /// The code-range getters (by FunctionID or by code start).
 pub type CodeInfoFn = unsafe extern "system" fn(*mut c_void, usize, u32, *mut u32, *mut CodeInfo) -> Hresult;
+
+/// IMetaDataImport's IID (cor.h).
+pub const IID_IMETADATAIMPORT: Guid = Guid(0x7DAC_8207, 0xD3AE, 0x4C75, [0x9B, 0x67, 0x92, 0x80, 0x1A, 0x49, 0x7D, 0x44]);
+
+/// The IMetaDataImport slots this profiler calls (cor.h).
+#[repr(C)]
+pub struct MetaDataImportVtbl {
+    pub query_interface: QueryInterface,
+    pub add_ref: AddRef,
+    pub release: AddRef,
+    /// 3..=9: CloseEnum, CountEnum, ResetEnum, EnumTypeDefs, EnumInterfaceImpls, EnumTypeRefs,
+    /// FindTypeDefByName.
+    pub _3: [Unused; 7],
+    /// 10: GetScopeProps(LPWSTR szName, ULONG cchName, ULONG* pchName, GUID* pmvid).
+    pub get_scope_props: unsafe extern "system" fn(*mut c_void, *mut u16, u32, *mut u32, *mut Guid) -> Hresult,
+}
 
 /// ICorProfilerFunctionEnum.
 #[repr(C)]
@@ -211,6 +229,9 @@ const _: () = {
     assert!(offset_of!(InfoVtbl, get_runtime_information) == 67 * W);
     assert!(offset_of!(InfoVtbl, set_event_mask) == 16 * W);
     assert!(offset_of!(InfoVtbl, get_module_info) == 20 * W);
+    assert!(offset_of!(InfoVtbl, get_module_meta_data) == 21 * W);
+    assert!(offset_of!(InfoVtbl, _36) == 36 * W);
+    assert!(offset_of!(MetaDataImportVtbl, get_scope_props) == 10 * W);
     assert!(offset_of!(InfoVtbl, get_il_to_native_mapping) == 35 * W);
     assert!(offset_of!(InfoVtbl, get_code_info2) == 42 * W);
     assert!(offset_of!(InfoVtbl, request_profiler_detach) == 58 * W);
@@ -270,8 +291,8 @@ impl Info {
         unsafe { (self.vtbl().request_profiler_detach)(self.this(), expected_ms) }
     }
 
-    /// The function's module path and base address, and its token.
-    pub fn function_info(&self, fid: usize) -> Option<(String, usize, u32)> {
+    /// The function's module path and base address, its token, and its ModuleID.
+    pub fn function_info(&self, fid: usize) -> Option<(String, usize, u32, usize)> {
         let (mut class, mut module, mut token) = (0usize, 0usize, 0u32);
         // SAFETY: out-pointers to locals.
         let hr = unsafe { (self.vtbl().get_function_info)(self.this(), fid, &mut class, &mut module, &mut token) };
@@ -289,7 +310,7 @@ impl Info {
         }
         let n = (len as usize).min(name.len());
         let path = String::from_utf16_lossy(name.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned();
-        Some((path, base as usize, token))
+        Some((path, base as usize, token, module))
     }
 
     /// A module's path (GetModuleInfo) and base address.
@@ -305,6 +326,36 @@ impl Info {
         }
         let n = (len as usize).min(name.len());
         Some((String::from_utf16_lossy(name.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned(), base as usize))
+    }
+
+    /// A module's MVID (GetModuleMetaData for IMetaDataImport, then GetScopeProps), as the
+    /// Module table's Mvid lays it out on disk (Data1..Data3 little-endian, then Data4).
+    pub fn module_mvid(&self, module: usize) -> Option<[u8; 16]> {
+        let mut unknown: *mut c_void = std::ptr::null_mut();
+        // SAFETY: slot 21 has this signature; `unknown` is an out-pointer to a local. ofRead = 0.
+        let hr = unsafe { (self.vtbl().get_module_meta_data)(self.this(), module, 0, &IID_IMETADATAIMPORT, &mut unknown) };
+        if hr != S_OK || unknown.is_null() {
+            return None;
+        }
+        let object = unknown as *mut ComObject<MetaDataImportVtbl>;
+        let mut mvid = Guid(0, 0, 0, [0; 8]);
+        let mut name = [0u16; 512];
+        let mut len = 0u32;
+        // SAFETY: `unknown` is the runtime's IMetaDataImport (what was asked for); the name
+        // buffer holds `name.len()` UTF-16 units (a longer name is cut, which is fine), the rest
+        // are out-pointers to locals.
+        let hr = unsafe { ((*object).vtbl.get_scope_props)(unknown, name.as_mut_ptr(), name.len() as u32, &mut len, &mut mvid) };
+        // SAFETY: release the reference GetModuleMetaData gave.
+        unsafe { ((*object).vtbl.release)(unknown) };
+        if hr < 0 {
+            return None;
+        }
+        let mut out = [0u8; 16];
+        let bytes = mvid.0.to_le_bytes().into_iter().chain(mvid.1.to_le_bytes()).chain(mvid.2.to_le_bytes()).chain(mvid.3);
+        for (d, b) in out.iter_mut().zip(bytes) {
+            *d = b;
+        }
+        Some(out)
     }
 
     /// The function's class and its own type arguments (GetFunctionInfo2 without a frame: shared

@@ -83,6 +83,8 @@ struct State {
     types: HashMap<usize, Option<RtType>>,
     /// ModuleID → its path.
     module_paths: HashMap<usize, String>,
+    /// ModuleID → its MVID as the capture writes it (`None`: the runtime did not tell).
+    mvids: HashMap<usize, Option<String>>,
 }
 
 fn state() -> &'static Mutex<State> {
@@ -99,6 +101,7 @@ fn state() -> &'static Mutex<State> {
             image_sizes: HashMap::new(),
             types: HashMap::new(),
             module_paths: HashMap::new(),
+            mvids: HashMap::new(),
         })
     })
 }
@@ -321,6 +324,7 @@ unsafe extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mu
             s.pending_r2r.clear();
             s.types.clear();
             s.module_paths.clear();
+            s.mvids.clear();
             s.info = Some(info);
             s.out = Some(out);
         }
@@ -402,6 +406,7 @@ unsafe extern "system" fn profiler_detach_succeeded(_this: *mut c_void) -> Hresu
             s.pending_r2r.clear();
             s.types.clear();
             s.module_paths.clear();
+            s.mvids.clear();
         }
         S_OK
     })
@@ -435,6 +440,12 @@ fn module_path(s: &mut State, info: Info, module: usize) -> Option<String> {
     let (path, _) = info.module_info(module)?;
     s.module_paths.insert(module, path.clone());
     Some(path)
+}
+
+/// A module's MVID, asked once per ModuleID: the identity of the file the runtime loaded, so a
+/// reader never takes an assembly of another build for it.
+fn module_mvid(s: &mut State, info: Info, module: usize) -> Option<String> {
+    s.mvids.entry(module).or_insert_with(|| info.module_mvid(module).map(|m| clrmap::capture::mvid_text(&m))).clone()
 }
 
 /// A class as the capture records it (cached per ClassID): an array of its element, or a
@@ -535,7 +546,7 @@ fn drain_r2r(s: &mut State) {
             }
             continue;
         };
-        let Some((module, base, token)) = info.function_info(fid) else { continue };
+        let Some((module, base, token, module_id)) = info.function_info(fid) else { continue };
         // Recorded already (from the function's code versions, when a later tier's JIT
         // finished before this search's code was published): once is enough.
         if !s.seen_starts.insert(start) {
@@ -545,10 +556,12 @@ fn drain_r2r(s: &mut State) {
             let rva = r2r_rva(s, &module, base, start);
             let (class_args, method_args) = type_args(s, info, fid);
             let version = next_version(s, fid);
+            let mvid = module_mvid(s, info, module_id);
             let body = Body {
                 pid: Some(s.pid),
                 function_id: fid as u64,
                 module: module.clone(),
+                mvid,
                 token,
                 start: start as u64,
                 rva,
@@ -591,10 +604,11 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
     if starts.iter().all(|start| s.seen_starts.contains(start)) {
         return;
     }
-    let Some((module, base, token)) = info.function_info(fid) else { return };
+    let Some((module, base, token, module_id)) = info.function_info(fid) else { return };
     let capture = s.out.is_some();
     let map1 = if capture { info.il_map(false, fid).ok().map(|m| raw(&m)) } else { None };
     let (class_args, method_args) = if capture { type_args(s, info, fid) } else { (Vec::new(), Vec::new()) };
+    let mvid = if capture { module_mvid(s, info, module_id) } else { None };
     for &start in &starts {
         if !s.seen_starts.insert(start) {
             continue;
@@ -616,6 +630,7 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
             pid: Some(s.pid),
             function_id: fid as u64,
             module: module.clone(),
+            mvid: mvid.clone(),
             token,
             start: start as u64,
             rva,

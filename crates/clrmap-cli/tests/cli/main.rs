@@ -22,3 +22,4 @@ mod hang;
 mod pdb_identity;
 mod dict_errors;
 mod perf_links;
+mod capture_identity;

@@ -44,6 +44,42 @@ pub struct CapturedBody {
     pub class_args: Vec<RtType>,
     /// The method's own type arguments.
     pub method_args: Vec<RtType>,
+    /// The module's MVID as the runtime loaded it, in the Module table's byte order (`None` in
+    /// captures written before it was recorded, or where it is not a GUID): an assembly at
+    /// `module_path` with another MVID is of another build, and is not used.
+    pub mvid: Option<[u8; 16]>,
+}
+
+/// A GUID's text form, from its bytes as metadata lays them out (Data1..Data3 little-endian,
+/// then Data4): `e0a56d8c-5f6a-4b3c-9d2e-0123456789ab`.
+pub fn mvid_text(mvid: &[u8; 16]) -> String {
+    let [a0, a1, a2, a3, b0, b1, c0, c1, d @ ..] = *mvid;
+    let tail: String = d.iter().skip(2).map(|b| format!("{b:02x}")).collect();
+    let [d0, d1, ..] = d;
+    format!("{a3:02x}{a2:02x}{a1:02x}{a0:02x}-{b1:02x}{b0:02x}-{c1:02x}{c0:02x}-{d0:02x}{d1:02x}-{tail}")
+}
+
+/// The bytes of a GUID's text form ([`mvid_text`]; braces and upper case accepted); `None` for
+/// anything else.
+pub fn parse_mvid(text: &str) -> Option<[u8; 16]> {
+    let text = text.trim_start_matches('{').trim_end_matches('}');
+    let groups: Vec<&str> = text.split('-').collect();
+    if groups.iter().map(|g| g.len()).collect::<Vec<_>>() != [8, 4, 4, 4, 12] {
+        return None;
+    }
+    let hex: String = groups.concat();
+    let mut b = [0u8; 16];
+    for (i, slot) in b.iter_mut().enumerate() {
+        let at = i.checked_mul(2)?;
+        *slot = u8::from_str_radix(hex.get(at..at.checked_add(2)?)?, 16).ok()?;
+    }
+    // Data1..Data3 are written most significant first; metadata stores them little-endian.
+    let [a0, a1, a2, a3, b0, b1, c0, c1, d @ ..] = b;
+    let mut out = [a3, a2, a1, a0, b1, b0, c1, c0, 0, 0, 0, 0, 0, 0, 0, 0];
+    for (o, v) in out.iter_mut().skip(8).zip(d) {
+        *o = v;
+    }
+    Some(out)
 }
 
 /// Everything whole in a capture.
@@ -185,6 +221,7 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             before_attach: l.before_attach,
             class_args: l.class_args,
             method_args: l.method_args,
+            mvid: l.mvid.as_deref().and_then(parse_mvid),
         });
     }
     if out.runtime_major.is_none() {
@@ -267,6 +304,28 @@ mod tests {
         let corelib = "{\"kind\":\"r2r\",\"function_id\":1,\"module\":\"/d/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll\",\"token\":100663297,\"start\":4096,\"rva\":4096,\"code_size\":8,\"body\":0,\"map\":[]}\n";
         assert_eq!(major(format!("{}{corelib}", header(""))), Some(3));
         assert_eq!(major(format!("{}{}", header(""), record(1, None))), None);
+    }
+
+    #[test]
+    fn the_module_mvid_is_read_and_old_captures_without_it_still_read() {
+        // The GUID text form: Data1..Data3 most significant first, stored little-endian.
+        let text = "00112233-4455-6677-8899-aabbccddeeff";
+        let bytes = [0x33, 0x22, 0x11, 0x00, 0x55, 0x44, 0x77, 0x66, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff];
+        assert_eq!(parse_mvid(text), Some(bytes));
+        assert_eq!(parse_mvid("{00112233-4455-6677-8899-AABBCCDDEEFF}"), Some(bytes));
+        assert_eq!(mvid_text(&bytes), text);
+        for bad in ["", "00112233445566778899aabbccddeeff", "0011223-34455-6677-8899-aabbccddeeff", "0011223g-4455-6677-8899-aabbccddeeff"] {
+            assert_eq!(parse_mvid(bad), None, "{bad}");
+        }
+        let with = format!("{{\"kind\":\"jit\",\"function_id\":1,\"module\":\"/a/A.dll\",\"mvid\":\"{text}\",\"token\":1,\"start\":4096,\"code_size\":8,\"body\":0,\"map\":[]}}\n");
+        let c = read_capture(format!("{HEADER}{with}{}", record(2, None)).as_bytes()).unwrap();
+        let got: Vec<Option<[u8; 16]>> = c.bodies.iter().map(|b| b.mvid).collect();
+        assert_eq!(got, [Some(bytes), None]);
+        // What the profiler writes reads back.
+        let body = Body { module: "/a/A.dll".into(), mvid: Some(mvid_text(&bytes)), token: 1, ..Body::default() };
+        let line = Record::Jit(body).to_line();
+        assert!(line.contains(&format!("\"mvid\":\"{text}\"")), "{line}");
+        assert_eq!(read_capture(format!("{HEADER}{line}").as_bytes()).unwrap().bodies[0].mvid, Some(bytes));
     }
 
     #[test]

@@ -83,10 +83,17 @@ pub fn name_captured(bodies: &mut [CapturedBody]) {
             collect(t, &mut wanted);
         }
     }
+    // The MVID each module path was recorded with: a file with another is of another build, and
+    // names nothing.
+    let recorded: HashMap<String, [u8; 16]> = bodies.iter().filter_map(|b| Some((b.module_path.clone(), b.mvid?))).collect();
+    let same_build = |path: &str, md: &Metadata<'_>| recorded.get(path).is_none_or(|want| md.mvid() == Some(*want));
     let mut infos: HashMap<(String, u32), TypeDefInfo> = HashMap::new();
     let mut files = ModuleFiles::default();
     for (module, tokens) in &wanted {
         files.with(module, |md| {
+            if !same_build(module, md) {
+                return;
+            }
             for &token in tokens {
                 if token >> 24 == 0x02 {
                     if let Some(info) = md.type_def_info(token & 0x00FF_FFFF) {
@@ -112,6 +119,9 @@ pub fn name_captured(bodies: &mut [CapturedBody]) {
     for (module, list) in by_module {
         let Some(bytes) = files.read(&module) else { continue };
         let Ok(md) = Metadata::parse(&bytes) else { continue };
+        if list.iter().filter_map(|&i| bodies.get(i)).any(|b| !same_build(&b.module_path, &md)) {
+            continue;
+        }
         // ReadyToRun code is named as the image names the body at its RVA: the image's method
         // entry carries the exact instantiation, which the runtime does not tell a profiler for
         // code shared by reference-type instantiations.

@@ -64,6 +64,11 @@ pub struct Body {
     /// The module's path, from `GetModuleInfo`.
     #[serde(default)]
     pub module: String,
+    /// The module's MVID (`GetModuleMetaData`, then `IMetaDataImport::GetScopeProps`), in the
+    /// GUID's text form (`mvid_text`): the identity of the file the runtime loaded. Absent in
+    /// captures written before it was recorded, and where the runtime did not tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mvid: Option<String>,
     /// The MethodDef token.
     #[serde(default)]
     pub token: u32,

@@ -34,6 +34,8 @@ pub struct Metadata<'a> {
     tables: Tables<'a>,
     strings: Strings<'a>,
     blobs: Blobs<'a>,
+    /// `#GUID` (empty when the metadata has none).
+    guids: &'a [u8],
     /// Enclosing TypeDef row of each TypeDef row (index = row; 0 = not nested).
     nested: Vec<u32>,
     /// Depth of TypeSpec names being rendered inside each other (cycle guard).
@@ -87,6 +89,7 @@ impl<'a> Metadata<'a> {
             tables,
             strings,
             blobs,
+            guids: root.guid.map(|g| g.as_slice()).unwrap_or_default(),
             nested,
             name_depth: Cell::new(0),
             name_work: Cell::new(0),
@@ -116,5 +119,13 @@ impl<'a> Metadata<'a> {
     /// `#Blob`.
     pub fn blobs(&self) -> Blobs<'a> {
         self.blobs
+    }
+
+    /// The module's MVID (II.22.30: the Module row's Mvid, an index into `#GUID`), as its 16
+    /// bytes lie there; `None` when the row, the index or the GUID is missing.
+    pub fn mvid(&self) -> Option<[u8; 16]> {
+        let index = self.tables.row(table::MODULE, 1).ok()?.get(2).ok()?;
+        let at = usize::try_from(index.checked_sub(1)?).ok()?.checked_mul(16)?;
+        self.guids.get(at..at.checked_add(16)?)?.try_into().ok()
     }
 }

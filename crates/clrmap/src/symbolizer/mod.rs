@@ -177,8 +177,14 @@ struct Module {
     name: Option<String>,
     path: Option<PathBuf>,
     recorded: Option<RecordedPdb>,
+    /// The MVID a capture recorded for it: only an assembly with this MVID is the module's.
+    mvid: Option<[u8; 16]>,
     lines: OnceLock<Option<Arc<ModuleLines>>>,
 }
+
+/// One file (device and inode) as the module of the source's recorded identity: paths that name
+/// it are one module only where they were recorded with one PDB id and one MVID.
+type FileKey = (u64, u64, Option<RecordedPdb>, Option<[u8; 16]>);
 
 /// Bodies indexed by address, and the line tables of their modules.
 #[derive(Debug)]
@@ -213,7 +219,7 @@ impl Symbolizer {
 
     /// Index already opened bodies. `path` is the source file (for an image: the assembly).
     pub fn from_opened(opened: OpenedSource, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
-        let OpenedSource { kind, bodies, image, warnings, runtime_major, pdbs } = opened;
+        let OpenedSource { kind, bodies, image, warnings, runtime_major, pdbs, mvids } = opened;
         let mut modules: Vec<Module> = Vec::new();
         let mut body_module = Vec::with_capacity(bodies.len());
         let mut passed = Vec::new();
@@ -237,13 +243,13 @@ impl Symbolizer {
                 None => None,
             };
             let lines = OnceLock::from(lines.map(Arc::new));
-            modules.push(Module { name, path: path.map(Path::to_owned), recorded: None, lines });
+            modules.push(Module { name, path: path.map(Path::to_owned), recorded: None, mvid: None, lines });
             body_module.resize(bodies.len(), Some(0));
         } else {
             // One module per file: by path, and paths that name the same file (links, `..`,
             // `//`) by its identity, so that a module is read and held once.
             let mut by_path: HashMap<String, usize> = HashMap::new();
-            let mut by_file: HashMap<(u64, u64, Option<RecordedPdb>), usize> = HashMap::new();
+            let mut by_file: HashMap<FileKey, usize> = HashMap::new();
             for b in &bodies {
                 let Some(p) = b.module_path.as_deref() else {
                     body_module.push(None);
@@ -253,11 +259,11 @@ impl Symbolizer {
                     Some(&i) => i,
                     None => {
                         let recorded = pdbs.get(p).cloned();
-                        let key = file_id(Path::new(p)).map(|(dev, ino)| (dev, ino, recorded.clone()));
+                        let key = file_id(Path::new(p)).map(|(dev, ino)| (dev, ino, recorded.clone(), mvids.get(p).copied()));
                         let i = match key.as_ref().and_then(|k| by_file.get(k)) {
                             Some(&i) => i,
                             None => {
-                                modules.push(Module { name: b.module.clone(), path: Some(PathBuf::from(p)), recorded, lines: OnceLock::new() });
+                                modules.push(Module { name: b.module.clone(), path: Some(PathBuf::from(p)), recorded, mvid: mvids.get(p).copied(), lines: OnceLock::new() });
                                 let i = modules.len().saturating_sub(1);
                                 if let Some(k) = key {
                                     by_file.insert(k, i);
@@ -373,8 +379,10 @@ impl Symbolizer {
                     symbols.pdb = None;
                 }
                 let mut passed = Vec::new();
-                let found = module_pdb(module, &symbols, &mut passed);
+                let mut other_builds = Vec::new();
+                let found = module_pdb(module, &symbols, &mut passed, &mut other_builds);
                 self.note(module, passed);
+                self.note_mvids(module, other_builds);
                 let found = found?;
                 let id = PortablePdb::parse(&found.bytes).ok()?.id().0;
                 // A PDB another module already holds is not kept twice.
@@ -405,6 +413,24 @@ impl Symbolizer {
         }
     }
 
+    /// Note the assemblies passed over because their MVID is not the one the capture recorded.
+    fn note_mvids(&self, module: &Module, passed: Vec<(PathBuf, [u8; 16])>) {
+        let (Some(want), false) = (module.mvid, passed.is_empty()) else { return };
+        let name = module.name.as_deref().unwrap_or("a module");
+        let mut notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (path, mvid) in passed {
+            let note = format!(
+                "{name}: {} is another build (MVID {}, not the {} the capture recorded); not used",
+                path.display(),
+                crate::capture::mvid_text(&mvid),
+                crate::capture::mvid_text(&want)
+            );
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+    }
+
     /// What was passed over so far while finding the PDBs of the modules hit: each assembly or
     /// PDB of another build than the module's (one line each, for a user who wonders why an
     /// address has no line). Modules are looked up when an address in them is first answered.
@@ -422,8 +448,10 @@ fn assembly_candidates<'a>(module: &'a Module, symbols: &'a SymbolPaths) -> impl
 
 /// The PDB of a module of a trace or capture. Without a recorded id, the first assembly found
 /// decides (its CodeView entry names the PDB). With one, an assembly of another build is passed
-/// over, and the PDB is also looked for without any assembly ([`find_recorded_pdb`]).
-fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOver>) -> Option<FoundPdb> {
+/// over, and the PDB is also looked for without any assembly ([`find_recorded_pdb`]). With a
+/// recorded MVID (a capture's), only an assembly with that MVID is the module's: one of another
+/// build is passed over (noted in `other_builds`), and without the right one there are no lines.
+fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOver>, other_builds: &mut Vec<(PathBuf, [u8; 16])>) -> Option<FoundPdb> {
     for path in assembly_candidates(module, symbols) {
         // With a recorded id, a file of another build is passed over from its headers alone.
         let bytes = match &module.recorded {
@@ -432,6 +460,17 @@ fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOve
         };
         let Some(bytes) = bytes else { continue };
         let Ok(image) = PeImage::parse(&bytes) else { continue };
+        if let Some(want) = module.mvid {
+            match crate::metadata::Metadata::from_pe(&image).ok().and_then(|md| md.mvid()) {
+                Some(mvid) if mvid == want => {}
+                Some(mvid) => {
+                    other_builds.push((path, mvid));
+                    continue;
+                }
+                None => continue,
+            }
+            return locate_pdb_noting(&image, Some(&path), symbols, passed).ok().flatten();
+        }
         let found = locate_pdb_noting(&image, Some(&path), symbols, passed).ok().flatten();
         if found.is_some() || module.recorded.is_none() {
             return found;

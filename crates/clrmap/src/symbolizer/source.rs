@@ -52,6 +52,10 @@ pub struct OpenedSource {
     /// For a trace (or a snapshot of a process): the PDB each module's image named, by module
     /// path ([`RecordedPdbs`]). Empty for other sources.
     pub pdbs: RecordedPdbs,
+    /// For a capture: the MVID of each module the runtime loaded, by module path, as the
+    /// profiler recorded it. An assembly with another MVID is of another build: the
+    /// [`Symbolizer`](super::Symbolizer) takes no lines from it. Empty for other sources.
+    pub mvids: HashMap<String, [u8; 16]>,
 }
 
 /// For a trace: the PDB each module's image named, by the module path its bodies carry
@@ -68,7 +72,7 @@ pub fn read_trace<R: Read>(reader: R) -> Result<OpenedSource, Error> {
         runtime_major = runtime_major.or_else(|| crate::nettrace::runtime_information(e).and_then(|r| r.major()));
         note_recorded_pdb(e, &mut pdbs);
     })?;
-    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs })
+    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: HashMap::new() })
 }
 
 /// Keep the module path and PDB id of a module load event (see [`RecordedPdbs`]); other events
@@ -129,10 +133,12 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         let capture = crate::capture::read_capture(&bytes).map_err(input)?;
         let warnings: Vec<Error> = capture.warning.into_iter().collect();
         let mut captured = capture.bodies;
-        // Names come from each module's own metadata (crate::capture::name_captured).
+        // Names come from each module's own metadata, never from an assembly of another build
+        // (crate::capture::name_captured).
         crate::capture::name_captured(&mut captured);
+        let mvids: HashMap<String, [u8; 16]> = captured.iter().filter_map(|c| Some((c.module_path.clone(), c.mvid?))).collect();
         let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
-        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs: HashMap::new() });
+        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs: HashMap::new(), mvids });
     }
     if bytes.starts_with(b"MZ") {
         let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
@@ -146,7 +152,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
                 }
             }
         }
-        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None, pdbs: HashMap::new() });
+        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None, pdbs: HashMap::new(), mvids: HashMap::new() });
     }
     Err(OpenError::Unrecognized { path: path.to_owned() })
 }
