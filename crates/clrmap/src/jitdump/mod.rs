@@ -28,6 +28,8 @@
 //! functions.
 
 pub mod build;
+#[doc(hidden)]
+pub mod fuzzcheck;
 pub mod read;
 
 use crate::symbolizer::LineRow;

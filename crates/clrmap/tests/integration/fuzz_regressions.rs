@@ -110,3 +110,15 @@ fn capture_inputs() {
     // The `capture` target's own checks (`clrmap::capture::fuzz_check`), on stable.
     replay("capture", clrmap::capture::fuzz_check);
 }
+
+#[test]
+fn jitdump_inputs() {
+    // The `jitdump` target's own checks (`clrmap::jitdump::fuzzcheck::fuzz_check`), on stable;
+    // the seeds are a jitdump clrmap wrote for examples/frames.nettrace, whole and torn.
+    replay("jitdump", clrmap::jitdump::fuzzcheck::fuzz_check);
+    // And every cut of the whole seed: a torn tail keeps every whole record, by both readers.
+    let whole = std::fs::read(repo_root().join("fuzz/seeds/jitdump/frames-six-records.dump")).unwrap();
+    for cut in 0..=whole.len() {
+        clrmap::jitdump::fuzzcheck::fuzz_check(&whole[..cut]);
+    }
+}
