@@ -422,8 +422,8 @@ impl Symbolizer {
             let note = format!(
                 "{name}: {} is another build (MVID {}, not the {} the capture recorded); not used",
                 path.display(),
-                crate::capture::mvid_text(&mvid),
-                crate::capture::mvid_text(&want)
+                crate::metadata::mvid_text(&mvid),
+                crate::metadata::mvid_text(&want)
             );
             if !notes.contains(&note) {
                 notes.push(note);
