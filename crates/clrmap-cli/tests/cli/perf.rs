@@ -165,6 +165,11 @@ fn profile_hot<'c>(cmd: &'c mut Command, perf_dir: Option<&Path>, cap: Option<&P
 /// program (see `profile_hot`).
 fn perf_record_profile(data: &Path, perf_dir: Option<&Path>, cap: Option<&Path>, dn: &Path) -> Command {
     let mut cmd = Command::new("perf");
+    // As docs/perf.md says to run it: with W^X on (8.0's default), a sample that falls in the
+    // runtime's `memfd:doublemapper` stubs kills perf 6.1's srcline report ("addr2line
+    // /memfd:doublemapper (deleted): could not read first record", then SIGPIPE, status 141;
+    // seen in CI on 0.02% of one run's samples). 3.1 has no W^X and ignores it.
+    cmd.env("DOTNET_EnableWriteXorExecute", "0");
     cmd.args(["record", "-k", "1", "-g", "-e", "cpu-clock", "-o"]).arg(data).arg("--").arg(env!("CARGO_BIN_EXE_clrmap"));
     profile_hot(&mut cmd, perf_dir, cap, dn, "3");
     cmd
