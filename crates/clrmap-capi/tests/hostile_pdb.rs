@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects, unsafe_code)]
 
 use std::ffi::CString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -15,17 +15,8 @@ use clrmap::pdb::writer::PdbWriter;
 use clrmap::pe::PeImage;
 use clrmap_capi::*;
 
-const CORELIBS: [&str; 2] = [
-    "3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll",
-    "8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll",
-];
-
-fn dotnet_file(rel: &str) -> PathBuf {
-    let home = std::env::var("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.dotnet"));
-    let p = home.join(rel);
-    assert!(p.is_file(), "{} is missing: run scripts/install-dotnet.sh", p.display());
-    p
-}
+mod support;
+use support::{dotnet_file, CORELIBS};
 
 /// In the child: open the image both ways; both must succeed.
 fn open_both(path: &str) {

@@ -299,18 +299,8 @@ impl Info {
         if hr != S_OK {
             return None;
         }
-        let mut base: *const u8 = std::ptr::null();
-        let mut name = vec![0u16; 1024];
-        let mut len = 0u32;
-        let mut assembly = 0usize;
-        // SAFETY: the buffer holds `name.len()` UTF-16 units; the rest are out-pointers to locals.
-        let hr = unsafe { (self.vtbl().get_module_info)(self.this(), module, &mut base, name.len() as u32, &mut len, name.as_mut_ptr(), &mut assembly) };
-        if hr != S_OK {
-            return None;
-        }
-        let n = (len as usize).min(name.len());
-        let path = String::from_utf16_lossy(name.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned();
-        Some((path, base as usize, token, module))
+        let (path, base) = self.module_info(module)?;
+        Some((path, base, token, module))
     }
 
     /// A module's path (GetModuleInfo) and base address.
