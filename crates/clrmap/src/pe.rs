@@ -30,6 +30,16 @@ const _: () = assert!(core::mem::size_of::<ImageCor20Header>() == COR20_SIZE as 
 /// A debug directory entry's size (PE/COFF "Debug Directory": 28 bytes), checked likewise.
 const DEBUG_ENTRY_SIZE: usize = 28;
 const _: () = assert!(core::mem::size_of::<ImageDebugDirectory>() == DEBUG_ENTRY_SIZE);
+/// Every `object` struct read from an image's bytes must read at any offset: with the
+/// `unaligned` feature their alignment is 1 (a build without it fails here, not on real files).
+const _ALIGN_ONE: () = assert!(
+    core::mem::align_of::<ImageDebugDirectory>() == 1
+        && core::mem::align_of::<ImageCor20Header>() == 1
+        && core::mem::align_of::<ImageDosHeader>() == 1
+        && core::mem::align_of::<ImageNtHeaders32>() == 1
+        && core::mem::align_of::<ImageNtHeaders64>() == 1
+        && core::mem::align_of::<object::pe::ImageSectionHeader>() == 1
+);
 
 impl From<&ImageDataDirectory> for Directory {
     fn from(dir: &ImageDataDirectory) -> Self {
@@ -172,8 +182,8 @@ impl<'a> PeImage<'a> {
     /// Its `cb` is not checked: every field clrmap reads is inside the fixed 72 bytes.
     fn read_cor20(&self, rva: u32) -> Result<Cor20Header> {
         let r = self.reader_at(rva, COR20_SIZE)?;
-        // `from_bytes` fails only on a short slice, which `reader_at` has ruled out; the
-        // fields are byte arrays, so there is no alignment to fail on.
+        // `from_bytes` fails only on a short slice, which `reader_at` has ruled out; with
+        // `object`'s `unaligned` feature there is no alignment to fail on (`_ALIGN_ONE`).
         let (h, _) = object::pod::from_bytes::<ImageCor20Header>(r.as_slice()).map_err(|()| bad(r.offset(), "a 72-byte CLI header"))?;
         Ok(Cor20Header {
             major_runtime_version: h.major_runtime_version.get(LE),
@@ -250,8 +260,10 @@ impl<'a> PeImage<'a> {
         }
         let r = self.reader_at(self.debug.rva, self.debug.size)?;
         // Whole 28-byte entries only: a partial one at the end is not read. The count is bounded
-        // by the directory's bytes, which are in the file; the fields are byte arrays, so
-        // `slice_from_bytes` has no alignment to fail on.
+        // by the directory's bytes, which are in the file. Neither the PE/COFF spec nor .NET's
+        // reader asks the directory to be aligned (real images put it at 0x872), so `object` is
+        // built with its `unaligned` feature: its integer fields are byte arrays, of alignment 1,
+        // and `slice_from_bytes` reads at any offset (issue 26; `_ALIGN_ONE` below holds it).
         let count = r.len() / DEBUG_ENTRY_SIZE;
         let (entries, _) = object::pod::slice_from_bytes::<ImageDebugDirectory>(r.as_slice(), count)
             .map_err(|()| bad(r.offset(), "whole debug directory entries"))?;
@@ -277,27 +289,45 @@ impl<'a> PeImage<'a> {
         r.split(entry.size as usize, "debug data inside the file").map_err(|e| e.with_kind(ErrorKind::BadImage))
     }
 
-    /// The first CodeView `RSDS` entry, if any (PE-COFF.md). A malformed one is `bad_image`.
+    /// The CodeView `RSDS` entry that names the image's PDB (PE-COFF.md, "CodeView Debug
+    /// Directory Entry"): the first *portable* one (MinorVersion `0x504D`), wherever it stands,
+    /// as System.Reflection.Metadata's `PEReader.TryOpenAssociatedPortablePdb` chooses it. The
+    /// kind is the entry's version, not its position: a ReadyToRun framework assembly built on
+    /// Windows has a Windows `.ni.pdb` entry first and the portable one second (issue 26).
+    ///
+    /// With no portable entry, the first well-formed Windows one, so that a caller can say the
+    /// image names a Windows (MSF) PDB ([`CodeView::is_portable`] tells them apart). A malformed
+    /// portable entry is `bad_image`; a malformed Windows one is passed over.
     pub fn codeview(&self) -> Result<Option<CodeView<'a>>> {
+        let mut windows = None;
         for entry in self.debug_entries()? {
             if entry.kind != DEBUG_TYPE_CODEVIEW {
                 continue;
             }
-            let mut r = self.debug_data(&entry)?;
-            let at = r.offset();
-            // 'RSDS', Guid (16), Age (u32), Path (UTF-8, NUL-terminated).
-            if r.u32("the CodeView signature RSDS")? != 0x5344_5352 {
-                return Err(bad(at, "the CodeView signature RSDS"));
+            if entry.minor == PORTABLE_CODEVIEW_MINOR {
+                return self.read_codeview(entry).map(Some);
             }
-            let guid = r.array::<16>("the PDB GUID")?;
-            let age = r.u32("the PDB age")?;
-            let path_at = r.offset();
-            let rest = r.as_slice();
-            let len = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-            let path = core::str::from_utf8(rest.get(..len).unwrap_or(&[])).map_err(|_| bad(path_at, "a UTF-8 PDB path"))?;
-            return Ok(Some(CodeView { entry, guid, age, path }));
+            if windows.is_none() {
+                windows = self.read_codeview(entry).ok();
+            }
         }
-        Ok(None)
+        Ok(windows)
+    }
+
+    /// One CodeView entry's data: 'RSDS', Guid (16), Age (u32), Path (UTF-8, NUL-terminated).
+    fn read_codeview(&self, entry: DebugEntry) -> Result<CodeView<'a>> {
+        let mut r = self.debug_data(&entry)?;
+        let at = r.offset();
+        if r.u32("the CodeView signature RSDS")? != 0x5344_5352 {
+            return Err(bad(at, "the CodeView signature RSDS"));
+        }
+        let guid = r.array::<16>("the PDB GUID")?;
+        let age = r.u32("the PDB age")?;
+        let path_at = r.offset();
+        let rest = r.as_slice();
+        let len = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        let path = core::str::from_utf8(rest.get(..len).unwrap_or(&[])).map_err(|_| bad(path_at, "a UTF-8 PDB path"))?;
+        Ok(CodeView { entry, guid, age, path })
     }
 
     /// The sections: (name, virtual address, virtual size, file offset, file size).

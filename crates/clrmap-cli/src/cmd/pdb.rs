@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use clrmap::metadata::Metadata;
 use clrmap::pdb::embedded::inflated;
-use clrmap::pdb::locate::{open_pdb_with, PdbOrigin, SymbolPaths};
+use clrmap::pdb::locate::{explain_missing_pdb, open_pdb_with, PdbOrigin, SymbolPaths};
+use clrmap::symbolizer::OpenError;
+use clrmap::ErrorKind;
 use clrmap::pdb::{name_budget, point_budget, DocumentNames, PortablePdb, SequencePoint};
 
 use crate::args::name_matches;
@@ -164,7 +166,19 @@ impl Budget {
 }
 
 fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, assembly: Option<&std::path::Path>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let opened = open_pdb_with(file, &symbols, assembly).map_err(open_error)?;
+    let opened = open_pdb_with(file, &symbols, assembly).map_err(|e| match e {
+        // No PDB for an assembly: say why (issue 26), from the library's own account.
+        OpenError::Input { error, .. } if error.kind == ErrorKind::NotFound => {
+            let why = explain_missing_pdb(file, &symbols);
+            let note = why.iter().map(|w| format!("note: {}", crate::output::Text(w))).collect::<Vec<_>>().join("\n");
+            if note.is_empty() {
+                CliError::input(error)
+            } else {
+                CliError::Noted { error, note }
+            }
+        }
+        e => open_error(e),
+    })?;
     // FILE is a PDB exactly when it is its own origin.
     let file_is_pdb = matches!(&opened.pdb.origin, PdbOrigin::Explicit(p) if p == file);
     if assembly.is_some() && !file_is_pdb {

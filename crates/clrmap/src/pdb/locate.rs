@@ -109,17 +109,17 @@ fn read_candidate(path: &Path) -> Option<Vec<u8>> {
 /// A candidate PDB's bytes, read whole only once its header's id passes `check` (a few KiB read
 /// first, so a huge file of another build, or a sparse one, costs nothing). A portable PDB whose
 /// id fails the check is noted in `passed`.
-fn read_candidate_pdb(path: &Path, check: impl Fn(&super::PdbId) -> bool, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
+fn read_candidate_pdb(path: &Path, wanted: [u8; 16], check: impl Fn(&super::PdbId) -> bool, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
     let mut file = crate::fs::open_regular(path).ok()?;
     let id = super::peek_id(&mut file)?;
     if !check(&id) {
-        passed.push(PassedOver { path: path.to_owned(), guid: id.guid() });
+        passed.push(PassedOver { path: path.to_owned(), guid: id.guid(), wanted });
         return None;
     }
     read_candidate(path)
 }
 
-/// The GUID of the first CodeView entry of the PE image in `file`, read from its headers, its
+/// The GUID of the portable CodeView entry of the PE image in `file`, read from its headers, its
 /// debug directory and the entry's first bytes alone: a few KiB, whatever the file's size.
 /// `None` when the file is not a PE image with a CodeView `RSDS` entry, or cannot be read. A
 /// candidate assembly is checked this way before it is read whole.
@@ -173,10 +173,12 @@ pub fn peek_codeview_guid<F: std::io::Read + std::io::Seek>(file: &mut F) -> Opt
     let entries = read_at(file, debug_file, whole.checked_sub(whole.checked_rem(28)?)?)?;
     let data = entries.chunks_exact(28).find_map(|e| {
         let mut r = Reader::new(e, 0);
-        r.skip(12, "Characteristics, TimeDateStamp, versions").ok()?;
+        r.skip(10, "Characteristics, TimeDateStamp, MajorVersion").ok()?;
+        let minor = r.u16("MinorVersion").ok()?;
         let kind = r.u32("Type").ok()?;
         r.skip(8, "SizeOfData, AddressOfRawData").ok()?;
-        (kind == 2).then(|| r.u32("PointerToRawData").ok()).flatten()
+        // The portable CodeView entry, wherever it stands (`PeImage::codeview`'s rule).
+        (kind == crate::pe::DEBUG_TYPE_CODEVIEW && minor == crate::pe::PORTABLE_CODEVIEW_MINOR).then(|| r.u32("PointerToRawData").ok()).flatten()
     })?;
     let cv = read_at(file, u64::from(data), 20)?;
     let mut r = Reader::new(&cv, 0);
@@ -193,7 +195,7 @@ pub fn read_candidate_assembly(path: &Path, guid: &[u8; 16], passed: &mut Vec<Pa
     let mut file = crate::fs::open_regular(path).ok()?;
     let found = peek_codeview_guid(&mut file)?;
     if &found != guid {
-        passed.push(PassedOver { path: path.to_owned(), guid: found });
+        passed.push(PassedOver { path: path.to_owned(), guid: found, wanted: *guid });
         return None;
     }
     read_candidate(path)
@@ -207,12 +209,19 @@ pub struct PassedOver {
     pub path: PathBuf,
     /// The PDB GUID it has (a PDB's id, or an assembly's CodeView entry), in GUID byte order.
     pub guid: [u8; 16],
+    /// The PDB GUID that was looked for (the assembly's CodeView entry, or the recording's).
+    pub wanted: [u8; 16],
 }
 
 impl PassedOver {
     /// The GUID as the symbol-server key writes it (32 upper-case hex digits).
     pub fn guid_hex(&self) -> String {
         guid_hex(&self.guid)
+    }
+
+    /// What a user is told about it: the file, the id it has and the id that was wanted.
+    pub fn note(&self) -> String {
+        format!("{} is another build (PDB GUID {}, not the {} wanted); not used", self.path.display(), self.guid_hex(), guid_hex(&self.wanted))
     }
 }
 
@@ -309,13 +318,58 @@ pub fn locate_pdb_noting(image: &PeImage<'_>, assembly_path: Option<&Path>, path
     }
     let beside = usize::from(assembly_path.and_then(Path::parent).is_some());
     for (i, path) in candidates.into_iter().enumerate() {
-        let Some(bytes) = read_candidate_pdb(&path, |id| id.0 == want, passed) else { continue };
+        let Some(bytes) = read_candidate_pdb(&path, cv.guid, |id| id.0 == want, passed) else { continue };
         if matches(&bytes, &want).unwrap_or(false) {
             let origin = if i < beside { PdbOrigin::BesideAssembly(path) } else { PdbOrigin::SymbolPath(path) };
             return Ok(Some(FoundPdb { bytes, origin }));
         }
     }
     Ok(None)
+}
+
+/// Why an image's PDB was not found, one line each, for a user who wonders why there are no
+/// lines (issue 26): the image names no PDB, or only a Windows (MSF) PDB, which clrmap does not
+/// read; a name that is not a plain file name; each file passed over as another build, with both
+/// ids; and otherwise where the PDB was looked for.
+pub fn why_no_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths, passed: &[PassedOver]) -> Vec<String> {
+    let cv = match image.codeview() {
+        Ok(Some(cv)) => cv,
+        Ok(None) => return vec!["the assembly names no PDB: it has no CodeView debug entry and no embedded PDB".to_owned()],
+        Err(e) => return vec![format!("the assembly's debug directory cannot be read: {}{}: {}", e.kind, e.location, e.message())],
+    };
+    if !cv.is_portable() {
+        return vec![format!(
+            "the assembly names only a Windows PDB, {} (GUID {}, age {}), which clrmap does not read: it reads portable PDBs",
+            cv.path,
+            guid_hex(&cv.guid),
+            cv.age
+        )];
+    }
+    let name = cv.file_name();
+    if !plain_name(name) {
+        return vec![format!("the assembly's CodeView entry names {:?}, which is not a file name", cv.path)];
+    }
+    let mut why: Vec<String> = passed.iter().map(PassedOver::note).collect();
+    let mut places: Vec<String> = assembly_path.and_then(Path::parent).map(|d| d.join(name).display().to_string()).into_iter().collect();
+    places.extend(paths.dirs.iter().map(|d| format!("{} (flat and by key)", d.join(name).display())));
+    if places.is_empty() {
+        why.push(format!("{name} (PDB GUID {}) was looked for nowhere: give --pdb or --symbol-path", guid_hex(&cv.guid)));
+    } else {
+        why.push(format!("{name} (PDB GUID {}) was looked for at {}", guid_hex(&cv.guid), places.join(", ")));
+    }
+    why
+}
+
+/// [`why_no_pdb`] for the assembly at `path`, read again (a failure path only); nothing when it
+/// cannot be read or parsed, which its own error already says.
+pub fn explain_missing_pdb(path: &Path, paths: &SymbolPaths) -> Vec<String> {
+    let Ok(bytes) = read_regular(path, MAX_FILE) else { return Vec::new() };
+    let Ok(image) = PeImage::parse(&bytes) else { return Vec::new() };
+    let mut passed = Vec::new();
+    match locate_pdb_noting(&image, Some(path), paths, &mut passed) {
+        Ok(None) => why_no_pdb(&image, Some(path), paths, &passed),
+        _ => Vec::new(),
+    }
 }
 
 /// The symbol-server directories under `dir/name` whose key starts with `guid` (32 hex digits,
@@ -390,7 +444,7 @@ pub fn find_recorded_pdb_noting(recorded: &RecordedPdb, module_path: Option<&Pat
         return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Explicit(explicit.clone()) }));
     }
     for (path, origin) in recorded_candidates(recorded, module_path, paths) {
-        let Some(bytes) = read_candidate_pdb(&path, |id| id.guid() == recorded.guid, passed) else { continue };
+        let Some(bytes) = read_candidate_pdb(&path, recorded.guid, |id| id.guid() == recorded.guid, passed) else { continue };
         if guid_matches(&bytes, &recorded.guid) {
             return Ok(Some(FoundPdb { bytes, origin: origin(path) }));
         }

@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
 use crate::fs::{file_id, read_input};
-use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, read_candidate_assembly, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
+use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, read_candidate_assembly, why_no_pdb, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind};
@@ -223,6 +223,8 @@ impl Symbolizer {
         let mut modules: Vec<Module> = Vec::new();
         let mut body_module = Vec::with_capacity(bodies.len());
         let mut passed = Vec::new();
+        // Why the one image of an image source has no PDB (notes for the user).
+        let mut why = Vec::new();
         let mut explicit_guid = None;
         if let Some(bytes) = image {
             // One module: the image itself. Its lines are loaded now, so a PDB the user named
@@ -240,7 +242,10 @@ impl Symbolizer {
                     let located = |error| if embedded { crate::pdb::embedded::inflated(error) } else { error };
                     Some(ModuleLines::new(found.bytes).map_err(|error| OpenError::Input { path: at, error: located(error) })?)
                 }
-                None => None,
+                None => {
+                    why = why_no_pdb(&image, path, &options.symbols, &passed);
+                    None
+                }
             };
             let lines = OnceLock::from(lines.map(Arc::new));
             modules.push(Module { name, path: path.map(Path::to_owned), recorded: None, mvid: None, lines });
@@ -282,8 +287,10 @@ impl Symbolizer {
             }
         }
         let sym = Symbolizer { explicit_guid, kind, store: MapStore::new(bodies), modules, body_module, options, warnings, by_pdb: Mutex::new(HashMap::new()), notes: Mutex::new(Vec::new()), runtime_major };
-        if let Some(image) = sym.modules.first().filter(|_| sym.kind == SourceKind::ReadyToRun) {
-            sym.note(image, passed);
+        if let Some(image) = sym.modules.first() {
+            let name = image.name.as_deref().unwrap_or("the image");
+            let mut notes = sym.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            notes.extend(why.into_iter().map(|w| format!("{name}: {w}")));
         }
         Ok(sym)
     }

@@ -1,0 +1,48 @@
+//! `clrmap stacktrace`: printed exceptions and stack traces in, the same text out, with each
+//! `in MODULE:token 0x..+0x..` frame whose PDB is found turned into `in FILE:line N` (contract
+//! §6, docs/stacktrace.md).
+
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+
+use clrmap::stacktrace::{Options, Rewriter};
+
+use crate::output::{CliError, Text};
+
+/// `clrmap stacktrace [FILE]`
+#[derive(Debug, Args)]
+pub struct StacktraceArgs {
+    /// The text to read: an exception or stack trace as .NET prints it, alone or inside a log.
+    /// Without it, stdin is read (and each line is written as soon as it is complete).
+    pub file: Option<PathBuf>,
+    /// A directory to look for PDBs in (repeatable, searched in order): the module's assembly
+    /// (`DIR/Shop.dll`, whose own PDB is then used: embedded, beside it, or in a symbol
+    /// directory, only if its id matches the assembly), else `DIR/Shop.pdb` by name.
+    #[arg(long = "symbol-path", value_name = "DIR")]
+    pub symbol_path: Vec<PathBuf>,
+    /// A portable PDB to use for the module of the same name (`Shop.pdb` for `Shop.dll` or
+    /// `Shop.exe`), before any --symbol-path (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub pdb: Vec<PathBuf>,
+}
+
+/// Run it. A PDB that is found but cannot be used is named on stderr and its frames are left as
+/// printed; the exit status stays 0 (the output is the whole text). A FILE or --pdb that cannot
+/// be read is an error (status 1).
+pub fn run(a: StacktraceArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let mut rewriter = Rewriter::new(Options { dirs: a.symbol_path, pdbs: a.pdb }).map_err(crate::open::open_error)?;
+    let mut notice = |n: clrmap::stacktrace::Notice| eprintln!("warning: {}", Text(&n.to_string()));
+    match a.file {
+        Some(path) => {
+            let file = clrmap::fs::open_input(&path).map_err(crate::open::open_error)?;
+            rewriter.rewrite(BufReader::with_capacity(64 * 1024, file), out, &mut notice).map_err(CliError::Io)?;
+        }
+        None => {
+            let stdin = std::io::stdin();
+            rewriter.rewrite(stdin.lock(), out, &mut notice).map_err(CliError::Io)?;
+        }
+    }
+    Ok(())
+}
