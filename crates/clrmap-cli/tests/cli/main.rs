@@ -23,3 +23,4 @@ mod pdb_identity;
 mod dict_errors;
 mod perf_links;
 mod capture_identity;
+mod debug_layouts;
