@@ -50,6 +50,15 @@ enum Command {
     /// Example: `echo 0x7F8CE5225927 | clrmap symbolize examples/frames.nettrace --symbol-path tests/fixtures/frames/debug-embedded --return-address`
     #[command(verbatim_doc_comment)]
     Symbolize(cmd::symbolize::SymbolizeArgs),
+    /// Printed .NET exceptions and stack traces in, the same text out, with each frame printed
+    /// without its PDB (`in Shop.dll:token 0x6000004+0x1b`, .NET 8 with the
+    /// Switch.System.Diagnostics.StackTrace.ShowILOffsets switch) turned into the file and line
+    /// the runtime prints with the PDB (`in /_/src/Shop.cs:line 36`). Every other byte is kept.
+    ///
+    /// Example: `clrmap stacktrace crash.log --symbol-path build/pdbs > crash-with-lines.log`
+    /// or `kubectl logs shop | clrmap stacktrace --symbol-path build/pdbs`
+    #[command(verbatim_doc_comment)]
+    Stacktrace(cmd::stacktrace::StacktraceArgs),
     /// EventPipe traces: event statistics, and `collect` from a running process.
     #[command(subcommand)]
     Trace(TraceGroup),
@@ -101,6 +110,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Ps(a) => cmd::diag::ps(&a, out).map_err(CliError::Io),
         Command::Pdb(c) => cmd::pdb::run(c, out),
         Command::Symbolize(a) => cmd::symbolize::run(a, out),
+        Command::Stacktrace(a) => cmd::stacktrace::run(a, out),
         Command::Perf(c) => cmd::perf::run(c, out),
     }
 }

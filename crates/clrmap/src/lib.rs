@@ -37,6 +37,7 @@ pub mod pe;
 pub mod r2r;
 pub mod read;
 pub mod signature;
+pub mod stacktrace;
 pub mod symbolizer;
 
 pub use read::{Error, ErrorKind, Result};

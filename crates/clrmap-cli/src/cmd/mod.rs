@@ -8,5 +8,6 @@ pub mod profile;
 pub mod trace;
 pub mod pdb;
 pub mod symbolize;
+pub mod stacktrace;
 pub mod perf;
 pub mod diag;
