@@ -29,6 +29,7 @@ pub mod diag;
 pub mod fs;
 pub mod gdmap;
 pub mod ilmap;
+pub mod inlines;
 pub mod jitdump;
 pub mod metadata;
 pub mod nettrace;

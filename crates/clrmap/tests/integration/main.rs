@@ -24,3 +24,4 @@ mod spec_errors;
 mod pdb_identity;
 mod bodies;
 mod diag_deadlines;
+mod inlines;

@@ -1,0 +1,357 @@
+//! The inline tree as a parent relation, its checks, and the chain query.
+//!
+//! The wire gives each node a first `Child` and a next `Sibling` (ordinals, 0 = none:
+//! cordebuginfo.h `InlineTreeNode`). Readers want the other direction: from the code's inline
+//! context up to the physical method. So the links are turned into one parent per node, and every
+//! fault that would make that relation something other than a forest is an error here, once, at
+//! parse time: after that, no query can loop.
+
+use super::blob::{read_blob, Blob};
+use super::raw::{MAPPING_INLINEE_AT, NODE_CHILD_AT, NODE_SIBLING_AT};
+use crate::read::{Error, ErrorKind, Reader, Result};
+
+/// The deepest inline nesting accepted (levels below the root). The JIT stops inlining far sooner
+/// (`DEFAULT_MAX_INLINE_DEPTH` is 20 in dotnet/runtime's `src/coreclr/jit/inline.h`); this bound
+/// makes every chain cheap even on hostile input, and matches the contract's limit for nested
+/// types (§2: deeper than 100 is `too_deep`).
+pub const MAX_INLINE_DEPTH: u32 = 100;
+
+/// A node's parent, as far as the tree says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Parent {
+    /// Node 0 itself: the physical method, which has no parent.
+    Root,
+    /// The node with this index: the method whose IL holds the call at the node's `il_offset`.
+    Node(u32),
+    /// Not reachable from node 0 (dotnet/runtime#98755: the JIT wrote `Child` or `Sibling` 0 where
+    /// the next context was a failed inline), and not recovered (see
+    /// [`InlineTree::recover_parents`]). Never guessed.
+    Unknown,
+}
+
+/// One inline context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineNode {
+    /// The method (the runtime's MethodDesc, the MethodID of method events; name it through
+    /// [`super::MethodDetails`]).
+    pub method_id: u64,
+    /// The IL offset of the call instruction in the parent's method (`0xFFFFFFFF` on node 0).
+    pub il_offset: u32,
+    /// The parent.
+    pub parent: Parent,
+}
+
+/// One rich mapping: from `native_offset` on (up to the next mapping, clipped by the flat map's
+/// boundaries: mappings are points, not ranges), the code belongs to node `inlinee` at IL offset
+/// `il_offset` of that node's method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RichMapping {
+    /// Native offset from the body's start.
+    pub native_offset: u32,
+    /// The node (inline context); 0 is the physical method.
+    pub inlinee: u32,
+    /// The IL offset in the inlinee's method.
+    pub il_offset: u32,
+    /// `ICorDebugInfo::SourceTypes` bits (1 sequence point, 2 stack empty, 4 call site,
+    /// 0x10 call instruction).
+    pub source: u8,
+}
+
+/// One step of a chain: a node and the IL offset in its method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainStep {
+    /// The node's index.
+    pub node: u32,
+    /// The node's method (MethodID).
+    pub method_id: u64,
+    /// For the innermost step, the mapping's IL offset; for each outer step, the call site of
+    /// the step before it (the child's `il_offset`).
+    pub il_offset: u32,
+}
+
+/// The inline chain at one native offset, innermost first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chain {
+    /// Innermost inlinee first; node 0 (the physical method, at the outermost call site) last,
+    /// unless `parent_unknown`.
+    pub steps: Vec<ChainStep>,
+    /// The last step's node has [`Parent::Unknown`]: the chain stops there, short of node 0.
+    pub parent_unknown: bool,
+}
+
+impl Chain {
+    /// No inlined code here: the flat IL-to-native map rules.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
+/// One body's inline tree and rich mappings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InlineTree {
+    nodes: Vec<InlineNode>,
+    /// Sorted by native offset; ties keep the runtime's order (the later one is the code that
+    /// follows).
+    mappings: Vec<RichMapping>,
+    /// For a node whose parent is unknown: the first node of its sibling run (all of a run share
+    /// one parent, so recovering the first recovers the run). `u32::MAX` elsewhere.
+    run_head: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl InlineTree {
+    /// Decode a reassembled blob (docs/rich-debug-info.md §2) and check it. Every fault is an
+    /// error with the absolute offset of the field at fault (the reader's offsets):
+    /// - `bad_debug_info`: counts whose records do not fit (at the count), bytes after the last
+    ///   mapping, no node at all (at the node count), a `Child`, `Sibling` or `Inlinee` ordinal
+    ///   ≥ the node count (at that field), a root with a sibling, two links to one node (at the
+    ///   second link, in node order), and a cycle (at the link into its lowest node);
+    /// - `too_deep`: a node more than [`MAX_INLINE_DEPTH`] levels below the first node of its
+    ///   tree (at the link into it).
+    pub fn parse(blob: Reader<'_>) -> Result<InlineTree> {
+        let head = blob;
+        let Blob { nodes: raw, mappings: raw_maps } = read_blob(blob)?;
+        let n = raw.len();
+        if n == 0 {
+            // The JIT always reports its root context (a tier-0 body has a lone root).
+            return Err(head.error(ErrorKind::BadDebugInfo, "an inline tree with its root node"));
+        }
+        let bad = |at: u64, what: &'static str| Error::new(ErrorKind::BadDebugInfo, at, what);
+        // Ordinals in range, and at most one link into each node. `incoming[i]` is the offset of
+        // the one field that links to i (for errors about i).
+        let mut incoming: Vec<u64> = vec![u64::MAX; n];
+        for (at, node) in &raw {
+            for (link, field, what) in [
+                (node.child, at.saturating_add(NODE_CHILD_AT), "a Child ordinal below the node count"),
+                (node.sibling, at.saturating_add(NODE_SIBLING_AT), "a Sibling ordinal below the node count"),
+            ] {
+                if link == 0 {
+                    continue;
+                }
+                let slot = incoming.get_mut(link as usize).ok_or_else(|| bad(field, what))?;
+                if *slot != u64::MAX {
+                    return Err(bad(field, "one link into each inline tree node"));
+                }
+                *slot = field;
+            }
+        }
+        if let Some((at, root)) = raw.first() {
+            if root.sibling != 0 {
+                return Err(bad(at.saturating_add(NODE_SIBLING_AT), "a root node without a sibling"));
+            }
+        }
+        // Parents and depths by walking from each node no link reaches: node 0 first, then the
+        // heads of the pieces #98755 cut off. Each node has at most one link into it, so each is
+        // reached at most once; what is never reached lies on a cycle.
+        let mut parent: Vec<Option<Parent>> = vec![None; n];
+        let mut depth: Vec<u32> = vec![0; n];
+        let mut run_head: Vec<u32> = vec![NONE; n];
+        let child_of = |i: u32| raw.get(i as usize).map_or(0, |(_, r)| r.child);
+        let sibling_of = |i: u32| raw.get(i as usize).map_or(0, |(_, r)| r.sibling);
+        let mut work: Vec<u32> = Vec::new();
+        for start in 0..n as u32 {
+            let reached = incoming.get(start as usize).is_some_and(|&o| o != u64::MAX);
+            if reached {
+                continue;
+            }
+            // A head and its sibling run share one parent: the root's is none; an orphan's is
+            // unknown.
+            if start == 0 {
+                if let Some(slot) = parent.first_mut() {
+                    *slot = Some(Parent::Root);
+                }
+                work.push(0);
+            } else {
+                let mut cur = start;
+                while cur != 0 {
+                    let field = incoming.get(cur as usize).copied().unwrap_or(0);
+                    match parent.get_mut(cur as usize) {
+                        Some(slot @ None) => *slot = Some(Parent::Unknown),
+                        _ => return Err(bad(field, "an inline tree without cycles")),
+                    }
+                    if let Some(h) = run_head.get_mut(cur as usize) {
+                        *h = start;
+                    }
+                    work.push(cur);
+                    cur = sibling_of(cur);
+                }
+            }
+            while let Some(x) = work.pop() {
+                let d = depth.get(x as usize).copied().unwrap_or(0);
+                let mut c = child_of(x);
+                while c != 0 {
+                    let field = incoming.get(c as usize).copied().unwrap_or(0);
+                    match parent.get_mut(c as usize) {
+                        Some(slot @ None) => *slot = Some(Parent::Node(x)),
+                        _ => return Err(bad(field, "an inline tree without cycles")),
+                    }
+                    let cd = d.saturating_add(1);
+                    if cd > MAX_INLINE_DEPTH {
+                        return Err(Error::new(ErrorKind::TooDeep, field, "inline nesting at most 100 levels deep"));
+                    }
+                    if let Some(slot) = depth.get_mut(c as usize) {
+                        *slot = cd;
+                    }
+                    work.push(c);
+                    c = sibling_of(c);
+                }
+            }
+        }
+        let mut nodes = Vec::with_capacity(n);
+        for (i, (_, r)) in raw.iter().enumerate() {
+            let Some(p) = parent.get(i).copied().flatten() else {
+                // Every node of a cycle has one link into it; name the lowest one's.
+                let field = incoming.get(i).copied().unwrap_or(0);
+                return Err(bad(field, "an inline tree without cycles"));
+            };
+            nodes.push(InlineNode { method_id: r.method, il_offset: r.il_offset, parent: p });
+        }
+        let mut mappings = Vec::with_capacity(raw_maps.len());
+        for (at, m) in &raw_maps {
+            if m.inlinee as usize >= n {
+                return Err(bad(at.saturating_add(MAPPING_INLINEE_AT), "an Inlinee ordinal below the node count"));
+            }
+            mappings.push(RichMapping { native_offset: m.native_offset, inlinee: m.inlinee, il_offset: m.il_offset, source: m.source });
+        }
+        // Stable: among mappings at one native offset, the runtime's last is the one whose code
+        // follows (the JIT records them in emission order).
+        mappings.sort_by_key(|m| m.native_offset);
+        Ok(InlineTree { nodes, mappings, run_head })
+    }
+
+    /// The nodes; node 0 is the physical method.
+    pub fn nodes(&self) -> &[InlineNode] {
+        &self.nodes
+    }
+
+    /// The rich mappings, sorted by native offset.
+    pub fn mappings(&self) -> &[RichMapping] {
+        &self.mappings
+    }
+
+    /// The mapping in force at `native_offset`: the last one at or before it. `None` before the
+    /// first. Callers clip with the body's size and the flat map's boundaries.
+    pub fn mapping_at(&self, native_offset: u32) -> Option<&RichMapping> {
+        let i = self.mappings.partition_point(|m| m.native_offset <= native_offset);
+        self.mappings.get(i.checked_sub(1)?)
+    }
+
+    /// How many nodes have an unknown parent.
+    pub fn unknown_parents(&self) -> usize {
+        self.nodes.iter().filter(|n| n.parent == Parent::Unknown).count()
+    }
+
+    /// Native offset → the chain, innermost inlinee first, node 0 last: each step is a node and
+    /// the IL offset in its method (the mapping's for the innermost, the child's call site for
+    /// each parent). Empty when no mapping is in force there or the mapping's context is node 0
+    /// itself (then the flat map rules). Never longer than the node count; a chain that reaches
+    /// a node with [`Parent::Unknown`] ends with that node and says so.
+    pub fn chain(&self, native_offset: u32) -> Chain {
+        match self.mapping_at(native_offset) {
+            Some(m) => self.chain_from(m.inlinee, m.il_offset),
+            None => Chain::default(),
+        }
+    }
+
+    /// The chain from `node` at `il_offset` outwards (empty for node 0 or an index out of range).
+    pub fn chain_from(&self, node: u32, il_offset: u32) -> Chain {
+        let mut chain = Chain::default();
+        if node == 0 {
+            return chain;
+        }
+        let (mut cur, mut il) = (node, il_offset);
+        // Bounded by the node count: parse rejected cycles, and recovery adds none.
+        for _ in 0..self.nodes.len() {
+            let Some(n) = self.nodes.get(cur as usize) else { break };
+            chain.steps.push(ChainStep { node: cur, method_id: n.method_id, il_offset: il });
+            match n.parent {
+                Parent::Root => return chain,
+                Parent::Unknown => {
+                    chain.parent_unknown = true;
+                    return chain;
+                }
+                Parent::Node(p) => {
+                    il = n.il_offset;
+                    cur = p;
+                }
+            }
+        }
+        // Only a tree broken after parse could get here: say the chain is cut.
+        chain.parent_unknown = true;
+        chain
+    }
+
+    /// Recover orphans' parents by the rule of symbols.md §7: ordinals follow creation order, so
+    /// a parent has a lower index, and the parent's IL at the orphan's `il_offset` is a `call`,
+    /// `callvirt` or `newobj` to the orphan's method. `is_call(caller, il_offset, callee)` answers
+    /// from the caller's IL: `Some(true)` if it is such a call, `Some(false)` if not, `None` if it
+    /// cannot tell (no IL at hand). An orphan's run gets a parent only when exactly one candidate
+    /// says yes and none cannot tell; otherwise it stays [`Parent::Unknown`]. Candidates inside
+    /// the orphan's own subtree are skipped (no cycle can arise). The work is bounded: at most
+    /// `64 · nodes + 4096` questions in all, after which the rest stay unknown. Returns how
+    /// many nodes got a parent.
+    pub fn recover_parents(&mut self, mut is_call: impl FnMut(u64, u32, u64) -> Option<bool>) -> usize {
+        let mut budget = self.nodes.len().saturating_mul(64).saturating_add(4096);
+        let mut recovered: usize = 0;
+        for head in 1..self.nodes.len() as u32 {
+            if self.run_head.get(head as usize) != Some(&head) {
+                continue;
+            }
+            let Some(&orphan) = self.nodes.get(head as usize) else { continue };
+            if orphan.parent != Parent::Unknown {
+                continue;
+            }
+            let mut found: Option<u32> = None;
+            let mut undecided = false;
+            for cand in 0..head {
+                if self.in_subtree_of(cand, head) {
+                    continue;
+                }
+                let Some(c) = self.nodes.get(cand as usize) else { break };
+                if budget == 0 {
+                    undecided = true;
+                    break;
+                }
+                budget = budget.saturating_sub(1);
+                match is_call(c.method_id, orphan.il_offset, orphan.method_id) {
+                    Some(true) if found.is_none() => found = Some(cand),
+                    Some(true) | None => {
+                        undecided = true;
+                        break;
+                    }
+                    Some(false) => {}
+                }
+            }
+            if let (Some(p), false) = (found, undecided) {
+                for i in 0..self.nodes.len() {
+                    if self.run_head.get(i) == Some(&head) {
+                        if let Some(n) = self.nodes.get_mut(i) {
+                            n.parent = Parent::Node(p);
+                            recovered = recovered.saturating_add(1);
+                        }
+                        if let Some(h) = self.run_head.get_mut(i) {
+                            *h = NONE;
+                        }
+                    }
+                }
+            }
+        }
+        recovered
+    }
+
+    /// Whether `node`'s ancestry reaches `head` (bounded by the node count).
+    fn in_subtree_of(&self, node: u32, head: u32) -> bool {
+        let mut cur = node;
+        for _ in 0..=self.nodes.len() {
+            if cur == head {
+                return true;
+            }
+            match self.nodes.get(cur as usize).map(|n| n.parent) {
+                Some(Parent::Node(p)) => cur = p,
+                _ => return false,
+            }
+        }
+        false
+    }
+}

@@ -1,0 +1,366 @@
+//! The JIT's inline trees (event 189 and MethodDetails, docs/rich-debug-info.md): the blob's
+//! layout, the tree's checks with their error kinds and offsets, chains, orphans (#98755), chunk
+//! reassembly, and real 8.0.4 traces.
+
+use clrmap::inlines::raw::{encode_blob, encode_chunk, encode_chunks, ChunkHeader, RawMapping, RawNode, CHUNK_SIZE};
+use clrmap::inlines::{Chain, ChainStep, InlineCollector, InlineTree, MethodDetails, Parent};
+use clrmap::read::{ErrorKind, Reader};
+
+const ROOT_IL: u32 = 0xFFFF_FFFF;
+
+fn node(method: u64, il_offset: u32, child: u32, sibling: u32) -> RawNode {
+    RawNode { method, il_offset, child, sibling }
+}
+
+fn map(native_offset: u32, inlinee: u32, il_offset: u32) -> RawMapping {
+    RawMapping { il_offset, inlinee, native_offset, source: 0 }
+}
+
+fn parse(nodes: &[RawNode], maps: &[RawMapping]) -> InlineTree {
+    InlineTree::parse(Reader::new(&encode_blob(nodes, maps), 0)).unwrap()
+}
+
+/// The kind and absolute offset of the parse error, with the blob read at `base`.
+fn fault(nodes: &[RawNode], maps: &[RawMapping], base: u64) -> (ErrorKind, u64) {
+    let e = InlineTree::parse(Reader::new(&encode_blob(nodes, maps), base)).unwrap_err();
+    (e.kind, e.offset().unwrap())
+}
+
+fn step(node: u32, method_id: u64, il_offset: u32) -> ChainStep {
+    ChainStep { node, method_id, il_offset }
+}
+
+/// Record offsets in a blob: 8-byte head, 20-byte nodes, 13-byte mappings.
+fn node_at(i: u64) -> u64 {
+    8 + 20 * i
+}
+
+/// Root 0x100 calls A (0x200) at IL 0x0A and C (0x400) at IL 0x20; A calls B (0x300) at IL 5.
+/// The JIT links a parent's children newest first: root.Child = C (3), C.Sibling = A (1).
+fn sample() -> (Vec<RawNode>, Vec<RawMapping>) {
+    let nodes = vec![node(0x100, ROOT_IL, 3, 0), node(0x200, 0x0A, 2, 0), node(0x300, 5, 0, 0), node(0x400, 0x20, 0, 1)];
+    // Out of native order on purpose: the parser sorts them.
+    let maps = vec![map(0x10, 2, 3), map(0, 0, 0), map(0x20, 1, 7), map(0x30, 3, 1), map(0x40, 0, 0x2C)];
+    (nodes, maps)
+}
+
+#[test]
+fn a_tree_reads_and_chains_run_innermost_first() {
+    let (nodes, maps) = sample();
+    let t = parse(&nodes, &maps);
+    let parents: Vec<Parent> = t.nodes().iter().map(|n| n.parent).collect();
+    assert_eq!(parents, [Parent::Root, Parent::Node(0), Parent::Node(1), Parent::Node(0)]);
+    let offsets: Vec<u32> = t.mappings().iter().map(|m| m.native_offset).collect();
+    assert_eq!(offsets, [0, 0x10, 0x20, 0x30, 0x40]);
+    // In B (inlined into A, inlined into the root): B's IL 3, A's call to B at 5, the root's call to A at 0x0A.
+    let c = t.chain(0x17);
+    assert_eq!(c.steps, [step(2, 0x300, 3), step(1, 0x200, 5), step(0, 0x100, 0x0A)]);
+    assert!(!c.parent_unknown);
+    assert_eq!(t.chain(0x25).steps, [step(1, 0x200, 7), step(0, 0x100, 0x0A)]);
+    assert_eq!(t.chain(0x30).steps, [step(3, 0x400, 1), step(0, 0x100, 0x20)]);
+    // The root's own code: the flat map rules.
+    assert_eq!(t.chain(0x05), Chain::default());
+    assert_eq!(t.chain(0x1000), Chain::default());
+}
+
+#[test]
+fn a_tier0_body_has_a_lone_root() {
+    let t = parse(&[node(0x100, ROOT_IL, 0, 0)], &[map(0, 0, 0), map(4, 0, 6)]);
+    assert_eq!(t.nodes().len(), 1);
+    assert!(t.chain(4).is_empty());
+    // Before the first mapping nothing is in force.
+    let t = parse(&[node(1, ROOT_IL, 2, 0), node(2, 0, 0, 0), node(3, 4, 0, 1)], &[map(8, 1, 0)]);
+    assert!(t.chain(7).is_empty());
+    assert_eq!(t.chain(8).steps, [step(1, 2, 0), step(0, 1, 0)]);
+}
+
+#[test]
+fn mappings_at_one_offset_keep_the_runtimes_order() {
+    // Two mappings at 0x10: the later one (the code that follows) is in force.
+    let nodes = [node(1, ROOT_IL, 1, 0), node(2, 3, 0, 0)];
+    let t = parse(&nodes, &[map(0x10, 0, 3), map(0x10, 1, 9)]);
+    assert_eq!(t.chain(0x10).steps, [step(1, 2, 9), step(0, 1, 3)]);
+    let t = parse(&nodes, &[map(0x10, 1, 9), map(0x10, 0, 3)]);
+    assert!(t.chain(0x10).is_empty());
+}
+
+#[test]
+fn counts_are_checked_against_the_bytes_before_allocating() {
+    // u32::MAX nodes in a 8-byte blob: an error at the node count, not an allocation.
+    let mut blob = encode_blob(&[], &[]);
+    blob[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let e = InlineTree::parse(Reader::new(&blob, 1000)).unwrap_err();
+    assert_eq!((e.kind, e.offset()), (ErrorKind::BadDebugInfo, Some(1000)));
+    // One node fits, u32::MAX mappings do not: at the mapping count (offset 4).
+    let mut blob = encode_blob(&[node(1, ROOT_IL, 0, 0)], &[]);
+    blob[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    let e = InlineTree::parse(Reader::new(&blob, 1000)).unwrap_err();
+    assert_eq!((e.kind, e.offset()), (ErrorKind::BadDebugInfo, Some(1004)));
+    // A count one past what is there.
+    let mut blob = encode_blob(&[node(1, ROOT_IL, 0, 0)], &[map(0, 0, 0)]);
+    blob[4..8].copy_from_slice(&2u32.to_le_bytes());
+    assert_eq!(InlineTree::parse(Reader::new(&blob, 0)).unwrap_err().offset(), Some(4));
+    // Bytes after the last mapping: at the first of them.
+    let mut blob = encode_blob(&[node(1, ROOT_IL, 0, 0)], &[map(0, 0, 0)]);
+    blob.push(0);
+    let e = InlineTree::parse(Reader::new(&blob, 0)).unwrap_err();
+    assert_eq!((e.kind, e.offset()), (ErrorKind::BadDebugInfo, Some(8 + 20 + 13)));
+    // No node at all: the root is missing (at the node count).
+    assert_eq!(fault(&[], &[], 7), (ErrorKind::BadDebugInfo, 7));
+    // Cut inside a node.
+    let blob = encode_blob(&[node(1, ROOT_IL, 0, 0)], &[]);
+    let e = InlineTree::parse(Reader::new(&blob[..8], 0)).unwrap_err();
+    assert_eq!((e.kind, e.offset()), (ErrorKind::BadDebugInfo, Some(0)));
+}
+
+#[test]
+fn ordinals_out_of_range_name_their_field() {
+    let base = 500;
+    // Child 5 of 2 nodes: node 0's Child field (node start + 12).
+    assert_eq!(fault(&[node(1, ROOT_IL, 5, 0), node(2, 0, 0, 0)], &[], base), (ErrorKind::BadDebugInfo, base + node_at(0) + 12));
+    // Sibling 2 of 2 nodes: node 1's Sibling field (+ 16).
+    assert_eq!(fault(&[node(1, ROOT_IL, 1, 0), node(2, 0, 0, 2)], &[], base), (ErrorKind::BadDebugInfo, base + node_at(1) + 16));
+    // Inlinee 2 of 2 nodes in mapping 1: its Inlinee field (+ 4).
+    let maps = [map(0, 0, 0), map(4, 2, 0)];
+    assert_eq!(fault(&[node(1, ROOT_IL, 1, 0), node(2, 0, 0, 0)], &maps, base), (ErrorKind::BadDebugInfo, base + node_at(2) + 13 + 4));
+    // The root has no sibling.
+    assert_eq!(fault(&[node(1, ROOT_IL, 0, 1), node(2, 0, 0, 0)], &[], 0), (ErrorKind::BadDebugInfo, node_at(0) + 16));
+}
+
+#[test]
+fn cycles_are_errors_at_a_link() {
+    // 1 -> 2 -> 1 through Child, also reached from the root: node 1 has two links into it; the
+    // second (node 2's Child) is at fault.
+    let nodes = [node(1, ROOT_IL, 1, 0), node(2, 0, 2, 0), node(3, 0, 1, 0)];
+    assert_eq!(fault(&nodes, &[], 0), (ErrorKind::BadDebugInfo, node_at(2) + 12));
+    // The same loop cut off from the root: each node has one link in, none is reached; the link
+    // into the lowest (node 2's Child, into node 1) is named.
+    let nodes = [node(1, ROOT_IL, 0, 0), node(2, 0, 2, 0), node(3, 0, 1, 0)];
+    assert_eq!(fault(&nodes, &[], 0), (ErrorKind::BadDebugInfo, node_at(2) + 12));
+    // A node that is its own sibling.
+    let nodes = [node(1, ROOT_IL, 0, 0), node(2, 0, 0, 1)];
+    assert_eq!(fault(&nodes, &[], 0), (ErrorKind::BadDebugInfo, node_at(1) + 16));
+    // A sibling run that loops back: 0 -> 1 (child), 1 -> 2 -> 1 (siblings).
+    let nodes = [node(1, ROOT_IL, 1, 0), node(2, 0, 0, 2), node(3, 0, 0, 1)];
+    assert_eq!(fault(&nodes, &[], 0), (ErrorKind::BadDebugInfo, node_at(2) + 16));
+    // Two parents for one node (a DAG, not a tree): the second link.
+    let nodes = [node(1, ROOT_IL, 1, 0), node(2, 0, 3, 2), node(3, 0, 3, 0), node(4, 0, 0, 0)];
+    assert_eq!(fault(&nodes, &[], 0), (ErrorKind::BadDebugInfo, node_at(2) + 12));
+}
+
+#[test]
+fn nesting_is_bounded() {
+    // A straight line of 101 inlines below the root is accepted (depth 100), 102 is too deep:
+    // at the link into the node at depth 101.
+    let line = |len: u32| -> Vec<RawNode> { (0..len).map(|i| node(u64::from(i) + 1, if i == 0 { ROOT_IL } else { 0 }, if i + 1 < len { i + 1 } else { 0 }, 0)).collect() };
+    let t = parse(&line(101), &[map(0, 100, 0)]);
+    assert_eq!(t.chain(0).steps.len(), 101);
+    assert_eq!(fault(&line(102), &[], 0), (ErrorKind::TooDeep, node_at(100) + 12));
+}
+
+/// #98755: the root's Child is 0 although inlinees follow; node 3 hangs below the orphan 2.
+fn orphans() -> Vec<RawNode> {
+    vec![node(0x100, ROOT_IL, 1, 0), node(0x200, 4, 0, 0), node(0x300, 0x11, 3, 0), node(0x400, 2, 0, 0)]
+}
+
+#[test]
+fn orphans_say_their_parent_is_unknown() {
+    let t = parse(&orphans(), &[map(0, 3, 1)]);
+    let parents: Vec<Parent> = t.nodes().iter().map(|n| n.parent).collect();
+    assert_eq!(parents, [Parent::Root, Parent::Node(0), Parent::Unknown, Parent::Node(2)]);
+    assert_eq!(t.unknown_parents(), 1);
+    let c = t.chain(0);
+    assert_eq!(c.steps, [step(3, 0x400, 1), step(2, 0x300, 2)]);
+    assert!(c.parent_unknown);
+}
+
+#[test]
+fn orphans_are_recovered_only_when_one_caller_is_certain() {
+    // The IL says: the root's IL at 0x11 calls 0x300; A (0x200) has no call there.
+    let mut t = parse(&orphans(), &[map(0, 3, 1)]);
+    let n = t.recover_parents(|caller, il, callee| Some(caller == 0x100 && il == 0x11 && callee == 0x300));
+    assert_eq!(n, 1);
+    assert_eq!(t.nodes()[2].parent, Parent::Node(0));
+    let c = t.chain(0);
+    assert_eq!(c.steps, [step(3, 0x400, 1), step(2, 0x300, 2), step(0, 0x100, 0x11)]);
+    assert!(!c.parent_unknown);
+    // Two callers both call it there: undecidable, never guessed.
+    let mut t = parse(&orphans(), &[]);
+    assert_eq!(t.recover_parents(|_, _, _| Some(true)), 0);
+    assert_eq!(t.nodes()[2].parent, Parent::Unknown);
+    // One says yes, the other's IL is not at hand: undecidable.
+    let mut t = parse(&orphans(), &[]);
+    assert_eq!(t.recover_parents(|caller, _, _| if caller == 0x100 { Some(true) } else { None }), 0);
+    assert_eq!(t.nodes()[2].parent, Parent::Unknown);
+    // No IL at all.
+    let mut t = parse(&orphans(), &[]);
+    assert_eq!(t.recover_parents(|_, _, _| None), 0);
+    // A run of orphan siblings shares the parent found for its first node; candidates in the
+    // orphan's own subtree (node 3 below 2) are never asked.
+    let nodes = [node(0x100, ROOT_IL, 0, 0), node(0x200, 4, 3, 2), node(0x300, 9, 0, 0), node(0x400, 1, 0, 0)];
+    let mut t = parse(&nodes, &[]);
+    assert_eq!(t.nodes().iter().map(|n| n.parent).collect::<Vec<_>>(), [Parent::Root, Parent::Unknown, Parent::Unknown, Parent::Node(1)]);
+    let mut asked = Vec::new();
+    assert_eq!(
+        t.recover_parents(|caller, il, callee| {
+            asked.push((caller, callee));
+            Some(caller == 0x100 && il == 4 && callee == 0x200)
+        }),
+        2
+    );
+    assert_eq!(asked, [(0x100, 0x200)]);
+    assert_eq!(t.nodes()[2].parent, Parent::Node(0));
+}
+
+fn chunk(method_id: u64, native_code_id: u64, index: u32, last: bool, data: &[u8]) -> Vec<u8> {
+    encode_chunk(&ChunkHeader { clr_instance_id: 9, method_id, native_code_id, il_version_id: 0, index, last, length: 0 }, data)
+}
+
+/// A tree whose blob takes more than one chunk: the root with `n` inlinees in one sibling run.
+fn wide(n: u32) -> (Vec<RawNode>, Vec<RawMapping>) {
+    let mut nodes = vec![node(0x100, ROOT_IL, n, 0)];
+    for i in 1..=n {
+        nodes.push(node(0x1000 + u64::from(i), i, 0, i - 1));
+    }
+    let maps = (0..=n).map(|i| map(i * 4, i, 0)).collect();
+    (nodes, maps)
+}
+
+#[test]
+fn chunks_reassemble_in_any_order() {
+    let (nodes, maps) = wide(2100);
+    let blob = encode_blob(&nodes, &maps);
+    assert!(blob.len() > CHUNK_SIZE as usize, "the test needs two chunks");
+    let parts = encode_chunks(0x7F00, 3, &blob);
+    assert_eq!(parts.len(), 2);
+    let want = InlineTree::parse(Reader::new(&blob, 0)).unwrap();
+    for order in [[0, 1], [1, 0]] {
+        let mut c = InlineCollector::new();
+        for &i in &order {
+            c.rich_debug_info(Reader::new(&parts[i], 0)).unwrap();
+        }
+        let inl = c.finish();
+        assert_eq!(inl.tree(0x7F00, 3), Some(&want));
+        assert_eq!(inl.tree(0x7F00, 0), None);
+        assert_eq!((inl.dropped(), inl.len()), (0, 1));
+        assert_eq!(inl.tree(0x7F00, 3).unwrap().chain(2100 * 4).steps, [step(2100, 0x1000 + 2100, 0), step(0, 0x100, 2100)]);
+    }
+}
+
+#[test]
+fn torn_chunk_sets_are_dropped_and_counted() {
+    let (nodes, maps) = wide(2100);
+    let blob = encode_blob(&nodes, &maps);
+    let (a, b) = blob.split_at(CHUNK_SIZE as usize);
+    // A missing last chunk, and a set with no last chunk at all.
+    let mut c = InlineCollector::new();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 0, false, a), 0)).unwrap();
+    c.rich_debug_info(Reader::new(&chunk(2, 0, 1, true, b), 0)).unwrap();
+    let inl = c.finish();
+    assert_eq!((inl.len(), inl.dropped()), (0, 2));
+    assert!(inl.is_empty());
+    // The same index with other bytes tears the set; the chunks after it make a new whole one.
+    let mut c = InlineCollector::new();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 0, false, b), 0)).unwrap();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 0, false, a), 0)).unwrap();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 0, false, a), 0)).unwrap();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 1, true, b), 0)).unwrap();
+    let inl = c.finish();
+    assert_eq!((inl.len(), inl.dropped(), inl.duplicates()), (1, 1, 1));
+    // A chunk past the last tears the set {2 (last)}; the new set {3, 5 (last)} never
+    // completes; a second last chunk (1, below 3) tears that one; {1 (last)} never completes.
+    let mut c = InlineCollector::new();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 2, true, a), 0)).unwrap();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 3, false, a), 0)).unwrap();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 5, true, a), 0)).unwrap();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 1, true, a), 0)).unwrap();
+    let inl = c.finish();
+    assert_eq!((inl.len(), inl.dropped()), (0, 3));
+    // A huge index costs nothing: it just never completes.
+    let mut c = InlineCollector::new();
+    c.rich_debug_info(Reader::new(&chunk(1, 0, 0x7FFF_FFFF, true, a), 0)).unwrap();
+    assert_eq!(c.finish().dropped(), 1);
+}
+
+#[test]
+fn a_fault_in_a_later_chunk_names_its_byte_in_the_trace() {
+    // Mapping 2100's Inlinee (the last mapping) set out of range; the blob spans two chunks laid
+    // end to end in a fake trace at 10_000.
+    let (nodes, mut maps) = wide(2100);
+    maps.last_mut().unwrap().inlinee = 5000;
+    let blob = encode_blob(&nodes, &maps);
+    let in_blob = (8 + 20 * 2101 + 13 * 2100 + 4) as u64;
+    let parts = encode_chunks(1, 0, &blob);
+    let base = 10_000u64;
+    let second = base + parts[0].len() as u64;
+    let mut c = InlineCollector::new();
+    c.rich_debug_info(Reader::new(&parts[0], base)).unwrap();
+    let e = c.rich_debug_info(Reader::new(&parts[1], second)).unwrap_err();
+    // In the second payload: after its 34-byte header, at the blob offset less the first chunk.
+    let want = second + 34 + (in_blob - u64::from(CHUNK_SIZE));
+    assert_eq!((e.kind, e.offset()), (ErrorKind::BadDebugInfo, Some(want)));
+    let inl = c.finish();
+    assert_eq!(inl.errors().len(), 1);
+    assert_eq!((inl.errors()[0].method_id, inl.errors()[0].error), (1, e));
+    assert_eq!(inl.tree(1, 0), None);
+}
+
+#[test]
+fn event_headers_are_checked() {
+    // Cut in the header: bad_trace at the field.
+    let p = chunk(1, 0, 0, true, &[1, 2, 3]);
+    let e = InlineCollector::new().rich_debug_info(Reader::new(&p[..20], 100)).unwrap_err();
+    assert_eq!((e.kind, e.offset()), (ErrorKind::BadTrace, Some(118)));
+    // A ChunkLength past the payload: at ChunkLength (offset 30).
+    let e = InlineCollector::new().rich_debug_info(Reader::new(&p[..p.len() - 1], 100)).unwrap_err();
+    assert_eq!((e.kind, e.offset()), (ErrorKind::BadTrace, Some(130)));
+}
+
+fn details_payload(method_id: u64, type_id: u64, token: u32, params: &[u64], module: u64) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&method_id.to_le_bytes());
+    p.extend_from_slice(&type_id.to_le_bytes());
+    p.extend_from_slice(&token.to_le_bytes());
+    p.extend_from_slice(&(params.len() as u32).to_le_bytes());
+    p.extend_from_slice(&module.to_le_bytes());
+    for t in params {
+        p.extend_from_slice(&t.to_le_bytes());
+    }
+    p
+}
+
+#[test]
+fn method_details_name_the_inlinees() {
+    let mut c = InlineCollector::new();
+    c.method_details(Reader::new(&details_payload(0x300, 0x77, 0x0600_0012, &[0x88, 0x99], 0x5000), 0)).unwrap();
+    let inl = c.finish();
+    assert!(!inl.is_empty());
+    assert_eq!(
+        inl.method(0x300),
+        Some(&MethodDetails { method_id: 0x300, type_id: 0x77, token: 0x0600_0012, loader_module_id: 0x5000, type_parameters: vec![0x88, 0x99] })
+    );
+    // A hostile count: at the count (offset 20), before allocating.
+    let mut p = details_payload(1, 2, 3, &[], 4);
+    p[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
+    let e = MethodDetails::parse(Reader::new(&p, 50)).unwrap_err();
+    assert_eq!((e.kind, e.offset()), (ErrorKind::BadTrace, Some(70)));
+}
+
+#[test]
+fn fuzz_inputs() {
+    // The `inline_tree` fuzz target's checks (clrmap::inlines::fuzzcheck), on stable, on every
+    // kept input and every cut of each.
+    let mut n = 0;
+    for dir in ["seeds", "regressions"] {
+        let Ok(rd) = std::fs::read_dir(crate::support::repo_root().join("fuzz").join(dir).join("inline_tree")) else { continue };
+        for e in rd {
+            let data = std::fs::read(e.unwrap().path()).unwrap();
+            for cut in (0..=data.len()).step_by(1 + data.len() / 200) {
+                clrmap::inlines::fuzzcheck::fuzz_check(&data[..cut]);
+            }
+            clrmap::inlines::fuzzcheck::fuzz_check(&data);
+            n += 1;
+        }
+    }
+    assert!(n >= 3, "no inputs kept for inline_tree");
+}
