@@ -91,10 +91,53 @@ pub struct CallbackVtbl {
     pub profiler_attach_complete: Stub,
     /// 82: ProfilerDetachSucceeded().
     pub profiler_detach_succeeded: Stub,
-    /// 83..=96: ICorProfilerCallback4 through 10.
-    pub _83: [Stub; 14],
+    /// 83..=94: ICorProfilerCallback4 through 9.
+    pub _83: [Stub; 12],
+    /// 95: ICorProfilerCallback10::EventPipeEventDelivered(EVENTPIPE_PROVIDER, DWORD eventId,
+    /// DWORD eventVersion, ULONG cbMetadataBlob, LPCBYTE metadataBlob, ULONG cbEventData,
+    /// LPCBYTE eventData, LPCGUID pActivityId, LPCGUID pRelatedActivityId, ThreadID eventThread,
+    /// ULONG numStackFrames, UINT_PTR stackFrames[]).
+    pub event_pipe_event_delivered: EventDeliveredFn,
+    /// 96: EventPipeProviderCreated(EVENTPIPE_PROVIDER).
+    pub _96: Stub,
     /// 97: ICorProfilerCallback11::LoadAsNotificationOnly(BOOL*).
     pub load_as_notification_only: unsafe extern "system" fn(*mut c_void, *mut i32) -> Hresult,
+}
+
+/// ICorProfilerCallback10::EventPipeEventDelivered.
+pub type EventDeliveredFn =
+    unsafe extern "system" fn(*mut c_void, usize, u32, u32, u32, *const u8, u32, *const u8, *const Guid, *const Guid, usize, u32, *const usize) -> Hresult;
+
+/// ICorProfilerInfo12's IID (corprof.idl; .NET 5 and later: 3.1 has none).
+pub const IID_ICORPROFILERINFO12: Guid = Guid(0x27B2_4CCD, 0x1CB1, 0x47C5, [0x96, 0xEE, 0x98, 0x19, 0x0D, 0xC3, 0x09, 0x59]);
+
+/// COR_PRF_EVENTPIPE_PROVIDER_CONFIG (corprof.idl): WCHAR is UTF-16 on every platform CoreCLR
+/// runs on.
+#[repr(C)]
+pub struct ProviderConfig {
+    pub provider_name: *const u16,
+    pub keywords: u64,
+    pub logging_level: u32,
+    pub filter_data: *const u16,
+}
+
+/// The ICorProfilerInfo12 slots this profiler calls (the EventPipe session of its own).
+#[repr(C)]
+pub struct Info12Vtbl {
+    pub query_interface: QueryInterface,
+    pub add_ref: AddRef,
+    pub release: AddRef,
+    pub _3: [Unused; 79],
+    /// 82: ICorProfilerInfo5::SetEventMask2(DWORD dwEventsLow, DWORD dwEventsHigh).
+    pub set_event_mask2: unsafe extern "system" fn(*mut c_void, u32, u32) -> Hresult,
+    pub _83: [Unused; 18],
+    /// 101: ICorProfilerInfo12::EventPipeStartSession(UINT32 cProviderConfigs,
+    /// COR_PRF_EVENTPIPE_PROVIDER_CONFIG[], BOOL requestRundown, EVENTPIPE_SESSION*).
+    pub event_pipe_start_session: unsafe extern "system" fn(*mut c_void, u32, *const ProviderConfig, i32, *mut u64) -> Hresult,
+    /// 102..=103: EventPipeAddProviderToSession, EventPipeStopSession; 104: EventPipeCreateProvider.
+    pub _102: [Unused; 3],
+    /// 105: EventPipeGetProviderInfo(EVENTPIPE_PROVIDER, ULONG cchName, ULONG* pcchName, WCHAR[]).
+    pub event_pipe_get_provider_info: unsafe extern "system" fn(*mut c_void, usize, u32, *mut u32, *mut u16) -> Hresult,
 }
 
 /// The ICorProfilerInfo9 slots this profiler calls.
@@ -220,7 +263,12 @@ const _: () = {
     assert!(offset_of!(CallbackVtbl, initialize_for_attach) == 80 * W);
     assert!(offset_of!(CallbackVtbl, profiler_attach_complete) == 81 * W);
     assert!(offset_of!(CallbackVtbl, profiler_detach_succeeded) == 82 * W);
+    assert!(offset_of!(CallbackVtbl, event_pipe_event_delivered) == 95 * W);
     assert!(offset_of!(CallbackVtbl, load_as_notification_only) == 97 * W);
+    assert!(offset_of!(Info12Vtbl, set_event_mask2) == 82 * W);
+    assert!(offset_of!(Info12Vtbl, event_pipe_start_session) == 101 * W);
+    assert!(offset_of!(Info12Vtbl, event_pipe_get_provider_info) == 105 * W);
+    assert!(size_of::<ProviderConfig>() == 8 + 8 + 8 + 8);
     assert!(size_of::<CallbackVtbl>() == 98 * W);
     assert!(offset_of!(InfoVtbl, is_array_class) == 11 * W);
     assert!(offset_of!(InfoVtbl, get_function_info) == 15 * W);
@@ -293,14 +341,17 @@ impl Info {
 
     /// The function's module path and base address, its token, and its ModuleID.
     pub fn function_info(&self, fid: usize) -> Option<(String, usize, u32, usize)> {
+        let (module, token) = self.function_ids(fid)?;
+        let (path, base) = self.module_info(module)?;
+        Some((path, base, token, module))
+    }
+
+    /// The function's ModuleID and MethodDef token (GetFunctionInfo).
+    pub fn function_ids(&self, fid: usize) -> Option<(usize, u32)> {
         let (mut class, mut module, mut token) = (0usize, 0usize, 0u32);
         // SAFETY: out-pointers to locals.
         let hr = unsafe { (self.vtbl().get_function_info)(self.this(), fid, &mut class, &mut module, &mut token) };
-        if hr != S_OK {
-            return None;
-        }
-        let (path, base) = self.module_info(module)?;
-        Some((path, base, token, module))
+        (hr == S_OK).then_some((module, token))
     }
 
     /// A module's path (GetModuleInfo) and base address.
@@ -478,5 +529,77 @@ impl Info {
         // SAFETY: release our reference to the enumerator.
         unsafe { ((*object).vtbl.release)(e) };
         Ok(out)
+    }
+}
+
+/// The runtime's ICorProfilerInfo12 (.NET 5 and later), for the profiler's own EventPipe session.
+#[derive(Clone, Copy)]
+pub struct Info12(*mut ComObject<Info12Vtbl>);
+
+// SAFETY: ICorProfilerInfo is free-threaded (callable from any thread).
+unsafe impl Send for Info12 {}
+
+impl Info12 {
+    /// QueryInterface `unknown` (the runtime's IUnknown) for ICorProfilerInfo12: `None` on a
+    /// runtime without it (3.1).
+    ///
+    /// # Safety
+    /// `unknown` is a live COM object (what Initialize received).
+    pub unsafe fn from_unknown(unknown: *mut c_void) -> Option<Info12> {
+        if unknown.is_null() {
+            return None;
+        }
+        let object = unknown as *mut ComObject<Info12Vtbl>;
+        let mut info: *mut c_void = std::ptr::null_mut();
+        // SAFETY: every COM object's slot 0 is QueryInterface.
+        let hr = unsafe { ((*object).vtbl.query_interface)(unknown, &IID_ICORPROFILERINFO12, &mut info) };
+        (hr == S_OK && !info.is_null()).then_some(Info12(info as *mut ComObject<Info12Vtbl>))
+    }
+
+    fn vtbl(&self) -> &'static Info12Vtbl {
+        // SAFETY: `self.0` is the runtime's ICorProfilerInfo12, alive for the process.
+        unsafe { (*self.0).vtbl }
+    }
+
+    fn this(&self) -> *mut c_void {
+        self.0 as *mut c_void
+    }
+
+    /// SetEventMask2.
+    pub fn set_event_mask2(&self, low: u32, high: u32) -> Hresult {
+        // SAFETY: slot 82 has this signature.
+        unsafe { (self.vtbl().set_event_mask2)(self.this(), low, high) }
+    }
+
+    /// EventPipeStartSession without rundown: `(provider name, keywords, level)` each.
+    pub fn start_session(&self, providers: &[(&str, u64, u32)]) -> Result<u64, Hresult> {
+        let names: Vec<Vec<u16>> = providers.iter().map(|(n, _, _)| n.encode_utf16().chain(Some(0)).collect()).collect();
+        let configs: Vec<ProviderConfig> = providers
+            .iter()
+            .zip(&names)
+            .map(|(&(_, keywords, logging_level), name)| ProviderConfig { provider_name: name.as_ptr(), keywords, logging_level, filter_data: std::ptr::null() })
+            .collect();
+        let mut session = 0u64;
+        // SAFETY: slot 101 has this signature; `configs` (and the names they point at) outlive
+        // the call, which copies them.
+        let hr = unsafe { (self.vtbl().event_pipe_start_session)(self.this(), configs.len() as u32, configs.as_ptr(), 0, &mut session) };
+        if hr == S_OK {
+            Ok(session)
+        } else {
+            Err(hr)
+        }
+    }
+
+    /// EventPipeGetProviderInfo: the provider's name.
+    pub fn provider_name(&self, provider: usize) -> Option<String> {
+        let mut name = [0u16; 256];
+        let mut len = 0u32;
+        // SAFETY: slot 105 has this signature; the buffer holds 256 UTF-16 units.
+        let hr = unsafe { (self.vtbl().event_pipe_get_provider_info)(self.this(), provider, name.len() as u32, &mut len, name.as_mut_ptr()) };
+        if hr != S_OK {
+            return None;
+        }
+        let n = (len as usize).min(name.len());
+        Some(String::from_utf16_lossy(name.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned())
     }
 }

@@ -26,6 +26,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod com;
+mod inlines;
 mod perf;
 
 use std::collections::{HashMap, HashSet};
@@ -125,7 +126,9 @@ static CALLBACK_VTBL: CallbackVtbl = CallbackVtbl {
     initialize_for_attach,
     profiler_attach_complete,
     profiler_detach_succeeded,
-    _83: [stub as Stub; 14],
+    _83: [stub as Stub; 12],
+    event_pipe_event_delivered,
+    _96: stub,
     load_as_notification_only,
 };
 static PROFILER: ComObject<CallbackVtbl> = ComObject { vtbl: &CALLBACK_VTBL };
@@ -265,6 +268,10 @@ unsafe extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -
         let hr = info.set_event_mask(mask);
         if let Some(out) = out.as_mut() {
             let _ = out.write_all(header(&info, mask, hr, disable_r2r, false).as_bytes());
+            // The JIT's inline trees (`clrmap profile` without --no-inlines), into the capture.
+            if std::env::var("CLRMAP_PROFILER_INLINES").is_ok_and(|v| v == "1") {
+                inlines::start(unknown, info, mask, out);
+            }
         }
         let perf = perf_dir.and_then(|dir| match perf::start_perf(std::path::Path::new(&dir)) {
             Ok(p) => Some(p),
@@ -598,13 +605,15 @@ unsafe extern "system" fn jit_cached_function_search_finished(_this: *mut c_void
     })
 }
 
-/// Record each native code version of function `fid` not recorded yet.
-fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_attach: bool) {
+/// Record each native code version of function `fid` not recorded yet; returns the last jitted
+/// start recorded.
+fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_attach: bool) -> Option<usize> {
     let starts = info.native_code_starts(fid, rejit);
     if starts.iter().all(|start| s.seen_starts.contains(start)) {
-        return;
+        return None;
     }
-    let Some((module, base, token, module_id)) = info.function_info(fid) else { return };
+    let (module, base, token, module_id) = info.function_info(fid)?;
+    let mut last = None;
     let capture = s.out.is_some();
     let map1 = if capture { info.il_map(false, fid).ok().map(|m| raw(&m)) } else { None };
     let (class_args, method_args) = if capture { type_args(s, info, fid) } else { (Vec::new(), Vec::new()) };
@@ -625,6 +634,9 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
             continue;
         }
         let Ok(map) = info.il_map(true, start) else { continue };
+        if rva.is_none() {
+            last = Some(start);
+        }
         let body = next_version(s, fid);
         let b = Body {
             pid: Some(s.pid),
@@ -647,6 +659,7 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
             perf::perf_record(p, &module, token, start, size, first, || Some(map), perf::monotonic_ns());
         }
     }
+    last
 }
 
 unsafe extern "system" fn jit_compilation_finished(_this: *mut c_void, fid: usize, _hr: Hresult, _safe: i32) -> Hresult {
@@ -654,8 +667,43 @@ unsafe extern "system" fn jit_compilation_finished(_this: *mut c_void, fid: usiz
         let Ok(mut s) = state().lock() else { return S_OK };
         let Some(info) = s.info else { return S_OK };
         drain_r2r(&mut s);
-        record_jitted(&mut s, info, fid, 0, false);
+        let body = record_jitted(&mut s, info, fid, 0, false);
+        // The runtime sent this body's inline tree just before, on this thread.
+        inlines::body_finished(fid as u64, body.map(|start| start as u64));
         S_OK
+    })
+}
+
+/// ICorProfilerCallback10::EventPipeEventDelivered: an event of the profiler's own session
+/// (`inlines.rs`). The pointers are valid only during the call.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "system" fn event_pipe_event_delivered(
+    _this: *mut c_void,
+    provider: usize,
+    event_id: u32,
+    _version: u32,
+    _metadata_len: u32,
+    _metadata: *const u8,
+    len: u32,
+    data: *const u8,
+    _activity: *const com::Guid,
+    _related: *const com::Guid,
+    _thread: usize,
+    _frames_len: u32,
+    _frames: *const usize,
+) -> Hresult {
+    guard(|| {
+        if data.is_null() && len != 0 {
+            return S_OK;
+        }
+        let payload = if len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the runtime passes the event's payload, `len` bytes at `data`, valid
+            // during this call.
+            unsafe { std::slice::from_raw_parts(data, len as usize) }
+        };
+        inlines::delivered(provider, event_id, payload)
     })
 }
 

@@ -11,7 +11,7 @@ use crate::output::CliError;
 /// The profiler's CLSID (any GUID works; CoreCLR needs the braces).
 pub const PROFILER_CLSID: &str = "{8C0F4F8E-6A3B-4C1E-9D2A-5B7E3C1F0A11}";
 
-/// `clrmap profile -o CAPTURE [--disable-r2r] [--perf] -- CMD...`, or
+/// `clrmap profile -o CAPTURE [--disable-r2r] [--perf] [--no-inlines] -- CMD...`, or
 /// `clrmap profile --pid PID -o CAPTURE [--duration D]`
 #[derive(Debug, Args)]
 pub struct ProfileArgs {
@@ -20,7 +20,7 @@ pub struct ProfileArgs {
     /// jitted after, until Ctrl-C, SIGTERM, --duration, or the process's exit; then the runtime
     /// detaches the profiler and the app runs on undisturbed. ReadyToRun methods are not
     /// recorded after attach (their maps are in their images: `clrmap il dump IMAGE`).
-    #[arg(long, conflicts_with_all = ["command", "disable_r2r", "perf"])]
+    #[arg(long, conflicts_with_all = ["command", "disable_r2r", "perf", "no_inlines"])]
     pid: Option<u32>,
     /// With --pid: stop after this long (30s, 500ms, 2m).
     #[arg(long, requires = "pid", value_parser = crate::args::parse_duration)]
@@ -33,6 +33,13 @@ pub struct ProfileArgs {
     /// Jit everything, ReadyToRun code included (COR_PRF_DISABLE_ALL_NGEN_IMAGES).
     #[arg(long)]
     disable_r2r: bool,
+    /// Do not record the JIT's inline trees. By default a started command runs with
+    /// DOTNET_RichDebugInfo=1, so that .NET 7 and later report, for each jitted body, which
+    /// methods were inlined into it and where; the profiler writes those reports into the
+    /// capture (it needs -o). With this flag DOTNET_RichDebugInfo is removed from the command's
+    /// environment and nothing of the kind is recorded. .NET Core 3.1 has no inline trees either way.
+    #[arg(long)]
+    no_inlines: bool,
     /// The profiler library; by default `libclrmap_profiler.so` next to this executable, or
     /// $CLRMAP_PROFILER_PATH.
     #[arg(long)]
@@ -147,6 +154,15 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     };
     if args.disable_r2r {
         c.env("CLRMAP_PROFILER_DISABLE_R2R", "1");
+    }
+    // The JIT's inline trees: the runtime reports them only with this variable set at start-up,
+    // and the profiler records them only into a capture.
+    if args.no_inlines {
+        c.env_remove("DOTNET_RichDebugInfo").env_remove("COMPlus_RichDebugInfo").env_remove("CLRMAP_PROFILER_INLINES");
+    } else if output.is_some() {
+        c.env("DOTNET_RichDebugInfo", "1").env("CLRMAP_PROFILER_INLINES", "1");
+    } else {
+        c.env_remove("CLRMAP_PROFILER_INLINES");
     }
     if let Some(dir) = &args.perf {
         c.env("CLRMAP_PROFILER_PERF", absolute(dir)?);

@@ -24,3 +24,4 @@ mod dict_errors;
 mod perf_links;
 mod capture_identity;
 mod debug_layouts;
+mod profile_inlines;

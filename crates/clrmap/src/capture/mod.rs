@@ -12,7 +12,7 @@ mod record;
 
 pub use naming::name_captured;
 
-pub use record::{Body, End, Header, Record, RtType};
+pub use record::{Body, End, Header, Hex, InlineEvent, InlineSession, Record, RtType};
 
 use crate::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry};
 use crate::read::{Error, ErrorKind, Result};
@@ -50,6 +50,64 @@ pub struct CapturedBody {
     pub mvid: Option<[u8; 16]>,
 }
 
+/// Which runtime event an inline record holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InlineEventKind {
+    /// `JittedMethodRichDebugInfo` (Microsoft-Windows-DotNETRuntimePrivate, id 189).
+    RichDebugInfo,
+    /// `MethodDetails` (Microsoft-Windows-DotNETRuntime, id 72).
+    MethodDetails,
+}
+
+/// One runtime event the profiler recorded for the inline trees, its payload unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapturedInline {
+    /// The event.
+    pub kind: InlineEventKind,
+    /// The process that recorded it.
+    pub pid: u32,
+    /// The payload's MethodID, as the profiler read it (a body's `function_id`).
+    pub method_id: u64,
+    /// Rich debug info: the code start of the body it belongs to, where the profiler could tell.
+    pub start: Option<u64>,
+    /// MethodDetails: the method's module path, MVID and MethodDef token, as the profiler asked
+    /// the runtime (`GetFunctionInfo`).
+    pub module: Option<String>,
+    /// MethodDetails: the module's MVID (Module table byte order).
+    pub mvid: Option<[u8; 16]>,
+    /// MethodDetails: the MethodDef token.
+    pub token: Option<u32>,
+    /// The event's payload, as the runtime wrote it.
+    pub payload: Vec<u8>,
+}
+
+/// A recorded event's raw payload, for `clrmap::inlines::InlineCollector`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InlinePayload<'a> {
+    /// An event 189 payload (one chunk of a body's blob).
+    RichDebugInfo(&'a [u8]),
+    /// A MethodDetails payload.
+    MethodDetails(&'a [u8]),
+}
+
+impl CapturedInline {
+    /// The payload, by kind.
+    pub fn payload(&self) -> InlinePayload<'_> {
+        match self.kind {
+            InlineEventKind::RichDebugInfo => InlinePayload::RichDebugInfo(&self.payload),
+            InlineEventKind::MethodDetails => InlinePayload::MethodDetails(&self.payload),
+        }
+    }
+}
+
+impl Capture {
+    /// Every recorded inline-tree event's payload, in file order, with the process that
+    /// recorded it.
+    pub fn inline_payloads(&self) -> impl Iterator<Item = (u32, InlinePayload<'_>)> {
+        self.inlines.iter().map(|i| (i.pid, i.payload()))
+    }
+}
+
 // The GUID text rule lives with the metadata that holds MVIDs (so the symbolizer has it without
 // the capture reader's `serde` feature).
 pub use crate::metadata::{mvid_text, parse_mvid};
@@ -69,6 +127,12 @@ pub struct Capture {
     pub skipped: u64,
     /// A torn last line (`bad_capture` at its offset): everything before it was kept.
     pub warning: Option<Error>,
+    /// The JIT's inline-tree events the profiler received in process (`clrmap profile` on .NET 5
+    /// and later, with `DOTNET_RichDebugInfo=1`), in file order; empty in captures written
+    /// before they were recorded, on 3.1, and with `--no-inlines`.
+    pub inlines: Vec<CapturedInline>,
+    /// The processes whose profiler asked for inline trees, with what the runtime answered.
+    pub inline_sessions: Vec<InlineSession>,
     /// The major version of the runtime that recorded it (the first header that tells), for
     /// version-dependent rules. Captures written before headers recorded it: the version
     /// directory of the core library's path (`.../Microsoft.NETCore.App/3.1.23/...`) where a body
@@ -80,10 +144,13 @@ fn entries(raw: &[[u32; 3]]) -> Vec<MapEntry> {
     raw.iter().map(|&[il, s, e]| MapEntry { il: IlOffset::from_raw(il), native_start: s, native_end: e }).collect()
 }
 
-/// A JSON object whose `kind` is a string other than `jit`, `r2r` and `end`.
+/// The record kinds this reader knows.
+const KNOWN_KINDS: [&str; 6] = ["jit", "r2r", "end", "inline_session", "rich_debug_info", "method_details"];
+
+/// A JSON object whose `kind` is a string this reader does not know.
 fn is_other_kind(text: &str) -> bool {
     let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(text) else { return false };
-    matches!(o.get("kind"), Some(serde_json::Value::String(k)) if !matches!(k.as_str(), "jit" | "r2r" | "end"))
+    matches!(o.get("kind"), Some(serde_json::Value::String(k)) if !KNOWN_KINDS.contains(&k.as_str()))
 }
 
 /// Read a capture. The first line must be a header; a malformed line with more after it is
@@ -160,6 +227,19 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
                 out.ended.push(e.pid.unwrap_or(pid));
                 continue;
             }
+            Record::InlineSession(mut i) => {
+                i.pid = Some(i.pid.unwrap_or(pid));
+                out.inline_sessions.push(i);
+                continue;
+            }
+            Record::RichDebugInfo(e) => {
+                out.inlines.push(captured_inline(InlineEventKind::RichDebugInfo, e, pid));
+                continue;
+            }
+            Record::MethodDetails(e) => {
+                out.inlines.push(captured_inline(InlineEventKind::MethodDetails, e, pid));
+                continue;
+            }
             Record::Jit(b) => (CodeKind::Jit, b),
             Record::R2r(b) => (CodeKind::R2r, b),
         };
@@ -204,6 +284,19 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             .and_then(|b| crate::nettrace::runtime_major("", Some(&b.module_path)));
     }
     Ok(out)
+}
+
+fn captured_inline(kind: InlineEventKind, e: InlineEvent, pid: u32) -> CapturedInline {
+    CapturedInline {
+        kind,
+        pid: e.pid.unwrap_or(pid),
+        method_id: e.method_id,
+        start: e.start,
+        module: e.module,
+        mvid: e.mvid.as_deref().and_then(parse_mvid),
+        token: e.token,
+        payload: e.payload.0,
+    }
 }
 
 /// Read a capture's bodies, ignoring a torn tail (see [`read_capture`] for the warning).

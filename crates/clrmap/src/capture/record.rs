@@ -50,6 +50,110 @@ pub enum Record {
     R2r(Body),
     /// The recording ended: the runtime shut down, or the profiler detached.
     End(End),
+    /// The profiler's own EventPipe session for the JIT's inline trees, asked for at start-up
+    /// (`clrmap profile` without `--no-inlines`, on a runtime with ICorProfilerInfo12).
+    #[serde(rename = "inline_session")]
+    InlineSession(InlineSession),
+    /// One `JittedMethodRichDebugInfo` event (Microsoft-Windows-DotNETRuntimePrivate, id 189),
+    /// its payload as the runtime wrote it.
+    #[serde(rename = "rich_debug_info")]
+    RichDebugInfo(InlineEvent),
+    /// One `MethodDetails` event (Microsoft-Windows-DotNETRuntime, id 72), its payload as the
+    /// runtime wrote it.
+    #[serde(rename = "method_details")]
+    MethodDetails(InlineEvent),
+}
+
+/// Whether the profiler's EventPipe session for inline trees started.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InlineSession {
+    /// The process.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// What `EventPipeStartSession` answered (0: started), or `SetEventMask2` if that failed.
+    #[serde(default)]
+    pub hr: i32,
+    /// `DOTNET_RichDebugInfo` was `1` in the process's environment (without it the runtime sends
+    /// no trees, even to a session that started).
+    #[serde(default)]
+    pub rich_debug_info: bool,
+}
+
+/// One runtime event's payload, recorded unchanged, with what the profiler knew about it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InlineEvent {
+    /// The process.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// The event's MethodID (bytes 2..10 of a rich-debug-info payload, 0..8 of a MethodDetails
+    /// payload; 0 if the payload is shorter): the method's FunctionID, as a body's `function_id`.
+    #[serde(default)]
+    pub method_id: u64,
+    /// Rich debug info: the code start of the body the JIT had just finished on the same thread
+    /// (the runtime sends the event right after the profiler's JITCompilationFinished), when
+    /// that body is of this method; absent when the profiler could not tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+    /// MethodDetails: the method's module path (`GetFunctionInfo`, then `GetModuleInfo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// MethodDetails: that module's MVID, as a body's `mvid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mvid: Option<String>,
+    /// MethodDetails: the MethodDef token (`GetFunctionInfo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u32>,
+    /// The event's payload, unchanged, in lowercase hexadecimal.
+    #[serde(default)]
+    pub payload: Hex,
+}
+
+/// Bytes written as a lowercase hexadecimal string (two digits a byte).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hex(pub Vec<u8>);
+
+impl Hex {
+    /// The bytes of `text`, or `None` for an odd length or a character that is not a hex digit.
+    pub fn decode(text: &str) -> Option<Hex> {
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Some(c.wrapping_sub(b'0')),
+            b'a'..=b'f' => Some(c.wrapping_sub(b'a').wrapping_add(10)),
+            b'A'..=b'F' => Some(c.wrapping_sub(b'A').wrapping_add(10)),
+            _ => None,
+        };
+        let bytes = text.as_bytes();
+        if bytes.len() % 2 != 0 {
+            return None;
+        }
+        bytes.chunks_exact(2).map(|p| Some(digit(*p.first()?)? << 4 | digit(*p.get(1)?)?)).collect::<Option<Vec<u8>>>().map(Hex)
+    }
+
+    /// The bytes as text.
+    pub fn encode(&self) -> String {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut s = String::with_capacity(self.0.len().saturating_mul(2));
+        for &b in &self.0 {
+            for d in [b >> 4, b & 15] {
+                if let Some(&c) = DIGITS.get(usize::from(d)) {
+                    s.push(char::from(c));
+                }
+            }
+        }
+        s
+    }
+}
+
+impl Serialize for Hex {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.encode())
+    }
+}
+
+impl<'de> Deserialize<'de> for Hex {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Hex, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Hex::decode(&text).ok_or_else(|| serde::de::Error::custom("not an even number of hexadecimal digits"))
+    }
 }
 
 /// One native code body and its IL-to-native map, as the runtime answered.

@@ -1,0 +1,207 @@
+//! The JIT's inline trees (issue 22): the profiler's own EventPipe session, started in
+//! `Initialize` through ICorProfilerInfo12::EventPipeStartSession (.NET 5 and later), receives
+//! in process, through ICorProfilerCallback10::EventPipeEventDelivered, every
+//! `JittedMethodRichDebugInfo` (Microsoft-Windows-DotNETRuntimePrivate, keyword 0x40000, id 189)
+//! and `MethodDetails` (Microsoft-Windows-DotNETRuntime, keyword 0x4000000000, id 72) the
+//! runtime sends, and writes each payload unchanged into the capture (docs/capture-format.md).
+//!
+//! The runtime sends them only with `DOTNET_RichDebugInfo=1` in the environment at start-up
+//! (`clrmap profile` sets it unless `--no-inlines`). A profiler session is synchronous: the
+//! runtime calls `EventPipeEventDelivered` on the thread that writes the event, the compiling
+//! thread, just before the profiler's `JITCompilationFinished` for the same body (prestub.cpp:
+//! `JitCompileCodeLockedEventWrapper` calls `ETW::MethodLog::MethodJitted`, which sends MethodLoad,
+//! the IL map, event 189 and MethodDetails, then the profiler's JITCompilationFinished). So event
+//! 189's payloads wait in a thread-local until that callback says the body's code start.
+//!
+//! Locking: this side has its own lock, never taken while the main state's lock is wanted, so an
+//! event written while the main lock is held (a runtime call inside a callback) cannot deadlock;
+//! an event written while this lock is held on the same thread (reentry) is dropped and counted.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::sync::{Mutex, OnceLock};
+
+use clrmap::capture::{Hex, InlineEvent, InlineSession, Record};
+
+use crate::com::{Hresult, Info, Info12, S_OK};
+
+/// The private runtime provider (event 189).
+const PRIVATE_PROVIDER: &str = "Microsoft-Windows-DotNETRuntimePrivate";
+/// The runtime provider (MethodDetails).
+const RUNTIME_PROVIDER: &str = "Microsoft-Windows-DotNETRuntime";
+/// JittedMethodRichDebugInfoKeyword.
+const RICH_DEBUG_INFO_KEYWORD: u64 = 0x4_0000;
+/// MethodDiagnosticKeyword.
+const METHOD_DIAGNOSTIC_KEYWORD: u64 = 0x40_0000_0000;
+/// JitKeyword: the runtime calls `ETW::MethodLog::MethodJitted`, which sends event 189, only
+/// when this keyword is on at the verbose level (prestub.cpp, `JitCompileCodeLockedEventWrapper`).
+const JIT_KEYWORD: u64 = 0x10;
+/// TRACE_LEVEL_VERBOSE.
+const VERBOSE: u32 = 5;
+const RICH_DEBUG_INFO_EVENT: u32 = 189;
+const METHOD_DETAILS_EVENT: u32 = 72;
+/// COR_PRF_HIGH_MONITOR_EVENT_PIPE: deliver the session's events to EventPipeEventDelivered.
+const COR_PRF_HIGH_MONITOR_EVENT_PIPE: u32 = 0x80;
+
+struct Side {
+    info: Info,
+    info12: Info12,
+    out: File,
+    pid: u32,
+    /// EVENTPIPE_PROVIDER → which of the two providers it is (asked once per handle).
+    providers: HashMap<usize, Provider>,
+    /// ModuleID → its path and MVID text.
+    modules: HashMap<usize, Option<(String, Option<String>)>>,
+    /// Events dropped because they arrived while this thread was inside this side already.
+    reentered: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Provider {
+    Private,
+    Runtime,
+    Other,
+}
+
+fn side() -> &'static OnceLock<Mutex<Side>> {
+    static SIDE: OnceLock<Mutex<Side>> = OnceLock::new();
+    &SIDE
+}
+
+thread_local! {
+    /// Event 189 payloads this thread received for a body whose JITCompilationFinished has not
+    /// come yet, with their MethodID.
+    static PENDING: RefCell<Vec<(u64, Vec<u8>)>> = const { RefCell::new(Vec::new()) };
+    /// Inside this side's lock on this thread.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Called at JITCompilationFinished of `fid` on this thread, with the code start of the body
+/// just recorded (`None`: none new): the pending trees of that method get it.
+pub fn body_finished(fid: u64, start: Option<u64>) {
+    let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    if pending.is_empty() {
+        return;
+    }
+    let Some(side) = side().get() else { return };
+    with_side(side, |s| {
+        for (method_id, payload) in pending {
+            let start = start.filter(|_| method_id == fid);
+            write(s, &Record::RichDebugInfo(InlineEvent { pid: Some(s.pid), method_id, start, payload: Hex(payload), ..InlineEvent::default() }));
+        }
+    });
+}
+
+/// Run `f` under this side's lock, unless this thread is inside it already (then the event is
+/// dropped and counted).
+fn with_side(side: &Mutex<Side>, f: impl FnOnce(&mut Side)) {
+    if INSIDE.with(Cell::get) {
+        if let Ok(mut s) = side.try_lock() {
+            s.reentered = s.reentered.saturating_add(1);
+        }
+        return;
+    }
+    INSIDE.with(|i| i.set(true));
+    if let Ok(mut s) = side.lock() {
+        f(&mut s);
+    }
+    INSIDE.with(|i| i.set(false));
+}
+
+fn write(s: &mut Side, record: &Record) {
+    let _ = s.out.write_all(record.to_line().as_bytes());
+}
+
+/// Start the session: `unknown` is what Initialize received, `mask` the COR_PRF_MONITOR mask
+/// already set. On a runtime without ICorProfilerInfo12 (3.1) nothing happens and nothing is
+/// recorded. Otherwise the capture gets an `inline_session` record with the runtime's answer.
+pub fn start(unknown: *mut std::ffi::c_void, info: Info, mask: u32, out: &File) {
+    // SAFETY: `unknown` is the runtime's IUnknown, as Initialize receives it.
+    let Some(info12) = (unsafe { Info12::from_unknown(unknown) }) else { return };
+    let (Ok(mut out), Ok(side_out)) = (out.try_clone(), out.try_clone()) else { return };
+    let pid = std::process::id();
+    let rich_debug_info = ["DOTNET_RichDebugInfo", "COMPlus_RichDebugInfo"].iter().any(|v| std::env::var(v).is_ok_and(|v| v.trim() == "1"));
+    let mut hr = info12.set_event_mask2(mask, COR_PRF_HIGH_MONITOR_EVENT_PIPE);
+    if hr == S_OK {
+        // The side must be in place before the session starts: events may come at once.
+        let _ = side().set(Mutex::new(Side { info, info12, out: side_out, pid, providers: HashMap::new(), modules: HashMap::new(), reentered: 0 }));
+        let providers = [(PRIVATE_PROVIDER, RICH_DEBUG_INFO_KEYWORD, VERBOSE), (RUNTIME_PROVIDER, METHOD_DIAGNOSTIC_KEYWORD | JIT_KEYWORD, VERBOSE)];
+        hr = match info12.start_session(&providers) {
+            Ok(_) => S_OK,
+            Err(hr) => hr,
+        };
+    }
+    let line = Record::InlineSession(InlineSession { pid: Some(pid), hr, rich_debug_info }).to_line();
+    let _ = out.write_all(line.as_bytes());
+}
+
+fn u64_at(payload: &[u8], at: usize) -> u64 {
+    payload.get(at..at.saturating_add(8)).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
+}
+
+/// One event from the session (ICorProfilerCallback10::EventPipeEventDelivered).
+pub fn delivered(provider: usize, event_id: u32, payload: &[u8]) -> Hresult {
+    if event_id != RICH_DEBUG_INFO_EVENT && event_id != METHOD_DETAILS_EVENT {
+        return S_OK;
+    }
+    let Some(side) = side().get() else { return S_OK };
+    with_side(side, |s| record(s, provider, event_id, payload));
+    S_OK
+}
+
+fn record(s: &mut Side, provider: usize, event_id: u32, payload: &[u8]) {
+    let which = match s.providers.get(&provider) {
+        Some(&p) => p,
+        None => {
+            let p = match s.info12.provider_name(provider).as_deref() {
+                Some(PRIVATE_PROVIDER) => Provider::Private,
+                Some(RUNTIME_PROVIDER) => Provider::Runtime,
+                _ => Provider::Other,
+            };
+            s.providers.insert(provider, p);
+            p
+        }
+    };
+    let record = match (which, event_id) {
+        (Provider::Private, RICH_DEBUG_INFO_EVENT) => {
+            // ClrInstanceID (u16), then the MethodID (symbols.md §7). Kept until the profiler's
+            // JITCompilationFinished for the body (next on this thread) tells its code start;
+            // chunks of another method still pending never got theirs (a dynamic method's
+            // DynamicMethodJITCompilationFinished): written without it.
+            let method_id = u64_at(payload, 2);
+            let stale = PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                let stale = if p.iter().any(|(m, _)| *m != method_id) { std::mem::take(&mut *p) } else { Vec::new() };
+                p.push((method_id, payload.to_vec()));
+                stale
+            });
+            for (method_id, payload) in stale {
+                write(s, &Record::RichDebugInfo(InlineEvent { pid: Some(s.pid), method_id, payload: Hex(payload), ..InlineEvent::default() }));
+            }
+            return;
+        }
+        (Provider::Runtime, METHOD_DETAILS_EVENT) => {
+            // MethodID first (ClrEtwAll.man, MethodDetails): a MethodDesc, which is the FunctionID.
+            let method_id = u64_at(payload, 0);
+            let info = s.info;
+            let (module, mvid, token) = match usize::try_from(method_id).ok().and_then(|fid| info.function_ids(fid)) {
+                Some((module_id, token)) => {
+                    let m = s.modules.entry(module_id).or_insert_with(|| {
+                        let (path, _) = info.module_info(module_id)?;
+                        Some((path, info.module_mvid(module_id).map(|m| clrmap::capture::mvid_text(&m))))
+                    });
+                    match m {
+                        Some((path, mvid)) => (Some(path.clone()), mvid.clone(), Some(token)),
+                        None => (None, None, Some(token)),
+                    }
+                }
+                None => (None, None, None),
+            };
+            Record::MethodDetails(InlineEvent { pid: Some(s.pid), method_id, start: None, module, mvid, token, payload: Hex(payload.to_vec()) })
+        }
+        _ => return,
+    };
+    write(s, &record);
+}
