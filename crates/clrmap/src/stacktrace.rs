@@ -64,7 +64,7 @@ use std::sync::Arc;
 
 use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
 use crate::metadata::table;
-use crate::pdb::locate::{locate_pdb_noting, PassedOver, SymbolPaths};
+use crate::pdb::locate::{locate_pdb_noting, why_no_pdb, PdbOrigin, SymbolPaths};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::symbolizer::ModuleSymbols;
@@ -103,8 +103,9 @@ pub enum Notice {
         module: String,
         /// The assembly found.
         assembly: PathBuf,
-        /// PDBs of another build that were passed over.
-        passed_over: Vec<PassedOver>,
+        /// Why, one reason each: files of another build passed over (with both ids), where the
+        /// PDB was looked for ([`crate::pdb::locate::why_no_pdb`]).
+        why: Vec<String>,
     },
 }
 
@@ -112,10 +113,10 @@ impl std::fmt::Display for Notice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Notice::BadPdb { module, error } => write!(f, "{module}: PDB not used: {error}"),
-            Notice::NoMatchingPdb { module, assembly, passed_over } => {
-                write!(f, "{module}: found {}, but no PDB of its build", assembly.display())?;
-                for p in passed_over {
-                    write!(f, "; {} is another build (PDB GUID {})", p.path.display(), p.guid_hex())?;
+            Notice::NoMatchingPdb { module, assembly, why } => {
+                write!(f, "{module}: found {}, but no PDB of its build, so its frames are kept", assembly.display())?;
+                for w in why {
+                    write!(f, "; {w}")?;
                 }
                 Ok(())
             }
@@ -342,7 +343,7 @@ impl Rewriter {
                 }
             };
         }
-        let paths = SymbolPaths { pdb: None, dirs: self.options.dirs.clone() };
+        let paths = SymbolPaths { pdb: None, dirs: self.options.dirs.clone(), servers: None };
         for dir in &self.options.dirs {
             let assembly = dir.join(module);
             let Ok(bytes) = read_regular(&assembly, MAX_FILE) else { continue };
@@ -351,16 +352,14 @@ impl Rewriter {
             return match locate_pdb_noting(&image, Some(&assembly), &paths, &mut passed) {
                 Ok(Some(found)) => {
                     let path = match &found.origin {
-                        crate::pdb::locate::PdbOrigin::Embedded => assembly.clone(),
-                        crate::pdb::locate::PdbOrigin::Explicit(p)
-                        | crate::pdb::locate::PdbOrigin::BesideAssembly(p)
-                        | crate::pdb::locate::PdbOrigin::SymbolPath(p)
-                        | crate::pdb::locate::PdbOrigin::BuildPath(p) => p.clone(),
+                        PdbOrigin::Embedded => assembly.clone(),
+                        PdbOrigin::Explicit(p) | PdbOrigin::BesideAssembly(p) | PdbOrigin::SymbolPath(p) | PdbOrigin::BuildPath(p) | PdbOrigin::SymbolServer(p) => p.clone(),
                     };
                     open(&path, found.bytes, notice)
                 }
                 Ok(None) => {
-                    notice(Notice::NoMatchingPdb { module: module.to_owned(), assembly, passed_over: passed });
+                    let why = why_no_pdb(&image, Some(&assembly), &paths, &passed);
+                    notice(Notice::NoMatchingPdb { module: module.to_owned(), assembly, why });
                     None
                 }
                 Err(error) => {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use clrmap::stacktrace::{Options, Rewriter};
+use clrmap::stacktrace::{Notice, Options, Rewriter};
 
 use crate::output::{CliError, Text};
 
@@ -33,7 +33,11 @@ pub struct StacktraceArgs {
 /// be read is an error (status 1).
 pub fn run(a: StacktraceArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut rewriter = Rewriter::new(Options { dirs: a.symbol_path, pdbs: a.pdb }).map_err(crate::open::open_error)?;
-    let mut notice = |n: clrmap::stacktrace::Notice| eprintln!("warning: {}", Text(&n.to_string()));
+    // A PDB that cannot be used is a warning; an assembly with no PDB of its build, a note.
+    let mut notice = |n: Notice| match n {
+        Notice::BadPdb { .. } => eprintln!("warning: {}", Text(&n.to_string())),
+        Notice::NoMatchingPdb { .. } => eprintln!("note: {}", Text(&n.to_string())),
+    };
     match a.file {
         Some(path) => {
             let file = clrmap::fs::open_input(&path).map_err(crate::open::open_error)?;

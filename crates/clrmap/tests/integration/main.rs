@@ -25,3 +25,4 @@ mod pdb_identity;
 mod bodies;
 mod diag_deadlines;
 mod inlines;
+mod stacktrace;
