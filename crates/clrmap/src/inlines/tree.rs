@@ -11,7 +11,7 @@ use super::raw::{MAPPING_INLINEE_AT, NODE_CHILD_AT, NODE_SIBLING_AT};
 use crate::read::{Error, ErrorKind, Reader, Result};
 
 /// The deepest inline nesting accepted (levels below the root). The JIT stops inlining far sooner
-/// (`DEFAULT_MAX_INLINE_DEPTH` is 20 in dotnet/runtime's `src/coreclr/jit/inline.h`); this bound
+/// (`DEFAULT_MAX_INLINE_DEPTH` is 20 in dotnet/runtime's `src/coreclr/jit/jit.h`; `DOTNET_JITInlineDepth` can change it); this bound
 /// makes every chain cheap even on hostile input, and matches the contract's limit for nested
 /// types (§2: deeper than 100 is `too_deep`).
 pub const MAX_INLINE_DEPTH: u32 = 100;

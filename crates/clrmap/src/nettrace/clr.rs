@@ -38,6 +38,10 @@ pub struct MethodLoad {
     pub name: String,
     /// `MethodSignature`, as the runtime prints it (`instance void  (!0)`); empty if absent.
     pub signature: String,
+    /// Version 2's `ReJITID` after `ClrInstanceID`: the body's NativeCodeId (.NET 7+: the native
+    /// code version, which pairs the body with its inline tree, event 189); 0 in versions 0-1
+    /// (a method's first body).
+    pub native_code_id: u64,
 }
 
 /// ModuleLoad (152) / ModuleDCEnd (rundown 154): `u64 ModuleID, u64 AssemblyID, u32 ModuleFlags,
@@ -144,6 +148,12 @@ pub fn method_load(p: Reader<'_>) -> Result<MethodLoad> {
         namespace: utf16z(&mut r)?,
         name: utf16z(&mut r)?,
         signature: utf16z(&mut r).unwrap_or_default(),
+        // `u16 ClrInstanceID` (V1+), then `u64 ReJITID` (V2 only: ClrEtwAll.man
+        // MethodLoadVerbose_V2); absent fields leave 0.
+        native_code_id: match r.u16("ClrInstanceID") {
+            Ok(_) => r.u64("ReJITID").unwrap_or(0),
+            Err(_) => 0,
+        },
     })
 }
 
@@ -197,6 +207,8 @@ pub fn event_name(provider: &str, id: u32) -> Option<&'static str> {
         ("Microsoft-DotNETCore-EventPipe", 1) => "ProcessInfo",
         (RUNTIME, 1) => "GCStart",
         (RUNTIME, 2) => "GCEnd",
+        (RUNTIME, 15) => "BulkType",
+        (RUNTIME, 72) => "MethodDetails",
         (RUNTIME, 80) => "ExceptionThrown",
         (RUNTIME, 141) => "MethodLoad",
         (RUNTIME, 142) => "MethodUnload",
@@ -288,6 +300,10 @@ pub struct MethodTable {
     body_module: Vec<u64>,
     /// Body index → its owner type as the runtime printed it (`Box`1[System.Int32]`).
     body_owner: Vec<String>,
+    /// Body index → its NativeCodeId (MethodLoad's `native_code_id`).
+    body_code_id: Vec<u64>,
+    /// Event 189 chunks and MethodDetails, as they stream by.
+    inlines: crate::inlines::InlineCollector,
 }
 
 impl MethodTable {
@@ -318,6 +334,7 @@ impl MethodTable {
         });
         self.body_module.push(m.module_id);
         self.body_owner.push(m.namespace.clone());
+        self.body_code_id.push(m.native_code_id);
         let i = self.bodies.len().saturating_sub(1);
         self.by_key.insert(key, i);
         i
@@ -363,6 +380,15 @@ impl MethodTable {
                     }
                 }
             }
+            // The JIT's inline trees (docs/rich-debug-info.md): a fault in one body's chunks is
+            // kept in the collector (errors, dropped sets) and costs no other body anything.
+            (PRIVATE, 189) => {
+                let _ = self.inlines.rich_debug_info(e.payload);
+            }
+            // MethodDetails: names the inlinees' MethodDescs.
+            (RUNTIME, 72) => {
+                let _ = self.inlines.method_details(e.payload);
+            }
             // ModuleLoad (runtime 152) and ModuleDCEnd (rundown 154): names for ModuleIDs.
             (RUNTIME, 152) | (RUNDOWN, 154) | (RUNDOWN, 153) => {
                 if let Ok(m) = module_load(e.payload) {
@@ -371,6 +397,16 @@ impl MethodTable {
             }
             _ => {}
         }
+    }
+
+    /// The inline trees and method details seen so far, what pairs a body with its tree (code
+    /// start → (MethodID, NativeCodeId)), and every module's path by ModuleID; the table keeps its
+    /// bodies.
+    fn take_inlines(&mut self) -> TraceInlines {
+        let inlines = std::mem::take(&mut self.inlines).finish();
+        let bodies = self.bodies.iter().zip(&self.body_code_id);
+        let code_ids = bodies.filter_map(|(b, &id)| Some((b.start?, (b.function_id?, id)))).collect();
+        TraceInlines { inlines, code_ids, modules: self.modules.clone() }
     }
 
     /// The bodies that have a map (jitted code; R2R methods get no map events).
@@ -412,6 +448,44 @@ pub fn read_code_bodies<R: std::io::Read>(r: R) -> Result<Vec<CodeBody>> {
     }
 }
 
+/// A trace's inline trees (event 189) and MethodDetails, with what pairs them with the trace's
+/// code bodies and names an inlinee's module.
+#[derive(Clone, Debug, Default)]
+pub struct TraceInlines {
+    /// The trees by (MethodID, NativeCodeId), and the MethodDetails by MethodID.
+    pub inlines: crate::inlines::Inlines,
+    /// Code start → (MethodID, NativeCodeId), from MethodLoadVerbose / MethodDCEndVerbose.
+    code_ids: HashMap<u64, (u64, u64)>,
+    /// ModuleID → the module's IL path (ModuleLoad / ModuleDCEnd).
+    modules: HashMap<u64, String>,
+}
+
+impl TraceInlines {
+    /// The (MethodID, NativeCodeId) of the body that starts at `start`.
+    pub fn code_id(&self, start: u64) -> Option<(u64, u64)> {
+        self.code_ids.get(&start).copied()
+    }
+
+    /// The inline tree of a body read from the same trace (by its `start`), if the trace has one.
+    pub fn tree_of(&self, body: &CodeBody) -> Option<&crate::inlines::InlineTree> {
+        let (method_id, native_code_id) = self.code_id(body.start?)?;
+        self.inlines.tree(method_id, native_code_id)
+    }
+
+    /// The IL path of a module (an inlinee's `MethodDetails::loader_module_id`).
+    pub fn module_path(&self, module_id: u64) -> Option<&str> {
+        self.modules.get(&module_id).map(String::as_str)
+    }
+}
+
+/// [`read_code_bodies_partial_with`], also keeping the JIT's inline trees (event 189, with
+/// `DOTNET_RichDebugInfo=1` on .NET 7+) and MethodDetails: the bodies, the trees and what pairs
+/// them, and the fault that cut the trace (a warning, as there). A trace without them (3.1, or
+/// the private provider's keyword 0x40000 not enabled) gives empty [`TraceInlines::inlines`].
+pub fn read_code_bodies_and_inlines<R: std::io::Read>(r: R, also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::read::Error>)> {
+    read_all(r, also)
+}
+
 /// The bytes of the stream header (magic, the serialization signature's length and text): a file
 /// that fails inside them is not a trace at all.
 const HEADER_LEN: u64 = 8 + 4 + 20;
@@ -425,7 +499,12 @@ pub fn read_code_bodies_partial<R: std::io::Read>(r: R) -> Result<(Vec<CodeBody>
 
 /// [`read_code_bodies_partial`], in the same single pass also showing every event to `also` (for
 /// what a reader needs besides the bodies, such as the modules' PDB ids).
-pub fn read_code_bodies_partial_with<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, Option<crate::read::Error>)> {
+pub fn read_code_bodies_partial_with<R: std::io::Read>(r: R, also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, Option<crate::read::Error>)> {
+    read_all(r, also).map(|(bodies, _, fault)| (bodies, fault))
+}
+
+/// The one pass behind [`read_code_bodies_partial_with`] and [`read_code_bodies_and_inlines`].
+fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::read::Error>)> {
     let mut table = MethodTable::default();
     let (stats, fault) = super::stream::read_events_partial(r, |e| {
         table.event(e);
@@ -434,13 +513,14 @@ pub fn read_code_bodies_partial_with<R: std::io::Read>(r: R, mut also: impl FnMu
     if let Some(e) = fault.as_ref().filter(|e| e.offset().is_none_or(|o| o < HEADER_LEN)) {
         return Err(*e);
     }
+    let inlines = table.take_inlines();
     // Every body ran in the traced process (the Trace object's process id).
     let (mut bodies, owners, modules) = table.into_bodies_and_owners();
     naming::name_from_modules(&mut bodies, &owners, &modules);
     for b in &mut bodies {
         b.pid = stats.process_id;
     }
-    Ok((bodies, fault))
+    Ok((bodies, inlines, fault))
 }
 
 #[cfg(test)]

@@ -364,3 +364,120 @@ fn fuzz_inputs() {
     }
     assert!(n >= 3, "no inputs kept for inline_tree");
 }
+
+/// Every check a real trace's inline trees must pass: each tree decodes (no body's chunks were
+/// dropped or malformed), every mapping's inlinee is a node, every chain ends at node 0 or says
+/// its parent is unknown, and every inlinee is named (token and module) through MethodDetails.
+/// Returns (trees, non-root nodes, nodes with an unknown parent).
+fn check_real_trace(path: &std::path::Path) -> (usize, usize, usize) {
+    use clrmap::inlines::fuzzcheck::check_tree;
+    let (bodies, ti, fault) = clrmap::nettrace::read_code_bodies_and_inlines(std::fs::File::open(path).unwrap(), |_| {}).unwrap();
+    assert!(fault.is_none(), "{}: {fault:?}", path.display());
+    let inl = &ti.inlines;
+    assert!(inl.trees().next().is_some(), "{}: no inline tree", path.display());
+    assert_eq!((inl.errors().len(), inl.dropped()), (0, 0), "{}: {:?}", path.display(), inl.errors());
+    let (mut nodes, mut unknown) = (0, 0);
+    for ((method_id, code_id), t) in inl.trees() {
+        check_tree(t);
+        // Every tree belongs to a body of the same trace, paired by (MethodID, NativeCodeId).
+        let body = bodies.iter().find(|b| b.function_id == Some(method_id) && ti.code_id(b.start.unwrap()) == Some((method_id, code_id)));
+        let body = body.unwrap_or_else(|| panic!("{}: no body for tree ({method_id:#x}, {code_id})", path.display()));
+        assert_eq!(ti.tree_of(body), Some(t));
+        assert_eq!(t.nodes()[0].method_id, method_id, "node 0 is the body's own method");
+        assert_eq!(t.nodes()[0].il_offset, 0xFFFF_FFFF);
+        for m in t.mappings() {
+            assert!(m.native_offset < body.code_size, "{}: a mapping past the body's end", path.display());
+        }
+        for n in &t.nodes()[1..] {
+            nodes += 1;
+            unknown += usize::from(n.parent == Parent::Unknown);
+            // Named: MethodDetails gives a MethodDef token and a loaded module with a path.
+            let d = inl.method(n.method_id).unwrap_or_else(|| panic!("{}: inlinee {:#x} has no MethodDetails", path.display(), n.method_id));
+            assert_eq!(d.token >> 24, 0x06, "{}: {d:?}", path.display());
+            let module = ti.module_path(d.loader_module_id).unwrap_or_else(|| panic!("{}: inlinee module {:#x} unnamed", path.display(), d.loader_module_id));
+            assert!(module.ends_with(".dll"), "{module}");
+        }
+    }
+    (inl.len(), nodes, unknown)
+}
+
+#[test]
+fn a_real_8_0_4_trace_decodes_and_names_its_inlinees() {
+    // tests/fixtures/inlines/attach-8.0.4.nettrace: tests/dotnet/attach/Attach.cs on 8.0.4 with
+    // DOTNET_RichDebugInfo=1 and DOTNET_TieredCompilation=0, `jit` sent during a 2.5 s
+    // `clrmap trace collect` with the providers of docs/rich-debug-info.md §1.
+    let (trees, nodes, _) = check_real_trace(&crate::support::fixture("tests/fixtures/inlines/attach-8.0.4.nettrace"));
+    assert!(trees >= 3 && nodes >= 5, "{trees} trees, {nodes} inlinees");
+}
+
+
+/// Attach.cs run on `rt` with `DOTNET_RichDebugInfo=1` and tiering off (so the batch it jits on
+/// `jit` is optimized and inlines), traced by `clrmap trace collect` while it jits: the trace.
+fn record_attach(rt: &crate::support::Runtime, mcs: &std::path::Path) -> std::path::PathBuf {
+    use std::io::{BufRead, Write};
+    use std::process::{Command, Stdio};
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("inlines-{}", rt.version));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dll = dir.join("Attach.dll");
+    crate::support::mcs_compile(mcs, &dll, &["-r:System.Core.dll"], &[crate::support::repo_root().join("tests/dotnet/attach/Attach.cs")]);
+    std::fs::write(dir.join("Attach.runtimeconfig.json"), rt.runtimeconfig()).unwrap();
+    let mut child = Command::new(&rt.dotnet)
+        .arg(&dll)
+        .env("DOTNET_RichDebugInfo", "1")
+        .env("DOTNET_TieredCompilation", "0")
+        .env("COMPlus_TieredCompilation", "0")
+        .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut wait_for = |word: &str| loop {
+        let l = lines.next().unwrap_or_else(|| panic!("{}: Attach ended before {word:?}", rt.version)).unwrap();
+        if l.trim() == word {
+            break;
+        }
+    };
+    wait_for("ready");
+    let trace = dir.join("attach.nettrace");
+    let providers = "Microsoft-Windows-DotNETRuntime:0x4000080098:5,Microsoft-Windows-DotNETRuntimePrivate:0x40000:5";
+    let collect = Command::new(crate::support::built("clrmap"))
+        .args(["trace", "collect", "--pid", &child.id().to_string(), "-o"])
+        .arg(&trace)
+        .args(["--duration", "4s", "--providers", providers])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give the session time to start, then jit the second batch while it listens.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    writeln!(stdin, "jit").unwrap();
+    stdin.flush().unwrap();
+    wait_for("jitted");
+    let out = collect.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}: trace collect: {}", rt.version, String::from_utf8_lossy(&out.stderr));
+    writeln!(stdin, "exit").unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    trace
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn live_traces_carry_trees_on_8_and_none_on_3_1() {
+    let (rts, mcs) = crate::support::runtimes_and_mcs("live_traces_carry_trees_on_8_and_none_on_3_1");
+    for rt in &rts {
+        let trace = record_attach(rt, &mcs);
+        if rt.version.starts_with("3.") {
+            // 3.1 has no rich debug info: no event 189, no MethodDetails, every body as before.
+            let (bodies, ti, fault) = clrmap::nettrace::read_code_bodies_and_inlines(std::fs::File::open(&trace).unwrap(), |_| {}).unwrap();
+            assert!(fault.is_none());
+            assert!(ti.inlines.is_empty(), "3.1: {} trees", ti.inlines.len());
+            assert!(bodies.iter().any(|b| b.name.as_deref() == Some("Attach::After")), "3.1: Attach::After");
+        } else {
+            let (trees, nodes, unknown) = check_real_trace(&trace);
+            eprintln!("{}: {trees} trees, {nodes} inlinees, {unknown} with an unknown parent", rt.version);
+            assert!(nodes >= 5, "{}: {nodes} inlinees", rt.version);
+        }
+    }
+}
