@@ -25,3 +25,5 @@ mod perf_links;
 mod capture_identity;
 mod debug_layouts;
 mod profile_inlines;
+mod stacktrace;
+mod symbol_server;
