@@ -26,4 +26,3 @@ mod capture_identity;
 mod debug_layouts;
 mod profile_inlines;
 mod stacktrace;
-mod symbol_server;
