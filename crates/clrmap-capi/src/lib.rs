@@ -1264,7 +1264,7 @@ pub unsafe extern "C" fn clrmap_symbolizer_open(source: *const c_char, pdb: *con
             dirs.push(PathBuf::from(text(p)));
         }
         let pdb = (!pdb.is_null()).then(|| PathBuf::from(text(pdb)));
-        let options = Options { symbols: SymbolPaths { pdb, dirs } };
+        let options = Options { symbols: SymbolPaths { pdb, dirs, servers: None } };
         // A PDB of another assembly is `pdb_mismatch`, CLRMAP_E_PDB_MISMATCH, like its kind.
         let sym = match Symbolizer::open(Path::new(&text(source)), options) {
             Ok(sym) => sym,
@@ -1322,7 +1322,7 @@ unsafe fn symbol_options(pdb: *const c_char, symbol_paths: *const *const c_char,
         dirs.push(PathBuf::from(text(p)));
     }
     let pdb = (!pdb.is_null()).then(|| PathBuf::from(text(pdb)));
-    Some(Options { symbols: SymbolPaths { pdb, dirs } })
+    Some(Options { symbols: SymbolPaths { pdb, dirs, servers: None } })
 }
 
 impl ClrmapSymbolizer {

@@ -33,6 +33,9 @@ pub struct FrameArgs {
     /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
     #[arg(long = "symbol-path")]
     pub symbol_path: Vec<PathBuf>,
+    /// Symbol servers and their cache.
+    #[command(flatten)]
+    pub servers: ServerArgs,
     /// A running .NET process instead of a file: a rundown snapshot of every method it has
     /// jitted so far, taken through its diagnostics port. Addresses are absolute.
     #[arg(long)]
@@ -45,6 +48,49 @@ pub struct FrameArgs {
     /// them. Without it, digits alone are decimal and hex needs 0x.
     #[arg(long)]
     pub hex: bool,
+}
+
+/// SSQP symbol servers (`--symbol-server`, or `CLRMAP_SYMBOL_SERVER`) and the cache their files
+/// go to: for every command that reads PDBs.
+#[derive(Clone, Debug, Default, Args)]
+pub struct ServerArgs {
+    /// A symbol server speaking SSQP (`https://msdl.microsoft.com/download/symbols` holds the
+    /// framework's PDBs), asked for a PDB found nowhere on disk (repeatable, asked in order).
+    /// Without it, the servers in CLRMAP_SYMBOL_SERVER (URLs separated by `;`).
+    #[arg(long = "symbol-server", value_name = "URL")]
+    pub symbol_server: Vec<String>,
+    /// Where fetched files are kept, in the symbol-server layout (so it can be served, or given
+    /// as a --symbol-path): default $XDG_CACHE_HOME/clrmap/symbols, else ~/.cache/clrmap/symbols.
+    /// A cached file is used without asking any server.
+    #[arg(long = "cache", value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// How long one exchange with a symbol server may take (default 30s). A server that does not
+    /// answer in time, or cannot be reached, is not asked again in the run.
+    #[arg(long = "symbol-timeout", value_parser = parse_duration, value_name = "DURATION")]
+    pub symbol_timeout: Option<Duration>,
+}
+
+impl ServerArgs {
+    /// The servers the flags (or the environment) ask for; `None` when there are none.
+    pub fn servers(&self) -> Option<std::sync::Arc<clrmap::symsrv::SymbolServers>> {
+        let mut urls = self.symbol_server.clone();
+        if urls.is_empty() {
+            if let Some(env) = std::env::var_os("CLRMAP_SYMBOL_SERVER") {
+                urls = env.to_string_lossy().split(';').map(str::trim).filter(|u| !u.is_empty()).map(str::to_owned).collect();
+            }
+        }
+        if urls.is_empty() {
+            return None;
+        }
+        let mut config = clrmap::symsrv::Config::new(urls);
+        if let Some(dir) = &self.cache {
+            config.cache = dir.clone();
+        }
+        if let Some(t) = self.symbol_timeout {
+            config.timeout = t;
+        }
+        Some(std::sync::Arc::new(clrmap::symsrv::SymbolServers::new(config)))
+    }
 }
 
 /// The frame rule: a leaf as is; a return address by .NET 5's rule, or by CoreCLR 3.1's
@@ -60,7 +106,7 @@ pub fn frame_kind(return_address: bool, clr31: bool, runtime_major: Option<u16>)
 impl FrameArgs {
     /// The symbol options the flags ask for.
     pub fn options(&self) -> Options {
-        Options { symbols: SymbolPaths { pdb: self.pdb.clone(), dirs: self.symbol_path.clone() } }
+        Options { symbols: SymbolPaths { pdb: self.pdb.clone(), dirs: self.symbol_path.clone(), servers: self.servers.servers() } }
     }
 
     /// The frame kind the flags ask for, for addresses of `sym`'s source: with

@@ -76,7 +76,7 @@ fn begin_perf(mut dump: File, map: File, pid: u32) -> std::io::Result<Perf> {
     // only marks the file for perf), and the file is only appended to.
     let marker = unsafe { memmap2::MmapOptions::new().len(clrmap::jitdump::HEADER_SIZE as usize).map_exec(&dump)? };
     let dirs = std::env::var_os("CLRMAP_PROFILER_SYMBOL_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
-    Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs }, pid })
+    Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs, servers: None }, pid })
 }
 
 /// An output file opened by [`open_output`], empty.

@@ -88,7 +88,7 @@ fn plain_line(pdb: &clrmap::pdb::PortablePdb<'_>, token: u32, il: u32) -> Option
 
 fn bench(c: &mut Criterion) {
     let Some((trace, dir)) = frames_trace::record("symbolize-bench") else { return };
-    let options = Options { symbols: SymbolPaths { pdb: None, dirs: vec![dir.clone()] } };
+    let options = Options { symbols: SymbolPaths { pdb: None, dirs: vec![dir.clone()], servers: None } };
     let sym = Symbolizer::open(&trace, options).unwrap();
     let bodies: Vec<&CodeBody> = sym.store().bodies().iter().filter(|b| b.start.is_some() && b.code_size > 0).collect();
     let (frames, other): (Vec<&CodeBody>, Vec<&CodeBody>) = bodies.iter().partition(|b| is_frames(b));
@@ -189,7 +189,7 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("clrmap_open_trace_and_index", |b| {
         b.iter(|| {
-            let options = Options { symbols: SymbolPaths { pdb: None, dirs: vec![dir.clone()] } };
+            let options = Options { symbols: SymbolPaths { pdb: None, dirs: vec![dir.clone()], servers: None } };
             Symbolizer::open(black_box(&trace), options).unwrap().store().bodies().len()
         })
     });

@@ -40,5 +40,6 @@ pub mod read;
 pub mod signature;
 pub mod stacktrace;
 pub mod symbolizer;
+pub mod symsrv;
 
 pub use read::{Error, ErrorKind, Result};

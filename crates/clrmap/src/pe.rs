@@ -314,6 +314,26 @@ impl<'a> PeImage<'a> {
         Ok(windows)
     }
 
+    /// The PdbChecksum entries (PE-COFF.md, "PDB Checksum Debug Directory Entry", type 19):
+    /// each an algorithm name (`SHA256`) and the checksum of the PDB it names, as `(name,
+    /// bytes)`. Malformed entries are passed over: they only add a header to a symbol-server
+    /// request, and the PDB is verified by its id whatever they say.
+    pub fn pdb_checksums(&self) -> Vec<(&'a str, &'a [u8])> {
+        let Ok(entries) = self.debug_entries() else { return Vec::new() };
+        entries
+            .iter()
+            .filter(|e| e.kind == DEBUG_TYPE_PDB_CHECKSUM)
+            .filter_map(|e| {
+                // AlgorithmName: a NUL-terminated UTF-8 string; Checksum: the rest.
+                let data = self.debug_data(e).ok()?.as_slice();
+                let nul = data.iter().position(|&b| b == 0)?;
+                let name = core::str::from_utf8(data.get(..nul)?).ok().filter(|n| !n.is_empty())?;
+                let sum = data.get(nul.checked_add(1)?..).filter(|s| !s.is_empty())?;
+                Some((name, sum))
+            })
+            .collect()
+    }
+
     /// One CodeView entry's data: 'RSDS', Guid (16), Age (u32), Path (UTF-8, NUL-terminated).
     fn read_codeview(&self, entry: DebugEntry) -> Result<CodeView<'a>> {
         let mut r = self.debug_data(&entry)?;

@@ -105,6 +105,9 @@ pub enum IlCommand {
         /// A directory to search for PDBs (repeatable).
         #[arg(long = "symbol-path")]
         symbol_path: Vec<PathBuf>,
+        /// Symbol servers and their cache.
+        #[command(flatten)]
+        servers: crate::args::ServerArgs,
     },
 }
 
@@ -396,6 +399,6 @@ pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
             at(source.as_deref(), input, address, &frame, json, out)
         }
         IlCommand::Frame { source, rva, json } => frame(&source, rva, json, out),
-        IlCommand::Vars { source, method, json, pdb, symbol_path } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path }, out),
+        IlCommand::Vars { source, method, json, pdb, symbol_path, servers } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, out),
     }
 }

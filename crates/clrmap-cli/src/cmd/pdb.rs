@@ -50,6 +50,9 @@ pub enum PdbCommand {
         /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
         #[arg(long = "symbol-path")]
         symbol_path: Vec<PathBuf>,
+        /// Symbol servers and their cache.
+        #[command(flatten)]
+        servers: crate::args::ServerArgs,
         /// When FILE is a PDB: the assembly it belongs to, for method names. Its CodeView entry
         /// must name this PDB's id, or this fails with pdb_mismatch.
         #[arg(long)]
@@ -314,6 +317,6 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
 /// Run a `pdb` command.
 pub fn run(cmd: PdbCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        PdbCommand::Lines { file, method, pdb, symbol_path, assembly, json } => lines(&file, method.as_deref(), SymbolPaths { pdb, dirs: symbol_path }, assembly.as_deref(), json, out),
+        PdbCommand::Lines { file, method, pdb, symbol_path, servers, assembly, json } => lines(&file, method.as_deref(), SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, assembly.as_deref(), json, out),
     }
 }

@@ -48,6 +48,9 @@ pub struct SourceArgs {
     /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
     #[arg(long = "symbol-path")]
     pub symbol_path: Vec<PathBuf>,
+    /// Symbol servers and their cache.
+    #[command(flatten)]
+    pub servers: crate::args::ServerArgs,
 }
 
 /// `clrmap perf jitdump SOURCE [-o FILE] [--enrich DUMP]`
@@ -91,7 +94,7 @@ pub fn run(c: PerfCommand, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 fn open(a: &SourceArgs) -> Result<Symbolizer, CliError> {
-    let options = Options { symbols: SymbolPaths { pdb: a.pdb.clone(), dirs: a.symbol_path.clone() } };
+    let options = Options { symbols: SymbolPaths { pdb: a.pdb.clone(), dirs: a.symbol_path.clone(), servers: a.servers.servers() } };
     let sym = Symbolizer::open(&a.source, options).map_err(open_error)?;
     if sym.kind() == SourceKind::ReadyToRun {
         return Err(CliError::Usage(format!("{}: an image has no load addresses; give a capture or a trace of the process", a.source.display())));

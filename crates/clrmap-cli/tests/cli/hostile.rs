@@ -20,7 +20,7 @@ fn temp(name: &str, bytes: &[u8]) -> PathBuf {
 
 /// Run `clrmap ARGS` under `ulimit -v` (256 MB + 4× `input`) and a 20 s `timeout`, stdout to
 /// `sink` (a file, or /dev/null). Asserts exit 0/1 within `secs` seconds.
-fn limited(args: &[&str], input: u64, sink: &str, secs: u64) -> Output {
+pub(crate) fn limited(args: &[&str], input: u64, sink: &str, secs: u64) -> Output {
     let kb = (256 << 20) / 1024 + 4 * input / 1024 + 1;
     let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
     let script = format!("ulimit -v {kb}; exec timeout 20 '{}' {} > '{sink}'", env!("CARGO_BIN_EXE_clrmap"), quoted.join(" "));

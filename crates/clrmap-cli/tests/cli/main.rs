@@ -26,3 +26,4 @@ mod capture_identity;
 mod debug_layouts;
 mod profile_inlines;
 mod stacktrace;
+mod symbol_server;

@@ -26,7 +26,7 @@ fn tmp(name: &str) -> PathBuf {
 
 /// Nested::Inner's return address in capture 3 of the run, and the line the runtime printed for
 /// it (examples/frames.stdout: token 0x06000008, native offset 0x26 from its code start).
-fn inner_frame() -> (String, String) {
+pub(crate) fn inner_frame() -> (String, String) {
     let o = clrmap(&["il", "dump", TRACE, "--json", "--module", "Frames.dll"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();

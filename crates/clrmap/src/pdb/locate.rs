@@ -30,6 +30,7 @@ use super::{PdbId, PortablePdb};
 use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind, Result};
+use crate::symsrv::SymbolServers;
 
 /// Where to look for PDBs besides the assembly itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +39,9 @@ pub struct SymbolPaths {
     pub pdb: Option<PathBuf>,
     /// Symbol directories, searched in order.
     pub dirs: Vec<PathBuf>,
+    /// Symbol servers and their cache, asked after every directory (`None`: no server). Shared,
+    /// so what one lookup learns (a 404, a server that is down) holds for the whole run.
+    pub servers: Option<std::sync::Arc<SymbolServers>>,
 }
 
 /// Where a PDB was found.
@@ -51,6 +55,8 @@ pub enum PdbOrigin {
     BesideAssembly(PathBuf),
     /// In a symbol directory.
     SymbolPath(PathBuf),
+    /// From a symbol server, or its cache: the cache entry.
+    SymbolServer(PathBuf),
     /// At the path the build wrote into the image's CodeView entry, as a recording gives it.
     BuildPath(PathBuf),
 }
@@ -309,11 +315,16 @@ pub fn locate_pdb_noting(image: &PeImage<'_>, assembly_path: Option<&Path>, path
     let id = PdbId(want);
     let guid = id.guid_hex();
     let keys = [format!("{guid}{:08X}", id.stamp()), format!("{guid}FFFFFFFF")];
+    // The key layout also with the name lowercased, as SSQP keys (and clrmap's cache) write it.
+    let lower = name.to_ascii_lowercase();
+    let names: &[&str] = if lower == name { &[name] } else { &[name, &lower] };
     for dir in &paths.dirs {
         candidates.push(dir.join(name));
-        for key in &keys {
-            candidates.push(dir.join(name).join(key).join(name));
-            candidates.push(dir.join(name).join(key.to_ascii_lowercase()).join(name));
+        for n in names {
+            for key in &keys {
+                candidates.push(dir.join(n).join(key).join(n));
+                candidates.push(dir.join(n).join(key.to_ascii_lowercase()).join(n));
+            }
         }
     }
     let beside = usize::from(assembly_path.and_then(Path::parent).is_some());
@@ -324,7 +335,38 @@ pub fn locate_pdb_noting(image: &PeImage<'_>, assembly_path: Option<&Path>, path
             return Ok(Some(FoundPdb { bytes, origin }));
         }
     }
-    Ok(None)
+    // Last, the symbol servers: by the PDB's SSQP key, with the image's PdbChecksum entries as
+    // the `SymbolChecksum` header, and only a file with exactly this id is kept.
+    let checksums: Vec<String> = image.pdb_checksums().iter().map(|(alg, sum)| format!("{alg}:{}", upper_hex(sum))).collect();
+    Ok(from_servers(paths, name, &cv.guid, &checksums, &|id| id.0 == want))
+}
+
+/// Bytes as upper-case hex (a `SymbolChecksum` header's checksum, as .NET's tools send it).
+fn upper_hex(bytes: &[u8]) -> String {
+    use core::fmt::Write;
+    let mut s = String::with_capacity(bytes.len().saturating_mul(2));
+    for b in bytes {
+        let _ = write!(s, "{b:02X}");
+    }
+    s
+}
+
+/// A PDB named `name` with this GUID from the symbol servers (or their cache), if any has one
+/// whose id passes `check`.
+fn from_servers(paths: &SymbolPaths, name: &str, guid: &[u8; 16], checksums: &[String], check: &dyn Fn(&PdbId) -> bool) -> Option<FoundPdb> {
+    let servers = paths.servers.as_ref()?;
+    let key = crate::symsrv::key::portable_pdb(name, guid)?;
+    let headers: Vec<(&str, String)> = if checksums.is_empty() { Vec::new() } else { vec![("SymbolChecksum", checksums.join(";"))] };
+    // The header's id first (a few KiB), so junk or another build costs nothing; then the whole
+    // PDB must parse with that id.
+    let good = |p: &Path| {
+        let id_ok = crate::fs::open_regular(p).ok().and_then(|mut f| super::peek_id(&mut f)).is_some_and(|id| check(&id));
+        id_ok && read_candidate(p).is_some_and(|b| PortablePdb::parse(&b).is_ok_and(|pdb| check(&pdb.id())))
+    };
+    let entry = servers.fetch(&key, &headers, &good)?;
+    let bytes = read_candidate(&entry)?;
+    PortablePdb::parse(&bytes).ok().filter(|pdb| check(&pdb.id()))?;
+    Some(FoundPdb { bytes, origin: PdbOrigin::SymbolServer(entry) })
 }
 
 /// Why an image's PDB was not found, one line each, for a user who wonders why there are no
@@ -352,8 +394,12 @@ pub fn why_no_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &Sym
     let mut why: Vec<String> = passed.iter().map(PassedOver::note).collect();
     let mut places: Vec<String> = assembly_path.and_then(Path::parent).map(|d| d.join(name).display().to_string()).into_iter().collect();
     places.extend(paths.dirs.iter().map(|d| format!("{} (flat and by key)", d.join(name).display())));
+    if let Some(servers) = &paths.servers {
+        why.extend(servers.notes());
+        places.extend(servers.config().servers.iter().map(|s| format!("symbol server {s}")));
+    }
     if places.is_empty() {
-        why.push(format!("{name} (PDB GUID {}) was looked for nowhere: give --pdb or --symbol-path", guid_hex(&cv.guid)));
+        why.push(format!("{name} (PDB GUID {}) was looked for nowhere: give --pdb, --symbol-path or --symbol-server", guid_hex(&cv.guid)));
     } else {
         why.push(format!("{name} (PDB GUID {}) was looked for at {}", guid_hex(&cv.guid), places.join(", ")));
     }
@@ -390,21 +436,24 @@ fn keyed_dirs(dir: &Path, name: &str, guid: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The file name of a recorded module's PDB: the recorded build path's, else the module's stem
+/// with `.pdb`; `None` when neither is a plain file name.
+fn recorded_pdb_name(recorded: &RecordedPdb, module_path: Option<&Path>) -> Option<String> {
+    if plain_name(recorded.file_name()) {
+        return Some(recorded.file_name().to_owned());
+    }
+    // The module's file name after either separator (a Windows path is read here too).
+    let file = module_path.map(|p| p.to_string_lossy().rsplit(['/', '\\']).next().unwrap_or_default().to_owned());
+    let stem_name = file.as_deref().and_then(|f| Path::new(f).file_stem()).map(|s| format!("{}.pdb", s.to_string_lossy()));
+    stem_name.filter(|n| plain_name(n))
+}
+
 /// A candidate PDB's path, and what its origin is called if it matches.
 type Candidate = (PathBuf, fn(PathBuf) -> PdbOrigin);
 
 /// Where [`find_recorded_pdb`] looks, in order (not the PDB the user named).
 fn recorded_candidates(recorded: &RecordedPdb, module_path: Option<&Path>, paths: &SymbolPaths) -> Vec<Candidate> {
-    // The module's file name after either separator (a Windows path is read here too).
-    let file = module_path.map(|p| p.to_string_lossy().rsplit(['/', '\\']).next().unwrap_or_default().to_owned());
-    let stem_name = file.as_deref().and_then(|f| Path::new(f).file_stem()).map(|s| format!("{}.pdb", s.to_string_lossy()));
-    let name = match recorded.file_name() {
-        n if plain_name(n) => n.to_owned(),
-        _ => match stem_name {
-            Some(n) if plain_name(&n) => n,
-            _ => return Vec::new(),
-        },
-    };
+    let Some(name) = recorded_pdb_name(recorded, module_path) else { return Vec::new() };
     let mut candidates: Vec<Candidate> = Vec::new();
     // The runtime records absolute paths; one that is not (a Windows path read here) names no
     // directory of this machine.
@@ -416,12 +465,17 @@ fn recorded_candidates(recorded: &RecordedPdb, module_path: Option<&Path>, paths
         candidates.push((build.to_owned(), PdbOrigin::BuildPath));
     }
     let guid = recorded.guid_hex();
+    // The key layout also with the name lowercased, as SSQP keys (and clrmap's cache) write it.
+    let lower = name.to_ascii_lowercase();
+    let names: Vec<&str> = if lower == name { vec![&name] } else { vec![&name, &lower] };
     for dir in &paths.dirs {
         candidates.push((dir.join(&name), PdbOrigin::SymbolPath));
-        for key in [format!("{guid}FFFFFFFF"), format!("{}ffffffff", guid.to_ascii_lowercase())] {
-            candidates.push((dir.join(&name).join(key).join(&name), PdbOrigin::SymbolPath));
+        for n in &names {
+            for key in [format!("{guid}FFFFFFFF"), format!("{}ffffffff", guid.to_ascii_lowercase())] {
+                candidates.push((dir.join(n).join(key).join(n), PdbOrigin::SymbolPath));
+            }
+            candidates.extend(keyed_dirs(dir, n, &guid).into_iter().map(|p| (p, PdbOrigin::SymbolPath as fn(PathBuf) -> PdbOrigin)));
         }
-        candidates.extend(keyed_dirs(dir, &name, &guid).into_iter().map(|p| (p, PdbOrigin::SymbolPath as fn(PathBuf) -> PdbOrigin)));
     }
     candidates
 }
@@ -449,7 +503,8 @@ pub fn find_recorded_pdb_noting(recorded: &RecordedPdb, module_path: Option<&Pat
             return Ok(Some(FoundPdb { bytes, origin: origin(path) }));
         }
     }
-    Ok(None)
+    let name = recorded_pdb_name(recorded, module_path);
+    Ok(name.and_then(|name| from_servers(paths, &name, &recorded.guid, &[], &|id| id.guid() == recorded.guid)))
 }
 
 /// A PDB opened for reading, with the assembly it belongs to when one is known.
@@ -521,7 +576,7 @@ mod tests {
     #[test]
     fn a_recorded_path_that_is_not_absolute_names_no_directory() {
         let recorded = RecordedPdb { guid: [7; 16], age: 1, path: "C:\\src\\obj\\Frames.pdb".to_owned() };
-        let paths = SymbolPaths { pdb: None, dirs: vec![PathBuf::from("/symbols")] };
+        let paths = SymbolPaths { pdb: None, dirs: vec![PathBuf::from("/symbols")], servers: None };
         // A Windows path read on Linux: neither it nor its "parent" is a place here.
         let got: Vec<PathBuf> = recorded_candidates(&recorded, Some(Path::new("C:\\app\\Frames.dll")), &paths).into_iter().map(|c| c.0).collect();
         assert!(got.iter().all(|p| p.starts_with("/symbols")), "{got:?}");

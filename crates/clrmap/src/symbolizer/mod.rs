@@ -442,7 +442,12 @@ impl Symbolizer {
     /// PDB of another build than the module's (one line each, for a user who wonders why an
     /// address has no line). Modules are looked up when an address in them is first answered.
     pub fn notes(&self) -> Vec<String> {
-        self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        let mut notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        // What the symbol servers said (each note names its server and key).
+        if let Some(servers) = &self.options.symbols.servers {
+            notes.extend(servers.notes());
+        }
+        notes
     }
 }
 

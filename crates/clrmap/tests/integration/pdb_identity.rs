@@ -43,7 +43,7 @@ const DEBUG_GUID: &str = "647EB43C81D2457284149EDC98BD7DB7";
 const RELEASE_GUID: &str = "9ED8E112586740F1BB0468042B4A8251";
 
 fn options(pdb: Option<PathBuf>, dirs: &[PathBuf]) -> Options {
-    Options { symbols: SymbolPaths { pdb, dirs: dirs.to_vec() } }
+    Options { symbols: SymbolPaths { pdb, dirs: dirs.to_vec(), servers: None } }
 }
 
 /// The runtime's own frames (`F` lines of examples/frames.stdout): (return address, file, line,
@@ -199,7 +199,7 @@ fn an_unreadable_pdb_is_named_with_the_reason() {
     let assembly = std::fs::read(frames("debug-portable", "Frames.dll")).unwrap();
     let image = PeImage::parse(&assembly).unwrap();
     for (pdb, reason) in &cases {
-        let paths = SymbolPaths { pdb: Some(pdb.clone()), dirs: Vec::new() };
+        let paths = SymbolPaths { pdb: Some(pdb.clone()), dirs: Vec::new(), servers: None };
         // Every way in: an assembly's PDB, `pdb lines ASSEMBLY --pdb`, a trace's module.
         let errors = [
             locate_pdb(&image, Some(&frames("debug-portable", "Frames.dll")), &paths).unwrap_err(),
@@ -235,7 +235,7 @@ fn a_pdb_finds_its_assembly_beside_it_by_id() {
     assert!(open_pdb(&dir.join("Frames.pdb"), &SymbolPaths::default()).unwrap().assembly.is_some());
     std::fs::remove_file(dir.join("Frames.exe")).unwrap();
     assert!(open_pdb(&dir.join("Frames.pdb"), &SymbolPaths::default()).unwrap().assembly.is_none());
-    let in_dir = SymbolPaths { pdb: None, dirs: vec![frames("debug-portable", "Frames.dll").parent().unwrap().to_owned()] };
+    let in_dir = SymbolPaths { pdb: None, dirs: vec![frames("debug-portable", "Frames.dll").parent().unwrap().to_owned()], servers: None };
     assert!(open_pdb(&dir.join("Frames.pdb"), &in_dir).unwrap().assembly.is_some());
     // Named by the user: used when it matches, pdb_mismatch when it does not.
     let named = open_pdb_with(&dir.join("Frames.pdb"), &SymbolPaths::default(), Some(&frames("debug-embedded", "Frames.dll"))).unwrap();

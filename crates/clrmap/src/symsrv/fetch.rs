@@ -1,0 +1,118 @@
+//! One download: `GET <server>/<key>` into a temporary file beside the cache entry, bounded in
+//! size and time, renamed over the entry only when whole and checked.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use super::{Check, Config, Key};
+use crate::fs::NewFile;
+
+/// Why a server gave no file.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// 404 (or 410): the server has no such file.
+    NotFound,
+    /// The server could not be reached or did not answer in time: not asked again this run.
+    Unreachable(String),
+    /// An answer that is not the file: another status, a truncated or oversized body, a file
+    /// that fails its check, or a cache that cannot be written.
+    Bad(String),
+}
+
+impl core::fmt::Display for Failure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Failure::NotFound => f.write_str("not on the server (404)"),
+            Failure::Unreachable(why) => write!(f, "unreachable: {why}; not asked again in this run"),
+            Failure::Bad(why) => f.write_str(why),
+        }
+    }
+}
+
+/// The URL of `key` on `server` (a base URL, with or without a trailing `/`).
+fn url(server: &str, key: &Key) -> String {
+    format!("{}/{}", server.trim_end_matches('/'), key.as_str())
+}
+
+pub(super) fn download(server: &str, key: &Key, headers: &[(&str, String)], entry: &Path, config: &Config, check: Check<'_>) -> Result<(), Failure> {
+    let started = Instant::now();
+    let agent = ureq::AgentBuilder::new()
+        .timeout(config.timeout)
+        .timeout_connect(config.timeout)
+        .redirects(4)
+        .user_agent(concat!("clrmap/", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut request = agent.get(&url(server, key));
+    for (name, value) in headers {
+        request = request.set(name, value);
+    }
+    let response = match request.call() {
+        Ok(r) => r,
+        Err(ureq::Error::Status(404 | 410, _)) => return Err(Failure::NotFound),
+        Err(ureq::Error::Status(code, r)) => return Err(Failure::Bad(format!("HTTP {code} {}", r.status_text()))),
+        Err(ureq::Error::Transport(t)) => return Err(Failure::Unreachable(transport(&t, started, config))),
+    };
+    // A declared length over the bound is refused before a byte is read.
+    if let Some(len) = response.header("Content-Length").and_then(|l| l.trim().parse::<u64>().ok()) {
+        if len > config.max_bytes && response.header("Content-Encoding").is_none() {
+            return Err(Failure::Bad(format!("the file is {len} bytes, over the {} allowed; nothing fetched", config.max_bytes)));
+        }
+    }
+    if let Some(parent) = entry.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Failure::Bad(format!("cannot create the cache directory {}: {e}", parent.display())))?;
+    }
+    let mut out = NewFile::create(entry).map_err(|e| Failure::Bad(format!("cannot write the cache entry {}: {e}", entry.display())))?;
+    // One byte past the bound tells an oversized body from one exactly at it.
+    let mut body = response.into_reader().take(config.max_bytes.saturating_add(1));
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
+    loop {
+        let n = match body.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut || e.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(Failure::Unreachable(format!("no whole answer within {:?}", config.timeout)));
+            }
+            Err(e) => return Err(Failure::Bad(format!("the body was cut ({e}); nothing cached"))),
+        };
+        // The first bytes must be the kind's magic: a 4 GiB body of junk stops at its start.
+        let head = usize::try_from(total).unwrap_or(usize::MAX);
+        let magic = key.magic();
+        if head < magic.len() {
+            let got = buf.get(..n).unwrap_or(&[]);
+            let want = magic.get(head..).unwrap_or(&[]);
+            let len = got.len().min(want.len());
+            if got.get(..len) != want.get(..len) {
+                return Err(Failure::Bad("the body does not start as the file the key names does; nothing cached".to_owned()));
+            }
+        }
+        total = total.saturating_add(n as u64);
+        if total > config.max_bytes {
+            return Err(Failure::Bad(format!("the body is over {} bytes; nothing cached", config.max_bytes)));
+        }
+        out.file().write_all(buf.get(..n).unwrap_or(&[])).map_err(|e| Failure::Bad(format!("cannot write the cache entry {}: {e}", entry.display())))?;
+        if started.elapsed() > config.timeout {
+            return Err(Failure::Unreachable(format!("no whole answer within {:?}", config.timeout)));
+        }
+    }
+    out.file().flush().map_err(|e| Failure::Bad(format!("cannot write the cache entry {}: {e}", entry.display())))?;
+    // Checked in its temporary file, before anyone can see it under the key.
+    if !check(out.temp_path()) {
+        return Err(Failure::Bad(format!("the file sent ({total} bytes) is not the one the key names; nothing cached")));
+    }
+    out.commit().map_err(|e| Failure::Bad(format!("cannot write the cache entry {}: {e}", entry.display())))
+}
+
+/// What a transport error says, in a few words.
+fn transport(t: &ureq::Transport, started: Instant, config: &Config) -> String {
+    if started.elapsed() >= config.timeout {
+        return format!("no answer within {:?}", config.timeout);
+    }
+    match t.kind() {
+        ureq::ErrorKind::Dns => "the host name does not resolve".to_owned(),
+        ureq::ErrorKind::ConnectionFailed => "the connection was refused or failed".to_owned(),
+        _ => t.to_string(),
+    }
+}
