@@ -21,6 +21,12 @@
 //! without a newline. A line longer than [`MAX_LINE`] is copied unchanged without being held
 //! whole, so memory stays bounded whatever the input.
 //!
+//! A frame is a line with the word `at ` (at its start, after blanks, or after a blank: a log
+//! prefix is fine), then ` in MODULE:token 0xT+0xO` with T and O of 1 to 8 hex digits in either
+//! case, at the end of the line or followed by text that does not go on with a letter, digit or
+//! `_` (AggregateException ends its last inner frame with `<---`; that text is kept). Only the
+//! ` in MODULE:token ...` part changes.
+//!
 //! # Finding a module's PDB
 //! The text names a module (`Shop.dll`), not a PDB id. For each symbol directory in order:
 //! 1. if the directory holds the assembly itself (`DIR/Shop.dll`, a PE image), its PDB is the
