@@ -54,6 +54,10 @@ struct Side {
     providers: HashMap<usize, Provider>,
     /// ModuleID → its path and MVID text.
     modules: HashMap<usize, Option<(String, Option<String>)>>,
+    /// MethodID → the MethodDetails payload recorded for it: the runtime sends one for each
+    /// inlinee of each body (a method inlined into 20 bodies, 20 times), always the same bytes
+    /// for one MethodDesc; a repeat is not written again (a different payload is).
+    details: HashMap<u64, Vec<u8>>,
     /// Events dropped because they arrived while this thread was inside this side already.
     reentered: u64,
 }
@@ -126,7 +130,7 @@ pub fn start(unknown: *mut std::ffi::c_void, info: Info, mask: u32, out: &File) 
     let mut hr = info12.set_event_mask2(mask, COR_PRF_HIGH_MONITOR_EVENT_PIPE);
     if hr == S_OK {
         // The side must be in place before the session starts: events may come at once.
-        let _ = side().set(Mutex::new(Side { info, info12, out: side_out, pid, providers: HashMap::new(), modules: HashMap::new(), reentered: 0 }));
+        let _ = side().set(Mutex::new(Side { info, info12, out: side_out, pid, providers: HashMap::new(), modules: HashMap::new(), details: HashMap::new(), reentered: 0 }));
         let providers = [(PRIVATE_PROVIDER, RICH_DEBUG_INFO_KEYWORD, VERBOSE), (RUNTIME_PROVIDER, METHOD_DIAGNOSTIC_KEYWORD | JIT_KEYWORD, VERBOSE)];
         hr = match info12.start_session(&providers) {
             Ok(_) => S_OK,
@@ -185,6 +189,10 @@ fn record(s: &mut Side, provider: usize, event_id: u32, payload: &[u8]) {
         (Provider::Runtime, METHOD_DETAILS_EVENT) => {
             // MethodID first (ClrEtwAll.man, MethodDetails): a MethodDesc, which is the FunctionID.
             let method_id = u64_at(payload, 0);
+            if s.details.get(&method_id).is_some_and(|p| p.as_slice() == payload) {
+                return;
+            }
+            s.details.insert(method_id, payload.to_vec());
             let info = s.info;
             let (module, mvid, token) = match usize::try_from(method_id).ok().and_then(|fid| info.function_ids(fid)) {
                 Some((module_id, token)) => {

@@ -70,7 +70,9 @@ fn kinds(bytes: &[u8]) -> Vec<String> {
 
 fn trees(c: &Capture) -> Vec<(Option<u64>, Tree)> {
     // Chunks in order per (MethodID, NativeCodeId), each checked against its own header.
-    let mut blobs: HashMap<(u64, u64), (Option<u64>, Vec<u8>, bool)> = HashMap::new();
+    // (MethodID, NativeCodeId) -> (code start, blob so far, last chunk seen).
+    type Blobs = HashMap<(u64, u64), (Option<u64>, Vec<u8>, bool)>;
+    let mut blobs = Blobs::new();
     let mut order = Vec::new();
     for i in c.inlines.iter().filter(|i| i.kind == InlineEventKind::RichDebugInfo) {
         let p = &i.payload;

@@ -423,4 +423,33 @@ mod tests {
         let bad = format!("{HEADER}garbage\n{}", record(1, None));
         assert_eq!(read_capture(bad.as_bytes()).unwrap_err().offset().unwrap(), HEADER.len() as u64);
     }
+
+    #[test]
+    fn inline_records_keep_their_payloads_and_a_malformed_payload_is_an_error() {
+        let session = "{\"kind\":\"inline_session\",\"pid\":7,\"hr\":0,\"rich_debug_info\":true}\n";
+        let rdi = "{\"kind\":\"rich_debug_info\",\"pid\":7,\"method_id\":16,\"start\":4096,\"payload\":\"00Ff10\"}\n";
+        let details = "{\"kind\":\"method_details\",\"method_id\":32,\"module\":\"/a/A.dll\",\"token\":100663297,\"payload\":\"\"}\n";
+        let c = read_capture(format!("{HEADER}{}{session}{rdi}{details}{}", record(1, None), record(2, None)).as_bytes()).unwrap();
+        assert_eq!((c.bodies.len(), c.skipped), (2, 0));
+        assert_eq!(c.inline_sessions, [InlineSession { pid: Some(7), hr: 0, rich_debug_info: true }]);
+        let got: Vec<(u32, InlinePayload<'_>)> = c.inline_payloads().collect();
+        assert_eq!(got, [(7, InlinePayload::RichDebugInfo(&[0x00, 0xFF, 0x10])), (7, InlinePayload::MethodDetails(&[]))]);
+        assert_eq!((c.inlines[0].method_id, c.inlines[0].start), (16, Some(4096)));
+        assert_eq!((c.inlines[1].module.as_deref(), c.inlines[1].token, c.inlines[1].start), (Some("/a/A.dll"), Some(0x0600_0001), None));
+        // What the profiler writes reads back, byte for byte.
+        let bytes: Vec<u8> = (0..=255).collect();
+        let line = Record::RichDebugInfo(InlineEvent { pid: Some(7), method_id: 1, payload: Hex(bytes.clone()), ..InlineEvent::default() }).to_line();
+        assert!(line.starts_with("{\"kind\":\"rich_debug_info\""), "{line}");
+        assert_eq!(read_capture(format!("{HEADER}{line}").as_bytes()).unwrap().inlines[0].payload, bytes);
+        // A payload that is not hex is a malformed record at its offset, not a skipped one.
+        for bad in ["0", "0g", "\u{e9}\u{e9}", "{}"] {
+            let text = format!("{HEADER}{{\"kind\":\"rich_debug_info\",\"payload\":{}}}\n{}", if bad == "{}" { bad.to_owned() } else { format!("\"{bad}\"") }, record(1, None));
+            let e = read_capture(text.as_bytes()).unwrap_err();
+            assert_eq!((e.kind, e.offset()), (ErrorKind::BadCapture, Some(HEADER.len() as u64)), "{bad}");
+        }
+        // A torn inline record at the end is the usual warning; everything before it is kept.
+        let torn = format!("{HEADER}{}{}", record(1, None), &rdi[..rdi.len() - 10]);
+        let c = read_capture(torn.as_bytes()).unwrap();
+        assert!(c.warning.is_some() && c.inlines.is_empty() && c.bodies.len() == 1);
+    }
 }
