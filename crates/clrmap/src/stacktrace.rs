@@ -185,22 +185,24 @@ struct FrameText<'a> {
 #[derive(Debug)]
 pub struct Rewriter {
     options: Options,
-    /// PDBs the user named, by the stem of their file name.
-    named: Vec<(String, PathBuf)>,
+    /// PDBs the user named, parsed, by the stem of their file name.
+    named: Vec<(String, Arc<ModulePdb>)>,
     /// Module name → its PDB (`None`: none found, or unusable).
     cache: HashMap<String, Option<Arc<ModulePdb>>>,
     misses: usize,
 }
 
 impl Rewriter {
-    /// A rewriter for these options. Each PDB the user named must be readable: `Err` names the
-    /// first that is not (it is checked to be a portable PDB when its module is first met).
+    /// A rewriter for these options. Each PDB the user named is read now, and must be a
+    /// portable PDB: `Err` names the first that cannot be read ([`OpenError::Io`]) or is not one
+    /// ([`OpenError::Input`], with its kind and offset).
     pub fn new(options: Options) -> Result<Self, OpenError> {
         let mut named = Vec::new();
         for p in &options.pdbs {
-            crate::fs::open_input(p)?;
+            let bytes = read_input(p, MAX_FILE)?;
+            let pdb = ModulePdb::new(bytes).map_err(|error| OpenError::Input { path: p.clone(), error })?;
             let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            named.push((stem, p.clone()));
+            named.push((stem, Arc::new(pdb)));
         }
         Ok(Rewriter { options, named, cache: HashMap::new(), misses: 0 })
     }
@@ -317,7 +319,7 @@ impl Rewriter {
         if let Some(known) = self.cache.get(module) {
             return known.clone();
         }
-        let found = self.find(module, notice).map(Arc::new);
+        let found = self.find(module, notice);
         if found.is_some() || self.misses < MAX_MISSES {
             if found.is_none() {
                 self.misses = self.misses.saturating_add(1);
@@ -328,27 +330,21 @@ impl Rewriter {
     }
 
     /// Find and parse a module's PDB (see the module docs for the order).
-    fn find(&self, module: &str, notice: &mut dyn FnMut(Notice)) -> Option<ModulePdb> {
+    fn find(&self, module: &str, notice: &mut dyn FnMut(Notice)) -> Option<Arc<ModulePdb>> {
         if !plain_name(module) {
             return None;
         }
         let stem = module_stem(module);
+        if let Some((_, pdb)) = self.named.iter().find(|(s, _)| s == stem) {
+            return Some(Arc::clone(pdb));
+        }
         let open = |path: &Path, bytes: Vec<u8>, notice: &mut dyn FnMut(Notice)| match ModulePdb::new(bytes) {
-            Ok(pdb) => Some(pdb),
+            Ok(pdb) => Some(Arc::new(pdb)),
             Err(error) => {
                 notice(Notice::BadPdb { module: module.to_owned(), error: OpenError::Input { path: path.to_owned(), error } });
                 None
             }
         };
-        if let Some((_, path)) = self.named.iter().find(|(s, _)| s == stem) {
-            return match read_input(path, MAX_FILE) {
-                Ok(bytes) => open(path, bytes, notice),
-                Err(error) => {
-                    notice(Notice::BadPdb { module: module.to_owned(), error });
-                    None
-                }
-            };
-        }
         let paths = SymbolPaths { pdb: None, dirs: self.options.dirs.clone(), servers: None };
         for dir in &self.options.dirs {
             let assembly = dir.join(module);

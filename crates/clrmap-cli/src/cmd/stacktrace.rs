@@ -23,14 +23,15 @@ pub struct StacktraceArgs {
     #[arg(long = "symbol-path", value_name = "DIR")]
     pub symbol_path: Vec<PathBuf>,
     /// A portable PDB to use for the module of the same name (`Shop.pdb` for `Shop.dll` or
-    /// `Shop.exe`), before any --symbol-path (repeatable).
+    /// `Shop.exe`), before any --symbol-path (repeatable). It is used as is: the text carries no
+    /// id to check it against.
     #[arg(long, value_name = "FILE")]
     pub pdb: Vec<PathBuf>,
 }
 
 /// Run it. A PDB that is found but cannot be used is named on stderr and its frames are left as
 /// printed; the exit status stays 0 (the output is the whole text). A FILE or --pdb that cannot
-/// be read is an error (status 1).
+/// be read, or a --pdb that is not a portable PDB, is an error (status 1) before any output.
 pub fn run(a: StacktraceArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut rewriter = Rewriter::new(Options { dirs: a.symbol_path, pdbs: a.pdb }).map_err(crate::open::open_error)?;
     // A PDB that cannot be used is a warning; an assembly with no PDB of its build, a note.

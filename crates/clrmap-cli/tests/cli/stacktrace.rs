@@ -186,6 +186,10 @@ fn errors_and_warnings() {
     let o = clrmap(&["stacktrace", text.to_str().unwrap(), "--pdb", dir.join("Nope.pdb").to_str().unwrap()]);
     assert_eq!(code(&o), Some(1));
     assert!(stderr(&o).contains("Nope.pdb") && stdout(&o).is_empty(), "{}", stderr(&o));
+    // A --pdb that is not a portable PDB: status 1 with its kind, before any output.
+    let o = clrmap(&["stacktrace", text.to_str().unwrap(), "--pdb", dir.join("Broken.pdb").to_str().unwrap()]);
+    assert_eq!(code(&o), Some(1));
+    assert!(stderr(&o).contains("unsupported_pdb") && stderr(&o).contains("Broken.pdb") && stdout(&o).is_empty(), "{}", stderr(&o));
     // A directory is not a file to read.
     let o = clrmap(&["stacktrace", dir.to_str().unwrap()]);
     assert_eq!(code(&o), Some(1));
