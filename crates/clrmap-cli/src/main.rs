@@ -55,8 +55,10 @@ enum Command {
     /// Switch.System.Diagnostics.StackTrace.ShowILOffsets switch) turned into the file and line
     /// the runtime prints with the PDB (`in /_/src/Shop.cs:line 36`). Every other byte is kept.
     ///
-    /// Example: `clrmap stacktrace crash.log --symbol-path build/pdbs > crash-with-lines.log`
-    /// or `kubectl logs shop | clrmap stacktrace --symbol-path build/pdbs`
+    /// Example, from the repository (a frame of the committed Frames fixture):
+    /// `printf '   at Frames.Program.Main(String[] args) in Frames.dll:token 0x600003e+0x6\n' | clrmap stacktrace --symbol-path tests/fixtures/frames/debug-portable`
+    /// prints `   at Frames.Program.Main(String[] args) in /_/src/Frames.cs:line 696`.
+    /// A log: `clrmap stacktrace crash.log --symbol-path build/pdbs > crash-with-lines.log`
     #[command(verbatim_doc_comment)]
     Stacktrace(cmd::stacktrace::StacktraceArgs),
     /// EventPipe traces: event statistics, and `collect` from a running process.

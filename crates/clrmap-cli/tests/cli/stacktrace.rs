@@ -203,8 +203,20 @@ fn help_has_a_working_example() {
     let o = clrmap(&["stacktrace", "--help"]);
     assert_eq!(code(&o), Some(0));
     let help = stdout(&o);
-    assert!(help.contains("Example: `clrmap stacktrace crash.log --symbol-path build/pdbs"), "{help}");
     assert!(help.contains("--symbol-path <DIR>") && help.contains("--pdb <FILE>") && help.contains("ShowILOffsets"), "{help}");
+    // The example runs as written, from the repository root, and prints what it says.
+    let line = "   at Frames.Program.Main(String[] args) in Frames.dll:token 0x600003e+0x6\\n";
+    let command = format!("printf '{line}' | clrmap stacktrace --symbol-path tests/fixtures/frames/debug-portable");
+    assert!(help.contains(&command), "{help}");
+    let printed = "   at Frames.Program.Main(String[] args) in /_/src/Frames.cs:line 696";
+    assert!(help.contains(&format!("prints `{printed}`")), "{help}");
+    let o = clrmap_stdin(&["stacktrace", "--symbol-path", "tests/fixtures/frames/debug-portable"], line.replace("\\n", "\n").as_bytes());
+    assert_eq!((code(&o), stdout(&o)), (Some(0), format!("{printed}\n")));
+    // The runtime's own answer for that frame (token 0x0600003E, IL offset 6), from the run that
+    // wrote examples/frames.stdout with the PDB present.
+    let oracle = std::fs::read_to_string(repo_root().join("examples/frames.stdout")).unwrap();
+    let row: Vec<&str> = oracle.lines().map(|l| l.split('\t').collect::<Vec<_>>()).find(|f| f.len() > 8 && f[3] == "0x0600003E" && f[6] == "6").unwrap();
+    assert_eq!((row[7], row[8]), ("/_/src/Frames.cs", "696"));
 }
 
 /// Run `clrmap stacktrace ARGS` under `ulimit -v` (256 MB + 4x the input) and a time limit, stdout
