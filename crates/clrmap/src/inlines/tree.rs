@@ -288,7 +288,7 @@ impl InlineTree {
     /// from the caller's IL: `Some(true)` if it is such a call, `Some(false)` if not, `None` if it
     /// cannot tell (no IL at hand). An orphan's run gets a parent only when exactly one candidate
     /// says yes and none cannot tell; otherwise it stays [`Parent::Unknown`]. Candidates inside
-    /// the orphan's own subtree are skipped (no cycle can arise). The work is bounded: at most
+    /// the orphan run's own subtrees are skipped (no cycle can arise). The work is bounded: at most
     /// `64 · nodes + 4096` questions in all, after which the rest stay unknown. Returns how
     /// many nodes got a parent.
     pub fn recover_parents(&mut self, mut is_call: impl FnMut(u64, u32, u64) -> Option<bool>) -> usize {
@@ -340,18 +340,19 @@ impl InlineTree {
         recovered
     }
 
-    /// Whether `node`'s ancestry reaches `head` (bounded by the node count).
+    /// Whether `node` lies in the piece headed by the run of `head`: its ancestry ends at a node
+    /// of that run (any of the run, not only `head`: the whole run gets the new parent, so a
+    /// candidate below a sibling of `head` would close a cycle). Bounded by the node count.
     fn in_subtree_of(&self, node: u32, head: u32) -> bool {
         let mut cur = node;
         for _ in 0..=self.nodes.len() {
-            if cur == head {
-                return true;
-            }
             match self.nodes.get(cur as usize).map(|n| n.parent) {
                 Some(Parent::Node(p)) => cur = p,
+                Some(Parent::Unknown) => return self.run_head.get(cur as usize) == Some(&head),
                 _ => return false,
             }
         }
-        false
+        // Not reachable on a checked tree; refuse the candidate rather than risk a cycle.
+        true
     }
 }

@@ -212,6 +212,25 @@ fn orphans_are_recovered_only_when_one_caller_is_certain() {
     assert_eq!(t.nodes()[2].parent, Parent::Node(0));
 }
 
+#[test]
+fn recovery_never_hangs_a_run_below_one_of_its_own() {
+    // Found by the fuzzer: the orphan run is 2 -> 3 (Sibling); node 1 hangs below 3. Node 1 has
+    // a lower index than 2, so it looked like a candidate parent for the run; giving the run
+    // (3 included) parent 1 would close the cycle 3 -> 1 -> 3.
+    let nodes = [node(0x100, ROOT_IL, 0, 0), node(0x200, 7, 0, 0), node(0x300, 4, 0, 3), node(0x400, 5, 1, 0)];
+    let mut t = parse(&nodes, &[map(0, 1, 0)]);
+    assert_eq!(t.nodes().iter().map(|n| n.parent).collect::<Vec<_>>(), [Parent::Root, Parent::Node(3), Parent::Unknown, Parent::Unknown]);
+    let mut asked = Vec::new();
+    assert_eq!(t.recover_parents(|caller, _, _| {
+        asked.push(caller);
+        Some(caller == 0x200)
+    }), 0);
+    assert_eq!(asked, [0x100], "node 1 is inside the run's piece and is never a candidate");
+    assert_eq!(t.nodes()[3].parent, Parent::Unknown);
+    clrmap::inlines::fuzzcheck::check_tree(&t);
+    assert_eq!(t.chain(0).steps, [step(1, 0x200, 0), step(3, 0x400, 7)]);
+}
+
 fn chunk(method_id: u64, native_code_id: u64, index: u32, last: bool, data: &[u8]) -> Vec<u8> {
     encode_chunk(&ChunkHeader { clr_instance_id: 9, method_id, native_code_id, il_version_id: 0, index, last, length: 0 }, data)
 }
