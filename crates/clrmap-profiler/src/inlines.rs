@@ -85,11 +85,13 @@ thread_local! {
 /// Called at JITCompilationFinished of `fid` on this thread, with the code start of the body
 /// just recorded (`None`: none new): the pending trees of that method get it.
 pub fn body_finished(fid: u64, start: Option<u64>) {
+    // Without a session the thread-local is never touched: its destructor would keep glibc from
+    // unloading the library after an attached profiler detaches.
+    let Some(side) = side().get() else { return };
     let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
     if pending.is_empty() {
         return;
     }
-    let Some(side) = side().get() else { return };
     with_side(side, |s| {
         for (method_id, payload) in pending {
             let start = start.filter(|_| method_id == fid);
