@@ -253,6 +253,31 @@ pub fn write_frame(f: &clrmap::symbolizer::Frame<'_>, json: bool, out: &mut dyn 
     }
 }
 
+/// Write one answer with its inlined frames (`symbolize --inlines`, contract §5): in text each
+/// inlined frame, innermost first, as its method line and `file:line:column`, then the physical
+/// frame at the call site and the empty line, as llvm-symbolizer prints inlined code; in JSON the
+/// frame's object with `"inlined":[...]`, innermost first.
+pub fn write_inlined(f: &clrmap::symbolizer::Frame<'_>, inlined: &[clrmap::symbolizer::InlinedFrame<'_>], json: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if json {
+        #[derive(serde::Serialize)]
+        struct WithInlines<'a, 's> {
+            #[serde(flatten)]
+            frame: &'a clrmap::symbolizer::Frame<'s>,
+            inlined: &'a [clrmap::symbolizer::InlinedFrame<'s>],
+        }
+        serde_json::to_writer(&mut *out, &WithInlines { frame: f, inlined }).map_err(json_io)?;
+        return out.write_all(b"\n");
+    }
+    for i in inlined {
+        writeln!(out, "{}", Text(i.method.unwrap_or("??")))?;
+        match (i.file, i.line) {
+            (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}", Text(file), i.column.unwrap_or(0))?,
+            _ => out.write_all(b"??:0:0\n")?,
+        }
+    }
+    write_frame(f, false, out)
+}
+
 /// A `fmt::Write` over an `io::Write`, keeping the I/O error (a printer only sees `fmt::Error`).
 pub(crate) struct IoFmt<'w> {
     out: &'w mut dyn std::io::Write,

@@ -62,6 +62,12 @@ pub struct CollectArgs {
     /// No rundown at stop (the maps of methods jitted before the attach are then missing).
     #[arg(long)]
     no_rundown: bool,
+    /// Also record the JIT's inline trees (for `symbolize --inlines`): the runtime's private
+    /// provider's rich debug info and the events that name inlinees. Only a .NET 7+ process
+    /// started with DOTNET_RichDebugInfo=1 sends them, and only for methods jitted while the
+    /// session listens (a rundown has none).
+    #[arg(long)]
+    inlines: bool,
     /// How long connecting and starting the session may take, and how long the rundown may
     /// take after the stop (a longer one is cut there; the file keeps every whole block).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
@@ -123,6 +129,10 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         Ok(p) => p.unwrap_or_else(|| vec![Provider::jit_symbols()]),
         Err(e) => return report(&e),
     };
+    let mut providers = providers;
+    if args.inlines {
+        Provider::add_inline_trees(&mut providers);
+    }
     let config = SessionConfig { rundown: !args.no_rundown, providers, ..SessionConfig::default() };
     let client = match Client::for_pid(args.pid, args.timeout) {
         Ok(c) => c,

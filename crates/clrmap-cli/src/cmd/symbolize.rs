@@ -10,7 +10,7 @@ use clrmap::read::Location;
 use clrmap::symbolizer::SourceKind;
 
 use crate::args::{parse_address, FrameArgs};
-use crate::output::{write_frame, CliError, TextBytes, TokenError};
+use crate::output::{write_frame, write_inlined, CliError, TextBytes, TokenError};
 
 
 
@@ -32,6 +32,13 @@ pub struct SymbolizeArgs {
     /// One JSON object per line ({"address":N,"module":...,"method":...,"il_offset":...,"file":...,"line":...}) instead of llvm-symbolizer's layout.
     #[arg(long)]
     pub json: bool,
+    /// Inlined frames too, from the JIT's inline trees (traces and captures of .NET 7+ runs
+    /// started with DOTNET_RichDebugInfo=1: `clrmap profile` does this, and `trace collect
+    /// --inlines` records them): each inlinee whose code holds the address, innermost first, then
+    /// the physical method at the call site, as llvm-symbolizer prints inlined code (JSON: an
+    /// "inlined" array). Without it every answer is what the runtime's own StackTrace reports.
+    #[arg(long)]
+    pub inlines: bool,
 }
 
 /// The longest stdin line read as an address (an address is at most 20 digits; a longer line is
@@ -87,6 +94,10 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
     };
     let sym = args.frame.open_or_pid(source.as_deref())?;
     let kind = args.frame.kind(&sym);
+    if args.inlines && !sym.has_inline_trees() {
+        // Said once; every answer is then the flat map's.
+        eprintln!("note: the source carries no inline trees (a .NET 7+ process started with DOTNET_RichDebugInfo=1, traced with the runtime's private provider, or profiled by `clrmap profile`, has them; 3.1 never does): inlined frames cannot be told apart");
+    }
     let (mut seen, mut bad) = (0u64, 0u64);
     let (image, mut warned) = (sym.kind() == SourceKind::ReadyToRun, false);
     let mut answer = |input: Input<'_>, out: &mut dyn Write| -> std::io::Result<()> {
@@ -103,7 +114,12 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
                     warned = true;
                     eprintln!("warning: {} is beyond every RVA (answered ??): an image takes RVAs, offsets from its load address, not absolute addresses", TextBytes(input.bytes));
                 }
-                write_frame(&sym.symbolize(a, kind), args.json, out)
+                if args.inlines {
+                    let (frame, inlined) = sym.symbolize_inlined(a, kind);
+                    write_inlined(&frame, &inlined, args.json, out)
+                } else {
+                    write_frame(&sym.symbolize(a, kind), args.json, out)
+                }
             }
             Err(why) => {
                 bad = bad.saturating_add(1);

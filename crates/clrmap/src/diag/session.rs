@@ -16,6 +16,11 @@ use crate::nettrace::MAX_BLOCK;
 /// 0x20000: dotnet-trace's `JITSymbols` set (0x60098), which gives every jitted method's load
 /// event and its IL map.
 pub const JIT_SYMBOLS_KEYWORDS: u64 = 0x60098;
+/// The private provider's JittedMethodRichDebugInfo keyword (event 189).
+pub const RICH_DEBUG_INFO_KEYWORD: u64 = 0x40000;
+/// The runtime provider's MethodDiagnostic (0x40_0000_0000: MethodDetails) and Type (0x80000:
+/// BulkType) keywords, which name the inlinees of the JIT's inline trees.
+pub const INLINE_RUNTIME_KEYWORDS: u64 = 0x40_0008_0000;
 /// Verbose.
 pub const LEVEL_VERBOSE: u32 = 5;
 
@@ -36,6 +41,24 @@ impl Provider {
     /// The runtime provider with the keywords that give IL maps, verbose.
     pub fn jit_symbols() -> Self {
         Provider { name: crate::nettrace::RUNTIME.to_owned(), keywords: JIT_SYMBOLS_KEYWORDS, level: LEVEL_VERBOSE, filter: None }
+    }
+
+    /// Add what the JIT's inline trees need (docs/rich-debug-info.md §1) to a provider list: the
+    /// private provider's JittedMethodRichDebugInfo keyword (0x40000), and on the runtime
+    /// provider MethodDiagnostic (0x4000000000, MethodDetails names the inlinees) and Type
+    /// (0x80000, BulkType gives their types' modules), all verbose. Keywords are added to a
+    /// provider already in the list, and its level raised to verbose.
+    pub fn add_inline_trees(providers: &mut Vec<Provider>) {
+        const PRIVATE: &str = "Microsoft-Windows-DotNETRuntimePrivate";
+        for (name, keywords) in [(crate::nettrace::RUNTIME, INLINE_RUNTIME_KEYWORDS), (PRIVATE, RICH_DEBUG_INFO_KEYWORD)] {
+            match providers.iter_mut().find(|p| p.name == name) {
+                Some(p) => {
+                    p.keywords |= keywords;
+                    p.level = p.level.max(LEVEL_VERBOSE);
+                }
+                None => providers.push(Provider { name: name.to_owned(), keywords, level: LEVEL_VERBOSE, filter: None }),
+            }
+        }
     }
 
     /// Parse a dotnet-trace provider list: `Name[:Keywords[:Level[:Filter]]]`, comma-separated;

@@ -24,6 +24,7 @@
 //! }
 //! ```
 
+mod inlined;
 mod lines;
 mod source;
 mod vars;
@@ -43,6 +44,7 @@ use crate::read::{Error, ErrorKind};
 
 use lines::ModuleLines;
 pub use crate::fs::OpenError;
+pub use inlined::{bulk_type_modules, InlinedFrame, InlineeMethod, SourceInlines};
 pub use source::{note_recorded_pdb, open_source, read_trace, OpenedSource, RecordedPdbs, SourceKind};
 pub use vars::{name_var, LocalNames, VarKind, VarName};
 
@@ -207,6 +209,17 @@ pub struct Symbolizer {
     notes: Mutex<Vec<String>>,
     /// The major version of the runtime that ran the bodies, where the source records it.
     runtime_major: Option<u16>,
+    /// The JIT's inline trees by (pid, code start), and the inlinees named (`--inlines`).
+    trees: HashMap<(Option<u32>, u64), Arc<crate::inlines::InlineTree>>,
+    inlinees: HashMap<(Option<u32>, u64), Inlinee>,
+}
+
+/// An inlinee, named from its defining module's metadata, with that module (for its lines).
+#[derive(Debug)]
+struct Inlinee {
+    token: u32,
+    name: Option<String>,
+    module: Option<usize>,
 }
 
 impl Symbolizer {
@@ -219,7 +232,7 @@ impl Symbolizer {
 
     /// Index already opened bodies. `path` is the source file (for an image: the assembly).
     pub fn from_opened(opened: OpenedSource, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
-        let OpenedSource { kind, bodies, image, warnings, runtime_major, pdbs, mvids } = opened;
+        let OpenedSource { kind, bodies, image, warnings, runtime_major, pdbs, mvids, inlines } = opened;
         let mut modules: Vec<Module> = Vec::new();
         let mut body_module = Vec::with_capacity(bodies.len());
         let mut passed = Vec::new();
@@ -286,7 +299,22 @@ impl Symbolizer {
                 explicit_guid = Some(check_explicit_for(&modules, &options.symbols, pdb)?);
             }
         }
-        let sym = Symbolizer { explicit_guid, kind, store: MapStore::new(bodies), modules, body_module, options, warnings, by_pdb: Mutex::new(HashMap::new()), notes: Mutex::new(Vec::new()), runtime_major };
+        let inlinees = name_inlinees(&inlines.methods, &mut modules, &pdbs, &mvids, &options.symbols);
+        let trees = inlines.trees;
+        let sym = Symbolizer {
+            explicit_guid,
+            kind,
+            store: MapStore::new(bodies),
+            modules,
+            body_module,
+            options,
+            warnings,
+            by_pdb: Mutex::new(HashMap::new()),
+            notes: Mutex::new(Vec::new()),
+            runtime_major,
+            trees,
+            inlinees,
+        };
         if let Some(image) = sym.modules.first() {
             let name = image.name.as_deref().unwrap_or("the image");
             let mut notes = sym.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -354,6 +382,63 @@ impl Symbolizer {
             frame.end_column = Some(p.end_column);
         }
         frame
+    }
+
+    /// True when the source carries the JIT's inline trees for at least one body (a trace or
+    /// capture of a .NET 7+ run started with `DOTNET_RichDebugInfo=1`).
+    pub fn has_inline_trees(&self) -> bool {
+        !self.trees.is_empty()
+    }
+
+    /// Answer one address with its inlined frames (contract §5 `--inlines`; the rule is in
+    /// `inlined.rs`): the inlinees whose code holds it, innermost first, and the physical frame
+    /// at the outermost call site. Where no inline tree covers the address, the frame is exactly
+    /// [`Self::symbolize`]'s and there are no inlined frames.
+    pub fn symbolize_inlined(&self, address: u64, kind: FrameKind) -> (Frame<'_>, Vec<InlinedFrame<'_>>) {
+        let mut frame = self.symbolize(address, kind);
+        let mut inlined = Vec::new();
+        if self.trees.is_empty() || matches!(frame.region, Some(IlOffset::Prolog | IlOffset::Epilog)) {
+            return (frame, inlined);
+        }
+        let (Some(start), Some(offset)) = (frame.code_start, frame.native_offset) else { return (frame, inlined) };
+        let lookup = if kind == FrameKind::Leaf { address } else { address.saturating_sub(1) };
+        let Some(index) = self.store.index_containing(lookup) else { return (frame, inlined) };
+        let Some(body) = self.store.bodies().get(index) else { return (frame, inlined) };
+        let Some(tree) = self.trees.get(&(body.pid, start)) else { return (frame, inlined) };
+        let chain = tree.chain(offset);
+        let (inner, root) = match (chain.parent_unknown, chain.steps.split_last()) {
+            (_, None) => return (frame, inlined),
+            (false, Some((root, inner))) => (inner, Some(root)),
+            (true, Some(_)) => (chain.steps.as_slice(), None),
+        };
+        for step in inner {
+            let who = self.inlinees.get(&(body.pid, step.method_id));
+            let module = who.and_then(|w| w.module).and_then(|m| self.modules.get(m));
+            let mut f = InlinedFrame {
+                module: module.and_then(|m| m.name.as_deref()),
+                token: who.map(|w| w.token),
+                method: who.and_then(|w| w.name.as_deref()),
+                il_offset: Some(step.il_offset),
+                ..InlinedFrame::default()
+            };
+            if let (Some(w), Some(lines)) = (who, module.and_then(|m| self.lines(m))) {
+                if let Some((p, file)) = lines.line(w.token, step.il_offset) {
+                    (f.file, f.line, f.column, f.end_line, f.end_column) = (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column));
+                }
+            }
+            inlined.push(f);
+        }
+        if let Some(root) = root {
+            // The physical method at the outermost call site, by the same line rule.
+            frame.il_offset = Some(root.il_offset);
+            let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
+            let line = module.and_then(|m| self.lines(m)).and_then(|l| l.line(body.token, root.il_offset));
+            (frame.file, frame.line, frame.column, frame.end_line, frame.end_column) = match line {
+                Some((p, file)) => (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column)),
+                None => (None, None, None, None, None),
+            };
+        }
+        (frame, inlined)
     }
 
     /// The line table of the body at `index` in [`Self::store`]'s bodies: a row wherever the line
@@ -491,6 +576,61 @@ fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOve
     }
     let recorded = module.recorded.as_ref()?;
     find_recorded_pdb_noting(recorded, module.path.as_deref(), symbols, passed).ok().flatten()
+}
+
+/// Name each inlinee from its defining module's metadata, adding a module for each inlinee
+/// module that has no body in the source (so its PDB gives lines the same way). An assembly is
+/// the module's only where it is of the recorded build: its CodeView GUID is the recorded PDB's
+/// (traces), its MVID the recorded one (captures); otherwise the inlinee has no name.
+fn name_inlinees(
+    methods: &HashMap<(Option<u32>, u64), InlineeMethod>,
+    modules: &mut Vec<Module>,
+    pdbs: &RecordedPdbs,
+    mvids: &HashMap<String, [u8; 16]>,
+    symbols: &SymbolPaths,
+) -> HashMap<(Option<u32>, u64), Inlinee> {
+    let mut by_path: HashMap<String, usize> = modules.iter().enumerate().filter_map(|(i, m)| Some((m.path.as_ref()?.to_string_lossy().into_owned(), i))).collect();
+    // Per module: its metadata's bytes, read once (None: no assembly of its build found).
+    let mut assemblies: HashMap<usize, Option<Vec<u8>>> = HashMap::new();
+    let mut out = HashMap::with_capacity(methods.len());
+    for (key, m) in methods {
+        let module = m.module_path.as_ref().map(|p| match by_path.get(p) {
+            Some(&i) => i,
+            None => {
+                let name = p.rsplit(['/', '\\']).next().map(str::to_owned);
+                modules.push(Module { name, path: Some(PathBuf::from(p)), recorded: pdbs.get(p).cloned(), mvid: mvids.get(p).copied(), lines: OnceLock::new() });
+                let i = modules.len().saturating_sub(1);
+                by_path.insert(p.clone(), i);
+                i
+            }
+        });
+        let name = module.and_then(|i| {
+            let bytes = assemblies.entry(i).or_insert_with(|| modules.get(i).and_then(|m| assembly_of_build(m, symbols)));
+            let md = crate::metadata::Metadata::parse(bytes.as_deref()?).ok()?;
+            md.method_name(m.token)
+        });
+        out.insert(*key, Inlinee { token: m.token, name, module });
+    }
+    out
+}
+
+/// The bytes of a module's assembly of the recorded build (see [`name_inlinees`]).
+fn assembly_of_build(module: &Module, symbols: &SymbolPaths) -> Option<Vec<u8>> {
+    for path in assembly_candidates(module, symbols) {
+        let bytes = match &module.recorded {
+            Some(recorded) => read_candidate_assembly(&path, &recorded.guid, &mut Vec::new()),
+            None => read_regular(&path, MAX_FILE).ok(),
+        };
+        let Some(bytes) = bytes else { continue };
+        if let Some(want) = module.mvid {
+            let image = PeImage::parse(&bytes).ok()?;
+            if crate::metadata::Metadata::from_pe(&image).ok().and_then(|md| md.mvid()) != Some(want) {
+                continue;
+            }
+        }
+        return Some(bytes);
+    }
+    None
 }
 
 /// A module's line table from its PDB; `None` if the PDB does not parse.

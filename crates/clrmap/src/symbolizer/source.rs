@@ -12,6 +12,8 @@ use crate::pdb::locate::RecordedPdb;
 use crate::r2r::ReadyToRunImage;
 use crate::read::Error;
 
+use super::inlined::SourceInlines;
+
 /// What kind of file a source is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SourceKind {
@@ -56,6 +58,9 @@ pub struct OpenedSource {
     /// profiler recorded it. An assembly with another MVID is of another build: the
     /// [`Symbolizer`](super::Symbolizer) takes no lines from it. Empty for other sources.
     pub mvids: HashMap<String, [u8; 16]>,
+    /// The JIT's inline trees the source carries, by body, and their inlinees (traces and
+    /// captures of .NET 7+ runs with `DOTNET_RichDebugInfo=1`; empty otherwise).
+    pub inlines: SourceInlines,
 }
 
 /// For a trace: the PDB each module's image named, by the module path its bodies carry
@@ -68,11 +73,14 @@ pub type RecordedPdbs = HashMap<String, RecordedPdb>;
 pub fn read_trace<R: Read>(reader: R) -> Result<OpenedSource, Error> {
     let mut pdbs = HashMap::new();
     let mut runtime_major = None;
-    let (bodies, warning) = crate::nettrace::read_code_bodies_partial_with(reader, |e| {
+    let mut type_modules = HashMap::new();
+    let (bodies, trace_inlines, warning) = crate::nettrace::read_code_bodies_and_inlines(reader, |e| {
         runtime_major = runtime_major.or_else(|| crate::nettrace::runtime_information(e).and_then(|r| r.major()));
         note_recorded_pdb(e, &mut pdbs);
+        super::inlined::bulk_type_modules(e, &mut type_modules);
     })?;
-    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: HashMap::new() })
+    let inlines = SourceInlines::from_trace(&bodies, &trace_inlines, &type_modules);
+    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: HashMap::new(), inlines })
 }
 
 /// Keep the module path and PDB id of a module load event (see [`RecordedPdbs`]); other events
@@ -138,7 +146,8 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         crate::capture::name_captured(&mut captured);
         let mvids: HashMap<String, [u8; 16]> = captured.iter().filter_map(|c| Some((c.module_path.clone(), c.mvid?))).collect();
         let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
-        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs: HashMap::new(), mvids });
+        let inlines = SourceInlines::from_capture(&capture.inlines);
+        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs: HashMap::new(), mvids, inlines });
     }
     if bytes.starts_with(b"MZ") {
         let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
@@ -152,7 +161,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
                 }
             }
         }
-        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None, pdbs: HashMap::new(), mvids: HashMap::new() });
+        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None, pdbs: HashMap::new(), mvids: HashMap::new(), inlines: SourceInlines::default() });
     }
     Err(OpenError::Unrecognized { path: path.to_owned() })
 }

@@ -1,0 +1,166 @@
+//! Inlined frames (contract §5, `--inlines`): the JIT's inline trees ([`crate::inlines`]) of a
+//! trace or capture, tied to its bodies, and their inlinees named and given lines like every other
+//! method.
+//!
+//! The rule, for an address in a body that has a tree (docs/rich-debug-info.md):
+//! 1. the native offset is the one the frame rule looks up ([`super::FrameKind`]: the call for a
+//!    return address);
+//! 2. inside the flat map's prolog or epilog the code is the physical method's own: no chain;
+//! 3. otherwise the last rich mapping at or before the offset names an inline context and an IL
+//!    offset in it ([`InlineTree::chain`]); context 0 (the physical method) gives no chain, and
+//!    the flat map's answer stands;
+//! 4. each inlinee, innermost first, is named by its MethodDef token in the module that defines
+//!    it, and gets the line of its IL offset by the runtime's rule (the last visible sequence
+//!    point at or before it); each parent's IL offset is the call instruction's;
+//! 5. the physical method is answered at the outermost call site, by the same rule.
+//!
+//! A chain cut by a node whose parent is unknown (dotnet/runtime#98755) gives the inlinees it
+//! knows, and the physical frame keeps the flat map's answer: nothing is guessed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::inlines::InlineTree;
+
+/// One inlinee: who it is, as the source recorded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlineeMethod {
+    /// Its MethodDef token, in its defining module.
+    pub token: u32,
+    /// The defining module's path in the traced process.
+    pub module_path: Option<String>,
+}
+
+/// A source's inline trees by body, and its inlinees by MethodID: what [`super::OpenedSource`]
+/// carries for `--inlines`. Keys carry the bodies' process id (a capture can hold several
+/// processes; a trace's bodies carry its one process id).
+#[derive(Clone, Debug, Default)]
+pub struct SourceInlines {
+    /// (pid, the body's code start) → its tree.
+    pub trees: HashMap<(Option<u32>, u64), Arc<InlineTree>>,
+    /// (pid, MethodID) → the inlinee.
+    pub methods: HashMap<(Option<u32>, u64), InlineeMethod>,
+}
+
+impl SourceInlines {
+    /// No body has a tree.
+    pub fn is_empty(&self) -> bool {
+        self.trees.is_empty()
+    }
+
+    /// A trace's trees and inlinees. `type_modules` is BulkType's TypeID → ModuleID: the module
+    /// that defines an inlinee is its type's (a generic instantiation over another module's types
+    /// may be *loaded* by that other module, which MethodDetails names); without it, the loader
+    /// module.
+    pub fn from_trace(bodies: &[crate::ilmap::CodeBody], trace: &crate::nettrace::TraceInlines, type_modules: &HashMap<u64, u64>) -> SourceInlines {
+        let mut out = SourceInlines::default();
+        for body in bodies {
+            let (Some(start), Some(tree)) = (body.start, trace.tree_of(body)) else { continue };
+            for node in tree.nodes().iter().skip(1) {
+                let key = (body.pid, node.method_id);
+                if out.methods.contains_key(&key) {
+                    continue;
+                }
+                let Some(d) = trace.inlines.method(node.method_id) else { continue };
+                let module = type_modules.get(&d.type_id).copied().unwrap_or(d.loader_module_id);
+                out.methods.insert(key, InlineeMethod { token: d.token, module_path: trace.module_path(module).map(str::to_owned) });
+            }
+            out.trees.insert((body.pid, start), Arc::new(tree.clone()));
+        }
+        out
+    }
+}
+
+#[cfg(feature = "serde")]
+impl SourceInlines {
+    /// A capture's trees and inlinees: the profiler recorded each event 189 payload with its
+    /// body's code start, and each MethodDetails with the inlinee's module and token as the
+    /// runtime answered `GetFunctionInfo` (so the defining module, whatever loaded it).
+    pub fn from_capture(recorded: &[crate::capture::CapturedInline]) -> SourceInlines {
+        use crate::capture::InlineEventKind;
+        use crate::read::Reader;
+        let mut out = SourceInlines::default();
+        let mut collectors: HashMap<u32, crate::inlines::InlineCollector> = HashMap::new();
+        // (pid, start) → (MethodID, NativeCodeId), from each chunk's header (docs/rich-debug-info.md §2).
+        let mut starts: HashMap<(u32, u64), (u64, u64)> = HashMap::new();
+        for c in recorded {
+            let collector = collectors.entry(c.pid).or_default();
+            match c.kind {
+                InlineEventKind::RichDebugInfo => {
+                    let _ = collector.rich_debug_info(Reader::new(&c.payload, 0));
+                    let mut r = Reader::new(&c.payload, 0);
+                    let (Ok(()), Ok(method_id), Ok(code_id)) = (r.skip(2, "ClrInstanceID"), r.u64("MethodID"), r.u64("NativeCodeId")) else { continue };
+                    if let Some(start) = c.start {
+                        starts.insert((c.pid, start), (method_id, code_id));
+                    }
+                }
+                InlineEventKind::MethodDetails => {
+                    let _ = collector.method_details(Reader::new(&c.payload, 0));
+                    if let Some(token) = c.token {
+                        out.methods.insert((Some(c.pid), c.method_id), InlineeMethod { token, module_path: c.module.clone() });
+                    }
+                }
+            }
+        }
+        let finished: HashMap<u32, crate::inlines::Inlines> = collectors.into_iter().map(|(pid, c)| (pid, c.finish())).collect();
+        for ((pid, start), (method_id, code_id)) in starts {
+            if let Some(tree) = finished.get(&pid).and_then(|i| i.tree(method_id, code_id)) {
+                out.trees.insert((Some(pid), start), Arc::new(tree.clone()));
+            }
+        }
+        out
+    }
+}
+
+/// A BulkType event's (TypeID, ModuleID) pairs (runtime provider, event 15; ClrEtwAll.man
+/// `BulkType`: `u32 Count, u16 ClrInstanceID`, then per type `u64 TypeID, u64 ModuleID, u32
+/// TypeNameID, u32 Flags, u8 CorElementType, utf16z Name, u32 TypeParameterCount, u64
+/// TypeParameters[TypeParameterCount]`). A value cut short ends the list: the pairs before it
+/// are kept.
+pub fn bulk_type_modules(e: &crate::nettrace::Event<'_>, out: &mut HashMap<u64, u64>) {
+    if e.meta.provider != crate::nettrace::RUNTIME || e.meta.event_id != 15 {
+        return;
+    }
+    let mut r = e.payload;
+    let Ok(count) = r.u32("BulkType's Count") else { return };
+    if r.skip(2, "ClrInstanceID").is_err() {
+        return;
+    }
+    // Each value takes at least 31 bytes: the count cannot ask for more work than the payload.
+    for _ in 0..count.min(u32::try_from(r.len() / 31).unwrap_or(u32::MAX)) {
+        let (Ok(type_id), Ok(module_id)) = (r.u64("TypeID"), r.u64("ModuleID")) else { return };
+        if r.skip(9, "TypeNameID, Flags, CorElementType").is_err() || crate::nettrace::utf16z(&mut r).is_err() {
+            return;
+        }
+        let Ok(params) = r.u32("TypeParameterCount") else { return };
+        if r.skip((params as usize).saturating_mul(8), "TypeParameters").is_err() {
+            return;
+        }
+        out.insert(type_id, module_id);
+    }
+}
+
+/// One inlined frame of an answer (contract §5 `inlined`): an inlinee at an IL offset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct InlinedFrame<'s> {
+    /// The inlinee's module's file name.
+    pub module: Option<&'s str>,
+    /// Its MethodDef token.
+    pub token: Option<u32>,
+    /// `Ns.Type::Method`.
+    pub method: Option<&'s str>,
+    /// The IL offset in the inlinee: the mapping's for the innermost, the call site of the frame
+    /// inside it for the others.
+    pub il_offset: Option<u32>,
+    /// The document name exactly as the PDB stores it.
+    pub file: Option<&'s str>,
+    /// Start line of the chosen sequence point.
+    pub line: Option<u32>,
+    /// Start column.
+    pub column: Option<u32>,
+    /// End line.
+    pub end_line: Option<u32>,
+    /// End column.
+    pub end_column: Option<u32>,
+}
