@@ -289,8 +289,8 @@ impl InlineTree {
     /// cannot tell (no IL at hand). An orphan's run gets a parent only when exactly one candidate
     /// says yes and none cannot tell; otherwise it stays [`Parent::Unknown`]. Candidates inside
     /// the orphan run's own subtrees are skipped (no cycle can arise). The work is bounded: at most
-    /// `64 · nodes + 4096` questions in all, after which the rest stay unknown. Returns how
-    /// many nodes got a parent.
+    /// `64 · nodes + 4096` questions and steps up the tree in all, after which the rest stay
+    /// unknown. Returns how many nodes got a parent.
     pub fn recover_parents(&mut self, mut is_call: impl FnMut(u64, u32, u64) -> Option<bool>) -> usize {
         let mut budget = self.nodes.len().saturating_mul(64).saturating_add(4096);
         let mut recovered: usize = 0;
@@ -305,14 +305,14 @@ impl InlineTree {
             let mut found: Option<u32> = None;
             let mut undecided = false;
             for cand in 0..head {
-                if self.in_subtree_of(cand, head) {
-                    continue;
-                }
-                let Some(c) = self.nodes.get(cand as usize) else { break };
                 if budget == 0 {
                     undecided = true;
                     break;
                 }
+                if self.in_subtree_of(cand, head, &mut budget) {
+                    continue;
+                }
+                let Some(c) = self.nodes.get(cand as usize) else { break };
                 budget = budget.saturating_sub(1);
                 match is_call(c.method_id, orphan.il_offset, orphan.method_id) {
                     Some(true) if found.is_none() => found = Some(cand),
@@ -343,9 +343,15 @@ impl InlineTree {
     /// Whether `node` lies in the piece headed by the run of `head`: its ancestry ends at a node
     /// of that run (any of the run, not only `head`: the whole run gets the new parent, so a
     /// candidate below a sibling of `head` would close a cycle). Bounded by the node count.
-    fn in_subtree_of(&self, node: u32, head: u32) -> bool {
+    /// Each step up costs one unit of `budget`; when it runs out the answer is "inside" (the
+    /// candidate is refused, never risked).
+    fn in_subtree_of(&self, node: u32, head: u32, budget: &mut usize) -> bool {
         let mut cur = node;
         for _ in 0..=self.nodes.len() {
+            if *budget == 0 {
+                return true;
+            }
+            *budget = budget.saturating_sub(1);
             match self.nodes.get(cur as usize).map(|n| n.parent) {
                 Some(Parent::Node(p)) => cur = p,
                 Some(Parent::Unknown) => return self.run_head.get(cur as usize) == Some(&head),

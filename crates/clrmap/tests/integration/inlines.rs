@@ -231,6 +231,32 @@ fn recovery_never_hangs_a_run_below_one_of_its_own() {
     assert_eq!(t.chain(0).steps, [step(1, 0x200, 0), step(3, 0x400, 7)]);
 }
 
+#[test]
+fn recovery_work_is_bounded() {
+    // 20,000 orphans, each a run of its own, and an IL oracle that finds each one's call in the
+    // node just before it: recovered, they form one line 20,000 deep, and every later candidate's
+    // ancestry walk gets longer. Unbounded, that is ~10^12 steps; the budget (questions and steps
+    // together) stops it early, and what is left stays unknown.
+    let n = 20_000u32;
+    let mut nodes = vec![node(0, ROOT_IL, 0, 0)];
+    nodes.extend((1..n).map(|i| node(u64::from(i), 1, 0, 0)));
+    let mut t = parse(&nodes, &[]);
+    assert_eq!(t.unknown_parents(), n as usize - 1);
+    let mut asked = 0u64;
+    let start = std::time::Instant::now();
+    let got = t.recover_parents(|caller, _, callee| {
+        asked += 1;
+        Some(callee == caller + 1)
+    });
+    assert!(asked <= 64 * u64::from(n) + 4096, "{asked} questions");
+    assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
+    assert!(got > 0 && got < n as usize - 1, "{got}");
+    for (i, x) in t.nodes().iter().enumerate().skip(1) {
+        assert!(x.parent == Parent::Unknown || x.parent == Parent::Node(i as u32 - 1), "{i}: {:?}", x.parent);
+    }
+    clrmap::inlines::fuzzcheck::check_tree(&t);
+}
+
 fn chunk(method_id: u64, native_code_id: u64, index: u32, last: bool, data: &[u8]) -> Vec<u8> {
     encode_chunk(&ChunkHeader { clr_instance_id: 9, method_id, native_code_id, il_version_id: 0, index, last, length: 0 }, data)
 }
