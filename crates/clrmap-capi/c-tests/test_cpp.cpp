@@ -60,6 +60,8 @@ struct Exports {
     HRESULT (*symbolizer_open_pid)(uint32_t, uint32_t, const char *, const char *const *, uint32_t, ClrmapSymbolizer **);
     HRESULT (*symbolizer_symbolize)(const ClrmapSymbolizer *, uint64_t, uint32_t, ClrmapFrame *);
     void (*symbolizer_release)(ClrmapSymbolizer *);
+    HRESULT (*symbolizer_open_with_servers)(const char *, const char *, const char *const *, uint32_t, const ClrmapSymbolServers *, ClrmapSymbolizer **);
+    HRESULT (*symbolizer_symbolize_inlined)(const ClrmapSymbolizer *, uint64_t, uint32_t, ClrmapFrame *, uint32_t, uint32_t *);
 };
 static const Exports exports = {
     &clrmap_last_error,
@@ -76,7 +78,10 @@ static const Exports exports = {
     &clrmap_symbolizer_open_pid,
     &clrmap_symbolizer_symbolize,
     &clrmap_symbolizer_release,
+    &clrmap_symbolizer_open_with_servers,
+    &clrmap_symbolizer_symbolize_inlined,
 };
+static_assert(sizeof(ClrmapSymbolServers) == 2 * sizeof(void *) + 8, "ClrmapSymbolServers: servers, count, timeout_ms, cache");
 
 static bool same(const GUID &a, const GUID &b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 

@@ -383,6 +383,33 @@ typedef struct ClrmapFrame {
 } ClrmapFrame;
 
 /**
+ * Symbol servers for `clrmap_symbolizer_open_with_servers`: SSQP servers asked, in order, for a
+ * PDB found nowhere on disk, and the cache their files go to (the rules of the CLI's
+ * `--symbol-server`: a cached file is used without asking; a 404 is remembered and a server that
+ * does not answer is not asked again while the symbolizer lives; downloads are atomic, verified
+ * by the PDB's id, and bounded in size and time).
+ */
+typedef struct ClrmapSymbolServers {
+  /**
+   * `count` server base URLs (`http://...` or `https://...`).
+   */
+  const char *const *servers;
+  /**
+   * How many.
+   */
+  uint32_t count;
+  /**
+   * The longest one exchange with a server may take, in milliseconds (0: 30 s).
+   */
+  uint32_t timeout_ms;
+  /**
+   * The cache directory, or NULL for `$XDG_CACHE_HOME/clrmap/symbols` (else
+   * `~/.cache/clrmap/symbols`).
+   */
+  const char *cache;
+} ClrmapSymbolServers;
+
+/**
  * S_OK.
  */
 #define CLRMAP_S_OK 0
@@ -768,6 +795,32 @@ HRESULT clrmap_symbolizer_symbolize(const struct ClrmapSymbolizer *sym,
                                     uint64_t address,
                                     uint32_t kind,
                                     struct ClrmapFrame *out);
+
+/**
+ * `clrmap_symbolizer_open` with symbol servers (`servers` may be NULL: none).
+ */
+HRESULT clrmap_symbolizer_open_with_servers(const char *source,
+                                            const char *pdb,
+                                            const char *const *symbol_paths,
+                                            uint32_t count,
+                                            const struct ClrmapSymbolServers *servers,
+                                            struct ClrmapSymbolizer **out);
+
+/**
+ * Symbolize one address with its inlined frames (contract §5 `--inlines`), by the two-call
+ * protocol of `GetILToNativeMapping`: the frames go to `frames` (room for `capacity`), innermost
+ * inlinee first and the physical method at the outermost call site last; `*count` is how many
+ * there are, also when they did not all fit (call again with that many). Where no inline tree
+ * covers the address (or the source has none) there is one frame, exactly
+ * `clrmap_symbolizer_symbolize`'s. `kind` and the HRESULTs are those of
+ * `clrmap_symbolizer_symbolize`; `frames` may be NULL when `capacity` is 0.
+ */
+HRESULT clrmap_symbolizer_symbolize_inlined(const struct ClrmapSymbolizer *sym,
+                                            uint64_t address,
+                                            uint32_t kind,
+                                            struct ClrmapFrame *frames,
+                                            uint32_t capacity,
+                                            uint32_t *count);
 
 /**
  * Release a symbolizer and every string its frames pointed to. NULL is allowed.

@@ -1380,6 +1380,161 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolize
     })
 }
 
+/// Symbol servers for `clrmap_symbolizer_open_with_servers`: SSQP servers asked, in order, for a
+/// PDB found nowhere on disk, and the cache their files go to (the rules of the CLI's
+/// `--symbol-server`: a cached file is used without asking; a 404 is remembered and a server that
+/// does not answer is not asked again while the symbolizer lives; downloads are atomic, verified
+/// by the PDB's id, and bounded in size and time).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ClrmapSymbolServers {
+    /// `count` server base URLs (`http://...` or `https://...`).
+    pub servers: *const *const c_char,
+    /// How many.
+    pub count: u32,
+    /// The longest one exchange with a server may take, in milliseconds (0: 30 s).
+    pub timeout_ms: u32,
+    /// The cache directory, or NULL for `$XDG_CACHE_HOME/clrmap/symbols` (else
+    /// `~/.cache/clrmap/symbols`).
+    pub cache: *const c_char,
+}
+
+/// `clrmap_symbolizer_open` with symbol servers (`servers` may be NULL: none).
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_symbolizer_open_with_servers(
+    source: *const c_char,
+    pdb: *const c_char,
+    symbol_paths: *const *const c_char,
+    count: u32,
+    servers: *const ClrmapSymbolServers,
+    out: *mut *mut ClrmapSymbolizer,
+) -> HRESULT {
+    guard(|| {
+        if source.is_null() || out.is_null() || (count > 0 && symbol_paths.is_null()) {
+            return null_argument();
+        }
+        // SAFETY: NUL-terminated strings, and `count` of them at `symbol_paths`, per the contract.
+        let Some(mut options) = (unsafe { symbol_options(pdb, symbol_paths, count) }) else { return null_argument() };
+        // SAFETY: `servers` is NULL or points at a live ClrmapSymbolServers, per the contract.
+        if let Some(servers) = unsafe { servers.as_ref() } {
+            // SAFETY: its strings are NUL-terminated and `count` of them are at `servers`.
+            match unsafe { symbol_servers(servers) } {
+                Some(s) => options.symbols.servers = s,
+                None => return null_argument(),
+            }
+        }
+        // SAFETY: `source` is NUL-terminated.
+        let source = unsafe { CStr::from_ptr(source) }.to_string_lossy().into_owned();
+        let sym = match Symbolizer::open(Path::new(&source), options) {
+            Ok(sym) => sym,
+            Err(e) => return open_hresult(&e),
+        };
+        let boxed = Box::new(ClrmapSymbolizer { sym, strings: Mutex::new(HashMap::new()) });
+        // SAFETY: `out` is non-null.
+        unsafe { *out = Box::into_raw(boxed) };
+        S_OK
+    })
+}
+
+/// The library's symbol servers for a `ClrmapSymbolServers`; `None` if a pointer in it is NULL
+/// where strings are promised. No server at all is `Some(None)`.
+///
+/// SAFETY (callers): `s.servers` holds `s.count` pointers, each NULL or NUL-terminated; `s.cache`
+/// is NULL or NUL-terminated.
+unsafe fn symbol_servers(s: &ClrmapSymbolServers) -> Option<Option<std::sync::Arc<clrmap::symsrv::SymbolServers>>> {
+    // SAFETY: per the caller's contract, every pointer given to `text` is non-null and NUL-terminated.
+    let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    if s.count > 0 && s.servers.is_null() {
+        return None;
+    }
+    let mut urls = Vec::new();
+    for i in 0..s.count as usize {
+        // SAFETY: `servers` holds `count` pointers.
+        let p = unsafe { *s.servers.add(i) };
+        if p.is_null() {
+            return None;
+        }
+        urls.push(text(p));
+    }
+    if urls.is_empty() {
+        return Some(None);
+    }
+    let mut config = clrmap::symsrv::Config::new(urls);
+    if !s.cache.is_null() {
+        config.cache = PathBuf::from(text(s.cache));
+    }
+    if s.timeout_ms > 0 {
+        config.timeout = std::time::Duration::from_millis(u64::from(s.timeout_ms));
+    }
+    Some(Some(std::sync::Arc::new(clrmap::symsrv::SymbolServers::new(config))))
+}
+
+impl ClrmapSymbolizer {
+    /// A `ClrmapFrame` of the library's frame fields.
+    #[allow(clippy::too_many_arguments)]
+    fn c_frame(&self, address: u64, module: Option<&str>, token: Option<u32>, method: Option<&str>, il: Option<u32>, file: Option<&str>, line: [Option<u32>; 4]) -> ClrmapFrame {
+        let [l, c, el, ec] = line;
+        let flags = if token.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if l.is_some() { CLRMAP_FRAME_LINE } else { 0 };
+        ClrmapFrame {
+            address,
+            flags,
+            token: token.unwrap_or(0),
+            il_offset: il.unwrap_or(0),
+            line: l.unwrap_or(0),
+            column: c.unwrap_or(0),
+            end_line: el.unwrap_or(0),
+            end_column: ec.unwrap_or(0),
+            module: self.c_str(module),
+            method: self.c_str(method),
+            file: self.c_str(file),
+        }
+    }
+}
+
+/// Symbolize one address with its inlined frames (contract §5 `--inlines`), by the two-call
+/// protocol of `GetILToNativeMapping`: the frames go to `frames` (room for `capacity`), innermost
+/// inlinee first and the physical method at the outermost call site last; `*count` is how many
+/// there are, also when they did not all fit (call again with that many). Where no inline tree
+/// covers the address (or the source has none) there is one frame, exactly
+/// `clrmap_symbolizer_symbolize`'s. `kind` and the HRESULTs are those of
+/// `clrmap_symbolizer_symbolize`; `frames` may be NULL when `capacity` is 0.
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_symbolizer_symbolize_inlined(sym: *const ClrmapSymbolizer, address: u64, kind: u32, frames: *mut ClrmapFrame, capacity: u32, count: *mut u32) -> HRESULT {
+    guard(|| {
+        // SAFETY: `sym` is null or live.
+        let Some(s) = (unsafe { sym.as_ref() }) else { return null_argument() };
+        if count.is_null() || (capacity > 0 && frames.is_null()) {
+            return null_argument();
+        }
+        let kind = match kind {
+            CLRMAP_FRAME_LEAF => FrameKind::Leaf,
+            CLRMAP_FRAME_RETURN_ADDRESS => FrameKind::ReturnAddress.for_runtime(s.sym.runtime_major()),
+            CLRMAP_FRAME_RETURN_ADDRESS_CLR31 => FrameKind::ReturnAddressAsIs,
+            _ => return fail(E_INVALIDARG, None, "a kind of CLRMAP_FRAME_LEAF, CLRMAP_FRAME_RETURN_ADDRESS or CLRMAP_FRAME_RETURN_ADDRESS_CLR31"),
+        };
+        let (f, inlined) = s.sym.symbolize_inlined(address, kind);
+        let all = inlined
+            .iter()
+            .map(|i| s.c_frame(address, i.module, i.token, i.method, i.il_offset, i.file, [i.line, i.column, i.end_line, i.end_column]))
+            .chain(std::iter::once(s.c_frame(address, f.module, f.token, f.method, f.il_offset, f.file, [f.line, f.column, f.end_line, f.end_column])));
+        let mut n: u32 = 0;
+        for (i, frame) in all.enumerate() {
+            if (i as u64) < u64::from(capacity) {
+                // SAFETY: `frames` has room for `capacity` frames, and i < capacity.
+                unsafe { *frames.add(i) = frame };
+            }
+            n = n.saturating_add(1);
+        }
+        // SAFETY: `count` is non-null.
+        unsafe { *count = n };
+        if f.token.is_some() {
+            S_OK
+        } else {
+            S_FALSE
+        }
+    })
+}
+
 /// Release a symbolizer and every string its frames pointed to. NULL is allowed.
 #[no_mangle]
 pub unsafe extern "C" fn clrmap_symbolizer_release(sym: *mut ClrmapSymbolizer) {
