@@ -90,6 +90,9 @@ pub struct Options {
     pub dirs: Vec<PathBuf>,
     /// PDBs the user named: each stands for the module of its file stem.
     pub pdbs: Vec<PathBuf>,
+    /// Symbol servers: asked for the PDB of an assembly found in a symbol directory, by the id
+    /// its CodeView entry names (the text alone names no id to ask for).
+    pub servers: Option<std::sync::Arc<crate::symsrv::SymbolServers>>,
 }
 
 /// Something the rewriter tells once, while the text still goes through unchanged.
@@ -345,7 +348,7 @@ impl Rewriter {
                 None
             }
         };
-        let paths = SymbolPaths { pdb: None, dirs: self.options.dirs.clone(), servers: None };
+        let paths = SymbolPaths { pdb: None, dirs: self.options.dirs.clone(), servers: self.options.servers.clone() };
         for dir in &self.options.dirs {
             let assembly = dir.join(module);
             let Ok(bytes) = read_regular(&assembly, MAX_FILE) else { continue };

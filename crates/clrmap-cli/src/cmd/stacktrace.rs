@@ -27,13 +27,17 @@ pub struct StacktraceArgs {
     /// id to check it against.
     #[arg(long, value_name = "FILE")]
     pub pdb: Vec<PathBuf>,
+    /// Symbol servers and their cache: asked for the PDB of an assembly found in a
+    /// --symbol-path, by the id its CodeView entry names.
+    #[command(flatten)]
+    pub servers: crate::args::ServerArgs,
 }
 
 /// Run it. A PDB that is found but cannot be used is named on stderr and its frames are left as
 /// printed; the exit status stays 0 (the output is the whole text). A FILE or --pdb that cannot
 /// be read, or a --pdb that is not a portable PDB, is an error (status 1) before any output.
 pub fn run(a: StacktraceArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let mut rewriter = Rewriter::new(Options { dirs: a.symbol_path, pdbs: a.pdb }).map_err(crate::open::open_error)?;
+    let mut rewriter = Rewriter::new(Options { dirs: a.symbol_path, pdbs: a.pdb, servers: a.servers.servers() }).map_err(crate::open::open_error)?;
     // A PDB that cannot be used is a warning; an assembly with no PDB of its build, a note.
     let mut notice = |n: Notice| match n {
         Notice::BadPdb { .. } => eprintln!("warning: {}", Text(&n.to_string())),

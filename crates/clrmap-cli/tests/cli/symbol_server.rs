@@ -247,3 +247,26 @@ fn junk_in_the_cache_is_replaced() {
     assert_eq!((code(&o), stdout(&o)), (Some(0), expected), "{}", stderr(&o));
     assert_eq!(std::fs::read(cache.join(&key)).unwrap(), std::fs::read(repo_root().join(DEBUG_PDB)).unwrap());
 }
+
+/// `stacktrace`: the text names a module, not a PDB id; with the assembly in a symbol path and
+/// its PDB only on a server, the assembly's CodeView id is what the server is asked for, and the
+/// frame reads as the runtime prints it with the PDB (line 696: examples/frames.stdout, checked by
+/// the stacktrace tests).
+#[test]
+fn stacktrace_asks_the_server_for_the_pdb_of_an_assembly_it_finds() {
+    let root = store("st-root", &repo_root().join(DEBUG_PDB));
+    let alone = tmp("st-alone");
+    std::fs::copy(repo_root().join("tests/fixtures/frames/debug-portable/Frames.dll"), alone.join("Frames.dll")).unwrap();
+    let cache = tmp("st-cache");
+    let server = Server::start(&root, "ok", None);
+    let text = tmp("st-text").join("crash.log");
+    std::fs::write(&text, "boom\n   at Frames.Program.Main(String[] args) in Frames.dll:token 0x600003e+0x6\n").unwrap();
+    let o = clrmap(&["stacktrace", s(&text), "--symbol-path", s(&alone), "--symbol-server", &server.url, "--cache", s(&cache)]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "boom\n   at Frames.Program.Main(String[] args) in /_/src/Frames.cs:line 696\n");
+    assert_eq!(server.requests().len(), 1);
+    // Without the server: unchanged, and a note says why.
+    let o = clrmap(&["stacktrace", s(&text), "--symbol-path", s(&alone), "--cache", s(&tmp("st-cache-empty"))]);
+    assert_eq!(stdout(&o), "boom\n   at Frames.Program.Main(String[] args) in Frames.dll:token 0x600003e+0x6\n");
+    assert!(stderr(&o).contains("Frames.pdb (PDB GUID"), "{}", stderr(&o));
+}

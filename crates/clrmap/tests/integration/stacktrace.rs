@@ -16,7 +16,7 @@ use crate::support::{repo_root, runtime31, runtime80, runtimes};
 
 /// Rewrite `text` with these symbol directories: the output, the notices as text, the stats.
 fn rewrite(text: &[u8], dirs: &[&Path]) -> (Vec<u8>, Vec<String>, Stats) {
-    rewrite_with(text, Options { dirs: dirs.iter().map(|d| d.to_path_buf()).collect(), pdbs: Vec::new() }, 64 * 1024)
+    rewrite_with(text, Options { dirs: dirs.iter().map(|d| d.to_path_buf()).collect(), pdbs: Vec::new(), servers: None }, 64 * 1024)
 }
 
 fn rewrite_with(text: &[u8], options: Options, buffer: usize) -> (Vec<u8>, Vec<String>, Stats) {
@@ -182,7 +182,7 @@ fn upper_case_hex_crlf_and_one_byte_reads_give_the_same_lines() {
     assert_eq!(String::from_utf8(out).unwrap(), upper(&s.text80_with));
     // CRLF line endings are kept, and lines split across reads are whole again.
     let crlf = s.text80_without.replace('\n', "\r\n");
-    let options = Options { dirs: vec![s.pdbs.clone()], pdbs: Vec::new() };
+    let options = Options { dirs: vec![s.pdbs.clone()], pdbs: Vec::new(), servers: None };
     let (out, _, _) = rewrite_with(crlf.as_bytes(), options.clone(), 1);
     assert_eq!(String::from_utf8(out).unwrap(), s.text80_with.replace('\n', "\r\n"));
     // No final newline.
@@ -224,7 +224,7 @@ fn an_assembly_found_gives_its_own_pdb_embedded_or_beside_it() {
 #[ignore = "needs .NET"]
 fn a_named_pdb_stands_for_its_module() {
     let s = shop();
-    let options = Options { dirs: Vec::new(), pdbs: vec![s.pdbs.join("Shop.pdb")] };
+    let options = Options { dirs: Vec::new(), pdbs: vec![s.pdbs.join("Shop.pdb")], servers: None };
     let (out, _, _) = rewrite_with(s.text80_without.as_bytes(), options, 4096);
     assert_eq!(String::from_utf8(out).unwrap(), s.text80_with);
 }
