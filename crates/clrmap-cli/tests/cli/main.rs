@@ -25,5 +25,6 @@ mod perf_links;
 mod capture_identity;
 mod debug_layouts;
 mod profile_inlines;
+mod inlines;
 mod stacktrace;
 mod symbol_server;

@@ -1,0 +1,574 @@
+//! `symbolize --inlines` on the real runtime (issue 22, "Known inline decisions"): programs whose
+//! inlining is forced (tests/dotnet/inlining: `AggressiveInlining` and `NoInlining`, three and two
+//! levels deep, across two modules, generic inlinees, an inlinee with a loop, one that throws), run
+//! once under `clrmap profile` with `clrmap trace collect --inlines` attached to the same process.
+//!
+//! The oracles are not clrmap's: the program's own IL bytes, read through reflection (the IL
+//! offset of each call instruction), the source text (the line of each call, marked by a comment,
+//! and each method's line range), the raw event 189 payloads decoded here by hand, the release
+//! JIT's own summary (`DOTNET_JitDisasmSummary`/`JitDisasm` through `DOTNET_JitStdOutFile`: how
+//! many methods it inlined into each body, and which calls it left as calls), and
+//! llvm-symbolizer's own layout for inlined native code. Needs .NET (mandatory in CI), Roslyn csc
+//! (scripts/install-roslyn.sh), the profiler built by `cargo build --workspace`, gcc, and
+//! llvm-symbolizer (scripts/install-perf.sh).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use clrmap::capture::{read_capture, Capture, InlineEventKind};
+use clrmap::ilmap::CodeKind;
+use serde_json::Value;
+
+use crate::support::{dotnet_file, repo_root};
+
+const RUNTIMECONFIG: &str = r#"{
+  "runtimeOptions": {
+    "tfm": "netcoreapp3.1",
+    "rollForward": "LatestMajor",
+    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
+    "configProperties": {
+      "System.Globalization.Invariant": true,
+      "System.Runtime.TieredCompilation": false
+    }
+  }
+}
+"#;
+
+/// What the programs force: (caller, callee) pairs, each callee `AggressiveInlining`.
+const FORCED: &[(&str, &str)] = &[
+    ("Inlining.Prog::Chain3", "Inlining.Prog::Level1"),
+    ("Inlining.Prog::Level1", "Inlining.Prog::Level2"),
+    ("Inlining.Prog::Level2", "Inlining.Prog::Level3"),
+    ("Inlining.Prog::LibLoop", "InlLib.LibMath::Scramble"),
+    ("InlLib.LibMath::Scramble", "InlLib.LibMath::Rotate"),
+    ("Inlining.Prog::GenericHost", "Inlining.Prog::Choose"),
+    ("Inlining.Prog::GenericHost", "Inlining.Box`1::Get"),
+    ("Inlining.Prog::LoopHost", "Inlining.Prog::SumDigits"),
+    ("Inlining.Prog::ThrowHost", "Inlining.Prog::Checked"),
+];
+
+/// The `NoInlining` methods: never an inlinee.
+const NEVER: &[&str] = &[
+    "Inlining.Prog::Never",
+    "InlLib.LibMath::Opaque",
+    "Inlining.Prog::Chain3",
+    "Inlining.Prog::LibLoop",
+    "Inlining.Prog::GenericHost",
+    "Inlining.Prog::LoopHost",
+    "Inlining.Prog::ThrowHost",
+    "Inlining.Prog::Run",
+];
+
+/// The bodies jitted after the program was told to go (so the trace has their trees too).
+const HOSTS: &[&str] = &["Inlining.Prog::Run", "Inlining.Prog::Chain3", "Inlining.Prog::LibLoop", "Inlining.Prog::GenericHost", "Inlining.Prog::LoopHost", "Inlining.Prog::ThrowHost"];
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn src_dir() -> PathBuf {
+    repo_root().join("tests/dotnet/inlining")
+}
+
+/// Prog.dll and Lib.dll, each with its portable PDB, built by Roslyn csc (optimized) against the
+/// 3.1.23 framework, so the same files run on 3.1.23 and (rolled forward) on 8.0.4; once per run.
+fn built() -> &'static PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let csc = dotnet_file("roslyn/csc");
+        let corelib = dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
+        let fw = Path::new(&corelib).parent().unwrap().to_path_buf();
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-inlines/build");
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        let src = src_dir();
+        let compile = |extra: &[&str], dll: &str, source: &str| {
+            let mut c = Command::new(&csc);
+            c.current_dir(&src).args(["-nologo", "-noconfig", "-nostdlib", "-langversion:7.3", "-deterministic", "-optimize+", "-debug:portable"]);
+            c.arg(format!("-pathmap:{}/=/_/src/", src.display()));
+            for a in ["System.Private.CoreLib", "System.Runtime", "System.Console", "System.Collections", "System.Reflection.Primitives", "System.Diagnostics.Process", "System.Runtime.Extensions", "System.ComponentModel.Primitives"] {
+                c.arg(format!("-r:{}", fw.join(format!("{a}.dll")).display()));
+            }
+            c.args(extra).arg(format!("-out:{}", out.join(dll).display())).arg(source);
+            run_ok(&mut c);
+        };
+        compile(&["-target:library"], "Lib.dll", "Lib.cs");
+        compile(&["-target:exe", &format!("-r:{}", out.join("Lib.dll").display())], "Prog.dll", "Prog.cs");
+        std::fs::write(out.join("Prog.runtimeconfig.json"), RUNTIMECONFIG).unwrap();
+        for f in ["Prog.pdb", "Lib.pdb"] {
+            assert!(out.join(f).is_file(), "{f} not written");
+        }
+        out
+    })
+}
+
+fn profiler() -> String {
+    let so = repo_root().join("target/debug/libclrmap_profiler.so");
+    assert!(so.is_file(), "build the workspace first (cargo build --workspace)");
+    so.to_string_lossy().into_owned()
+}
+
+/// One run of Prog.dll under `clrmap profile`, with `trace collect --inlines` attached.
+struct Run {
+    capture: PathBuf,
+    trace: PathBuf,
+    /// (caller, callee) as `Type::Method` -> the IL offset of the call, from the program's IL.
+    callsites: HashMap<(String, String), u64>,
+    /// The JIT's own listing (`DOTNET_JitStdOutFile`).
+    jit_stdout: PathBuf,
+}
+
+fn lines_of(child: &mut Child) -> Receiver<String> {
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The program's stdout up to and including the line `until`.
+fn read_until(rx: &Receiver<String>, until: &str, seen: &mut Vec<String>) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let l = rx.recv_timeout(left).unwrap_or_else(|e| panic!("no `{until}` from the program ({e}); so far: {seen:?}"));
+        seen.push(l.clone());
+        if l == until {
+            return;
+        }
+    }
+}
+
+fn wait_for(child: &mut Child, what: &str, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Run Prog.dll on `dotnet`: `clrmap profile -o CAPTURE -- dotnet Prog.dll N`, and, once it has
+/// said `ready`, `clrmap trace collect --pid PID --inlines` on the same process; then let it jit
+/// and run its hosts, stop the trace (SIGTERM: rundown, exit 0) and let the program end.
+fn run(name: &str, dotnet: &str) -> Run {
+    let build = built();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-inlines/{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (capture, trace, jit_stdout) = (dir.join("run.capture"), dir.join("run.nettrace"), dir.join("jit.txt"));
+    let so = profiler();
+    let mut profile = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(["profile", "-o", capture.to_str().unwrap(), "--profiler", &so, "--", dotnet, build.join("Prog.dll").to_str().unwrap(), "20000"])
+        .current_dir(repo_root())
+        .env_remove("DOTNET_RichDebugInfo")
+        .env("DOTNET_TieredCompilation", "0")
+        .env("DOTNET_JitStdOutFile", &jit_stdout)
+        .env("DOTNET_JitDisasm", "Chain3 LibLoop GenericHost LoopHost ThrowHost Run")
+        .env("DOTNET_JitDisasmSummary", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(dir.join("profile.stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdin = profile.stdin.take().unwrap();
+    let rx = lines_of(&mut profile);
+    let mut seen = Vec::new();
+    read_until(&rx, "ready", &mut seen);
+    let pid = seen.iter().find_map(|l| l.strip_prefix("pid ")).unwrap_or_else(|| panic!("no pid: {seen:?}")).to_owned();
+    let mut collect = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(["trace", "collect", "--pid", &pid, "-o", trace.to_str().unwrap(), "--inlines"])
+        .current_dir(repo_root())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("collect.stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    // The session is on once its stream has begun: the new file beside the trace has bytes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let streaming = std::fs::read_dir(&dir).unwrap().flatten().any(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(".run.nettrace.") && e.metadata().map(|m| m.len() > 0).unwrap_or(false)
+        });
+        if streaming {
+            break;
+        }
+        assert!(collect.try_wait().unwrap().is_none(), "trace collect ended early: {}", std::fs::read_to_string(dir.join("collect.stderr")).unwrap_or_default());
+        assert!(Instant::now() < deadline, "trace collect never began streaming");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    stdin.write_all(b"go\n").unwrap();
+    stdin.flush().unwrap();
+    read_until(&rx, "done", &mut seen);
+    let s = run_ok(Command::new("kill").args(["-TERM", &collect.id().to_string()]));
+    assert_eq!(s, "");
+    let st = wait_for(&mut collect, "trace collect", Duration::from_secs(60));
+    assert_eq!(st.code(), Some(0), "trace collect: {}", std::fs::read_to_string(dir.join("collect.stderr")).unwrap_or_default());
+    stdin.write_all(b"exit\n").unwrap();
+    drop(stdin);
+    let st = wait_for(&mut profile, "clrmap profile", Duration::from_secs(60));
+    assert_eq!(st.code(), Some(0), "profile: {}", std::fs::read_to_string(dir.join("profile.stderr")).unwrap_or_default());
+    assert!(seen.iter().any(|l| l == "result throw caught -1"), "{seen:?}");
+    let mut callsites = HashMap::new();
+    for l in seen.iter().filter_map(|l| l.strip_prefix("callsite ")) {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 3, "{l}");
+        callsites.insert((f[0].to_owned(), f[1].to_owned()), f[2].parse().unwrap());
+    }
+    assert!(callsites.len() >= FORCED.len(), "{seen:?}");
+    Run { capture, trace, callsites, jit_stdout }
+}
+
+/// `clrmap ARGS` with `input` on stdin.
+fn clrmap_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_owned();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+/// `symbolize SOURCE ARGS` over `addresses` (one per line on stdin): status 0, and stdout.
+fn symbolize(source: &Path, args: &[&str], addresses: &str) -> (String, String) {
+    let mut a = vec!["symbolize", source.to_str().unwrap(), "--symbol-path", built().to_str().unwrap()];
+    a.extend_from_slice(args);
+    let o = clrmap_stdin(&a, addresses);
+    let (out, err) = (String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap());
+    assert_eq!(o.status.code(), Some(0), "symbolize {args:?}: {err}");
+    (out, err)
+}
+
+/// A jitted body of Prog.dll or Lib.dll: (start, size, function id).
+fn our_bodies(c: &Capture) -> Vec<(u64, u64, u64)> {
+    let mut v: Vec<_> = c
+        .bodies
+        .iter()
+        .filter(|b| b.kind == CodeKind::Jit && (b.module_path.ends_with("/Prog.dll") || b.module_path.ends_with("/Lib.dll")))
+        .map(|b| (b.body.start.unwrap(), u64::from(b.body.code_size), b.body.function_id.unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Each body's tree from the capture's raw event 189 payloads, decoded here (symbols.md §7,
+/// docs/rich-debug-info.md §2-3): code start -> the nodes' MethodIDs (node 0 the root).
+fn raw_trees(c: &Capture) -> HashMap<u64, Vec<u64>> {
+    let mut blobs: HashMap<(u64, u64), (Option<u64>, Vec<u8>, bool)> = HashMap::new();
+    for i in c.inlines.iter().filter(|i| i.kind == InlineEventKind::RichDebugInfo) {
+        let p = &i.payload;
+        let (method_id, code_id, chunk, len) = (u64_at(p, 2), u64_at(p, 10), u32_at(p, 26), u32_at(p, 30));
+        assert_eq!(len as usize, p.len() - 34);
+        let e = blobs.entry((method_id, code_id)).or_insert((None, Vec::new(), false));
+        assert!(!e.2, "a chunk after the last");
+        e.1.extend_from_slice(&p[34..]);
+        e.2 = chunk & 0x8000_0000 != 0;
+        e.0 = e.0.or(i.start);
+    }
+    blobs
+        .into_values()
+        .filter_map(|(start, blob, last)| {
+            assert!(last);
+            let n = u32_at(&blob, 0) as usize;
+            Some((start?, (0..n).map(|k| u64_at(&blob, 8 + k * 20)).collect()))
+        })
+        .collect()
+}
+
+/// The frames of one JSON answer, innermost first: the inlined ones, then the physical one.
+fn frames(v: &Value) -> Vec<&Value> {
+    let mut f: Vec<&Value> = v["inlined"].as_array().map(|a| a.iter().collect()).unwrap_or_default();
+    f.push(v);
+    f
+}
+
+fn s(v: &Value, k: &str) -> String {
+    v[k].as_str().unwrap_or_else(|| panic!("{k} of {v}")).to_owned()
+}
+
+/// `Ns.Type::Method` -> `Type::Method`, as the program prints call sites.
+fn short(method: &str) -> String {
+    let (ty, m) = method.split_once("::").unwrap();
+    format!("{}::{m}", ty.rsplit('.').next().unwrap())
+}
+
+/// The 1-based line of `needle` in a source file (exactly one).
+fn line_of(file: &str, needle: &str) -> u64 {
+    let text = std::fs::read_to_string(src_dir().join(file)).unwrap();
+    let hits: Vec<usize> = text.lines().enumerate().filter(|(_, l)| l.contains(needle)).map(|(i, _)| i + 1).collect();
+    assert_eq!(hits.len(), 1, "{needle:?} in {file}: {hits:?}");
+    hits[0] as u64
+}
+
+/// The lines of a method's declaration to its closing brace, from the source text.
+fn method_lines(file: &str, method: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(src_dir().join(file)).unwrap();
+    let (ty, m) = method.split_once("::").unwrap();
+    let ty = ty.rsplit('.').next().unwrap().split('`').next().unwrap();
+    let name = if m == ".ctor" { ty } else { m };
+    let lines: Vec<&str> = text.lines().collect();
+    let decl = lines
+        .iter()
+        .position(|l| {
+            let t = l.trim_start();
+            (t.starts_with("static ") || t.starts_with("public ")) && !t.contains(" class ") && (l.contains(&format!(" {name}(")) || l.contains(&format!(" {name}<")))
+        })
+        .unwrap_or_else(|| panic!("no declaration of {method} in {file}"));
+    let end = lines[decl..].iter().position(|l| *l == "        }").unwrap() + decl;
+    (decl as u64 + 1, end as u64 + 1)
+}
+
+fn file_of(module: &str) -> &'static str {
+    match module {
+        "Prog.dll" => "Prog.cs",
+        "Lib.dll" => "Lib.cs",
+        m => panic!("not ours: {m}"),
+    }
+}
+
+fn ours(frame: &Value) -> bool {
+    matches!(frame["module"].as_str(), Some("Prog.dll" | "Lib.dll"))
+}
+
+/// llvm-symbolizer's text layout, strictly: blocks of `name\nfile:line:col\n` pairs, each block
+/// ended by an empty line. Returns each block's (name, location) pairs.
+fn blocks(text: &str) -> Vec<Vec<(String, String)>> {
+    assert!(text.ends_with("\n\n") || text.is_empty(), "{text:?}");
+    let is_location = |l: &str| {
+        let mut p = l.rsplitn(3, ':');
+        let (col, line, file) = (p.next(), p.next(), p.next());
+        matches!((col, line, file), (Some(c), Some(n), Some(f)) if !f.is_empty() && c.parse::<u64>().is_ok() && n.parse::<u64>().is_ok())
+    };
+    let mut out = Vec::new();
+    for block in text.strip_suffix("\n\n").unwrap_or("").split("\n\n") {
+        if text.is_empty() {
+            break;
+        }
+        let lines: Vec<&str> = block.split('\n').collect();
+        assert!(!lines.is_empty() && lines.len() % 2 == 0, "a block that is not name/location pairs: {block:?}");
+        let pairs: Vec<(String, String)> = lines
+            .chunks(2)
+            .map(|p| {
+                assert!(!p[0].is_empty() && !is_location(p[0]), "not a name line: {:?}", p[0]);
+                assert!(is_location(p[1]), "not a file:line:col line: {:?}", p[1]);
+                (p[0].to_owned(), p[1].to_owned())
+            })
+            .collect();
+        out.push(pairs);
+    }
+    out
+}
+
+/// The expected text of one JSON answer (llvm-symbolizer's layout, contract §5).
+fn text_of(v: &Value) -> Vec<(String, String)> {
+    frames(v)
+        .into_iter()
+        .map(|f| {
+            let name = f["method"].as_str().unwrap_or("??").to_owned();
+            let loc = match (f["file"].as_str(), f["line"].as_u64(), f["column"].as_u64()) {
+                (Some(file), Some(l), c) => format!("{file}:{l}:{}", c.unwrap_or(0)),
+                _ => "??:0:0".to_owned(),
+            };
+            (name, loc)
+        })
+        .collect()
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+/// The capture without its inline records (rich_debug_info, method_details, inline_session).
+fn without_trees(capture: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(capture).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !["rich_debug_info", "method_details", "inline_session"].iter().any(|k| l.starts_with(&format!("{{\"kind\":\"{k}\""))))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(kept.len() < text.len(), "no inline records to take out");
+    let out = capture.with_extension("flat.capture");
+    std::fs::write(&out, kept).unwrap();
+    out
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_run() {
+    let dotnet = dotnet_file("8.0/dnv/net/runtime/.net/dotnet");
+    let r = run("v8", &dotnet);
+    let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
+    assert_eq!(c.runtime_major, Some(8));
+    let bodies = our_bodies(&c);
+    let trees = raw_trees(&c);
+    // Every body of ours has a tree (tiering is off: each is jitted once, optimized).
+    assert!(bodies.len() >= 10, "{bodies:x?}");
+    for (start, _, fid) in &bodies {
+        let t = trees.get(start).unwrap_or_else(|| panic!("no tree for the body at {start:#x}"));
+        assert_eq!(t[0], *fid, "node 0 is the body's own method");
+    }
+    let addresses: String = bodies.iter().flat_map(|&(start, size, _)| (start..start + size).map(|a| format!("{a:#x}\n"))).collect();
+    let count = addresses.lines().count();
+
+    // (a) The capture's chains, against the program's IL, its source and its attributes.
+    let (cap_json, cap_err) = symbolize(&r.capture, &["--inlines", "--json"], &addresses);
+    assert_eq!(cap_err, "");
+    let cap = json_lines(&cap_json);
+    assert_eq!(cap.len(), count);
+    let mut pairs = BTreeSet::new();
+    let mut chains = BTreeSet::new();
+    for v in &cap {
+        let f = frames(v);
+        if f.len() == 1 {
+            continue;
+        }
+        let names: Vec<String> = f.iter().map(|x| s(x, "method")).collect();
+        chains.insert(names.clone());
+        for k in 0..f.len() - 1 {
+            let (callee, parent) = (f[k], f[k + 1]);
+            let (callee_name, parent_name) = (&names[k], &names[k + 1]);
+            assert!(!NEVER.contains(&callee_name.as_str()), "a NoInlining method inlined: {v}");
+            if !ours(callee) || !ours(parent) {
+                continue;
+            }
+            pairs.insert((parent_name.clone(), callee_name.clone()));
+            // The parent is at the call's IL offset (from the IL bytes) and on the call's line.
+            let at = r.callsites.get(&(short(parent_name), short(callee_name))).unwrap_or_else(|| panic!("{parent_name} never calls {callee_name}: {v}"));
+            assert_eq!(parent["il_offset"].as_u64(), Some(*at), "{parent_name} calls {callee_name} at IL {at}: {v}");
+            let file = file_of(parent["module"].as_str().unwrap());
+            assert_eq!(parent["file"].as_str(), Some(format!("/_/src/{file}").as_str()), "{v}");
+            let callee_short = callee_name.rsplit("::").next().unwrap();
+            let marker = format!("// {} calls {callee_short}", short(parent_name).rsplit("::").next().unwrap());
+            assert_eq!(parent["line"].as_u64(), Some(line_of(file, &marker)), "{marker}: {v}");
+        }
+        // Each inlinee of ours is named in its own module, with a line of its own body from
+        // that module's PDB.
+        for x in f.iter().take(f.len() - 1).filter(|x| ours(x)) {
+            let file = file_of(x["module"].as_str().unwrap());
+            assert_eq!(x["file"].as_str(), Some(format!("/_/src/{file}").as_str()), "{v}");
+            let (from, to) = method_lines(file, &s(x, "method"));
+            let line = x["line"].as_u64().unwrap_or_else(|| panic!("no line: {v}"));
+            assert!((from..=to).contains(&line), "{} at line {line}, outside {from}..={to}: {v}", s(x, "method"));
+            assert!(x["il_offset"].is_u64(), "{v}");
+        }
+    }
+    for (parent, callee) in FORCED {
+        assert!(pairs.contains(&(parent.to_string(), callee.to_string())), "{callee} is never an inlinee of {parent}: {pairs:#?}");
+    }
+    // Three levels and two modules, innermost first.
+    let three: Vec<String> = ["Inlining.Prog::Level3", "Inlining.Prog::Level2", "Inlining.Prog::Level1", "Inlining.Prog::Chain3"].map(String::from).to_vec();
+    assert!(chains.contains(&three), "{chains:#?}");
+    let cross: Vec<String> = ["InlLib.LibMath::Rotate", "InlLib.LibMath::Scramble", "Inlining.Prog::LibLoop"].map(String::from).to_vec();
+    assert!(chains.contains(&cross), "{chains:#?}");
+    let lib = cap.iter().flat_map(frames).find(|f| f["method"] == "InlLib.LibMath::Rotate").unwrap();
+    assert_eq!((lib["module"].as_str(), lib["file"].as_str()), (Some("Lib.dll"), Some("/_/src/Lib.cs")));
+    // The inlinee that throws has its throw line; the one with a loop, its loop's lines.
+    let lines_of = |m: &str| -> HashSet<u64> { cap.iter().flat_map(frames).filter(|f| f["method"] == m).filter_map(|f| f["line"].as_u64()).collect() };
+    assert!(lines_of("Inlining.Prog::Checked").contains(&line_of("Prog.cs", "throw new ArgumentOutOfRangeException")));
+    assert!(lines_of("Inlining.Prog::SumDigits").contains(&line_of("Prog.cs", "s += x % 10;")));
+    // No tree of the whole run has a NoInlining method below its root (the raw nodes, by
+    // MethodID: the FunctionIDs of those methods' own bodies).
+    let names: HashMap<u64, String> = cap.iter().filter_map(|v| Some((v["address"].as_u64()?, v["method"].as_str()?.to_owned()))).collect();
+    let never_ids: HashSet<u64> = bodies.iter().filter(|(start, _, _)| names.get(start).is_some_and(|n| NEVER.contains(&n.as_str()))).map(|b| b.2).collect();
+    assert_eq!(never_ids.len(), NEVER.len(), "a NoInlining method without its own body");
+    for (start, t) in &trees {
+        assert!(!t[1..].iter().any(|m| never_ids.contains(m)), "the body at {start:#x} inlines a NoInlining method");
+    }
+
+    // (b) The trace of the same run gives the same answers for every body jitted while it
+    // listened (each host), and the flat answer for those jitted before the attach.
+    let (tr_json, tr_err) = symbolize(&r.trace, &["--inlines", "--json"], &addresses);
+    assert_eq!(tr_err, "");
+    let tr = json_lines(&tr_json);
+    assert_eq!(tr.len(), count);
+    let (flat_json, _) = symbolize(&r.capture, &["--json"], &addresses);
+    let flat = json_lines(&flat_json);
+    let mut i = 0;
+    let mut compared = BTreeSet::new();
+    for &(_, size, _) in &bodies {
+        let range = i..i + size as usize;
+        i += size as usize;
+        let name = s(&cap[range.start], "method");
+        if HOSTS.contains(&name.as_str()) || tr[range.clone()].iter().any(|v| frames(v).len() > 1) {
+            assert_eq!(tr[range.clone()], cap[range.clone()], "{name}: the trace and the capture disagree");
+            compared.insert(name);
+        } else {
+            for k in range {
+                let mut t = tr[k].clone();
+                assert_eq!(t.as_object_mut().unwrap().remove("inlined"), Some(Value::Array(vec![])));
+                assert_eq!(t, flat[k], "{name}");
+            }
+        }
+    }
+    assert!(HOSTS.iter().all(|h| compared.contains(*h)), "{compared:?}");
+    // (Run's tree is one that dotnet/runtime#98755 broke: its inlinees are cut off from its root,
+    // and every mapping is the root's, so it has no chain in either.)
+    let with_chains: BTreeSet<String> = tr.iter().filter(|v| frames(v).len() > 1).map(|v| s(v, "method")).collect();
+    assert!(HOSTS[1..].iter().all(|h| with_chains.contains(*h)), "{with_chains:?}");
+
+    // (c) Without --inlines nothing changes: the answers are those of the same capture with its
+    // trees taken out, byte for byte, text and JSON; no "inlined"; and --inlines changes only
+    // the addresses that have a chain.
+    let stripped = without_trees(&r.capture);
+    let (flat_text, _) = symbolize(&r.capture, &[], &addresses);
+    assert_eq!(symbolize(&stripped, &["--json"], &addresses).0, flat_json);
+    assert_eq!(symbolize(&stripped, &[], &addresses).0, flat_text);
+    assert!(!flat_json.contains("inlined"));
+    let mut chained = 0;
+    for (v, f) in cap.iter().zip(&flat) {
+        if frames(v).len() > 1 {
+            chained += 1;
+            continue;
+        }
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("inlined");
+        assert_eq!(&v, f);
+    }
+    assert!(chained > 100, "{chained} addresses in inlined code");
+
+    // (d) The text: each inlined frame innermost first, then the physical one, then an empty line.
+    let (text, _) = symbolize(&r.capture, &["--inlines"], &addresses);
+    let b = blocks(&text);
+    assert_eq!(b.len(), count);
+    for (block, v) in b.iter().zip(&cap) {
+        assert_eq!(*block, text_of(v), "{v}");
+    }
+    assert_eq!(blocks(&flat_text).iter().map(Vec::len).max(), Some(1));
+}
