@@ -2,8 +2,9 @@
 //! `Initialize` through ICorProfilerInfo12::EventPipeStartSession (.NET 5 and later), receives
 //! in process, through ICorProfilerCallback10::EventPipeEventDelivered, every
 //! `JittedMethodRichDebugInfo` (Microsoft-Windows-DotNETRuntimePrivate, keyword 0x40000, id 189)
-//! and `MethodDetails` (Microsoft-Windows-DotNETRuntime, keyword 0x4000000000, id 72) the
-//! runtime sends, and writes each payload unchanged into the capture (docs/capture-format.md).
+//! and `MethodDetails` (Microsoft-Windows-DotNETRuntime, keyword 0x4000000000, id 72; its JIT
+//! keyword too, see [`JIT_KEYWORD`]) the runtime sends, and writes each payload unchanged into
+//! the capture (docs/capture-format.md).
 //!
 //! The runtime sends them only with `DOTNET_RichDebugInfo=1` in the environment at start-up
 //! (`clrmap profile` sets it unless `--no-inlines`). A profiler session is synchronous: the
@@ -13,9 +14,11 @@
 //! the IL map, event 189 and MethodDetails, then the profiler's JITCompilationFinished). So event
 //! 189's payloads wait in a thread-local until that callback says the body's code start.
 //!
-//! Locking: this side has its own lock, never taken while the main state's lock is wanted, so an
-//! event written while the main lock is held (a runtime call inside a callback) cannot deadlock;
-//! an event written while this lock is held on the same thread (reentry) is dropped and counted.
+//! Locking: this side has its own lock. It may be taken while the main state's lock is held
+//! (JITCompilationFinished writes the pending trees), never the other way round: an event
+//! callback takes only this one, so an event the runtime writes while a callback holds the main
+//! lock cannot deadlock. An event written while this lock is held on the same thread (reentry)
+//! is dropped and counted.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -55,8 +58,9 @@ struct Side {
     /// ModuleID → its path and MVID text.
     modules: HashMap<usize, Option<(String, Option<String>)>>,
     /// MethodID → the MethodDetails payload recorded for it: the runtime sends one for each
-    /// inlinee of each body (a method inlined into 20 bodies, 20 times), always the same bytes
-    /// for one MethodDesc; a repeat is not written again (a different payload is).
+    /// inlinee of each body (a method inlined into 20 bodies, 20 times); measured on 8.0.4, the
+    /// same bytes for one MethodDesc each time (Frames.dll: 640 events, 328 MethodIDs, 328
+    /// distinct payloads). A repeat is not written again; a different payload would be.
     details: HashMap<u64, Vec<u8>>,
     /// Events dropped because they arrived while this thread was inside this side already.
     reentered: u64,
