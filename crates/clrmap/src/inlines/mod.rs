@@ -22,6 +22,7 @@ mod blob;
 mod details;
 #[doc(hidden)]
 pub mod fuzzcheck;
+pub mod il;
 pub mod raw;
 mod tree;
 
@@ -127,6 +128,11 @@ impl Inlines {
     /// `ReJITID`; 0 for a method's first body).
     pub fn tree(&self, method_id: u64, native_code_id: u64) -> Option<&InlineTree> {
         self.trees.get(&(method_id, native_code_id))
+    }
+
+    /// One tree, to change (recover its orphans' parents).
+    pub fn tree_mut(&mut self, method_id: u64, native_code_id: u64) -> Option<&mut InlineTree> {
+        self.trees.get_mut(&(method_id, native_code_id))
     }
 
     /// Every tree, by (MethodID, NativeCodeId), in no particular order.

@@ -476,6 +476,52 @@ impl TraceInlines {
     pub fn module_path(&self, module_id: u64) -> Option<&str> {
         self.modules.get(&module_id).map(String::as_str)
     }
+
+    /// Recover the parents of the trees' #98755 orphans from the methods' IL
+    /// ([`crate::inlines::il::recover_tree`]), reading each module the trace names once from
+    /// its recorded path on this machine. A tree's root is placed by its body (`bodies`, from
+    /// the same trace: module path and token); an inlinee by its MethodDetails token, in the
+    /// module of its type where `type_modules` (TypeID → ModuleID, from BulkType events) knows
+    /// it, else in its loader module (the defining one unless the method is a generic
+    /// instantiation over another module's types). A module not found answers "cannot tell",
+    /// so its orphans stay unknown. Returns how many nodes got a parent.
+    pub fn recover_parents_from_il(&mut self, bodies: &[CodeBody], type_modules: &HashMap<u64, u64>) -> usize {
+        use std::path::PathBuf;
+        // Which trees have orphans, and where each method involved is defined.
+        let mut keys = Vec::new();
+        let mut roots: HashMap<(u64, u64), (PathBuf, u32)> = HashMap::new();
+        for b in bodies {
+            let (Some(start), Some(path)) = (b.start, b.module_path.as_ref()) else { continue };
+            if let Some(key) = self.code_id(start) {
+                roots.insert(key, (PathBuf::from(path), b.token));
+            }
+        }
+        let mut places: HashMap<u64, (PathBuf, u32)> = HashMap::new();
+        for (key, tree) in self.inlines.trees() {
+            if tree.unknown_parents() == 0 {
+                continue;
+            }
+            keys.push(key);
+            for n in tree.nodes().iter().skip(1) {
+                let Some(d) = self.inlines.method(n.method_id) else { continue };
+                let module = type_modules.get(&d.type_id).copied().unwrap_or(d.loader_module_id);
+                if let Some(path) = self.modules.get(&module) {
+                    places.insert(n.method_id, (PathBuf::from(path), d.token));
+                }
+            }
+        }
+        let paths: Vec<PathBuf> = places.values().chain(keys.iter().filter_map(|k| roots.get(k))).map(|(p, _)| p.clone()).collect();
+        let bytes = crate::inlines::il::read_modules(paths.iter().map(PathBuf::as_path), 1 << 30);
+        let modules = crate::inlines::il::IlModules::new(&bytes);
+        let mut recovered = 0usize;
+        for key in keys {
+            let root = roots.get(&key).cloned();
+            let Some(tree) = self.inlines.tree_mut(key.0, key.1) else { continue };
+            let got = crate::inlines::il::recover_tree(tree, &modules, |mid| if mid == key.0 { root.clone() } else { places.get(&mid).cloned() });
+            recovered = recovered.saturating_add(got);
+        }
+        recovered
+    }
 }
 
 /// [`read_code_bodies_partial_with`], also keeping the JIT's inline trees (event 189, with

@@ -523,6 +523,62 @@ fn live_traces_carry_trees_on_8_and_none_on_3_1() {
             let (trees, nodes, unknown) = check_real_trace(&trace);
             eprintln!("{}: {trees} trees, {nodes} inlinees, {unknown} with an unknown parent", rt.version);
             assert!(nodes >= 5, "{}: {nodes} inlinees", rt.version);
+            il_agrees_with_the_jits_links(&trace);
         }
+    }
+}
+
+/// The IL walker against the JIT's own account: for every link the tree does give (a node and
+/// its known parent), the parent's IL at the node's ILOffset is a call the walker accepts as a
+/// call to the node's method (never "no"); then recovery gives orphans parents without breaking
+/// the tree.
+fn il_agrees_with_the_jits_links(trace: &std::path::Path) {
+    use clrmap::inlines::il::{call_site, method_simple_name, read_modules, IlModules};
+    use std::path::PathBuf;
+    let (bodies, mut ti, _) = clrmap::nettrace::read_code_bodies_and_inlines(std::fs::File::open(trace).unwrap(), |_| {}).unwrap();
+    let mut places: std::collections::HashMap<u64, (PathBuf, u32)> = Default::default();
+    for b in &bodies {
+        if let (Some(id), Some(p)) = (b.function_id, &b.module_path) {
+            places.insert(id, (PathBuf::from(p), b.token));
+        }
+    }
+    for (_, t) in ti.inlines.trees() {
+        for n in &t.nodes()[1..] {
+            let d = ti.inlines.method(n.method_id).unwrap();
+            places.insert(n.method_id, (PathBuf::from(ti.module_path(d.loader_module_id).unwrap()), d.token));
+        }
+    }
+    let bytes = read_modules(places.values().map(|(p, _)| p.as_path()), 1 << 30);
+    let modules = IlModules::new(&bytes);
+    let (mut yes, mut unsure) = (0, 0);
+    for (_, t) in ti.inlines.trees() {
+        for n in &t.nodes()[1..] {
+            let Parent::Node(p) = n.parent else { continue };
+            let (caller_path, caller_token) = &places[&t.nodes()[p as usize].method_id];
+            let (callee_path, callee_token) = &places[&n.method_id];
+            let raw = &bytes[caller_path];
+            let pe = clrmap::pe::PeImage::parse(raw).unwrap();
+            let md = clrmap::metadata::Metadata::from_pe(&pe).unwrap();
+            let site = call_site(&pe, &md, *caller_token, n.il_offset).unwrap();
+            let callee_md = clrmap::metadata::Metadata::parse(&bytes[callee_path]).unwrap();
+            let name = method_simple_name(&callee_md, *callee_token);
+            match site.calls(caller_path == callee_path, *callee_token, name.as_deref()) {
+                Some(true) => yes += 1,
+                None => unsure += 1,
+                Some(false) => panic!("the JIT inlined {callee_token:#x} ({name:?}) at IL {:#x} of {caller_token:#x} in {}, but the IL there is {site:?}", n.il_offset, caller_path.display()),
+            }
+        }
+    }
+    eprintln!("known links: {yes} confirmed by the IL, {unsure} undecidable (MemberRefs)");
+    assert!(yes >= 3, "{yes}");
+    drop(modules);
+    // Recovery: every tree stays a forest, chains still end at node 0 or say unknown.
+    let before: usize = ti.inlines.trees().map(|(_, t)| t.unknown_parents()).sum();
+    let got = ti.recover_parents_from_il(&bodies, &Default::default());
+    let after: usize = ti.inlines.trees().map(|(_, t)| t.unknown_parents()).sum();
+    eprintln!("orphans: {before} before recovery, {got} nodes recovered, {after} left");
+    assert!(after <= before);
+    for (_, t) in ti.inlines.trees() {
+        clrmap::inlines::fuzzcheck::check_tree(t);
     }
 }

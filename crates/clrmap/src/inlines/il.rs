@@ -1,0 +1,234 @@
+//! What a method's IL holds at one offset: the evidence that recovers a #98755 orphan's parent
+//! (symbols.md §7, docs/rich-debug-info.md §6). A node's ILOffset is the offset of the `call`,
+//! `callvirt` or `newobj` in its parent's IL; so a candidate parent is the parent only if its IL
+//! has such an instruction there, to the orphan's method.
+//!
+//! The instructions are walked from the start of the body (ECMA-335 III: each opcode's operand
+//! size), so an offset inside another instruction's operand is never taken for a call.
+
+use crate::metadata::schema::table;
+use crate::metadata::Metadata;
+use crate::pe::PeImage;
+use crate::read::{Error, ErrorKind, Reader, Result};
+
+/// The instruction at an IL offset, as far as recovery needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IlCallSite {
+    /// A `call` (0x28), `callvirt` (0x6F) or `newobj` (0x73).
+    Call {
+        /// The opcode.
+        opcode: u8,
+        /// The method token, a MethodSpec resolved to its method (II.22.29): a MethodDef of the
+        /// caller's module or a MemberRef.
+        token: u32,
+        /// The called member's simple name, if it can be read.
+        name: Option<String>,
+    },
+    /// No instruction starts at the offset, or the one there is no call.
+    NotACall,
+}
+
+impl IlCallSite {
+    /// Whether this site is where the JIT inlined the method whose MethodDef token is
+    /// `callee_token`, defined in the caller's own module (`callee_in_callers_module`) or another,
+    /// and named `callee_name` (without its owner). The JIT does not always inline the method the
+    /// IL names: it devirtualizes `callvirt`, and it replaces a delegate's `newobj .ctor` by the
+    /// runtime's own constructor (`Delegate.CtorOpened`, seen in real 8.0.4 trees). So only
+    /// these answers are certain:
+    /// - `Some(true)`: a call of that very MethodDef in the caller's module;
+    /// - `Some(false)`: no call instruction there, or a plain `call` (neither virtual nor a
+    ///   constructor) of a member with another name;
+    /// - `None` otherwise (another method that the JIT may have substituted, or a MemberRef
+    ///   that may be the callee in another module): recovery never guesses.
+    pub fn calls(&self, callee_in_callers_module: bool, callee_token: u32, callee_name: Option<&str>) -> Option<bool> {
+        match self {
+            IlCallSite::NotACall => Some(false),
+            IlCallSite::Call { token, .. } if callee_in_callers_module && *token == callee_token => Some(true),
+            IlCallSite::Call { opcode: 0x28, name: Some(name), .. } if callee_name.is_some_and(|c| c != name) => Some(false),
+            IlCallSite::Call { .. } => None,
+        }
+    }
+}
+
+/// The IL code of a MethodDef: its body's code bytes, after the tiny or fat header (ECMA-335
+/// II.25.4). `not_found` for a method without a body (RVA 0: abstract, extern, runtime);
+/// `bad_image` for a body that does not fit.
+pub fn il_code<'a>(pe: &PeImage<'a>, md: &Metadata<'a>, method: u32) -> Result<Reader<'a>> {
+    if method >> 24 != u32::from(table::METHOD_DEF) {
+        return Err(Error::nowhere(ErrorKind::NotFound, "a MethodDef token"));
+    }
+    // MethodDef (II.22.26): RVA u32, ImplFlags, Flags, Name, Signature, ParamList.
+    let rva = md.tables().row(table::METHOD_DEF, method & 0x00FF_FFFF)?.get(0)?;
+    if rva == 0 {
+        return Err(Error::nowhere(ErrorKind::NotFound, "a method with an IL body"));
+    }
+    let mut r = pe.reader_from(rva)?;
+    let head = r;
+    let bad = |e: Error| e.with_kind(ErrorKind::BadImage);
+    let first = r.u8("a method header").map_err(bad)?;
+    let size = match first & 3 {
+        // CorILMethod_TinyFormat: the code size in the upper 6 bits, code right after.
+        2 => u32::from(first >> 2),
+        // CorILMethod_FatFormat: u16 Flags (low 12 bits) and Size (upper 4, in dwords), u16
+        // MaxStack, u32 CodeSize, u32 LocalVarSigTok; the code starts Size·4 bytes in.
+        3 => {
+            let second = r.u8("a fat method header").map_err(bad)?;
+            let header = usize::from(second >> 4).saturating_mul(4);
+            let _max_stack = r.u16("MaxStack").map_err(bad)?;
+            let code_size = r.u32("CodeSize").map_err(bad)?;
+            r = head;
+            if header < 12 {
+                return Err(head.error(ErrorKind::BadImage, "a fat method header of at least 12 bytes"));
+            }
+            r.skip(header, "a fat method header").map_err(bad)?;
+            code_size
+        }
+        _ => return Err(head.error(ErrorKind::BadImage, "a tiny or fat method header")),
+    };
+    r.split(size as usize, "a method's IL code").map_err(bad)
+}
+
+/// The operand size of the instruction whose opcode is at the reader, and the opcode (one byte,
+/// or 0xFE00 | second), per ECMA-335 III; `None` for an unknown opcode.
+fn opcode(r: &mut Reader<'_>) -> Result<Option<(u16, usize)>> {
+    let b = r.u8("an opcode")?;
+    let size = match b {
+        0xFE => {
+            let s = r.u8("a two-byte opcode")?;
+            let size = match s {
+                0x00..=0x05 | 0x0F | 0x11 | 0x13 | 0x14 | 0x17 | 0x18 | 0x1A | 0x1D | 0x1E => 0,
+                0x12 | 0x19 => 1,
+                0x09..=0x0E => 2,
+                0x06 | 0x07 | 0x15 | 0x16 | 0x1C => 4,
+                _ => return Ok(None),
+            };
+            return Ok(Some((0xFE00 | u16::from(s), size)));
+        }
+        0x0E..=0x13 | 0x1F | 0x2B..=0x37 | 0xDE => 1,
+        0x20 | 0x22 | 0x27..=0x29 | 0x38..=0x44 | 0x6F..=0x75 | 0x79 | 0x7B..=0x81 | 0x8C | 0x8D | 0x8F | 0xA3..=0xA5 | 0xC2 | 0xC6 | 0xD0 | 0xDD => 4,
+        0x21 | 0x23 => 8,
+        // switch: u32 N, then N u32 targets.
+        0x45 => {
+            let n = r.u32("a switch's count")?;
+            return Ok(Some((0x45, (n as usize).saturating_mul(4))));
+        }
+        0x00..=0x0D | 0x14..=0x1E | 0x25 | 0x26 | 0x2A | 0x46..=0x6E | 0x76 | 0x7A | 0x82..=0x8B | 0x8E | 0x90..=0xA2 | 0xB3..=0xBA | 0xC3 | 0xD1..=0xDC | 0xDF | 0xE0 => 0,
+        _ => return Ok(None),
+    };
+    Ok(Some((u16::from(b), size)))
+}
+
+/// The instruction at `il_offset` of `method`'s IL (see [`IlCallSite`]). Walks the instructions
+/// from 0; an unknown opcode or a body cut short before the offset is `bad_image` at that byte
+/// (the evidence is then missing: the caller should answer "cannot tell").
+pub fn call_site<'a>(pe: &PeImage<'a>, md: &Metadata<'a>, method: u32, il_offset: u32) -> Result<IlCallSite> {
+    let code = il_code(pe, md, method)?;
+    let start = code.offset();
+    let mut r = code;
+    loop {
+        let at = r.offset().saturating_sub(start);
+        if at > u64::from(il_offset) || r.is_empty() {
+            return Ok(IlCallSite::NotACall);
+        }
+        let here = r;
+        let Some((op, size)) = opcode(&mut r).map_err(|e| e.with_kind(ErrorKind::BadImage))? else {
+            return Err(here.error(ErrorKind::BadImage, "a known IL opcode"));
+        };
+        if at == u64::from(il_offset) {
+            // call 0x28, callvirt 0x6F, newobj 0x73: a method token follows.
+            let opcode = match op {
+                0x28 => 0x28,
+                0x6F => 0x6F,
+                0x73 => 0x73,
+                _ => return Ok(IlCallSite::NotACall),
+            };
+            let token = r.u32("a call's method token").map_err(|e| e.with_kind(ErrorKind::BadImage))?;
+            return resolve(md, opcode, token);
+        }
+        r.skip(size, "an instruction's operand").map_err(|e| e.with_kind(ErrorKind::BadImage))?;
+    }
+}
+
+/// A call's token as a site: a MethodSpec goes to its method (II.22.29); a MethodDef or
+/// MemberRef (II.22.25: Class, Name, Signature) is named.
+fn resolve(md: &Metadata<'_>, opcode: u8, token: u32) -> Result<IlCallSite> {
+    let token = if token >> 24 == u32::from(table::METHOD_SPEC) { md.method_spec(token & 0x00FF_FFFF)?.method } else { token };
+    let name = match (token >> 24) as u8 {
+        table::METHOD_DEF => method_simple_name(md, token),
+        table::MEMBER_REF => {
+            let row = md.tables().row(table::MEMBER_REF, token & 0x00FF_FFFF)?;
+            md.strings().get(row.get(1)?).ok().map(str::to_owned)
+        }
+        _ => return Ok(IlCallSite::NotACall),
+    };
+    Ok(IlCallSite::Call { opcode, token, name })
+}
+
+/// A method's simple name (the MethodDef's Name), for [`IlCallSite::calls`].
+pub fn method_simple_name(md: &Metadata<'_>, method: u32) -> Option<String> {
+    if method >> 24 != u32::from(table::METHOD_DEF) {
+        return None;
+    }
+    let row = md.tables().row(table::METHOD_DEF, method & 0x00FF_FFFF).ok()?;
+    md.strings().get(row.get(3).ok()?).ok().map(str::to_owned)
+}
+
+/// Parsed modules, by path, for [`recover_tree`]: each image read once and parsed once, however
+/// many trees ask about it. A file that cannot be read or parsed is kept as `None` (its methods'
+/// IL is then not at hand: "cannot tell").
+#[derive(Debug, Default)]
+pub struct IlModules<'a> {
+    by_path: std::collections::HashMap<std::path::PathBuf, Option<(PeImage<'a>, Metadata<'a>)>>,
+}
+
+impl<'a> IlModules<'a> {
+    /// Parse every image in `bytes` (path → the file's bytes).
+    pub fn new(bytes: &'a std::collections::HashMap<std::path::PathBuf, Vec<u8>>) -> Self {
+        let by_path = bytes
+            .iter()
+            .map(|(p, b)| {
+                let parsed = PeImage::parse(b).ok().and_then(|pe| Metadata::from_pe(&pe).ok().map(|md| (pe, md)));
+                (p.clone(), parsed)
+            })
+            .collect();
+        IlModules { by_path }
+    }
+
+    fn get(&self, path: &std::path::Path) -> Option<&(PeImage<'a>, Metadata<'a>)> {
+        self.by_path.get(path).and_then(Option::as_ref)
+    }
+}
+
+/// Read the files [`recover_tree`] will need (each once, each at most `limit` bytes): `paths`
+/// in, path → bytes out; files that cannot be read are left out.
+pub fn read_modules<'p>(paths: impl IntoIterator<Item = &'p std::path::Path>, limit: u64) -> std::collections::HashMap<std::path::PathBuf, Vec<u8>> {
+    let mut out = std::collections::HashMap::new();
+    for p in paths {
+        if out.contains_key(p) {
+            continue;
+        }
+        if let Ok(b) = crate::fs::read_regular(p, limit) {
+            out.insert(p.to_path_buf(), b);
+        }
+    }
+    out
+}
+
+/// Recover `tree`'s orphans from the IL ([`InlineTree::recover_parents`] with [`call_site`] as
+/// the evidence). `method_at(method_id)` says where a node's method is defined: the module's
+/// path and its MethodDef token (for node 0, the body's own; for inlinees, MethodDetails' token
+/// in the module that defines the method). A method it cannot place, or whose module is not in
+/// `modules`, answers "cannot tell". Returns how many nodes got a parent.
+pub fn recover_tree(tree: &mut super::InlineTree, modules: &IlModules<'_>, method_at: impl Fn(u64) -> Option<(std::path::PathBuf, u32)>) -> usize {
+    if tree.unknown_parents() == 0 {
+        return 0;
+    }
+    tree.recover_parents(|caller, il_offset, callee| {
+        let (caller_path, caller_token) = method_at(caller)?;
+        let (callee_path, callee_token) = method_at(callee)?;
+        let (pe, md) = modules.get(&caller_path)?;
+        let site = call_site(pe, md, caller_token, il_offset).ok()?;
+        let callee_name = modules.get(&callee_path).and_then(|(_, md)| method_simple_name(md, callee_token));
+        site.calls(caller_path == callee_path, callee_token, callee_name.as_deref())
+    })
+}
