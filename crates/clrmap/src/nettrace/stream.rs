@@ -41,6 +41,9 @@ pub struct Event<'a> {
     pub thread_id: u64,
     /// Timestamp (QPC ticks).
     pub timestamp: u64,
+    /// The event's stack, by its id in the stack blocks since the last sequence point (0: none
+    /// recorded; see [`crate::nettrace::read_samples`]).
+    pub stack_id: u32,
     /// The payload, with absolute offsets.
     pub payload: Reader<'a>,
 }
@@ -58,6 +61,33 @@ pub struct Stats {
     pub bytes: u64,
     /// The traced process, from the Trace object at the stream's start.
     pub process_id: Option<u32>,
+    /// The traced process's pointer size in bytes (4 or 8), from the Trace object.
+    pub pointer_size: Option<u32>,
+    /// The sample profiler's interval in nanoseconds (`expectedCPUSamplingRate`), from the
+    /// Trace object; 0 or absent when the trace does not say.
+    pub sampling_rate_ns: Option<u32>,
+    /// Timestamp ticks per second (the QPC frequency), from the Trace object.
+    pub qpc_frequency: Option<u64>,
+    /// [`crate::nettrace::read_samples`]: ThreadSample events delivered with their stacks.
+    pub samples: u64,
+    /// ThreadSample events whose stack id names no stack read before them (since the last
+    /// sequence point): not delivered.
+    pub unknown_stack_ids: u64,
+    /// ThreadSample events with an empty stack (no managed frame): not delivered.
+    pub empty_samples: u64,
+    /// Stacks read from stack blocks.
+    pub stacks: u64,
+    /// Stacks dropped: torn entries, or entries past the stack table's bound (the table is
+    /// emptied when full; later references to the dropped ids count as unknown).
+    pub stacks_dropped: u64,
+}
+
+/// A block the event reader does not decode itself, for [`read_with`]'s caller.
+pub(crate) enum Side<'a> {
+    /// A StackBlock's body (first id, count, stacks), and the trace's pointer size (4 or 8).
+    Stacks { body: Reader<'a>, pointer_size: usize },
+    /// A sequence point: stack ids start again after it.
+    SequencePoint,
 }
 
 struct Input<R> {
@@ -132,7 +162,7 @@ pub fn utf16z(r: &mut Reader<'_>) -> Result<String> {
 /// absolute offset) is returned.
 pub fn read_events<R: Read>(r: R, f: impl FnMut(&Event<'_>)) -> Result<Stats> {
     let mut stats = Stats::default();
-    read_into(r, f, &mut stats)?;
+    read_with(r, f, |_| {}, &mut stats)?;
     Ok(stats)
 }
 
@@ -140,11 +170,12 @@ pub fn read_events<R: Read>(r: R, f: impl FnMut(&Event<'_>)) -> Result<Stats> {
 /// ends in a fault, with the fault beside it.
 pub fn read_events_partial<R: Read>(r: R, f: impl FnMut(&Event<'_>)) -> (Stats, Option<Error>) {
     let mut stats = Stats::default();
-    let fault = read_into(r, f, &mut stats).err();
+    let fault = read_with(r, f, |_| {}, &mut stats).err();
     (stats, fault)
 }
 
-fn read_into<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), stats: &mut Stats) -> Result<()> {
+/// The stream's objects: events to `f`, stack blocks and sequence points to `side`.
+pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: impl FnMut(Side<'_>), stats: &mut Stats) -> Result<()> {
     let mut input = Input { r, offset: 0 };
     let mut magic = [0u8; 8];
     input.exact(&mut magic, "the Nettrace magic")?;
@@ -196,9 +227,14 @@ fn read_into<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), stats: &mut Stats) ->
         if name == "Trace" {
             // SYSTEMTIME (16), syncTimeQPC, qpcFrequency (16), pointerSize, processId,
             // numProcessors, expectedCPUSamplingRate (16).
-            input.skip(36, "the Trace object")?;
+            input.skip(24, "the Trace object")?;
+            let mut q = [0u8; 8];
+            input.exact(&mut q, "the Trace object's QPC frequency")?;
+            stats.qpc_frequency = Some(u64::from_le_bytes(q));
+            stats.pointer_size = u32::try_from(input.i32("the Trace object's pointer size")?).ok();
             stats.process_id = u32::try_from(input.i32("the Trace object's process id")?).ok();
-            input.skip(8, "the Trace object")?;
+            input.skip(4, "the Trace object")?;
+            stats.sampling_rate_ns = u32::try_from(input.i32("the Trace object's sampling rate")?).ok();
         } else {
             // Every other V4/V5 object is a block: i32 size, padding to a 4-byte file offset, body.
             let size_at = input.offset;
@@ -230,7 +266,9 @@ fn read_into<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), stats: &mut Stats) ->
                         done?;
                     }
                 }
-                _ => {} // StackBlock, SPBlock and unknown blocks are skipped.
+                "StackBlock" => side(Side::Stacks { body: r, pointer_size: if stats.pointer_size == Some(4) { 4 } else { 8 } }),
+                "SPBlock" => side(Side::SequencePoint),
+                _ => {} // Unknown blocks are skipped.
             }
             if cut {
                 return Err(Error::new(ErrorKind::Truncated, input.offset, "the rest of a block (the file is cut)"));
@@ -274,7 +312,7 @@ fn block_events(
         return Ok(());
     }
     let meta_meta = METADATA_META.get_or_init(|| EventMeta { provider: String::new(), event_id: 0, version: 0 });
-    let (mut metadata_id, mut capture_thread_id, mut thread_id, mut timestamp, mut payload_size) = (0u32, 0u64, 0u64, 0u64, 0u32);
+    let (mut metadata_id, mut capture_thread_id, mut thread_id, mut timestamp, mut payload_size, mut stack_id) = (0u32, 0u64, 0u64, 0u64, 0u32, 0u32);
     while !r.is_empty() {
         let flags = r.u8("event header flags")?;
         if flags & 0x01 != 0 {
@@ -289,7 +327,7 @@ fn block_events(
             thread_id = varint(&mut r)?;
         }
         if flags & 0x08 != 0 {
-            varint(&mut r)?; // stack id
+            stack_id = u32::try_from(varint(&mut r)?).unwrap_or(u32::MAX);
         }
         timestamp = timestamp.wrapping_add(varint(&mut r)?);
         if flags & 0x10 != 0 {
@@ -309,7 +347,7 @@ fn block_events(
                     let c = counts.entry(metadata_id).or_default();
                     *c = c.saturating_add(1);
                 }
-                f(&Event { meta: m, capture_thread_id, thread_id, timestamp, payload });
+                f(&Event { meta: m, capture_thread_id, thread_id, timestamp, stack_id, payload });
             }
             None => stats.unknown_events = stats.unknown_events.saturating_add(1),
         }

@@ -26,3 +26,4 @@ mod bodies;
 mod diag_deadlines;
 mod inlines;
 mod stacktrace;
+mod flame;
