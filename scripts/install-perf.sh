@@ -11,5 +11,7 @@ if ! command -v perf >/dev/null 2>&1 || ! perf --version >/dev/null 2>&1 || ! co
   $sudo_ apt-get update -qq
   $sudo_ apt-get install -y -qq linux-perf binutils time >/dev/null
 fi
+# llvm-symbolizer (Debian's llvm), the layout oracle of crates/clrmap-cli/tests/cli/inlines.rs.
+command -v llvm-symbolizer >/dev/null 2>&1 || { export DEBIAN_FRONTEND=noninteractive; s=""; [ "$(id -u)" = 0 ] || s="sudo"; $s apt-get update -qq; $s apt-get install -y -qq llvm >/dev/null; }
 perf --version >/dev/null
 echo "perf: $(command -v perf) ($(perf --version))"

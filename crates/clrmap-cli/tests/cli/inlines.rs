@@ -182,7 +182,7 @@ fn run(name: &str, dotnet: &str) -> Run {
         .env_remove("DOTNET_RichDebugInfo")
         .env("DOTNET_TieredCompilation", "0")
         .env("DOTNET_JitStdOutFile", &jit_stdout)
-        .env("DOTNET_JitDisasm", "Chain3 LibLoop GenericHost LoopHost ThrowHost Run")
+        .env("DOTNET_JitDisasm", "Inlining.Prog:Chain3 Inlining.Prog:LibLoop Inlining.Prog:GenericHost Inlining.Prog:LoopHost Inlining.Prog:ThrowHost Inlining.Prog:Run")
         .env("DOTNET_JitDisasmSummary", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -238,6 +238,17 @@ fn run(name: &str, dotnet: &str) -> Run {
     Run { capture, trace, callsites, jit_stdout }
 }
 
+/// The 8.0.4 run, shared by the tests that read it.
+fn run8() -> &'static Run {
+    static RUN: OnceLock<Run> = OnceLock::new();
+    RUN.get_or_init(|| run("v8", &dotnet_file("8.0/dnv/net/runtime/.net/dotnet")))
+}
+
+/// Every address of the bodies, one per line, in order.
+fn every_address(bodies: &[(u64, u64, u64)]) -> String {
+    bodies.iter().flat_map(|&(start, size, _)| (start..start + size).map(|a| format!("{a:#x}\n"))).collect()
+}
+
 /// `clrmap ARGS` with `input` on stdin.
 fn clrmap_stdin(args: &[&str], input: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
@@ -291,7 +302,9 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 /// Each body's tree from the capture's raw event 189 payloads, decoded here (symbols.md §7,
 /// docs/rich-debug-info.md §2-3): code start -> the nodes' MethodIDs (node 0 the root).
 fn raw_trees(c: &Capture) -> HashMap<u64, Vec<u64>> {
-    let mut blobs: HashMap<(u64, u64), (Option<u64>, Vec<u8>, bool)> = HashMap::new();
+    // (MethodID, NativeCodeId) -> (code start, blob so far, last chunk seen).
+    type Blobs = HashMap<(u64, u64), (Option<u64>, Vec<u8>, bool)>;
+    let mut blobs = Blobs::new();
     for i in c.inlines.iter().filter(|i| i.kind == InlineEventKind::RichDebugInfo) {
         let p = &i.payload;
         let (method_id, code_id, chunk, len) = (u64_at(p, 2), u64_at(p, 10), u32_at(p, 26), u32_at(p, 30));
@@ -432,8 +445,7 @@ fn without_trees(capture: &Path) -> PathBuf {
 #[test]
 #[ignore = "needs .NET"]
 fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_run() {
-    let dotnet = dotnet_file("8.0/dnv/net/runtime/.net/dotnet");
-    let r = run("v8", &dotnet);
+    let r = run8();
     let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
     assert_eq!(c.runtime_major, Some(8));
     let bodies = our_bodies(&c);
@@ -444,7 +456,7 @@ fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_
         let t = trees.get(start).unwrap_or_else(|| panic!("no tree for the body at {start:#x}"));
         assert_eq!(t[0], *fid, "node 0 is the body's own method");
     }
-    let addresses: String = bodies.iter().flat_map(|&(start, size, _)| (start..start + size).map(|a| format!("{a:#x}\n"))).collect();
+    let addresses = every_address(&bodies);
     let count = addresses.lines().count();
 
     // (a) The capture's chains, against the program's IL, its source and its attributes.
@@ -571,4 +583,191 @@ fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_
         assert_eq!(*block, text_of(v), "{v}");
     }
     assert_eq!(blocks(&flat_text).iter().map(Vec::len).max(), Some(1));
+}
+
+/// One method's listing in the release JIT's `DOTNET_JitStdOutFile` (`JitDisasm` with
+/// `JitDisasmSummary`): its name (`Ns.Type::Method`), the three inlinee counts of its header
+/// line, and the methods its code still calls (`call [Ns.Type:Method(...)...]`).
+struct Listing {
+    method: String,
+    inlinees: u64,
+    calls: BTreeSet<String>,
+}
+
+/// `Ns.Type:Method(sig)...` (the JIT's form) -> `Ns.Type::Method`.
+fn jit_name(s: &str) -> String {
+    let head = s.split('(').next().unwrap();
+    let (ty, m) = head.rsplit_once(':').unwrap();
+    format!("{ty}::{m}")
+}
+
+fn listings(text: &str) -> Vec<Listing> {
+    let mut out: Vec<Listing> = Vec::new();
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("; Assembly listing for method ") {
+            out.push(Listing { method: jit_name(rest), inlinees: u64::MAX, calls: BTreeSet::new() });
+        } else if l.starts_with("; ") && l.ends_with(" inlinees without PGO data") {
+            // `; A inlinees with PGO data; B single block inlinees; C inlinees without PGO data`
+            let n: Vec<u64> = l.split(';').filter_map(|p| p.split_whitespace().next()?.parse().ok()).collect();
+            assert_eq!(n.len(), 3, "{l}");
+            out.last_mut().unwrap().inlinees = n.iter().sum();
+        } else if let Some(target) = l.trim_start().strip_prefix("call ").map(str::trim_start).and_then(|t| t.strip_prefix('[')) {
+            if target.contains('(') && !target.starts_with("CORINFO") {
+                out.last_mut().unwrap().calls.insert(jit_name(target));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn on_8_the_trees_agree_with_the_release_jits_own_listing() {
+    // Measured on 8.0.4's release JIT: with DOTNET_JitStdOutFile, DOTNET_JitDisasm=<methods> and
+    // DOTNET_JitDisasmSummary=1 it prints each listed method's code, a header line
+    // `; A inlinees with PGO data; B single block inlinees; C inlinees without PGO data` (counts,
+    // no names), and `call [Ns.Type:Method(sig)]` for each call left in the code. It has no knob
+    // that names the inlinees (JitPrintInlinedMethods and the inline dumps are debug-JIT only).
+    // So: the counts must be the trees' sizes, and a method the JIT left as a call is never an
+    // inlinee of that body.
+    let r = run8();
+    let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
+    let bodies = our_bodies(&c);
+    let trees = raw_trees(&c);
+    let jit = std::fs::read_to_string(&r.jit_stdout).unwrap();
+    let listed = listings(&jit);
+    let names: Vec<String> = listed.iter().map(|l| l.method.clone()).collect();
+    assert_eq!(names, HOSTS.iter().map(|h| h.to_string()).collect::<Vec<_>>(), "the JIT's listings, in jitting order");
+    let (json, _) = symbolize(&r.capture, &["--inlines", "--json"], &every_address(&bodies));
+    let answers = json_lines(&json);
+    for l in &listed {
+        let mine: Vec<&Value> = answers.iter().filter(|v| v["method"] == l.method.as_str()).collect();
+        let start = mine.iter().filter_map(|v| v["address"].as_u64()).min().unwrap();
+        assert!(bodies.iter().any(|b| b.0 == start), "{}: not a body start", l.method);
+        let tree = &trees[&start];
+        assert_eq!(l.inlinees, tree.len() as u64 - 1, "{}: the JIT counts {} inlinees, the tree has {} nodes", l.method, l.inlinees, tree.len());
+        let inlinees: BTreeSet<String> = mine.iter().flat_map(|v| frames(v)).filter(|f| f["method"] != l.method.as_str()).map(|f| s(f, "method")).collect();
+        assert!(l.calls.is_disjoint(&inlinees), "{}: called and inlined: {:?}", l.method, l.calls.intersection(&inlinees).collect::<Vec<_>>());
+        for (parent, callee) in FORCED.iter().filter(|(p, _)| *p == l.method) {
+            assert!(!l.calls.contains(*callee), "the JIT did not inline {callee} into {parent}");
+        }
+    }
+    // What the JIT left as calls: the NoInlining methods, where their callers were inlined.
+    let calls_of = |m: &str| &listed.iter().find(|l| l.method == m).unwrap().calls;
+    assert!(calls_of("Inlining.Prog::Chain3").contains("Inlining.Prog::Never"), "{:?}", calls_of("Inlining.Prog::Chain3"));
+    assert!(calls_of("Inlining.Prog::LibLoop").contains("InlLib.LibMath::Opaque"));
+    assert!(calls_of("Inlining.Prog::Run").contains("Inlining.Prog::Chain3"));
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn on_3_1_the_same_programs_answer_as_without_inlines_after_one_note() {
+    let r = run("v31", &dotnet_file("3.1/dotnetcore2/bin/dotnet"));
+    let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
+    assert_eq!(c.runtime_major, Some(3));
+    assert!(c.inlines.is_empty() && c.inline_sessions.is_empty());
+    let bodies = our_bodies(&c);
+    assert!(bodies.len() >= 10, "{bodies:x?}");
+    let addresses = every_address(&bodies);
+    for source in [&r.capture, &r.trace] {
+        let (flat_text, err) = symbolize(source, &[], &addresses);
+        assert_eq!(err, "");
+        let (flat_json, _) = symbolize(source, &["--json"], &addresses);
+        for (args, flat) in [(&["--inlines"][..], &flat_text), (&["--inlines", "--json"][..], &flat_json)] {
+            let (out, err) = symbolize(source, args, &addresses);
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.starts_with("note: ") && err.contains("no inline trees"), "{err}");
+            if args.contains(&"--json") {
+                let (a, b) = (json_lines(&out), json_lines(flat));
+                assert_eq!(a.len(), b.len());
+                for (mut x, y) in a.into_iter().zip(b) {
+                    if let Some(i) = x.as_object_mut().unwrap().remove("inlined") {
+                        assert_eq!(i, Value::Array(vec![]), "{y}");
+                    }
+                    assert_eq!(x, y);
+                }
+            } else {
+                assert_eq!(&out, flat, "{}", source.display());
+            }
+        }
+        // The hosts are answered, with their lines (the flat map).
+        let v = json_lines(&flat_json);
+        assert!(HOSTS.iter().all(|h| v.iter().any(|x| x["method"] == *h && x["line"].is_u64())));
+    }
+}
+
+/// A C program whose `inner` is inlined into `middle`, inlined into `outer` (gcc -O2).
+const C_SOURCE: &str = r#"static volatile int sink;
+
+static inline int inner(int x)
+{
+    sink += x; /* inner */
+    return x * 3;
+}
+
+static inline int middle(int x)
+{
+    int y = inner(x + 1); /* middle calls inner */
+    return y ^ sink;
+}
+
+__attribute__((noinline)) int outer(int x)
+{
+    return middle(x) + 1; /* outer calls middle */
+}
+
+int main(int argc, char **argv)
+{
+    (void)argv;
+    return outer(argc);
+}
+"#;
+
+#[test]
+#[ignore = "needs .NET"]
+fn the_text_layout_is_llvm_symbolizers_for_inlined_native_code() {
+    let ok = Command::new("llvm-symbolizer").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    assert!(ok, "llvm-symbolizer is missing: run scripts/install-perf.sh (Debian's llvm)");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-inlines/llvm");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (src, exe) = (dir.join("inl.c"), dir.join("inl"));
+    std::fs::write(&src, C_SOURCE).unwrap();
+    run_ok(Command::new("gcc").args(["-O2", "-g", "-o"]).arg(&exe).arg(&src));
+    let nm = run_ok(Command::new("nm").args(["-S", "--defined-only"]).arg(&exe));
+    let f: Vec<&str> = nm.lines().find(|l| l.ends_with(" T outer")).unwrap_or_else(|| panic!("{nm}")).split(' ').collect();
+    let (start, size) = (u64::from_str_radix(f[0], 16).unwrap(), u64::from_str_radix(f[1], 16).unwrap());
+    let input: String = (start..start + size).map(|a| format!("{a:#x}\n")).collect();
+    let mut c = Command::new("llvm-symbolizer");
+    c.arg(format!("--obj={}", exe.display())).stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let llvm = String::from_utf8(o.stdout).unwrap();
+    // llvm-symbolizer's own layout, read by the same strict reader as ours: `name`,
+    // `file:line:col` per frame, innermost first, the physical function last at its call line,
+    // and an empty line after each address.
+    let theirs = blocks(&llvm);
+    assert_eq!(theirs.len(), size as usize);
+    let line = |needle: &str| C_SOURCE.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let file = src.display().to_string();
+    let three = theirs.iter().find(|b| b.len() == 3).unwrap_or_else(|| panic!("no inlined code in outer: {llvm}"));
+    let names: Vec<&str> = three.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(names, ["inner", "middle", "outer"]);
+    assert!(three[0].1.starts_with(&format!("{file}:{}:", line("/* inner */"))) || three[0].1.starts_with(&format!("{file}:{}:", line("return x * 3;"))), "{three:?}");
+    assert!(three[1].1.starts_with(&format!("{file}:{}:", line("/* middle calls inner */"))), "{three:?}");
+    assert!(three[2].1.starts_with(&format!("{file}:{}:", line("/* outer calls middle */"))), "{three:?}");
+    // Ours, for the three-level chain: the same shape and order.
+    let r = run8();
+    let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
+    let (text, _) = symbolize(&r.capture, &["--inlines"], &every_address(&our_bodies(&c)));
+    let ours = blocks(&text);
+    let chain = ours.iter().find(|b| b.len() == 4 && b[0].0 == "Inlining.Prog::Level3").unwrap_or_else(|| panic!("{text}"));
+    let names: Vec<&str> = chain.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(names, ["Inlining.Prog::Level3", "Inlining.Prog::Level2", "Inlining.Prog::Level1", "Inlining.Prog::Chain3"]);
+    assert!(chain[1].1.starts_with(&format!("/_/src/Prog.cs:{}:", line_of("Prog.cs", "// Level2 calls Level3"))), "{chain:?}");
+    assert!(chain[3].1.starts_with(&format!("/_/src/Prog.cs:{}:", line_of("Prog.cs", "// Chain3 calls Level1"))), "{chain:?}");
+    // The same layout for a one-frame answer: one pair, then the empty line.
+    assert!(theirs.iter().any(|b| b.len() == 1) && ours.iter().any(|b| b.len() == 1));
 }
