@@ -26,6 +26,7 @@
 
 mod inlined;
 mod lines;
+pub mod profile_lines;
 mod source;
 mod vars;
 
@@ -170,6 +171,7 @@ impl ModuleSymbols {
     pub fn line(&self, token: u32, il: u32) -> Option<(u32, u32, Option<&str>)> {
         self.lines.line(token, il).map(|(p, file)| (p.line, p.column, file))
     }
+
 }
 
 /// One module of the source: where its file is, the PDB the recording names for it, and its line
@@ -405,6 +407,9 @@ impl Symbolizer {
         let Some(index) = self.store.index_containing(lookup) else { return (frame, inlined) };
         let Some(body) = self.store.bodies().get(index) else { return (frame, inlined) };
         let Some(tree) = self.trees.get(&(body.pid, start)) else { return (frame, inlined) };
+        if !profile_lines::current(tree, &body.map, offset) {
+            return (frame, inlined);
+        }
         let chain = tree.chain(offset);
         let (inner, root) = match (chain.parent_unknown, chain.steps.split_last()) {
             (_, None) => return (frame, inlined),
@@ -454,6 +459,26 @@ impl Symbolizer {
             Some(lines) => lines.rows(body.token, &body.map, body.code_size),
             None => Vec::new(),
         }
+    }
+
+    /// The profile line table of the body at `index` ([`profile_lines`]: inlined code at the
+    /// innermost frame that has a line, NO_MAPPING at line 0), for perf's jitdump and flame
+    /// graphs. Empty when no frame of the body has a line.
+    pub fn profile_line_table(&self, index: usize) -> Vec<LineRow> {
+        let Some(body) = self.store.bodies().get(index) else { return Vec::new() };
+        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
+        let tree = body.start.and_then(|s| self.trees.get(&(body.pid, s))).map(Arc::as_ref);
+        profile_lines::profile_rows(&body.map, body.code_size, tree, |who, il| {
+            let (module, token) = match who {
+                profile_lines::Who::Body => (module, body.token),
+                profile_lines::Who::Inlinee(id) => {
+                    let w = self.inlinees.get(&(body.pid, id))?;
+                    (w.module.and_then(|m| self.modules.get(m)), w.token)
+                }
+            };
+            let (p, file) = self.lines(module?)?.line(token, il)?;
+            Some((file.unwrap_or("").to_owned(), p.line, p.column))
+        })
     }
 
     fn lines<'s>(&'s self, module: &'s Module) -> Option<&'s ModuleLines> {
