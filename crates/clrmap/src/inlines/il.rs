@@ -23,31 +23,113 @@ pub enum IlCallSite {
         token: u32,
         /// The called member's simple name, if it can be read.
         name: Option<String>,
+        /// The MethodDef of the caller's module the token stands for: the token itself, or a
+        /// MemberRef on a type of this module (a generic instantiation `List<int>::Add` is a
+        /// MemberRef whose parent is a TypeSpec) matched by name and identical signature blob.
+        def: Option<u32>,
+        /// For a MemberRef on another module's type (a TypeRef, or a TypeSpec instantiating one)
+        /// that is not nested: that type's namespace and name.
+        ext: Option<(String, String)>,
     },
     /// No instruction starts at the offset, or the one there is no call.
     NotACall,
 }
 
+/// What names a method across modules: its owner's namespace and name (an owner that is not
+/// nested), its own name, and whether the owner has other methods of that name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MethodKey {
+    /// The owner's namespace.
+    pub namespace: String,
+    /// The owner's name (`List`1`).
+    pub type_name: String,
+    /// The method's name.
+    pub name: String,
+    /// The owner has more than one method of this name: a name alone does not pick it.
+    pub overloaded: bool,
+}
+
+/// The callee of a question to [`IlCallSite::calls`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Callee {
+    /// Defined in the caller's own module.
+    pub in_callers_module: bool,
+    /// Its MethodDef token (in its own module).
+    pub token: u32,
+    /// Its name and owner ([`method_key`]), if they can be read.
+    pub key: Option<MethodKey>,
+}
+
 impl IlCallSite {
-    /// Whether this site is where the JIT inlined the method whose MethodDef token is
-    /// `callee_token`, defined in the caller's own module (`callee_in_callers_module`) or another,
-    /// and named `callee_name` (without its owner). The JIT does not always inline the method the
-    /// IL names: it devirtualizes `callvirt`, and it replaces a delegate's `newobj .ctor` by the
-    /// runtime's own constructor (`Delegate.CtorOpened`, seen in real 8.0.4 trees). So only
-    /// these answers are certain:
-    /// - `Some(true)`: a call of that very MethodDef in the caller's module;
+    /// Whether this site is where the JIT inlined `callee`. The JIT does not always inline the
+    /// method the IL names: it devirtualizes `callvirt`, and it replaces a delegate's
+    /// `newobj .ctor` by the runtime's own constructor (`Delegate.CtorOpened`, seen in real 8.0.4
+    /// trees). So only these answers are certain:
+    /// - `Some(true)`: a call of that very method: the same MethodDef of the caller's module, or
+    ///   a MemberRef on another module's type whose namespace, name and method name are the
+    ///   callee's, where its owner has no other method of that name;
     /// - `Some(false)`: no call instruction there, or a plain `call` (neither virtual nor a
     ///   constructor) of a member with another name;
-    /// - `None` otherwise (another method that the JIT may have substituted, or a MemberRef
-    ///   that may be the callee in another module): recovery never guesses.
-    pub fn calls(&self, callee_in_callers_module: bool, callee_token: u32, callee_name: Option<&str>) -> Option<bool> {
-        match self {
-            IlCallSite::NotACall => Some(false),
-            IlCallSite::Call { token, .. } if callee_in_callers_module && *token == callee_token => Some(true),
-            IlCallSite::Call { opcode: 0x28, name: Some(name), .. } if callee_name.is_some_and(|c| c != name) => Some(false),
-            IlCallSite::Call { .. } => None,
+    /// - `None` otherwise (another method the JIT may have substituted, or an overload that only
+    ///   a signature could tell): recovery never guesses.
+    pub fn calls(&self, callee: &Callee) -> Option<bool> {
+        let IlCallSite::Call { opcode, name, def, ext, .. } = self else { return Some(false) };
+        if callee.in_callers_module && *def == Some(callee.token) {
+            return Some(true);
+        }
+        let key = callee.key.as_ref()?;
+        if let (false, Some((ns, ty)), Some(n)) = (callee.in_callers_module, ext, name) {
+            if *ns == key.namespace && *ty == key.type_name && *n == key.name && !key.overloaded {
+                return Some(true);
+            }
+        }
+        match name {
+            Some(n) if *opcode == 0x28 && *n != key.name => Some(false),
+            _ => None,
         }
     }
+}
+
+/// [`MethodKey`] of a MethodDef (`None` for a nested owner, or names that cannot be read).
+pub fn method_key(md: &Metadata<'_>, method: u32) -> Option<MethodKey> {
+    if method >> 24 != u32::from(table::METHOD_DEF) {
+        return None;
+    }
+    let rid = method & 0x00FF_FFFF;
+    let name = method_simple_name(md, method)?;
+    let owner = md.method_owner(rid)?;
+    // TypeDef (II.22.37): Flags, TypeName, TypeNamespace, Extends, FieldList, MethodList. A
+    // nested type has visibility 2-7 (II.23.1.15).
+    let row = md.tables().row(table::TYPE_DEF, owner).ok()?;
+    if row.get(0).ok()? & 7 >= 2 {
+        return None;
+    }
+    let type_name = md.strings().get(row.get(1).ok()?).ok()?.to_owned();
+    let namespace = md.strings().get(row.get(2).ok()?).ok()?.to_owned();
+    let (first, end) = method_range(md, owner)?;
+    let mut same = 0u32;
+    for r in first..end {
+        let m = md.tables().row(table::METHOD_DEF, r).ok()?;
+        if md.strings().get(m.get(3).ok()?).ok()? == name {
+            same = same.saturating_add(1);
+        }
+    }
+    Some(MethodKey { namespace, type_name, name, overloaded: same != 1 })
+}
+
+/// The MethodDef rows of a TypeDef: its MethodList (column 5) up to the next TypeDef's, or to
+/// the end of the table; `None` with a MethodPtr table (a `#-` stream's indirection).
+fn method_range(md: &Metadata<'_>, type_def: u32) -> Option<(u32, u32)> {
+    if md.tables().rows(table::METHOD_PTR) != 0 {
+        return None;
+    }
+    let methods = md.tables().rows(table::METHOD_DEF);
+    let first = md.tables().row(table::TYPE_DEF, type_def).ok()?.get(5).ok()?;
+    let end = match md.tables().row(table::TYPE_DEF, type_def.saturating_add(1)) {
+        Ok(next) => next.get(5).ok()?,
+        Err(_) => methods.saturating_add(1),
+    };
+    Some((first, end.min(methods.saturating_add(1))))
 }
 
 /// The IL code of a MethodDef: its body's code bytes, after the tiny or fat header (ECMA-335
@@ -153,15 +235,87 @@ pub fn call_site<'a>(pe: &PeImage<'a>, md: &Metadata<'a>, method: u32, il_offset
 /// MemberRef (II.22.25: Class, Name, Signature) is named.
 fn resolve(md: &Metadata<'_>, opcode: u8, token: u32) -> Result<IlCallSite> {
     let token = if token >> 24 == u32::from(table::METHOD_SPEC) { md.method_spec(token & 0x00FF_FFFF)?.method } else { token };
-    let name = match (token >> 24) as u8 {
-        table::METHOD_DEF => method_simple_name(md, token),
+    let (name, def) = match (token >> 24) as u8 {
+        table::METHOD_DEF => (method_simple_name(md, token), Some(token)),
         table::MEMBER_REF => {
             let row = md.tables().row(table::MEMBER_REF, token & 0x00FF_FFFF)?;
-            md.strings().get(row.get(1)?).ok().map(str::to_owned)
+            let name = md.strings().get(row.get(1)?).ok();
+            let class = row.get(0)?;
+            let def = name.and_then(|n| member_ref_def(md, class, n, row.get(2).ok()?));
+            (name.map(str::to_owned), def)
         }
         _ => return Ok(IlCallSite::NotACall),
     };
-    Ok(IlCallSite::Call { opcode, token, name })
+    let ext = if token >> 24 == u32::from(table::MEMBER_REF) { member_ref_type_ref(md, token) } else { None };
+    Ok(IlCallSite::Call { opcode, token, name, def, ext })
+}
+
+/// A MemberRef's parent as a TypeDefOrRef token: directly (MemberRefParent tags 0 TypeDef, 1
+/// TypeRef) or through a TypeSpec `GENERICINST (CLASS|VALUETYPE) T ...` (tag 4).
+fn member_ref_parent_type(md: &Metadata<'_>, class: u32) -> Option<u32> {
+    let (tag, rid) = (class & 7, class >> 3);
+    match tag {
+        0 => Some(u32::from(table::TYPE_DEF) << 24 | rid),
+        1 => Some(u32::from(table::TYPE_REF) << 24 | rid),
+        4 => {
+            // TypeSpec (II.22.39): one column, the signature blob (II.23.2.14).
+            let spec = md.tables().row(table::TYPE_SPEC, rid).ok()?;
+            let mut r = md.blobs().get(spec.get(0).ok()?).ok()?;
+            if r.u8("").ok()? != 0x15 || !matches!(r.u8("").ok()?, 0x11 | 0x12) {
+                return None;
+            }
+            r.coded_type_token("").ok()
+        }
+        _ => None,
+    }
+}
+
+/// The namespace and name of a MemberRef's parent when it is a TypeRef (II.22.38:
+/// ResolutionScope, TypeName, TypeNamespace) that is not nested (its scope is no TypeRef).
+fn member_ref_type_ref(md: &Metadata<'_>, token: u32) -> Option<(String, String)> {
+    let row = md.tables().row(table::MEMBER_REF, token & 0x00FF_FFFF).ok()?;
+    let t = member_ref_parent_type(md, row.get(0).ok()?)?;
+    if t >> 24 != u32::from(table::TYPE_REF) {
+        return None;
+    }
+    let tr = md.tables().row(table::TYPE_REF, t & 0x00FF_FFFF).ok()?;
+    // ResolutionScope: 2 tag bits; 3 is a TypeRef (a nested type).
+    if tr.get(0).ok()? & 3 == 3 {
+        return None;
+    }
+    let name = md.strings().get(tr.get(1).ok()?).ok()?.to_owned();
+    let namespace = md.strings().get(tr.get(2).ok()?).ok()?.to_owned();
+    Some((namespace, name))
+}
+
+/// The MethodDef a MemberRef stands for when its parent is a type of the same module: a TypeDef
+/// (tag 0 of MemberRefParent, II.24.2.6), or a TypeSpec `GENERICINST (CLASS|VALUETYPE) TypeDef
+/// ...` (II.23.2.14). The method is the one of that type with the same name and a byte-identical
+/// signature blob (a MemberRef on a generic instantiation keeps the definition's `!0` form).
+/// `None` when it cannot be told: another module's type, a `#-` stream with a MethodPtr table,
+/// no such method, or more than one.
+fn member_ref_def(md: &Metadata<'_>, class: u32, name: &str, sig_index: u32) -> Option<u32> {
+    let t = member_ref_parent_type(md, class)?;
+    if t >> 24 != u32::from(table::TYPE_DEF) {
+        return None;
+    }
+    let (first, end) = method_range(md, t & 0x00FF_FFFF)?;
+    let want = md.blobs().get(sig_index).ok()?.as_slice();
+    let mut found = None;
+    for rid in first..end {
+        // MethodDef (II.22.26): Name column 3, Signature column 4.
+        let row = md.tables().row(table::METHOD_DEF, rid).ok()?;
+        if md.strings().get(row.get(3).ok()?).ok()? != name {
+            continue;
+        }
+        if md.blobs().get(row.get(4).ok()?).ok()?.as_slice() == want {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(u32::from(table::METHOD_DEF) << 24 | rid);
+        }
+    }
+    found
 }
 
 /// A method's simple name (the MethodDef's Name), for [`IlCallSite::calls`].
@@ -228,7 +382,7 @@ pub fn recover_tree(tree: &mut super::InlineTree, modules: &IlModules<'_>, metho
         let (callee_path, callee_token) = method_at(callee)?;
         let (pe, md) = modules.get(&caller_path)?;
         let site = call_site(pe, md, caller_token, il_offset).ok()?;
-        let callee_name = modules.get(&callee_path).and_then(|(_, md)| method_simple_name(md, callee_token));
-        site.calls(caller_path == callee_path, callee_token, callee_name.as_deref())
+        let key = modules.get(&callee_path).and_then(|(_, md)| method_key(md, callee_token));
+        site.calls(&Callee { in_callers_module: caller_path == callee_path, token: callee_token, key })
     })
 }
