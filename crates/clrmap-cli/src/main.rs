@@ -61,6 +61,18 @@ enum Command {
     /// A log: `clrmap stacktrace crash.log --symbol-path build/pdbs > crash-with-lines.log`
     #[command(verbatim_doc_comment)]
     Stacktrace(cmd::stacktrace::StacktraceArgs),
+    /// A stateless symbolication service over HTTP/1.1: POST /symbolicate (JSON modules and
+    /// frames: token and IL offset, Sentry's .NET frames, the OpenTelemetry eBPF profiler's
+    /// jitted and ReadyToRun frames), POST /stacktrace (printed stack traces, as `clrmap
+    /// stacktrace`), GET /healthz, GET /metrics (Prometheus). Symbols come from --symbol-path
+    /// folders and --symbol-server upstreams through one cache; parsed ones stay in a bounded
+    /// in-memory LRU. Runs until SIGTERM or Ctrl-C, then finishes the requests in flight.
+    /// See docs/service.md.
+    ///
+    /// Example: `clrmap serve --listen 127.0.0.1:8080 --symbol-path tests/fixtures/frames/debug-portable`, then
+    /// `curl -s localhost:8080/symbolicate -d '{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1}]}'`
+    #[command(verbatim_doc_comment)]
+    Serve(cmd::serve::ServeArgs),
     /// EventPipe traces: event statistics, and `collect` from a running process.
     #[command(subcommand)]
     Trace(TraceGroup),
@@ -113,6 +125,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Pdb(c) => cmd::pdb::run(c, out),
         Command::Symbolize(a) => cmd::symbolize::run(a, out),
         Command::Stacktrace(a) => cmd::stacktrace::run(a, out),
+        Command::Serve(a) => cmd::serve::run(a),
         Command::Perf(c) => cmd::perf::run(c, out),
     }
 }

@@ -37,6 +37,8 @@ pub mod pdb;
 pub mod pe;
 pub mod r2r;
 pub mod read;
+#[cfg(feature = "serde")]
+pub mod service;
 pub mod signature;
 pub mod stacktrace;
 pub mod symbolizer;

@@ -9,5 +9,6 @@ pub mod trace;
 pub mod pdb;
 pub mod symbolize;
 pub mod stacktrace;
+pub mod serve;
 pub mod perf;
 pub mod diag;

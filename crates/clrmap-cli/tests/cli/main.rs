@@ -28,3 +28,4 @@ mod profile_inlines;
 mod inlines;
 mod stacktrace;
 mod symbol_server;
+mod serve;

@@ -172,6 +172,12 @@ impl ModuleSymbols {
         self.lines.line(token, il).map(|(p, file)| (p.line, p.column, file))
     }
 
+    /// [`ModuleSymbols::line`] with the sequence point's end: (line, column, end line, end
+    /// column, the document's name where it could be read).
+    pub fn span(&self, token: u32, il: u32) -> Option<(u32, u32, u32, u32, Option<&str>)> {
+        self.lines.line(token, il).map(|(p, file)| (p.line, p.column, p.end_line, p.end_column, file))
+    }
+
 }
 
 /// One module of the source: where its file is, the PDB the recording names for it, and its line

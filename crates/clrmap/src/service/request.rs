@@ -1,0 +1,297 @@
+//! The request model of `POST /symbolicate` (contract §7, docs/service.md): what clients send,
+//! as lenient as the agents that send it. Numbers may be JSON numbers or strings (`"0x1a"`, as
+//! Sentry writes `instruction_addr` and `function_id`, or decimal); unknown fields are ignored,
+//! so a Sentry frame or debug image can be passed on as is.
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+/// A body: modules and frames, or Sentry symbolicator's `stacktraces` of frames.
+#[derive(Debug, Default, Deserialize)]
+pub struct Request {
+    /// The modules frames refer to by index (`images` and Sentry's `debug_meta.images` too).
+    #[serde(default, alias = "images")]
+    pub modules: Option<Vec<ModuleIn>>,
+    /// Sentry's event form: `{"debug_meta":{"images":[...]}}`.
+    #[serde(default)]
+    pub debug_meta: Option<DebugMeta>,
+    /// The frames, answered in order.
+    #[serde(default)]
+    pub frames: Option<Frames>,
+    /// Symbolicator's form: `{"stacktraces":[{"frames":[...]}]}`, answered in the same shape.
+    #[serde(default)]
+    pub stacktraces: Option<Vec<StacktraceIn>>,
+}
+
+/// Sentry's `debug_meta`.
+#[derive(Debug, Default, Deserialize)]
+pub struct DebugMeta {
+    /// Its debug images.
+    #[serde(default)]
+    pub images: Option<Vec<ModuleIn>>,
+}
+
+/// One stack trace of symbolicator's form.
+#[derive(Debug, Default, Deserialize)]
+pub struct StacktraceIn {
+    /// Its frames.
+    #[serde(default)]
+    pub frames: Option<Frames>,
+}
+
+/// One module: §7's fields, Sentry's `pe_dotnet` debug image, the OpenTelemetry profiler's
+/// mapping.
+#[derive(Debug, Default, Deserialize)]
+pub struct ModuleIn {
+    /// The assembly's file name (`Orders.dll`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The PDB's file name (`Orders.pdb`).
+    #[serde(default)]
+    pub pdb: Option<String>,
+    /// The PDB's GUID, 32 hex digits (`Guid.ToString("N")`; with dashes also accepted).
+    #[serde(default)]
+    pub pdb_id: Option<String>,
+    /// Sentry: `pe_dotnet` (any other type is still read for the fields below).
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    /// Sentry: `GUID-stamp` (`{CodeView GUID:D}-{stamp:x}`), the PDB id.
+    #[serde(default)]
+    pub debug_id: Option<String>,
+    /// Sentry: the PDB path as the build wrote it (its last component is the PDB's name).
+    #[serde(default)]
+    pub debug_file: Option<String>,
+    /// Sentry: the assembly's path (its last component is the module's name).
+    #[serde(default)]
+    pub code_file: Option<String>,
+    /// Sentry (and SSQP): the PE key, `TimeDateStamp` as 8 hex digits then `SizeOfImage` in hex.
+    #[serde(default)]
+    pub code_id: Option<String>,
+    /// The module's MVID (what the OpenTelemetry profiler reports as the mapping's build id).
+    #[serde(default, alias = "build_id")]
+    pub mvid: Option<String>,
+    /// The PE header's TimeDateStamp (with `pe_size_of_image`, the SSQP PE key).
+    #[serde(default)]
+    pub pe_timestamp: Option<Num>,
+    /// The PE header's SizeOfImage.
+    #[serde(default)]
+    pub pe_size_of_image: Option<Num>,
+}
+
+/// One frame: §7's (`module`, `token`, `il_offset`), Sentry's (`addr_mode` `rel:N`,
+/// `function_id`, `instruction_addr`), or the OpenTelemetry profiler's (`address`: a JIT frame's
+/// `0xf` tag, method index and IL offset, or a ReadyToRun frame's RVA).
+#[derive(Debug, Default, Deserialize)]
+pub struct FrameIn {
+    /// The module's index (a string here, as Sentry's own `module` field is, is not an index
+    /// and is ignored).
+    #[serde(default)]
+    pub module: Option<Index>,
+    /// Sentry: `rel:N`, the module's index.
+    #[serde(default)]
+    pub addr_mode: Option<String>,
+    /// The MethodDef token.
+    #[serde(default)]
+    pub token: Option<Num>,
+    /// Sentry: the MethodDef row (or the whole token).
+    #[serde(default)]
+    pub function_id: Option<Num>,
+    /// The IL offset.
+    #[serde(default)]
+    pub il_offset: Option<Num>,
+    /// Sentry: the IL offset.
+    #[serde(default)]
+    pub instruction_addr: Option<Num>,
+    /// OpenTelemetry: the frame's address (line id) as the profiler encodes it.
+    #[serde(default)]
+    pub address: Option<Num>,
+    /// An RVA in a ReadyToRun image.
+    #[serde(default)]
+    pub rva: Option<Num>,
+    /// The RVA is a return address (every frame below the leaf): looked up at RVA − 1.
+    #[serde(default)]
+    pub return_address: Option<bool>,
+}
+
+thread_local! {
+    /// How many more frames the request being parsed on this thread may hold.
+    static BUDGET: core::cell::Cell<usize> = const { core::cell::Cell::new(usize::MAX) };
+}
+
+/// The message of the error a frame list over its budget stops parsing with.
+pub const TOO_MANY_FRAMES: &str = "clrmap: over the frame limit";
+
+/// Run `parse` with at most `max` frames allowed in all the frame lists it reads: the list past
+/// the limit stops with [`TOO_MANY_FRAMES`] at that frame, so a body of a million frames costs
+/// the memory of `max`, not of a million.
+pub fn with_frame_budget<T>(max: usize, parse: impl FnOnce() -> T) -> T {
+    BUDGET.with(|b| b.set(max));
+    let r = parse();
+    BUDGET.with(|b| b.set(usize::MAX));
+    r
+}
+
+/// A frame list, counted against the thread's budget as it is read.
+#[derive(Debug, Default)]
+pub struct Frames(pub Vec<FrameIn>);
+
+struct FramesVisitor;
+
+impl<'de> Visitor<'de> for FramesVisitor {
+    type Value = Frames;
+    fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("an array of frames")
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Frames, A::Error> {
+        let mut out = Vec::new();
+        while let Some(frame) = seq.next_element::<FrameIn>()? {
+            let left = BUDGET.with(|b| b.get());
+            let Some(left) = left.checked_sub(1) else { return Err(de::Error::custom(TOO_MANY_FRAMES)) };
+            BUDGET.with(|b| b.set(left));
+            out.push(frame);
+        }
+        Ok(Frames(out))
+    }
+}
+
+impl<'de> Deserialize<'de> for Frames {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Frames, D::Error> {
+        d.deserialize_seq(FramesVisitor)
+    }
+}
+
+/// A non-negative integer, from a JSON number or a string (`0x..` hex, or decimal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Num(pub u64);
+
+/// A module index, or nothing where the field holds something else (Sentry's `module` string).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Index(pub Option<u64>);
+
+/// Parse `0x..` hex or decimal.
+pub fn parse_num(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) if !hex.is_empty() => u64::from_str_radix(hex, 16).ok(),
+        Some(_) => None,
+        None => s.parse().ok(),
+    }
+}
+
+struct NumVisitor;
+
+impl Visitor<'_> for NumVisitor {
+    type Value = Num;
+    fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("a non-negative integer, or a string of one (0x.. hex or decimal)")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Num, E> {
+        Ok(Num(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Num, E> {
+        u64::try_from(v).map(Num).map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Num, E> {
+        parse_num(v).map(Num).ok_or_else(|| E::invalid_value(de::Unexpected::Str(v), &self))
+    }
+}
+
+impl<'de> Deserialize<'de> for Num {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Num, D::Error> {
+        d.deserialize_any(NumVisitor)
+    }
+}
+
+struct IndexVisitor;
+
+impl<'de> Visitor<'de> for IndexVisitor {
+    type Value = Index;
+    fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("a module index")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Index, E> {
+        Ok(Index(Some(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Index, E> {
+        u64::try_from(v).map(|v| Index(Some(v))).map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Index, E> {
+        Ok(Index(v.parse().ok()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Index, E> {
+        Ok(Index(None))
+    }
+}
+
+impl<'de> Deserialize<'de> for Index {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Index, D::Error> {
+        d.deserialize_any(IndexVisitor)
+    }
+}
+
+/// A GUID from 32 hex digits in `Guid.ToString("N")` order, or the dashed `D` form: its bytes in
+/// GUID byte order (Data1..Data3 little-endian), as a CodeView entry and a PDB id hold them.
+pub fn parse_guid(text: &str) -> Option<[u8; 16]> {
+    let hex: String = text.trim_start_matches('{').trim_end_matches('}').chars().filter(|c| *c != '-').collect();
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut n = [0u8; 16];
+    for (i, slot) in n.iter_mut().enumerate() {
+        let at = i.checked_mul(2)?;
+        *slot = u8::from_str_radix(hex.get(at..at.checked_add(2)?)?, 16).ok()?;
+    }
+    let [a0, a1, a2, a3, b0, b1, c0, c1, rest @ ..] = n;
+    let mut out = [0u8; 16];
+    for (slot, b) in out.iter_mut().zip([a3, a2, a1, a0, b1, b0, c1, c0].into_iter().chain(rest)) {
+        *slot = b;
+    }
+    Some(out)
+}
+
+/// Sentry's `debug_id`: `GUID-stamp` (36 characters of dashed GUID, then `-` and the stamp in
+/// hex), or a bare GUID. The GUID's bytes and the stamp when given.
+pub fn parse_debug_id(text: &str) -> Option<([u8; 16], Option<u32>)> {
+    let text = text.trim();
+    let (guid, stamp) = match (text.get(..36), text.get(36..)) {
+        (Some(g), Some(rest)) if g.matches('-').count() == 4 => (g, rest.strip_prefix('-')),
+        _ => (text, None),
+    };
+    let stamp = match stamp.filter(|s| !s.is_empty()) {
+        Some(s) => Some(u32::from_str_radix(s, 16).ok()?),
+        None => None,
+    };
+    Some((parse_guid(guid)?, stamp))
+}
+
+/// The last component of a path written on any system.
+pub fn file_name(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_come_as_numbers_or_strings() {
+        let f: FrameIn = serde_json::from_str(r#"{"module":"System.Foo","function_id":"0x2","instruction_addr":"0x1a","addr_mode":"rel:1"}"#).unwrap();
+        assert_eq!(f.module, Some(Index(None)));
+        assert_eq!(f.function_id, Some(Num(2)));
+        assert_eq!(f.instruction_addr, Some(Num(0x1a)));
+        assert!(serde_json::from_str::<FrameIn>(r#"{"token":-1}"#).is_err());
+        assert!(serde_json::from_str::<FrameIn>(r#"{"token":"0x"}"#).is_err());
+        assert!(serde_json::from_str::<FrameIn>(r#"{"token":1.5}"#).is_err());
+    }
+
+    #[test]
+    fn guids_in_n_and_d_forms_and_sentry_debug_ids() {
+        let bytes = [0xf6, 0x72, 0x7b, 0x49, 0x0a, 0x39, 0xfc, 0x44, 0x87, 0x8e, 0x5a, 0x2d, 0x63, 0xb6, 0xcc, 0x4b];
+        assert_eq!(parse_guid("497b72f6390a44fc878e5a2d63b6cc4b"), Some(bytes));
+        assert_eq!(crate::symsrv::key::guid_n(&bytes), "497b72f6390a44fc878e5a2d63b6cc4b");
+        assert_eq!(parse_debug_id("497b72f6-390a-44fc-878e-5a2d63b6cc4b-c0b21b72"), Some((bytes, Some(0xc0b2_1b72))));
+        assert_eq!(parse_debug_id("497B72F6-390A-44FC-878E-5A2D63B6CC4B"), Some((bytes, None)));
+        assert_eq!(parse_guid("497b72f6390a44fc878e5a2d63b6cc4"), None);
+        assert_eq!(parse_guid("497b72f6390a44fc878e5a2d63b6cc4g"), None);
+    }
+}
