@@ -168,8 +168,10 @@ fn wait_for(child: &mut Child, what: &str, limit: Duration) -> std::process::Exi
 
 /// Run Prog.dll on `dotnet`: `clrmap profile -o CAPTURE -- dotnet Prog.dll N`, and, once it has
 /// said `ready`, `clrmap trace collect --pid PID --inlines` on the same process; then let it jit
-/// and run its hosts, stop the trace (SIGTERM: rundown, exit 0) and let the program end.
-fn run(name: &str, dotnet: &str) -> Run {
+/// and run its hosts, stop the trace (SIGTERM: rundown, exit 0) and let the program end. Tiered
+/// compilation is off (each method jitted once, optimized) unless `tiered`: then the hosts run
+/// long enough for their loops to go to OSR bodies, optimized with inlining.
+fn run(name: &str, dotnet: &str, tiered: bool) -> Run {
     let build = built();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-inlines/{name}"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -177,10 +179,10 @@ fn run(name: &str, dotnet: &str) -> Run {
     let (capture, trace, jit_stdout) = (dir.join("run.capture"), dir.join("run.nettrace"), dir.join("jit.txt"));
     let so = profiler();
     let mut profile = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(["profile", "-o", capture.to_str().unwrap(), "--profiler", &so, "--", dotnet, build.join("Prog.dll").to_str().unwrap(), "20000"])
+        .args(["profile", "-o", capture.to_str().unwrap(), "--profiler", &so, "--", dotnet, build.join("Prog.dll").to_str().unwrap(), if tiered { "1000000" } else { "20000" }])
         .current_dir(repo_root())
         .env_remove("DOTNET_RichDebugInfo")
-        .env("DOTNET_TieredCompilation", "0")
+        .env("DOTNET_TieredCompilation", if tiered { "1" } else { "0" })
         .env("DOTNET_JitStdOutFile", &jit_stdout)
         .env("DOTNET_JitDisasm", "Inlining.Prog:Chain3 Inlining.Prog:LibLoop Inlining.Prog:GenericHost Inlining.Prog:LoopHost Inlining.Prog:ThrowHost Inlining.Prog:Run")
         .env("DOTNET_JitDisasmSummary", "1")
@@ -241,7 +243,7 @@ fn run(name: &str, dotnet: &str) -> Run {
 /// The 8.0.4 run, shared by the tests that read it.
 fn run8() -> &'static Run {
     static RUN: OnceLock<Run> = OnceLock::new();
-    RUN.get_or_init(|| run("v8", &dotnet_file("8.0/dnv/net/runtime/.net/dotnet")))
+    RUN.get_or_init(|| run("v8", &dotnet_file("8.0/dnv/net/runtime/.net/dotnet"), false))
 }
 
 /// Every address of the bodies, one per line, in order.
@@ -277,6 +279,11 @@ fn symbolize(source: &Path, args: &[&str], addresses: &str) -> (String, String) 
     let (out, err) = (String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap());
     assert_eq!(o.status.code(), Some(0), "symbolize {args:?}: {err}");
     (out, err)
+}
+
+/// stderr holds notes only (text `note: ...` or JSON `{"note":...}` lines), no warning or error.
+fn only_notes(err: &str) {
+    assert!(err.lines().all(|l| l.starts_with("note: ") || l.starts_with("{\"note\":")), "{err}");
 }
 
 /// A jitted body of Prog.dll or Lib.dll: (start, size, function id).
@@ -442,31 +449,12 @@ fn without_trees(capture: &Path) -> PathBuf {
     out
 }
 
-#[test]
-#[ignore = "needs .NET"]
-fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_run() {
-    let r = run8();
-    let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
-    assert_eq!(c.runtime_major, Some(8));
-    let bodies = our_bodies(&c);
-    let trees = raw_trees(&c);
-    // Every body of ours has a tree (tiering is off: each is jitted once, optimized).
-    assert!(bodies.len() >= 10, "{bodies:x?}");
-    for (start, _, fid) in &bodies {
-        let t = trees.get(start).unwrap_or_else(|| panic!("no tree for the body at {start:#x}"));
-        assert_eq!(t[0], *fid, "node 0 is the body's own method");
-    }
-    let addresses = every_address(&bodies);
-    let count = addresses.lines().count();
-
-    // (a) The capture's chains, against the program's IL, its source and its attributes.
-    let (cap_json, cap_err) = symbolize(&r.capture, &["--inlines", "--json"], &addresses);
-    assert_eq!(cap_err, "");
-    let cap = json_lines(&cap_json);
-    assert_eq!(cap.len(), count);
+/// (a) The answers' chains against what the program forces: its IL (each call's offset), its
+/// sources (each call's line, each method's lines), its attributes, and the raw trees.
+fn check_forced(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], trees: &HashMap<u64, Vec<u64>>) {
     let mut pairs = BTreeSet::new();
     let mut chains = BTreeSet::new();
-    for v in &cap {
+    for v in cap {
         let f = frames(v);
         if f.len() == 1 {
             continue;
@@ -520,21 +508,25 @@ fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_
     let names: HashMap<u64, String> = cap.iter().filter_map(|v| Some((v["address"].as_u64()?, v["method"].as_str()?.to_owned()))).collect();
     let never_ids: HashSet<u64> = bodies.iter().filter(|(start, _, _)| names.get(start).is_some_and(|n| NEVER.contains(&n.as_str()))).map(|b| b.2).collect();
     assert_eq!(never_ids.len(), NEVER.len(), "a NoInlining method without its own body");
-    for (start, t) in &trees {
+    for (start, t) in trees {
         assert!(!t[1..].iter().any(|m| never_ids.contains(m)), "the body at {start:#x} inlines a NoInlining method");
     }
 
-    // (b) The trace of the same run gives the same answers for every body jitted while it
-    // listened (each host), and the flat answer for those jitted before the attach.
-    let (tr_json, tr_err) = symbolize(&r.trace, &["--inlines", "--json"], &addresses);
-    assert_eq!(tr_err, "");
+}
+
+/// (b) The trace of the same run gives the same answers as the capture for every body jitted
+/// while it listened (each host), and the flat answer for those jitted before the attach.
+fn check_trace(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], addresses: &str) {
+    let count = cap.len();
+    let (tr_json, tr_err) = symbolize(&r.trace, &["--inlines", "--json"], addresses);
+    only_notes(&tr_err);
     let tr = json_lines(&tr_json);
     assert_eq!(tr.len(), count);
-    let (flat_json, _) = symbolize(&r.capture, &["--json"], &addresses);
+    let (flat_json, _) = symbolize(&r.capture, &["--json"], addresses);
     let flat = json_lines(&flat_json);
     let mut i = 0;
     let mut compared = BTreeSet::new();
-    for &(_, size, _) in &bodies {
+    for &(_, size, _) in bodies {
         let range = i..i + size as usize;
         i += size as usize;
         let name = s(&cap[range.start], "method");
@@ -554,6 +546,36 @@ fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_
     // and every mapping is the root's, so it has no chain in either.)
     let with_chains: BTreeSet<String> = tr.iter().filter(|v| frames(v).len() > 1).map(|v| s(v, "method")).collect();
     assert!(HOSTS[1..].iter().all(|h| with_chains.contains(*h)), "{with_chains:?}");
+
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_run() {
+    let r = run8();
+    let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
+    assert_eq!(c.runtime_major, Some(8));
+    let bodies = our_bodies(&c);
+    let trees = raw_trees(&c);
+    // Every body of ours has a tree (tiering is off: each is jitted once, optimized).
+    assert!(bodies.len() >= 10, "{bodies:x?}");
+    for (start, _, fid) in &bodies {
+        let t = trees.get(start).unwrap_or_else(|| panic!("no tree for the body at {start:#x}"));
+        assert_eq!(t[0], *fid, "node 0 is the body's own method");
+    }
+    let addresses = every_address(&bodies);
+    let count = addresses.lines().count();
+
+    // (a) The capture's chains, against the program's IL, its source and its attributes.
+    let (cap_json, cap_err) = symbolize(&r.capture, &["--inlines", "--json"], &addresses);
+    only_notes(&cap_err);
+    let cap = json_lines(&cap_json);
+    assert_eq!(cap.len(), count);
+    check_forced(r, &cap, &bodies, &trees);
+
+    check_trace(r, &cap, &bodies, &addresses);
+    let (flat_json, _) = symbolize(&r.capture, &["--json"], &addresses);
+    let flat = json_lines(&flat_json);
 
     // (c) Without --inlines nothing changes: the answers are those of the same capture with its
     // trees taken out, byte for byte, text and JSON; no "inlined"; and --inlines changes only
@@ -583,6 +605,36 @@ fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_
         assert_eq!(*block, text_of(v), "{v}");
     }
     assert_eq!(blocks(&flat_text).iter().map(Vec::len).max(), Some(1));
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn on_8_with_tiering_the_osr_bodies_chains_match_too_in_capture_and_trace() {
+    // Tier-0 bodies inline nothing (a lone root each); the loops' OSR bodies inline, and their
+    // trees are paired by a NativeCodeId that is not 0.
+    let r = run("v8-tiered", &dotnet_file("8.0/dnv/net/runtime/.net/dotnet"), true);
+    let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
+    let bodies = our_bodies(&c);
+    let trees = raw_trees(&c);
+    let twice: Vec<u64> = bodies.iter().map(|b| b.2).filter(|f| bodies.iter().filter(|b| b.2 == *f).count() > 1).collect();
+    assert!(twice.len() >= 8, "no OSR bodies? {bodies:x?}");
+    let addresses = every_address(&bodies);
+    let (json, err) = symbolize(&r.capture, &["--inlines", "--json"], &addresses);
+    only_notes(&err);
+    let cap = json_lines(&json);
+    check_forced(&r, &cap, &bodies, &trees);
+    check_trace(&r, &cap, &bodies, &addresses);
+    // The chains are in the second bodies (OSR) only.
+    let mut i = 0;
+    for &(start, size, fid) in &bodies {
+        let range = i..i + size as usize;
+        i += size as usize;
+        let index = c.bodies.iter().find(|b| b.body.start == Some(start)).unwrap().index;
+        if index == 0 && twice.contains(&fid) {
+            assert_eq!(trees.get(&start).map(Vec::len), Some(1), "a tier-0 body with inlinees");
+            assert!(cap[range].iter().all(|v| frames(v).len() == 1));
+        }
+    }
 }
 
 /// One method's listing in the release JIT's `DOTNET_JitStdOutFile` (`JitDisasm` with
@@ -662,7 +714,7 @@ fn on_8_the_trees_agree_with_the_release_jits_own_listing() {
 #[test]
 #[ignore = "needs .NET"]
 fn on_3_1_the_same_programs_answer_as_without_inlines_after_one_note() {
-    let r = run("v31", &dotnet_file("3.1/dotnetcore2/bin/dotnet"));
+    let r = run("v31", &dotnet_file("3.1/dotnetcore2/bin/dotnet"), false);
     let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
     assert_eq!(c.runtime_major, Some(3));
     assert!(c.inlines.is_empty() && c.inline_sessions.is_empty());
@@ -671,12 +723,12 @@ fn on_3_1_the_same_programs_answer_as_without_inlines_after_one_note() {
     let addresses = every_address(&bodies);
     for source in [&r.capture, &r.trace] {
         let (flat_text, err) = symbolize(source, &[], &addresses);
-        assert_eq!(err, "");
+        only_notes(&err);
         let (flat_json, _) = symbolize(source, &["--json"], &addresses);
         for (args, flat) in [(&["--inlines"][..], &flat_text), (&["--inlines", "--json"][..], &flat_json)] {
             let (out, err) = symbolize(source, args, &addresses);
-            assert_eq!(err.lines().count(), 1, "{err}");
-            assert!(err.starts_with("note: ") && err.contains("no inline trees"), "{err}");
+            only_notes(&err);
+            assert_eq!(err.lines().filter(|l| l.contains("no inline trees")).count(), 1, "{err}");
             if args.contains(&"--json") {
                 let (a, b) = (json_lines(&out), json_lines(flat));
                 assert_eq!(a.len(), b.len());
