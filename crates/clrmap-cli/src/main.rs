@@ -61,6 +61,18 @@ enum Command {
     /// A log: `clrmap stacktrace crash.log --symbol-path build/pdbs > crash-with-lines.log`
     #[command(verbatim_doc_comment)]
     Stacktrace(cmd::stacktrace::StacktraceArgs),
+    /// CPU profiles from a trace's samples (the runtime's sample profiler): every frame with its
+    /// method and source line, as collapsed stacks (flamegraph.pl, inferno), a speedscope file
+    /// or a gzipped pprof profile.
+    ///
+    /// Example: `clrmap flame app.nettrace --symbol-path bin/Release/net8.0 | inferno-flamegraph > app.svg`
+    /// (the trace from `clrmap trace collect --pid PID --cpu -o app.nettrace`);
+    /// `clrmap flame app.nettrace --format speedscope -o app.speedscope.json`, then open it at
+    /// https://www.speedscope.app; `clrmap flame app.nettrace --format pprof -o app.pb.gz`, then
+    /// `go tool pprof -http=: app.pb.gz`. From the repository:
+    /// `clrmap flame tests/fixtures/flame/hot-8.0.4.nettrace --symbol-path tests/fixtures/perf`
+    #[command(verbatim_doc_comment)]
+    Flame(cmd::flame::FlameArgs),
     /// A stateless symbolication service over HTTP/1.1: POST /symbolicate (JSON modules and
     /// frames: token and IL offset, Sentry's .NET frames, the OpenTelemetry eBPF profiler's
     /// jitted and ReadyToRun frames), POST /stacktrace (printed stack traces, as `clrmap
@@ -125,6 +137,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Pdb(c) => cmd::pdb::run(c, out),
         Command::Symbolize(a) => cmd::symbolize::run(a, out),
         Command::Stacktrace(a) => cmd::stacktrace::run(a, out),
+        Command::Flame(a) => cmd::flame::run(a, out),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Perf(c) => cmd::perf::run(c, out),
     }

@@ -35,6 +35,7 @@ pub mod metadata;
 pub mod nettrace;
 pub mod pdb;
 pub mod pe;
+pub mod profile;
 pub mod r2r;
 pub mod read;
 #[cfg(feature = "serde")]

@@ -9,6 +9,7 @@ pub mod trace;
 pub mod pdb;
 pub mod symbolize;
 pub mod stacktrace;
+pub mod flame;
 pub mod serve;
 pub mod perf;
 pub mod diag;

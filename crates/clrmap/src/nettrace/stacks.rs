@@ -36,6 +36,9 @@ pub struct Sample<'a> {
     pub frames: &'a [u64],
     /// True when the thread was running managed code (payload 1); false for external code (2).
     pub managed: bool,
+    /// The stack's identity in the trace: samples with the same key have the same frames (the
+    /// stack id with the count of sequence points before it). A cache key, nothing more.
+    pub stack_key: u64,
 }
 
 /// Stacks by id, in one arena.
@@ -43,12 +46,15 @@ pub struct Sample<'a> {
 struct StackTable {
     words: Vec<u64>,
     by_id: HashMap<u32, (usize, usize)>,
+    /// Bumped whenever ids start again (a sequence point, or the table emptied at its bound).
+    generation: u32,
 }
 
 impl StackTable {
     fn clear(&mut self) {
         self.words.clear();
         self.by_id.clear();
+        self.generation = self.generation.wrapping_add(1);
     }
 
     fn get(&self, id: u32) -> Option<&[u64]> {
@@ -98,9 +104,11 @@ impl StackTable {
                 self.words.extend(bytes.chunks_exact(4).map(|c| c.try_into().map(u32::from_le_bytes).map(u64::from).unwrap_or(0)));
             }
             let id = first.wrapping_add(i);
-            if let Some(_old) = self.by_id.insert(id, (start, n)) {
+            if self.by_id.insert(id, (start, n)).is_some() {
                 // An id given twice before a sequence point: the later stack wins (the earlier
-                // one's words stay in the arena until the next clear).
+                // one's words stay in the arena until the next clear); keys cached for the id
+                // are stale, so ids start a new generation.
+                self.generation = self.generation.wrapping_add(1);
                 stats.stacks_dropped = stats.stacks_dropped.saturating_add(1);
             }
             stats.stacks = stats.stacks.saturating_add(1);
@@ -129,7 +137,8 @@ pub fn read_samples<R: Read>(r: R, mut f: impl FnMut(&Sample<'_>)) -> Result<(St
             Some([]) => empty = empty.saturating_add(1),
             Some(frames) => {
                 samples = samples.saturating_add(1);
-                f(&Sample { thread_id: e.thread_id, timestamp: e.timestamp, frames, managed });
+                let stack_key = u64::from(t.generation) << 32 | u64::from(e.stack_id);
+                f(&Sample { thread_id: e.thread_id, timestamp: e.timestamp, frames, managed, stack_key });
             }
             None if e.stack_id == 0 => empty = empty.saturating_add(1),
             None => unknown = unknown.saturating_add(1),
@@ -182,6 +191,12 @@ impl<W: std::io::Write> TraceWriter<W> {
         w.put(&trace)?;
         w.put(&[6])?;
         Ok(w)
+    }
+
+    /// Go on writing blocks after `at` bytes of a trace already in `out` (a whole trace with its
+    /// final NullReference byte taken off).
+    pub fn resume(out: W, at: u64) -> Self {
+        TraceWriter { out, at }
     }
 
     fn put(&mut self, b: &[u8]) -> std::io::Result<()> {

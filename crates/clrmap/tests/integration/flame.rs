@@ -133,3 +133,192 @@ fn a_real_trace_stack_block_reads_whole() {
     assert_eq!((stats.pointer_size, stats.samples), (Some(8), 0));
     assert_eq!(stats.sampling_rate_ns, Some(1_000_000));
 }
+
+// ---- profiles ----
+
+use clrmap::profile::{Format, Profile};
+use clrmap::symbolizer::{FrameKind, Options, Symbolizer};
+
+fn hot_source_line(marker: &str) -> u32 {
+    let src = std::fs::read_to_string(support::fixture("tests/dotnet/perf/Hot.cs")).unwrap();
+    src.lines().position(|l| l.contains(&format!("// {marker}"))).unwrap() as u32 + 1
+}
+
+fn hot_symbolizer() -> (Symbolizer, std::path::PathBuf) {
+    let trace = support::fixture("tests/fixtures/flame/hot-8.0.4.nettrace");
+    let options = Options { symbols: clrmap::pdb::locate::SymbolPaths { dirs: vec![support::fixture("tests/fixtures/perf")], ..Default::default() } };
+    (Symbolizer::open(&trace, options).unwrap(), trace)
+}
+
+fn collapsed(p: &Profile) -> Vec<(Vec<String>, u64)> {
+    let mut out = Vec::new();
+    p.write_collapsed(&mut out).unwrap();
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').unwrap();
+            (stack.split(';').map(str::to_owned).collect(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn the_hot_loop_line_of_a_real_8_0_4_trace() {
+    let (sym, trace) = hot_symbolizer();
+    let (p, fault) = Profile::read(&sym, std::fs::File::open(&trace).unwrap(), false).unwrap();
+    assert!(fault.is_none());
+    let st = p.stats();
+    // Every ThreadSample event is a sample, an empty stack or an unknown id: nothing is lost.
+    assert_eq!(st.trace.samples + st.trace.empty_samples + st.trace.unknown_stack_ids, 1341);
+    assert_eq!(st.trace.unknown_stack_ids, 0);
+    assert_eq!(st.samples, st.trace.samples);
+    assert_eq!(p.interval_ns(), 1_000_000);
+    let lines = collapsed(&p);
+    assert_eq!(lines.iter().map(|l| l.1).sum::<u64>(), st.samples);
+    let own = hot_source_line("HOT-OWN");
+    let fw = hot_source_line("HOT-FRAMEWORK");
+    let in_own: Vec<_> = lines.iter().filter(|(s, _)| s.last().unwrap().starts_with("Hot::OwnLoop ")).collect();
+    let total: u64 = in_own.iter().map(|l| l.1).sum();
+    let at_line: u64 = in_own.iter().filter(|(s, _)| s.last().unwrap() == &format!("Hot::OwnLoop (Hot.cs:{own})")).map(|l| l.1).sum();
+    assert!(total > 200 && at_line * 10 >= total * 9, "{at_line} of {total} at line {own}: {lines:?}");
+    // Root first: Main calls OwnLoop; callers are read at their return addresses, so Main's
+    // frame is the line of the call.
+    let src = std::fs::read_to_string(support::fixture("tests/dotnet/perf/Hot.cs")).unwrap();
+    let call = src.lines().position(|l| l.contains("own ^= OwnLoop(")).unwrap() + 1;
+    assert!(in_own.iter().all(|(s, _)| s.len() >= 2 && s[s.len() - 2] == format!("Hot::Main (Hot.cs:{call})")), "{in_own:?}");
+    // The framework loop: its calls out to string.GetHashCode are at its line.
+    assert!(lines.iter().any(|(s, _)| s.iter().any(|f| f == &format!("Hot::FrameworkLoop (Hot.cs:{fw})"))));
+}
+
+#[test]
+fn every_format_carries_the_same_weights() {
+    let (sym, trace) = hot_symbolizer();
+    let (p, _) = Profile::read(&sym, std::fs::File::open(&trace).unwrap(), true).unwrap();
+    let own = hot_source_line("HOT-OWN");
+    // speedscope: read as JSON (its schema's required fields), not through clrmap's types.
+    let mut out = Vec::new();
+    p.write(Format::Speedscope, "hot", &mut out).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["$schema"], "https://www.speedscope.app/file-format-schema.json");
+    let frames = v["shared"]["frames"].as_array().unwrap();
+    let hot = frames.iter().position(|f| f["file"].as_str().is_some_and(|x| x.ends_with("Hot.cs")) && f["line"] == own && f["name"].as_str().unwrap().starts_with("Hot::OwnLoop")).unwrap();
+    let mut weight = 0u64;
+    let mut hot_weight = 0u64;
+    for prof in v["profiles"].as_array().unwrap() {
+        assert_eq!(prof["type"], "sampled");
+        assert_eq!(prof["unit"], "nanoseconds");
+        let samples = prof["samples"].as_array().unwrap();
+        let weights = prof["weights"].as_array().unwrap();
+        assert_eq!(samples.len(), weights.len());
+        let mut sum = 0;
+        for (s, w) in samples.iter().zip(weights) {
+            let s = s.as_array().unwrap();
+            assert!(s.iter().all(|i| (i.as_u64().unwrap() as usize) < frames.len()));
+            sum += w.as_u64().unwrap();
+            if s.last().unwrap().as_u64() == Some(hot as u64) {
+                hot_weight += w.as_u64().unwrap();
+            }
+        }
+        assert_eq!(prof["endValue"].as_u64().unwrap(), sum);
+        weight += sum;
+    }
+    assert_eq!(weight, p.stats().samples * 1_000_000);
+    assert!(hot_weight * 2 > weight / 3, "{hot_weight} of {weight}");
+    // pprof: gzip whose inflated bytes start a protobuf (field 1, length-delimited); the full
+    // read is the CLI test's, by Google's profile.proto.
+    let mut gz = Vec::new();
+    p.write(Format::Pprof, "hot", &mut gz).unwrap();
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2_reader(&gz), &mut raw).unwrap();
+    assert_eq!(raw[0], 0x0A);
+}
+
+fn flate2_reader(gz: &[u8]) -> impl std::io::Read + '_ {
+    // The gzip member: 10-byte header, deflate, 8-byte trailer (RFC 1952), inflated here by
+    // miniz_oxide, not by the writer's flate2.
+    assert_eq!(&gz[..3], &[0x1f, 0x8b, 8]);
+    let body = &gz[10..gz.len() - 8];
+    std::io::Cursor::new(miniz_oxide::inflate::decompress_to_vec(body).unwrap())
+}
+
+/// A real trace with samples appended: an SPBlock, then stacks and ThreadSample events.
+fn with_samples(real: &[u8], stacks: &[&[u64]], events: &[(u64, u32, bool)]) -> Vec<u8> {
+    assert_eq!(real.last(), Some(&1));
+    let body = real[..real.len() - 1].to_vec();
+    let at = body.len() as u64;
+    let mut w = TraceWriter::resume(body, at);
+    w.sequence_point().unwrap();
+    w.metadata(&[(60_000, SAMPLE_PROFILER, 0)]).unwrap();
+    w.stacks(1, stacks, 8).unwrap();
+    let payload1 = 1u32.to_le_bytes();
+    let payload2 = 2u32.to_le_bytes();
+    let ev: Vec<(u32, u64, u32, u64, &[u8])> = events.iter().map(|&(t, s, m)| (60_000, t, s, 1, if m { &payload1[..] } else { &payload2[..] })).collect();
+    w.events(&ev).unwrap();
+    w.finish().unwrap()
+}
+
+#[test]
+fn frames_follow_the_symbolizer_leaf_return_address_and_inlines() {
+    // The 8.0.4 trace with inline trees: samples at addresses inside its bodies; each frame is
+    // what the symbolizer answers for that address by the frame's rule.
+    let real = std::fs::read(support::fixture("tests/fixtures/inlines/attach-8.0.4.nettrace")).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("flame-inlines");
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = dir.join("plain.nettrace");
+    std::fs::write(&plain, &real).unwrap();
+    let sym0 = Symbolizer::open(&plain, Options::default()).unwrap();
+    assert!(sym0.has_inline_trees());
+    // Every body's every 3rd byte, leaf and caller.
+    let mut addrs = Vec::new();
+    for b in sym0.store().bodies() {
+        if let Some(start) = b.start {
+            for o in (1..b.code_size as u64).step_by(3) {
+                addrs.push(start + o);
+            }
+        }
+    }
+    assert!(addrs.len() > 100);
+    let stacks: Vec<Vec<u64>> = addrs.chunks(2).filter(|c| c.len() == 2).map(|c| c.to_vec()).chain([vec![0x10], vec![0x10, 0x20]]).collect();
+    let refs: Vec<&[u64]> = stacks.iter().map(Vec::as_slice).collect();
+    let events: Vec<(u64, u32, bool)> = (1..=refs.len() as u32).map(|i| (5, i, i % 5 != 0)).collect();
+    let bytes = with_samples(&real, &refs, &events);
+    let path = dir.join("with-samples.nettrace");
+    std::fs::write(&path, &bytes).unwrap();
+    let sym = Symbolizer::open(&path, Options::default()).unwrap();
+    let (p, fault) = Profile::read(&sym, &bytes[..], false).unwrap();
+    assert!(fault.is_none());
+    assert_eq!(p.stats().samples, refs.len() as u64);
+    let lines = collapsed(&p);
+    // The expected text of one address by the brief's rule, from the symbolizer's own answer.
+    let text = |addr: u64, kind: FrameKind| -> Vec<String> {
+        let (f, inl) = sym.symbolize_inlined(addr, kind);
+        let one = |m: Option<&str>, file: Option<&str>, line: Option<u32>| match (file, line) {
+            (Some(file), Some(l)) => format!("{} ({}:{l})", m.unwrap(), file.rsplit('/').next().unwrap()),
+            _ => m.unwrap().to_owned(),
+        };
+        let mut v = vec![match f.method {
+            Some(m) => one(Some(m), f.file, f.line),
+            None => format!("{addr:#x}"),
+        }];
+        v.extend(inl.iter().rev().map(|i| one(Some(i.method.unwrap_or("[inlined]")), i.file, i.line)));
+        v
+    };
+    let caller = FrameKind::ReturnAddress.for_runtime(sym.runtime_major());
+    let mut want: std::collections::HashMap<Vec<String>, u64> = Default::default();
+    let mut some_inlined = false;
+    for (i, s) in refs.iter().enumerate() {
+        let managed = (i as u32 + 1) % 5 != 0;
+        let mut frames = Vec::new();
+        for (j, &a) in s.iter().enumerate().rev() {
+            let kind = if j == 0 && managed { FrameKind::Leaf } else { caller };
+            let t = text(a, kind);
+            some_inlined |= t.len() > 1;
+            frames.extend(t);
+        }
+        *want.entry(frames).or_default() += 1;
+    }
+    assert!(some_inlined);
+    let got: std::collections::HashMap<Vec<String>, u64> = lines.into_iter().collect();
+    assert_eq!(got, want);
+}

@@ -1,0 +1,104 @@
+//! `clrmap flame`: a trace's CPU samples (the runtime's sample profiler) as a flame graph's
+//! input, with source lines: collapsed stacks, a speedscope file or a pprof profile
+//! (docs/flame.md).
+
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use clrmap::pdb::locate::SymbolPaths;
+use clrmap::profile::{Format, Profile};
+use clrmap::symbolizer::{Options, Symbolizer};
+
+use crate::output::{CliError, Text};
+
+/// The output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FlameFormat {
+    /// `frame;frame;...;leaf COUNT` lines, root first, threads merged: for flamegraph.pl and
+    /// inferno-flamegraph.
+    Collapsed,
+    /// speedscope's JSON file (open it at speedscope.app or in the speedscope npm package's app):
+    /// one profile per thread.
+    Speedscope,
+    /// A gzipped pprof profile.proto (go tool pprof, Pyroscope, Grafana, Parca), sample types
+    /// samples/count and cpu/nanoseconds.
+    Pprof,
+}
+
+/// `clrmap flame TRACE`
+#[derive(Debug, Args)]
+pub struct FlameArgs {
+    /// The trace: a .nettrace with the runtime's sample profiler (`clrmap trace collect --cpu`,
+    /// or dotnet-trace's cpu-sampling profile) and the JIT's method events.
+    pub trace: PathBuf,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = FlameFormat::Collapsed)]
+    pub format: FlameFormat,
+    /// Write to FILE (created whole: an existing file is replaced only when the profile is
+    /// complete) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
+    #[arg(long = "symbol-path", value_name = "DIR")]
+    pub symbol_path: Vec<PathBuf>,
+    /// A portable PDB to use (it must match its assembly's CodeView id, or this fails with
+    /// pdb_mismatch).
+    #[arg(long, value_name = "FILE")]
+    pub pdb: Option<PathBuf>,
+    /// Symbol servers and their cache.
+    #[command(flatten)]
+    pub servers: crate::args::ServerArgs,
+}
+
+/// Run it. A torn trace gives the profile of every whole sample before the cut, with a warning;
+/// a trace with no samples gives an empty profile and a warning (status 0 both).
+pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let options = Options { symbols: SymbolPaths { pdb: a.pdb.clone(), dirs: a.symbol_path.clone(), servers: a.servers.servers() } };
+    let sym = Symbolizer::open(&a.trace, options).map_err(crate::open::open_error)?;
+    crate::open::warn(&a.trace, sym.warnings());
+    let format = match a.format {
+        FlameFormat::Collapsed => Format::Collapsed,
+        FlameFormat::Speedscope => Format::Speedscope,
+        FlameFormat::Pprof => Format::Pprof,
+    };
+    let file = clrmap::fs::open_input(&a.trace).map_err(crate::open::open_error)?;
+    let (profile, fault) = Profile::read(&sym, BufReader::with_capacity(1 << 20, file), format.per_thread()).map_err(CliError::input)?;
+    let shown = a.trace.display().to_string();
+    if let Some(f) = fault {
+        // Said once by the symbolizer's open when the same fault stopped it too.
+        if !sym.warnings().iter().any(|w| w.location == f.location) {
+            crate::open::warn(&a.trace, std::slice::from_ref(&f));
+        }
+    }
+    let st = profile.stats();
+    if st.trace.samples == 0 {
+        eprintln!("warning: {}: no CPU samples (Microsoft-DotNETCore-SampleProfiler ThreadSample events with stacks); record with `clrmap trace collect --cpu`", Text(&shown));
+    }
+    if st.trace.unknown_stack_ids > 0 {
+        eprintln!("warning: {}: {} samples name a stack the trace does not hold (left out)", Text(&shown), st.trace.unknown_stack_ids);
+    }
+    if st.trace.stacks_dropped > 0 {
+        eprintln!("warning: {}: {} stacks were torn or past the stack table's bound (left out)", Text(&shown), st.trace.stacks_dropped);
+    }
+    if st.folded > 0 {
+        eprintln!("warning: {}: {} samples past the profile's bound of {} call-tree nodes were counted at their deepest known caller", Text(&shown), st.folded, clrmap::profile::MAX_NODES);
+    }
+    crate::open::notes(&sym, false);
+    let name = a.trace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| shown.clone());
+    match &a.output {
+        Some(target) => {
+            let write_error = |e: std::io::Error| CliError::Kinded { kind: "io", message: format!("cannot write {}: {e}", target.display()) };
+            let mut new = clrmap::fs::NewFile::create(target).map_err(write_error)?;
+            {
+                let mut w = std::io::BufWriter::new(new.file());
+                profile.write(format, &name, &mut w).map_err(write_error)?;
+                w.flush().map_err(write_error)?;
+            }
+            new.commit().map_err(write_error)?;
+        }
+        None => profile.write(format, &name, out).map_err(CliError::Io)?,
+    }
+    Ok(())
+}

@@ -1,0 +1,403 @@
+//! CPU profiles from the runtime's sampler (issue 24): a trace's ThreadSample stacks
+//! ([`crate::nettrace::read_samples`]), every frame symbolized with its source line, aggregated
+//! by stack, and written as collapsed stacks (flamegraph.pl, inferno), a speedscope file or a
+//! gzipped pprof `profile.proto`.
+//!
+//! Frames are read by the runtime's rule: the leaf of a managed sample at its own address; the
+//! callers, and the leaf of a sample taken in external (native) code, which is the return address
+//! of its call out, as return addresses ([`FrameKind::ReturnAddress`], by the recorded runtime's
+//! rule). Where the trace carries the JIT's inline trees, an address in inlined code gives its
+//! inlinees too. A frame reads `Method (File.cs:LINE)`, or `Method` without a line; an address in
+//! no known body reads as its hex (`0x7f3c5fa31f93`) for the first [`MAX_UNKNOWN_NAMES`] such
+//! addresses and `[unknown]` past them.
+//!
+//! Memory: samples are streamed and counted into a call tree (one node per distinct stack
+//! prefix), so it grows with the distinct stacks, not with the trace; the tree is bounded
+//! ([`MAX_NODES`]): a sample that would need a node past it counts at its deepest known caller
+//! ([`Stats::folded`]).
+//!
+//! ```no_run
+//! use clrmap::symbolizer::Symbolizer;
+//! let path = std::path::Path::new("app.nettrace");
+//! let sym = Symbolizer::open(path, Default::default()).unwrap();
+//! let (profile, _fault) = clrmap::profile::Profile::read(&sym, std::fs::File::open(path).unwrap(), false).unwrap();
+//! profile.write_collapsed(&mut std::io::stdout().lock()).unwrap();
+//! ```
+
+mod collapsed;
+mod pprof;
+mod speedscope;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::Read;
+
+use crate::nettrace::{read_samples, Sample};
+use crate::read::{Error, Result};
+use crate::symbolizer::{FrameKind, Symbolizer};
+
+/// Distinct unknown addresses named by their hex; past this many they are all `[unknown]`.
+pub const MAX_UNKNOWN_NAMES: usize = 10_000;
+/// The call tree's bound in nodes (about 40 bytes each).
+pub const MAX_NODES: usize = 4 << 20;
+/// Symbolized addresses kept (the cache is emptied when full).
+pub const MAX_CACHED_ADDRESSES: usize = 1 << 20;
+/// Stacks kept in the stack-to-node cache (emptied when full).
+pub const MAX_CACHED_STACKS: usize = 1 << 20;
+/// The sampling interval assumed when the trace does not say (1 ms, the runtime's default).
+pub const DEFAULT_INTERVAL_NS: u64 = 1_000_000;
+
+/// The output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `frame;frame;...;leaf COUNT` lines, root first (flamegraph.pl, inferno).
+    Collapsed,
+    /// speedscope's JSON file format, one sampled profile per thread.
+    Speedscope,
+    /// gzipped pprof `profile.proto`.
+    Pprof,
+}
+
+impl Format {
+    /// True when the format keeps threads apart.
+    pub fn per_thread(self) -> bool {
+        !matches!(self, Format::Collapsed)
+    }
+}
+
+/// One frame as the outputs show it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FrameInfo {
+    /// `Ns.Type::Method`, or the address in hex, or `[unknown]`.
+    pub name: String,
+    /// The document as the PDB stores it.
+    pub file: Option<String>,
+    /// The line.
+    pub line: Option<u32>,
+}
+
+impl FrameInfo {
+    /// `Method (File.cs:LINE)`: the file's last path component; `Method` without a line.
+    pub fn text(&self) -> String {
+        match (&self.file, self.line) {
+            (Some(f), Some(l)) => {
+                let base = f.rsplit(['/', '\\']).next().unwrap_or(f);
+                format!("{} ({base}:{l})", self.name)
+            }
+            _ => self.name.clone(),
+        }
+    }
+}
+
+/// What was read and made.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// The trace reader's counts (samples, unknown stack ids, stacks dropped...).
+    pub trace: crate::nettrace::Stats,
+    /// Samples counted into the profile.
+    pub samples: u64,
+    /// Samples whose stack needed a node past [`MAX_NODES`]: counted at their deepest caller.
+    pub folded: u64,
+    /// Frames whose address is in no known body.
+    pub unknown_frames: u64,
+    /// Distinct stacks in the profile.
+    pub stacks: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    parent: u32,
+    /// A location (or, for a thread's root, unused).
+    loc: u32,
+    samples: u64,
+}
+
+const NO_PARENT: u32 = u32::MAX;
+
+/// A multiplicative hash for integer keys (the maps here are keyed by numbers the trace
+/// chose, but a collision costs time only; the tree is bounded).
+#[derive(Default, Clone, Copy)]
+struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+}
+
+type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
+/// A profile: frames, locations (a frame with its inlinees: one physical address's chain) and
+/// the call tree of locations, per thread or merged.
+#[derive(Debug, Default)]
+pub struct Profile {
+    frames: Vec<FrameInfo>,
+    frame_ids: HashMap<FrameInfo, u32>,
+    /// Each location's frames, outermost first (the physical method, then its inlinees).
+    locations: Vec<Vec<u32>>,
+    location_ids: HashMap<Vec<u32>, u32>,
+    nodes: Vec<Node>,
+    children: IntMap<(u32, u32), u32>,
+    /// Each root: the thread (0 for a merged profile) and its node.
+    roots: Vec<(u64, u32)>,
+    root_of: IntMap<u64, u32>,
+    per_thread: bool,
+    interval_ns: u64,
+    /// The trace's duration in ns (first to last sample), where the trace says.
+    duration_ns: u64,
+    stats: Stats,
+}
+
+/// The reading state that the finished profile does not keep.
+struct Builder<'s> {
+    sym: &'s Symbolizer,
+    caller: FrameKind,
+    inlines: bool,
+    address_locs: IntMap<(u64, bool), u32>,
+    stack_nodes: IntMap<(u64, u64), u32>,
+    unknown_names: usize,
+    path: Vec<u32>,
+    first_ts: Option<u64>,
+    last_ts: u64,
+}
+
+impl Profile {
+    /// Read a trace's samples (the trace `sym` was opened from, read again from `trace`) into a
+    /// profile, threads apart or merged. `Err` when `trace` is no trace; the fault that ended a
+    /// torn trace early is beside the profile of what was whole.
+    pub fn read<R: Read>(sym: &Symbolizer, trace: R, per_thread: bool) -> Result<(Profile, Option<Error>)> {
+        let mut p = Profile { per_thread, ..Profile::default() };
+        let mut b = Builder {
+            sym,
+            caller: FrameKind::ReturnAddress.for_runtime(sym.runtime_major()),
+            inlines: sym.has_inline_trees(),
+            address_locs: IntMap::default(),
+            stack_nodes: IntMap::default(),
+            unknown_names: 0,
+            path: Vec::new(),
+            first_ts: None,
+            last_ts: 0,
+        };
+        let (trace_stats, fault) = read_samples(trace, |s| p.add(&mut b, s))?;
+        p.interval_ns = match trace_stats.sampling_rate_ns {
+            Some(n) if n > 0 => u64::from(n),
+            _ => DEFAULT_INTERVAL_NS,
+        };
+        if let (Some(first), Some(freq)) = (b.first_ts, trace_stats.qpc_frequency.filter(|&f| f > 0)) {
+            let ticks = u128::from(b.last_ts.saturating_sub(first));
+            p.duration_ns = u64::try_from(ticks.saturating_mul(1_000_000_000).checked_div(u128::from(freq)).unwrap_or(0)).unwrap_or(u64::MAX);
+        }
+        p.stats.trace = trace_stats;
+        p.stats.stacks = p.nodes.iter().filter(|n| n.samples > 0).count() as u64;
+        Ok((p, fault))
+    }
+
+    /// The counts.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The sampling interval in nanoseconds (the trace's, or [`DEFAULT_INTERVAL_NS`]).
+    pub fn interval_ns(&self) -> u64 {
+        self.interval_ns
+    }
+
+    /// Write the profile in `format`; `name` names it (speedscope shows it).
+    pub fn write(&self, format: Format, name: &str, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match format {
+            Format::Collapsed => self.write_collapsed(out),
+            Format::Speedscope => self.write_speedscope(name, out),
+            Format::Pprof => self.write_pprof(out),
+        }
+    }
+
+    fn add(&mut self, b: &mut Builder<'_>, s: &Sample<'_>) {
+        let thread = if self.per_thread { s.thread_id } else { 0 };
+        if b.first_ts.is_none() {
+            b.first_ts = Some(s.timestamp);
+        }
+        b.last_ts = b.last_ts.max(s.timestamp);
+        // The stack's leaf node: from the cache when this stack was seen on this thread.
+        let leaf = match b.stack_nodes.get(&(thread, s.stack_key)) {
+            Some(&n) => Some(n),
+            None => {
+                let n = self.insert(b, thread, s);
+                if let Some(n) = n {
+                    if b.stack_nodes.len() >= MAX_CACHED_STACKS {
+                        b.stack_nodes.clear();
+                    }
+                    b.stack_nodes.insert((thread, s.stack_key), n);
+                }
+                n
+            }
+        };
+        if let Some(node) = leaf.and_then(|n| self.nodes.get_mut(n as usize)) {
+            node.samples = node.samples.saturating_add(1);
+            self.stats.samples = self.stats.samples.saturating_add(1);
+        }
+    }
+
+    /// The node of a sample's stack, made where missing (or its deepest caller past the bound).
+    fn insert(&mut self, b: &mut Builder<'_>, thread: u64, s: &Sample<'_>) -> Option<u32> {
+        let mut node = match self.root_of.get(&thread) {
+            Some(&r) => r,
+            None => {
+                let r = u32::try_from(self.nodes.len()).ok()?;
+                self.nodes.push(Node { parent: NO_PARENT, loc: 0, samples: 0 });
+                self.roots.push((thread, r));
+                self.root_of.insert(thread, r);
+                r
+            }
+        };
+        b.path.clear();
+        let leaf_kind = if s.managed { FrameKind::Leaf } else { b.caller };
+        for (i, &address) in s.frames.iter().enumerate() {
+            let kind = if i == 0 { leaf_kind } else { b.caller };
+            let loc = self.location(b, address, kind);
+            b.path.push(loc);
+        }
+        let mut folded = false;
+        // Root first: the last frame is the outermost caller.
+        for &loc in b.path.iter().rev() {
+            node = match self.children.get(&(node, loc)) {
+                Some(&c) => c,
+                None if self.nodes.len() < MAX_NODES => {
+                    let c = u32::try_from(self.nodes.len()).ok()?;
+                    self.nodes.push(Node { parent: node, loc, samples: 0 });
+                    self.children.insert((node, loc), c);
+                    c
+                }
+                None => {
+                    folded = true;
+                    break;
+                }
+            };
+        }
+        if folded {
+            // Not cached: counted at the deepest caller, and said.
+            self.stats.folded = self.stats.folded.saturating_add(1);
+            if let Some(n) = self.nodes.get_mut(node as usize) {
+                n.samples = n.samples.saturating_add(1);
+                self.stats.samples = self.stats.samples.saturating_add(1);
+            }
+            return None;
+        }
+        Some(node)
+    }
+
+    /// The location of one address: its frames (physical, then inlinees outermost first).
+    fn location(&mut self, b: &mut Builder<'_>, address: u64, kind: FrameKind) -> u32 {
+        let leaf = kind == FrameKind::Leaf;
+        if let Some(&l) = b.address_locs.get(&(address, leaf)) {
+            return l;
+        }
+        let mut frames = Vec::new();
+        let (frame, inlined) = if b.inlines { b.sym.symbolize_inlined(address, kind) } else { (b.sym.symbolize(address, kind), Vec::new()) };
+        let physical = match frame.method {
+            Some(m) => FrameInfo { name: m.to_owned(), file: frame.file.map(str::to_owned), line: frame.line },
+            None => {
+                self.stats.unknown_frames = self.stats.unknown_frames.saturating_add(1);
+                let name = if b.unknown_names < MAX_UNKNOWN_NAMES {
+                    b.unknown_names = b.unknown_names.saturating_add(1);
+                    format!("{address:#x}")
+                } else {
+                    "[unknown]".to_owned()
+                };
+                FrameInfo { name, file: None, line: None }
+            }
+        };
+        frames.push(self.frame(physical));
+        for f in inlined.iter().rev() {
+            let info = FrameInfo { name: f.method.unwrap_or("[inlined]").to_owned(), file: f.file.map(str::to_owned), line: f.line };
+            frames.push(self.frame(info));
+        }
+        let loc = match self.location_ids.get(&frames) {
+            Some(&l) => l,
+            None => {
+                let l = u32::try_from(self.locations.len()).unwrap_or(u32::MAX);
+                self.location_ids.insert(frames.clone(), l);
+                self.locations.push(frames);
+                l
+            }
+        };
+        if b.address_locs.len() >= MAX_CACHED_ADDRESSES {
+            b.address_locs.clear();
+        }
+        b.address_locs.insert((address, leaf), loc);
+        loc
+    }
+
+    fn frame(&mut self, info: FrameInfo) -> u32 {
+        if let Some(&id) = self.frame_ids.get(&info) {
+            return id;
+        }
+        let id = u32::try_from(self.frames.len()).unwrap_or(u32::MAX);
+        self.frames.push(info.clone());
+        self.frame_ids.insert(info, id);
+        id
+    }
+
+    /// Every node with samples of its own, with its thread: (thread, node, samples).
+    fn stacks(&self) -> impl Iterator<Item = (u64, u32, u64)> + '_ {
+        let mut thread_of_root: IntMap<u32, u64> = IntMap::default();
+        for &(t, r) in &self.roots {
+            thread_of_root.insert(r, t);
+        }
+        self.nodes.iter().enumerate().filter(|(_, n)| n.samples > 0).filter_map(move |(i, n)| {
+            let i = u32::try_from(i).ok()?;
+            let root = self.root(i);
+            Some((thread_of_root.get(&root).copied().unwrap_or(0), i, n.samples))
+        })
+    }
+
+    fn root(&self, mut node: u32) -> u32 {
+        // Bounded: every parent is an earlier node.
+        while let Some(n) = self.nodes.get(node as usize) {
+            if n.parent == NO_PARENT {
+                break;
+            }
+            node = n.parent;
+        }
+        node
+    }
+
+    /// A node's locations, leaf first (its root excluded).
+    fn locations_leaf_first(&self, mut node: u32, out: &mut Vec<u32>) {
+        out.clear();
+        while let Some(n) = self.nodes.get(node as usize) {
+            if n.parent == NO_PARENT {
+                break;
+            }
+            out.push(n.loc);
+            node = n.parent;
+        }
+    }
+
+    /// A node's frames, root first (each location's physical frame before its inlinees).
+    fn frames_root_first(&self, node: u32, locs: &mut Vec<u32>, out: &mut Vec<u32>) {
+        self.locations_leaf_first(node, locs);
+        out.clear();
+        for &l in locs.iter().rev() {
+            if let Some(fs) = self.locations.get(l as usize) {
+                out.extend_from_slice(fs);
+            }
+        }
+    }
+}
