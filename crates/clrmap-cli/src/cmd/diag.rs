@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use clrmap::diag::{self, Client, CollectControl, DiagErrorKind, EndReason, Provider, SessionConfig};
+use clrmap::diag::{self, Client, CollectControl, DiagErrorKind, EndReason, Provider, ReverseServer, SessionConfig};
 
 use crate::args::parse_duration;
 use crate::open::{exit_status, report, EXIT_TARGET_EXITED};
@@ -39,12 +39,12 @@ pub struct PsArgs {
     timeout: Duration,
 }
 
-/// `clrmap trace collect --pid PID -o FILE`
+/// `clrmap trace collect --pid PID -o FILE`, or `clrmap trace collect -o FILE -- COMMAND...`
 #[derive(Debug, Args)]
 pub struct CollectArgs {
     /// The running .NET process.
-    #[arg(long)]
-    pid: u32,
+    #[arg(long, required_unless_present = "command", conflicts_with = "command")]
+    pid: Option<u32>,
     /// The trace to write (.nettrace). The bytes are streamed as they arrive into a new file
     /// beside it, which replaces FILE once the session has ended with at least one whole block;
     /// on an error before that, an existing FILE is left as it was. Only a regular file (or a
@@ -52,7 +52,8 @@ pub struct CollectArgs {
     /// directory is refused.
     #[arg(short, long)]
     output: PathBuf,
-    /// Stop after this long (30s, 500ms, 2m); without it, at Ctrl-C or SIGTERM.
+    /// Stop after this long (30s, 500ms, 2m); without it, at Ctrl-C or SIGTERM, or when a
+    /// started COMMAND exits.
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
     /// Providers, dotnet-trace style: `Name[:Keywords[:Level[:Filter]]]`, comma-separated.
@@ -62,16 +63,31 @@ pub struct CollectArgs {
     /// No rundown at stop (the maps of methods jitted before the attach are then missing).
     #[arg(long)]
     no_rundown: bool,
+    /// Record a CPU profile for `clrmap flame`: the runtime's own sampler
+    /// (Microsoft-DotNETCore-SampleProfiler: every managed thread's stack about every
+    /// millisecond), with the JIT, loader and IL-map events that map its addresses to methods
+    /// and source lines. No perf, no special privileges; .NET Core 3.0 and later.
+    #[arg(long)]
+    cpu: bool,
     /// Also record the JIT's inline trees (for `symbolize --inlines`): the runtime's private
     /// provider's rich debug info and the events that name inlinees. Only a .NET 7+ process
-    /// started with DOTNET_RichDebugInfo=1 sends them, and only for methods jitted while the
-    /// session listens (a rundown has none).
+    /// started with DOTNET_RichDebugInfo=1 sends them (a started COMMAND gets it), and only for
+    /// methods jitted while the session listens (a rundown has none).
     #[arg(long)]
     inlines: bool,
-    /// How long connecting and starting the session may take, and how long the rundown may
-    /// take after the stop (a longer one is cut there; the file keeps every whole block).
+    /// How long connecting and starting the session may take (for a started COMMAND: until its
+    /// runtime connects), and how long the rundown may take after the stop (a longer one is cut
+    /// there; the file keeps every whole block).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     timeout: Duration,
+    /// Start this command and trace it from its first instruction of managed code, e.g.
+    /// `dotnet app.dll`: it runs with DOTNET_DiagnosticPorts naming a socket of clrmap's, so its
+    /// runtime (.NET 5 or later; CoreCLR 3.1 does not read the variable) connects to clrmap and
+    /// waits, suspended, until the session has started. The trace ends when the command exits
+    /// (its exit status is reported), or at --duration, Ctrl-C or SIGTERM, after which the
+    /// command is sent SIGTERM (SIGKILL if it is still running after --timeout).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
 }
 
 /// Run `clrmap ps`.
@@ -130,11 +146,14 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         Err(e) => return report(&e),
     };
     let mut providers = providers;
+    if args.cpu {
+        Provider::add_cpu_sampling(&mut providers);
+    }
     if args.inlines {
         Provider::add_inline_trees(&mut providers);
     }
     let config = SessionConfig { rundown: !args.no_rundown, providers, ..SessionConfig::default() };
-    let client = match Client::for_pid(args.pid, args.timeout) {
+    let client = match args.pid.map(|pid| Client::for_pid(pid, args.timeout)).transpose() {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
@@ -152,10 +171,17 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
     let flag = Arc::clone(&stop);
     let signals = AtomicU32::new(0);
     let temp = file.temp_path().to_path_buf();
+    // A started command that outlives a third signal is sent SIGTERM too.
+    let child_pid = Arc::new(AtomicU32::new(0));
+    let child_of_handler = Arc::clone(&child_pid);
     let handler = move || {
         if signals.fetch_add(1, Ordering::SeqCst) >= 2 {
             // No unwinding past exit: the unfinished trace is removed here (the output stays as it was).
             let _ = std::fs::remove_file(&temp);
+            let child = child_of_handler.load(Ordering::SeqCst);
+            if child != 0 {
+                diag::terminate(child);
+            }
             std::process::exit(i32::from(exit_status(DiagErrorKind::Interrupted)));
         }
         flag.store(true, Ordering::SeqCst);
@@ -163,24 +189,56 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
     if let Err(e) = ctrlc::set_handler(handler) {
         eprintln!("warning: no Ctrl-C handler ({e}); stop with --duration");
     }
-    let control = CollectControl { deadline: args.duration.and_then(|d| Instant::now().checked_add(d)), stop: &stop, poll: Duration::from_millis(100) };
     let terminal = std::io::stderr().is_terminal();
     let mut progress = Progress { show: terminal, last: Instant::now() };
-    if terminal {
-        let until = if args.duration.is_some() { "for the duration" } else { "until Ctrl-C" };
-        eprintln!("collecting from process {} into {} {until}", args.pid, args.output.display());
-    }
-    let result = diag::collect(&client, &config, file.file(), &control, &mut |b| progress.update(b));
+    let until = if args.duration.is_some() { "for the duration" } else if client.is_some() { "until Ctrl-C" } else { "until it exits or Ctrl-C" };
+    let (result, mut launched) = match &client {
+        Some(client) => {
+            if terminal {
+                eprintln!("collecting from process {} into {} {until}", client.pid().unwrap_or(0), args.output.display());
+            }
+            let control = CollectControl { deadline: args.duration.and_then(|d| Instant::now().checked_add(d)), stop: &stop, poll: Duration::from_millis(100) };
+            (diag::collect(client, &config, file.file(), &control, &mut |b| progress.update(b)), None)
+        }
+        None => {
+            let mut launched = match launch(args, &config, &stop, &child_pid) {
+                Ok(l) => l,
+                Err(e) => return report(&e),
+            };
+            if terminal {
+                eprintln!("collecting from process {} into {} {until}", launched.traced, args.output.display());
+            }
+            // The duration counts from the resume: the run it covers.
+            let control = CollectControl { deadline: args.duration.and_then(|d| Instant::now().checked_add(d)), stop: &stop, poll: Duration::from_millis(100) };
+            let session = launched.session.take();
+            let result = match session {
+                Some(session) => diag::collect_session(session, Some(launched.traced), args.timeout, file.file(), &control, &mut |b| progress.update(b)),
+                None => Err(diag::DiagError::new(DiagErrorKind::Io, "no session")),
+            };
+            (result, Some(launched))
+        }
+    };
     if terminal {
         eprintln!();
     }
+    // A started command is not left running: the trace of it has ended.
+    let app = launched.as_mut().map(|l| l.finish(args.timeout));
     let c = match result {
         Ok(c) => c,
-        Err(e) => return report(&e),
+        Err(e) => {
+            if let Some(app) = &app {
+                eprintln!("{app}");
+            }
+            return report(&e);
+        }
     };
     // A trace with a whole block is kept, however the session ended (a stopped or cut session
     // keeps every whole block); with none, the output is left as it was.
-    let (status, why) = ending(&c, args);
+    let traced = launched.as_ref().map_or(args.pid.unwrap_or(0), |l| l.traced);
+    let (status, why) = ending(&c, traced, launched.is_some(), args.timeout);
+    if let Some(app) = &app {
+        eprintln!("{app}");
+    }
     if c.written == 0 {
         drop(file);
         let why = why.unwrap_or_else(|| "protocol: the stream ended before a whole block".to_owned());
@@ -196,21 +254,152 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         format!("{} bytes: the {} of {} received up to the last whole block, and the end tag", c.written, c.written.saturating_sub(1), c.received)
     };
     match why {
+        // A .NET 8 runtime ends its sessions at exit itself, rundown included.
+        None if c.reason == EndReason::TargetExited && c.complete => eprintln!("wrote {} ({} bytes, complete: the runtime ended the session at its exit)", args.output.display(), c.written),
+        None if c.reason == EndReason::TargetExited => eprintln!("wrote {} ({kept}; the stream ended at the exit)", args.output.display()),
         None => eprintln!("wrote {} ({} bytes, rundown included)", args.output.display(), c.written),
         Some(why) => eprintln!("error: {why}; wrote {} ({kept})", args.output.display()),
     }
     ExitCode::from(status)
 }
 
+/// A command started under a reverse diagnostics port.
+struct Launched {
+    child: std::process::Child,
+    /// The command's name, for messages.
+    program: String,
+    /// The pid of the runtime traced (the command's own for `dotnet app.dll`).
+    traced: u32,
+    session: Option<diag::Session>,
+    /// Kept until the trace ends: its socket takes the stop request.
+    _server: Arc<ReverseServer>,
+}
+
+impl Launched {
+    /// Wait for the command to exit, and say how it did: `app: COMMAND (process N) exited with
+    /// status S`. A command still running is sent SIGTERM, and SIGKILL after `grace`.
+    fn finish(&mut self, grace: Duration) -> String {
+        let pid = self.child.id();
+        let mut signalled = None;
+        let waited = Instant::now();
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) => {}
+                Err(_) => break None,
+            }
+            match signalled {
+                None => {
+                    diag::terminate(pid);
+                    signalled = Some("SIGTERM");
+                }
+                Some("SIGTERM") if waited.elapsed() >= grace => {
+                    let _ = self.child.kill();
+                    signalled = Some("SIGKILL");
+                }
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let sent = signalled.map(|s| format!(" (clrmap sent it {s} when the trace ended)")).unwrap_or_default();
+        let how = status.map_or_else(|| "could not be waited for".to_owned(), describe_status);
+        format!("app: {} (process {pid}) {how}{sent}", crate::output::Text(&self.program))
+    }
+}
+
+/// `exited with status 3`, `was killed by signal 9`.
+fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        (None, None) => "ended".to_owned(),
+    }
+}
+
+/// Start the command with a reverse diagnostics port, wait for its runtime to connect (within
+/// the timeout; the stop flag ends the wait), start the session on that connection and resume
+/// the runtime. On an error the command is killed and reaped.
+fn launch(args: &CollectArgs, config: &SessionConfig, stop: &AtomicBool, child_pid: &AtomicU32) -> Result<Launched, diag::DiagError> {
+    let io = |what: String| move |e: std::io::Error| diag::DiagError::new(DiagErrorKind::Io, format!("{what}: {e}"));
+    let (program, rest) = args.command.split_first().ok_or_else(|| diag::DiagError::new(DiagErrorKind::BadArgument, "no command given"))?;
+    let server = ReverseServer::bind(args.timeout)?;
+    let mut c = std::process::Command::new(program);
+    c.args(rest).env("DOTNET_DiagnosticPorts", server.env_value()).env_remove("COMPlus_DiagnosticPorts");
+    // A runtime that cannot open diagnostics would never connect.
+    c.env_remove("DOTNET_EnableDiagnostics").env_remove("COMPlus_EnableDiagnostics");
+    if args.inlines {
+        c.env("DOTNET_RichDebugInfo", "1");
+    }
+    let mut child = c.spawn().map_err(io(format!("cannot run {program}")))?;
+    let pid = child.id();
+    child_pid.store(pid, Ordering::SeqCst);
+    let shown = crate::output::Text(program).to_string();
+    let started = Instant::now();
+    let mut check = || -> Result<(), diag::DiagError> {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                return Err(diag::DiagError::new(
+                    DiagErrorKind::TargetExited,
+                    format!("{shown} (process {pid}) {} before a .NET runtime connected (is it a .NET 5+ app? CoreCLR 3.1 does not read DOTNET_DiagnosticPorts)", describe_status(status)),
+                ))
+            }
+            Ok(None) => {}
+            Err(e) => return Err(diag::DiagError::new(DiagErrorKind::Io, format!("cannot wait for {shown}: {e}"))),
+        }
+        // A runtime older than .NET 5 ignores the variable and runs on: say so at once rather
+        // than at the timeout.
+        if started.elapsed() >= Duration::from_millis(50) {
+            if let Some(v) = diag::mapped_runtime_version(pid) {
+                if v.split('.').next().and_then(|m| m.parse::<u32>().ok()).is_some_and(|major| major < 5) {
+                    return Err(diag::DiagError::new(
+                        DiagErrorKind::UnsupportedCommand,
+                        format!("{shown} (process {pid}) runs CoreCLR {v}, which does not read DOTNET_DiagnosticPorts (added in .NET 5): it cannot be started suspended; trace it with --pid PID once it runs"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    };
+    let limit = diag::Limit::new(args.timeout, Some(stop));
+    let started = diag::start_suspended(&server, config, &limit, &mut check);
+    match started {
+        Ok((session, adv)) => {
+            let traced = u32::try_from(adv.pid).unwrap_or(pid);
+            Ok(Launched { child, program: program.clone(), traced, session: Some(session), _server: server })
+        }
+        Err(e) => {
+            // The command is not left running, suspended or not.
+            let killed = match child.try_wait() {
+                Ok(None) => {
+                    let _ = child.kill();
+                    format!("; {shown} (process {pid}) was killed")
+                }
+                _ => String::new(),
+            };
+            let _ = child.wait();
+            let message = match e.kind {
+                DiagErrorKind::Timeout => {
+                    format!("{} (is {shown} a .NET 5+ app? a runtime that does not read DOTNET_DiagnosticPorts never connects; --timeout sets the wait){killed}", e.message)
+                }
+                _ => format!("{}{killed}", e.message),
+            };
+            Err(diag::DiagError { message, ..e })
+        }
+    }
+}
+
 /// How a session that started ended: its exit status, and what went wrong (`kind: message`).
-fn ending(c: &diag::Collected, args: &CollectArgs) -> (u8, Option<String>) {
-    let timeout = humantime(args.timeout);
+/// `launched`: the traced process was started by us, and its exit is the trace's normal end.
+fn ending(c: &diag::Collected, pid: u32, launched: bool, timeout: Duration) -> (u8, Option<String>) {
+    let timeout = humantime(timeout);
     match c.reason {
         EndReason::Stopped => (0, None),
-        EndReason::TargetExited => (EXIT_TARGET_EXITED, Some(format!("target_exited: process {} exited mid-session", args.pid))),
+        EndReason::TargetExited if launched => (0, None),
+        EndReason::TargetExited => (EXIT_TARGET_EXITED, Some(format!("target_exited: process {pid} exited mid-session"))),
         EndReason::Closed => (
             exit_status(DiagErrorKind::Protocol),
-            Some(format!("protocol: process {} still runs, but closed the session's stream before the stop (the runtime or another tool ended the session)", args.pid)),
+            Some(format!("protocol: process {pid} still runs, but closed the session's stream before the stop (the runtime or another tool ended the session)")),
         ),
         EndReason::Timeout => (exit_status(DiagErrorKind::Timeout), Some(format!("timeout: the stream did not end within {timeout} after the stop (--timeout); it was cut there"))),
         EndReason::StopFailed => {

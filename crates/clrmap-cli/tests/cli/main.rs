@@ -28,4 +28,5 @@ mod profile_inlines;
 mod inlines;
 mod stacktrace;
 mod symbol_server;
+mod cpu;
 mod serve;

@@ -21,6 +21,7 @@ mod discover;
 #[doc(hidden)]
 pub mod fake;
 pub mod ipc;
+mod reverse;
 mod session;
 
 use std::fmt;
@@ -32,7 +33,8 @@ use std::time::{Duration, Instant};
 
 pub use bounded::{connect as connect_within, Bounded, Limit};
 pub use discover::{exited, list_sockets, mapped_runtime_version, parse_socket_name, parse_start_key, proc_cmdline, socket_path, start_key, tmp_dir};
-pub use session::{Chunk, Framer, Provider, Session, SessionConfig, SessionReader, Stopper, JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE};
+pub use reverse::{parse_advertise, start_suspended, Advertise, ReverseServer, ADVERTISE_LEN, ADVERTISE_MAGIC};
+pub use session::{Chunk, Framer, Provider, Session, SessionConfig, SessionReader, Stopper, JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE, SAMPLE_PROFILER, SAMPLE_PROFILER_KEYWORDS};
 
 use crate::symbolizer::{OpenedSource, SourceKind};
 
@@ -420,6 +422,13 @@ pub struct CollectControl<'a> {
     pub poll: Duration,
 }
 
+/// Send SIGTERM to process `pid` (a child the caller started: `std::process::Child::kill` sends
+/// only SIGKILL). False when there is no such process or the signal was refused.
+pub fn terminate(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else { return false };
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).is_ok()
+}
+
 /// Whether process `pid` ends within [`EXIT_GRACE`] (a process being killed closes its sockets
 /// before it is a zombie).
 fn exits_soon(pid: u32) -> bool {
@@ -442,8 +451,15 @@ fn exits_soon(pid: u32) -> bool {
 /// a valid trace: cut after the last whole block and closed with the NullReference tag.
 /// `progress` gets the bytes received so far after each write.
 pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File, control: &CollectControl<'_>, progress: &mut dyn FnMut(u64)) -> Result<Collected, DiagError> {
+    let session = Session::start_until(client, config, &Limit::new(client.timeout(), Some(control.stop)))?;
+    collect_session(session, client.pid(), client.timeout(), out, control, progress)
+}
+
+/// [`collect`] of a session started already (for example by [`start_suspended`]): `pid` is the
+/// process whose exit ends the stream (the end is then [`EndReason::TargetExited`]), `timeout`
+/// bounds the stop request and the rundown after it.
+pub fn collect_session(mut session: Session, pid: Option<u32>, timeout: Duration, out: &mut std::fs::File, control: &CollectControl<'_>, progress: &mut dyn FnMut(u64)) -> Result<Collected, DiagError> {
     let io = |e: std::io::Error| DiagError::new(DiagErrorKind::Io, format!("writing the trace: {e}"));
-    let mut session = Session::start_until(client, config, &Limit::new(client.timeout(), Some(control.stop)))?;
     let session_id = session.id();
     let mut stopper = session.stopper();
     let mut framer = Framer::default();
@@ -457,7 +473,7 @@ pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File,
                 // The request is taken: a second one abandons the rundown.
                 control.stop.store(false, Ordering::SeqCst);
                 stopped_at = Some(Instant::now());
-                match stopper.send_until(&Limit::new(client.timeout(), Some(control.stop))) {
+                match stopper.send_until(&Limit::new(timeout, Some(control.stop))) {
                     Ok(()) => {}
                     // The session is over already; the stream says so.
                     Err(e) if e.kind == DiagErrorKind::NotDotnet => {}
@@ -473,7 +489,7 @@ pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File,
         }
         let wait = match stopped_at {
             Some(at) => {
-                let left = client.timeout().saturating_sub(at.elapsed());
+                let left = timeout.saturating_sub(at.elapsed());
                 if left.is_zero() {
                     break EndReason::Timeout;
                 }
@@ -493,7 +509,7 @@ pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File,
             }
             Chunk::Idle => {}
             Chunk::End if stopped_at.is_some() => break EndReason::Stopped,
-            Chunk::End => match client.pid() {
+            Chunk::End => match pid {
                 Some(pid) if !exits_soon(pid) => break EndReason::Closed,
                 _ => break EndReason::TargetExited,
             },
@@ -501,7 +517,7 @@ pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File,
     };
     if stopped_at.is_some() && stop_error.is_none() && reason == EndReason::Stopped {
         // The stream has ended: the reply is there, or the session was over already.
-        let left = client.timeout().min(Duration::from_secs(1));
+        let left = timeout.min(Duration::from_secs(1));
         stop_error = stopper.finish_until(&Limit::new(left, Some(control.stop))).err();
     }
     let complete = framer.complete();

@@ -5,10 +5,12 @@
 use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::bounded::{Bounded, Limit};
 use super::ipc::{self, Message, Payload};
+use super::reverse::ReverseServer;
 use super::{Client, DiagError, DiagErrorKind};
 use crate::nettrace::MAX_BLOCK;
 
@@ -23,6 +25,12 @@ pub const RICH_DEBUG_INFO_KEYWORD: u64 = 0x40000;
 pub const INLINE_RUNTIME_KEYWORDS: u64 = 0x40_0008_0000;
 /// Verbose.
 pub const LEVEL_VERBOSE: u32 = 5;
+/// The runtime's sampler: `Microsoft-DotNETCore-SampleProfiler` (ThreadSample events, a managed
+/// stack per thread about every millisecond, on CoreCLR 3.0 and later).
+pub const SAMPLE_PROFILER: &str = "Microsoft-DotNETCore-SampleProfiler";
+/// The keywords dotnet-trace's `cpu-sampling` profile gives the sampler (it has no keywords of its
+/// own; any enables it).
+pub const SAMPLE_PROFILER_KEYWORDS: u64 = 0xF000_0000_0000;
 
 /// One provider of a session.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +49,33 @@ impl Provider {
     /// The runtime provider with the keywords that give IL maps, verbose.
     pub fn jit_symbols() -> Self {
         Provider { name: crate::nettrace::RUNTIME.to_owned(), keywords: JIT_SYMBOLS_KEYWORDS, level: LEVEL_VERBOSE, filter: None }
+    }
+
+    /// The runtime's sampler ([`SAMPLE_PROFILER`]), verbose.
+    pub fn sample_profiler() -> Self {
+        Provider { name: SAMPLE_PROFILER.to_owned(), keywords: SAMPLE_PROFILER_KEYWORDS, level: LEVEL_VERBOSE, filter: None }
+    }
+
+    /// What a CPU profile needs: the sampler's stacks, and on the runtime provider the JIT,
+    /// loader and IL-map keywords ([`JIT_SYMBOLS_KEYWORDS`]) that map its addresses to methods and
+    /// lines (with the rundown at stop for methods jitted before the session).
+    pub fn cpu_sampling() -> Vec<Provider> {
+        vec![Provider::jit_symbols(), Provider::sample_profiler()]
+    }
+
+    /// Add the sampler to a provider list ([`Provider::cpu_sampling`]): the runtime provider's
+    /// [`JIT_SYMBOLS_KEYWORDS`] are added to it (or it is added), its level raised to verbose, and
+    /// the sampler added unless listed.
+    pub fn add_cpu_sampling(providers: &mut Vec<Provider>) {
+        for wanted in Provider::cpu_sampling() {
+            match providers.iter_mut().find(|p| p.name == wanted.name) {
+                Some(p) => {
+                    p.keywords |= wanted.keywords;
+                    p.level = p.level.max(wanted.level);
+                }
+                None => providers.push(wanted),
+            }
+        }
     }
 
     /// Add what the JIT's inline trees need (docs/rich-debug-info.md §1) to a provider list: the
@@ -136,12 +171,32 @@ pub enum Chunk {
     End,
 }
 
+/// Where a session's later commands (StopTracing) go: the runtime's own listening socket, or a
+/// runtime that connects to us ([`ReverseServer`]: it reconnects after each command).
+#[derive(Clone, Debug)]
+pub(crate) enum Port {
+    /// The runtime's socket.
+    Path(PathBuf),
+    /// A reverse server, and the pid of the runtime it serves.
+    Reverse(Arc<ReverseServer>, u64),
+}
+
+impl Port {
+    /// A new connection to the runtime within `limit`.
+    fn connect(&self, limit: &Limit<'_>) -> Result<UnixStream, DiagError> {
+        match self {
+            Port::Path(p) => super::bounded::connect(p, limit),
+            Port::Reverse(server, pid) => server.accept_from(*pid, limit, &mut || Ok(())),
+        }
+    }
+}
+
 /// A running EventPipe session: its stream, on the connection that started it.
 #[derive(Debug)]
 pub struct Session {
     stream: UnixStream,
     id: u64,
-    path: PathBuf,
+    port: Port,
     timeout: Duration,
 }
 
@@ -155,17 +210,20 @@ impl Session {
 
     /// [`Session::start`] within `limit`.
     pub fn start_until(client: &Client, config: &SessionConfig, limit: &Limit<'_>) -> Result<Session, DiagError> {
-        let mut stream = client.connect_until(limit)?;
-        let what = format!("CollectTracing2 to {}", client.peer());
-        let reply = Bounded::new(&mut stream, *limit, &what)
-            .run(|s| {
-                ipc::send(s, &Message { command_set: 0x02, command_id: 0x03, payload: config.payload() })?;
-                ipc::receive(s)
-            })
-            .map_err(|e| client.explain(e))?;
+        let stream = client.connect_until(limit)?;
+        Session::start_on(stream, Port::Path(client.path().to_owned()), &client.peer(), client.timeout(), config, limit).map_err(|e| client.explain(e))
+    }
+
+    /// Start a session on a connection made already (`stream`); later commands go to `port`.
+    pub(crate) fn start_on(mut stream: UnixStream, port: Port, peer: &str, timeout: Duration, config: &SessionConfig, limit: &Limit<'_>) -> Result<Session, DiagError> {
+        let what = format!("CollectTracing2 to {peer}");
+        let reply = Bounded::new(&mut stream, *limit, &what).run(|s| {
+            ipc::send(s, &Message { command_set: 0x02, command_id: 0x03, payload: config.payload() })?;
+            ipc::receive(s)
+        })?;
         let payload = ipc::expect_ok(reply, "CollectTracing2")?;
         let id = ipc::Fields::new(&payload).u64("the session id")?;
-        Ok(Session { stream, id, path: client.path().to_owned(), timeout: client.timeout() })
+        Ok(Session { stream, id, port, timeout })
     }
 
     /// The session id.
@@ -175,7 +233,7 @@ impl Session {
 
     /// What stops this session; usable while the stream is read.
     pub fn stopper(&self) -> Stopper {
-        Stopper { path: self.path.clone(), id: self.id, timeout: self.timeout, pending: None }
+        Stopper { port: self.port.clone(), id: self.id, timeout: self.timeout, pending: None }
     }
 
     /// Read what arrives within `wait` (at least 1 ms). A connection reset by a process that died
@@ -273,7 +331,7 @@ impl Read for SessionReader<'_> {
 /// reading the rundown meanwhile: the runtime may write the whole rundown before it answers.
 #[derive(Debug)]
 pub struct Stopper {
-    path: PathBuf,
+    port: Port,
     id: u64,
     timeout: Duration,
     pending: Option<UnixStream>,
@@ -290,7 +348,7 @@ impl Stopper {
         if self.pending.is_some() {
             return Ok(());
         }
-        let mut stream = super::bounded::connect(&self.path, limit)?;
+        let mut stream = self.port.connect(limit)?;
         let mut p = Payload::default();
         p.u64(self.id);
         Bounded::new(&mut stream, *limit, "StopTracing").run(|s| ipc::send(s, &Message { command_set: 0x02, command_id: 0x01, payload: p.0 }))?;
@@ -549,6 +607,23 @@ mod tests {
         let mut f = Framer::default();
         f.feed(b"HTTP/1.1 200 OK\r\n\r\n0123456789abcdef");
         assert!(f.fault().is_some() && f.whole() == 0);
+    }
+
+    #[test]
+    fn cpu_sampling_adds_the_sampler_and_the_map_keywords_once() {
+        let cpu = Provider::cpu_sampling();
+        assert_eq!(cpu.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["Microsoft-Windows-DotNETRuntime", "Microsoft-DotNETCore-SampleProfiler"]);
+        assert_eq!(cpu[1].keywords, 0xF000_0000_0000);
+        // Into a user's list: the runtime provider keeps its keywords and gains the maps'; the
+        // sampler is not added twice.
+        let mut list = Provider::parse_list("Microsoft-Windows-DotNETRuntime:0x1:4,Microsoft-DotNETCore-SampleProfiler:0:5").unwrap();
+        Provider::add_cpu_sampling(&mut list);
+        assert_eq!(list.len(), 2);
+        assert_eq!((list[0].keywords, list[0].level), (0x1 | JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE));
+        assert_eq!(list[1].keywords, SAMPLE_PROFILER_KEYWORDS);
+        let mut empty = vec![Provider::jit_symbols()];
+        Provider::add_cpu_sampling(&mut empty);
+        assert_eq!(empty, cpu);
     }
 
     #[test]
