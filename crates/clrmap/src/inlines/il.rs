@@ -368,7 +368,7 @@ pub fn read_modules<'p>(paths: impl IntoIterator<Item = &'p std::path::Path>, li
     out
 }
 
-/// Recover `tree`'s orphans from the IL ([`InlineTree::recover_parents`] with [`call_site`] as
+/// Recover `tree`'s orphans from the IL ([`super::InlineTree::recover_parents`] with [`call_site`] as
 /// the evidence). `method_at(method_id)` says where a node's method is defined: the module's
 /// path and its MethodDef token (for node 0, the body's own; for inlinees, MethodDetails' token
 /// in the module that defines the method). A method it cannot place, or whose module is not in

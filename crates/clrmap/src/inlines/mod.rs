@@ -10,7 +10,8 @@
 //! [`InlineTree::chain`] answers native offset → inline chain, innermost first.
 //!
 //! * raw.rs: the wire records and their sources; blob.rs: reading a blob; tree.rs: the checks
-//!   and the chain; details.rs: MethodDetails; assemble.rs: chunk reassembly.
+//!   and the chain; details.rs: MethodDetails; assemble.rs: chunk reassembly; il.rs: the IL
+//!   evidence that recovers the parents dotnet/runtime#98755 cut off ([`il::recover_tree`]).
 //!
 //! Hostile input never loops or panics: every count is checked against the bytes left before
 //! anything is allocated, every ordinal against the node count, cycles and double links are
