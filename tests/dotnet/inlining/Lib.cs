@@ -28,6 +28,17 @@ namespace InlLib
             return r ^ Sink;
         }
 
+        // Generic, and instantiated by Prog over its own struct: the instantiation's loader
+        // module is Prog.dll, the method's module Lib.dll.
+        [MethodImpl(MethodImplOptions.AggressiveInlining)]
+        public static T Pick<T>(T a, T b, bool first)
+        {
+            Sink++;
+            if (first)
+                return a;
+            return b;
+        }
+
         [MethodImpl(MethodImplOptions.NoInlining)]
         public static int Opaque(int x)
         {

@@ -1,7 +1,8 @@
 // Programs whose inlining is known, for the inline-tree tests (crates/clrmap-cli/tests/cli/inlines.rs):
 // [MethodImpl(AggressiveInlining)] and [MethodImpl(NoInlining)], three and two levels deep, across
-// two modules (LibMath in Lib.dll, with its own PDB), generic inlinees (a generic method and a
-// method of a generic class), an inlinee with a loop and an inlinee that throws.
+// two modules (LibMath in Lib.dll, with its own PDB), generic inlinees (a generic method, a
+// method of a generic class, and a generic method of Lib.dll instantiated over a struct of
+// Prog.dll), an inlinee with a loop and an inlinee that throws.
 // Each NoInlining host below is a physical body; each AggressiveInlining method must be an inlinee
 // of its caller, at the IL offset of its call, and no NoInlining method is ever an inlinee.
 //
@@ -40,6 +41,12 @@ namespace Inlining
             Reads++;
             return value;
         }
+    }
+
+    public struct Pt
+    {
+        public int X;
+        public int Y;
     }
 
     public static class Prog
@@ -123,6 +130,21 @@ namespace Inlining
             return b;
         }
 
+        // A generic inlinee of Lib.dll over a type of Prog.dll.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static long CrossGenericHost(int n)
+        {
+            long acc = 0;
+            for (int i = 0; i < n; i++)
+            {
+                var a = new Pt { X = i, Y = 1 };
+                var b = new Pt { X = 2, Y = i };
+                Pt p = LibMath.Pick(a, b, (i & 2) == 0); // CrossGenericHost calls Pick
+                acc += p.X + p.Y;
+            }
+            return acc;
+        }
+
         // An inlinee with a loop.
         [MethodImpl(MethodImplOptions.NoInlining)]
         static int LoopHost(int n)
@@ -175,6 +197,7 @@ namespace Inlining
             Console.WriteLine("result chain3 " + Chain3(n)); // Run calls Chain3
             Console.WriteLine("result lib " + LibLoop(n)); // Run calls LibLoop
             Console.WriteLine("result generic " + GenericHost(n)); // Run calls GenericHost
+            Console.WriteLine("result cross " + CrossGenericHost(n)); // Run calls CrossGenericHost
             Console.WriteLine("result loop " + LoopHost(n)); // Run calls LoopHost
             try
             {

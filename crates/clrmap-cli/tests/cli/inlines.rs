@@ -48,6 +48,7 @@ const FORCED: &[(&str, &str)] = &[
     ("InlLib.LibMath::Scramble", "InlLib.LibMath::Rotate"),
     ("Inlining.Prog::GenericHost", "Inlining.Prog::Choose"),
     ("Inlining.Prog::GenericHost", "Inlining.Box`1::Get"),
+    ("Inlining.Prog::CrossGenericHost", "InlLib.LibMath::Pick"),
     ("Inlining.Prog::LoopHost", "Inlining.Prog::SumDigits"),
     ("Inlining.Prog::ThrowHost", "Inlining.Prog::Checked"),
 ];
@@ -59,13 +60,14 @@ const NEVER: &[&str] = &[
     "Inlining.Prog::Chain3",
     "Inlining.Prog::LibLoop",
     "Inlining.Prog::GenericHost",
+    "Inlining.Prog::CrossGenericHost",
     "Inlining.Prog::LoopHost",
     "Inlining.Prog::ThrowHost",
     "Inlining.Prog::Run",
 ];
 
 /// The bodies jitted after the program was told to go (so the trace has their trees too).
-const HOSTS: &[&str] = &["Inlining.Prog::Run", "Inlining.Prog::Chain3", "Inlining.Prog::LibLoop", "Inlining.Prog::GenericHost", "Inlining.Prog::LoopHost", "Inlining.Prog::ThrowHost"];
+const HOSTS: &[&str] = &["Inlining.Prog::Run", "Inlining.Prog::Chain3", "Inlining.Prog::LibLoop", "Inlining.Prog::GenericHost", "Inlining.Prog::CrossGenericHost", "Inlining.Prog::LoopHost", "Inlining.Prog::ThrowHost"];
 
 fn run_ok(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
@@ -184,7 +186,7 @@ fn run(name: &str, dotnet: &str, tiered: bool) -> Run {
         .env_remove("DOTNET_RichDebugInfo")
         .env("DOTNET_TieredCompilation", if tiered { "1" } else { "0" })
         .env("DOTNET_JitStdOutFile", &jit_stdout)
-        .env("DOTNET_JitDisasm", "Inlining.Prog:Chain3 Inlining.Prog:LibLoop Inlining.Prog:GenericHost Inlining.Prog:LoopHost Inlining.Prog:ThrowHost Inlining.Prog:Run")
+        .env("DOTNET_JitDisasm", "Inlining.Prog:Chain3 Inlining.Prog:LibLoop Inlining.Prog:GenericHost Inlining.Prog:CrossGenericHost Inlining.Prog:LoopHost Inlining.Prog:ThrowHost Inlining.Prog:Run")
         .env("DOTNET_JitDisasmSummary", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
