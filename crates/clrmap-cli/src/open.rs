@@ -35,11 +35,19 @@ pub fn warn(source: &Path, warnings: &[clrmap::Error]) {
     }
 }
 
-/// Say on stderr why a module has no lines: each file of another build that was passed over
-/// (`Symbolizer::notes`). Asked after the lookups, which find the modules' PDBs.
-pub fn notes(sym: &clrmap::symbolizer::Symbolizer) {
-    for note in sym.notes() {
-        eprintln!("note: {}", crate::output::Text(&note));
+/// Say on stderr why a module has no lines (`Symbolizer::why_notes`): what was wanted, where it
+/// was looked for, and what was found instead. Asked after the lookups, which find the modules'
+/// PDBs. In text, `note: ...` lines; with `json`, one `{"note":{"module":...,"kind":...,...}}`
+/// object per line, with the reason's fields.
+pub fn notes(sym: &clrmap::symbolizer::Symbolizer, json: bool) {
+    for note in sym.why_notes() {
+        if json {
+            if let Ok(text) = serde_json::to_string(&serde_json::json!({ "note": note })) {
+                eprintln!("{text}");
+            }
+        } else {
+            eprintln!("note: {}", crate::output::Text(&note.to_string()));
+        }
     }
 }
 

@@ -196,5 +196,40 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// `symbolize --inlines` in process (issue 22 asks ≥ 5 M addresses/s): the committed real 8.0.4
+/// trace with the JIT's inline trees (tests/fixtures/inlines/attach-8.0.4.nettrace), 1M leaf
+/// addresses at random bytes of the bodies that have trees, each answered with its chain, the
+/// inlinees named and given lines where their modules have PDBs.
+fn bench_inlines(c: &mut Criterion) {
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/inlines/attach-8.0.4.nettrace");
+    let sym = Symbolizer::open(&trace, Options::default()).unwrap();
+    assert!(sym.has_inline_trees());
+    // Bodies whose chains are not all empty: probe each body at every byte once.
+    let with: Vec<&CodeBody> = sym
+        .store()
+        .bodies()
+        .iter()
+        .filter(|b| (0..b.code_size).any(|o| !sym.symbolize_inlined(b.start.unwrap() + u64::from(o), FrameKind::Leaf).1.is_empty()))
+        .collect();
+    assert!(with.len() >= 3, "{} bodies with inlined code", with.len());
+    let mut r = gen::Rng::new(22);
+    let addrs: Vec<u64> = (0..N)
+        .map(|_| {
+            let b = with[r.below(with.len() as u64) as usize];
+            b.start.unwrap() + r.below(u64::from(b.code_size))
+        })
+        .collect();
+    let inlined = addrs.iter().filter(|&&a| !sym.symbolize_inlined(a, FrameKind::Leaf).1.is_empty()).count();
+    eprintln!("inlines: {} bodies, {inlined} of {N} addresses in inlined code", with.len());
+    let mut g = c.benchmark_group("symbolize_inlines");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    g.bench_function("inlined_1m", |b| {
+        b.iter(|| addrs.iter().map(|&a| sym.symbolize_inlined(black_box(a), FrameKind::Leaf).1.len()).sum::<usize>())
+    });
+    g.bench_function("flat_1m", |b| b.iter(|| addrs.iter().map(|&a| sym.symbolize(black_box(a), FrameKind::Leaf).il_offset.unwrap_or(0) as usize).sum::<usize>()));
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_inlines);
 criterion_main!(benches);

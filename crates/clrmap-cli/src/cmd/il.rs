@@ -249,7 +249,7 @@ fn dump(source: Option<&Path>, (pid, timeout): (Option<u32>, Option<std::time::D
 fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = frame.open_or_pid(source)?;
     let f = sym.symbolize(address, frame.kind(&sym));
-    crate::open::notes(&sym);
+    crate::open::notes(&sym, json);
     if json && f.token.is_some() {
         return Ok(crate::output::write_frame(&f, true, out)?);
     }

@@ -213,7 +213,7 @@ fn jitdump(a: JitdumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
         let (header, _) = clrmap::jitdump::read::parse_header(&head, len).map_err(CliError::input)?;
         let pid = a.source.pid.unwrap_or(header.pid);
         let planned = plan(&sym, Some(pid));
-        crate::open::notes(&sym);
+        crate::open::notes(&sym, false);
         let order = recording_order(&sym, pid);
         let target = a.output.clone().unwrap_or_else(|| dump_path.clone());
         let write_error = |e: std::io::Error| CliError::Kinded { kind: "io", message: format!("cannot write {}: {e}", target.display()) };
@@ -240,7 +240,7 @@ fn jitdump(a: JitdumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     let pid = choose_pid(&sym, a.source.pid)?;
     let planned = plan(&sym, Some(pid));
-    crate::open::notes(&sym);
+    crate::open::notes(&sym, false);
     let header = FileHeader { elf_machine: host_machine(), pid, timestamp: a.timestamp, flags: 0 };
     let bytes = write_new(&planned, header);
     let target = a.output.unwrap_or_else(|| PathBuf::from(format!("jit-{pid}.dump")));
@@ -262,7 +262,7 @@ fn map(a: MapArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = open(&a.source)?;
     let pid = choose_pid(&sym, a.source.pid)?;
     let planned = plan(&sym, Some(pid));
-    crate::open::notes(&sym);
+    crate::open::notes(&sym, false);
     let target = a.output.unwrap_or_else(|| PathBuf::from(format!("perf-{pid}.map")));
     replace(&target, perf_map(&planned).as_bytes())?;
     writeln!(out, "wrote {} (pid {pid}): {} symbols", target.display(), planned.len())?;

@@ -136,7 +136,7 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
         let stdin = std::io::stdin();
         read_lines(&mut BufReader::with_capacity(1 << 16, stdin.lock()), out, &mut answer)?;
     }
-    crate::open::notes(&sym);
+    crate::open::notes(&sym, args.json);
     if bad > 0 {
         out.flush()?;
         let each = if args.json { "each has an error line in its place on stdout" } else { "each is named above and answered ??" };

@@ -31,6 +31,7 @@ use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind, Result};
 use crate::symsrv::SymbolServers;
+use super::why::Why;
 
 /// Where to look for PDBs besides the assembly itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -227,7 +228,12 @@ impl PassedOver {
 
     /// What a user is told about it: the file, the id it has and the id that was wanted.
     pub fn note(&self) -> String {
-        format!("{} is another build (PDB GUID {}, not the {} wanted); not used", self.path.display(), self.guid_hex(), guid_hex(&self.wanted))
+        self.why().to_string()
+    }
+
+    /// [`Self::note`], with fields.
+    pub fn why(&self) -> Why {
+        Why::AnotherBuild { path: self.path.display().to_string(), pdb_id: self.guid_hex(), wanted: guid_hex(&self.wanted) }
     }
 }
 
@@ -374,36 +380,51 @@ fn from_servers(paths: &SymbolPaths, name: &str, guid: &[u8; 16], checksums: &[S
 /// read; a name that is not a plain file name; each file passed over as another build, with both
 /// ids; and otherwise where the PDB was looked for.
 pub fn why_no_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths, passed: &[PassedOver]) -> Vec<String> {
+    why_no_pdb_structured(image, assembly_path, paths, passed).iter().map(ToString::to_string).collect()
+}
+
+/// [`why_no_pdb`], as values with fields (for JSON).
+pub fn why_no_pdb_structured(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths, passed: &[PassedOver]) -> Vec<Why> {
     let cv = match image.codeview() {
         Ok(Some(cv)) => cv,
-        Ok(None) => return vec!["the assembly names no PDB: it has no CodeView debug entry and no embedded PDB".to_owned()],
-        Err(e) => return vec![format!("the assembly's debug directory cannot be read: {}{}: {}", e.kind, e.location, e.message())],
+        Ok(None) => return vec![Why::NoPdbNamed],
+        Err(e) => return vec![Why::BadDebugDirectory { message: format!("{}{}: {}", e.kind, e.location, e.message()) }],
     };
     if !cv.is_portable() {
-        return vec![format!(
-            "the assembly names only a Windows PDB, {} (GUID {}, age {}), which clrmap does not read: it reads portable PDBs",
-            cv.path,
-            guid_hex(&cv.guid),
-            cv.age
-        )];
+        return vec![Why::WindowsPdb { pdb: cv.path.to_owned(), pdb_id: guid_hex(&cv.guid), age: cv.age }];
     }
     let name = cv.file_name();
     if !plain_name(name) {
-        return vec![format!("the assembly's CodeView entry names {:?}, which is not a file name", cv.path)];
+        return vec![Why::NotAFileName { pdb: cv.path.to_owned() }];
     }
-    let mut why: Vec<String> = passed.iter().map(PassedOver::note).collect();
+    let mut why: Vec<Why> = passed.iter().map(PassedOver::why).collect();
     let mut places: Vec<String> = assembly_path.and_then(Path::parent).map(|d| d.join(name).display().to_string()).into_iter().collect();
     places.extend(paths.dirs.iter().map(|d| format!("{} (flat and by key)", d.join(name).display())));
     if let Some(servers) = &paths.servers {
-        why.extend(servers.notes());
+        why.extend(servers.failures());
         places.extend(servers.config().servers.iter().map(|s| format!("symbol server {s}")));
     }
-    if places.is_empty() {
-        why.push(format!("{name} (PDB GUID {}) was looked for nowhere: give --pdb, --symbol-path or --symbol-server", guid_hex(&cv.guid)));
-    } else {
-        why.push(format!("{name} (PDB GUID {}) was looked for at {}", guid_hex(&cv.guid), places.join(", ")));
-    }
+    why.push(Why::LookedFor { pdb: name.to_owned(), pdb_id: guid_hex(&cv.guid), places });
     why
+}
+
+/// Where [`find_recorded_pdb`] looked for a recorded module's PDB, as a [`Why::LookedFor`]
+/// (`None` when the recording names no file name to look for).
+pub fn recorded_looked_for(recorded: &RecordedPdb, module_path: Option<&Path>, paths: &SymbolPaths) -> Option<Why> {
+    let name = recorded_pdb_name(recorded, module_path)?;
+    // Where `recorded_candidates` looks, a place per directory (its key layouts are implied).
+    let mut places: Vec<String> = paths.pdb.iter().map(|p| p.display().to_string()).collect();
+    if let Some(dir) = module_path.filter(|p| p.is_absolute()).and_then(Path::parent) {
+        places.push(dir.join(&name).display().to_string());
+    }
+    if Path::new(&recorded.path).is_absolute() {
+        places.push(recorded.path.clone());
+    }
+    places.extend(paths.dirs.iter().map(|d| format!("{} (flat and by key)", d.join(&name).display())));
+    if let Some(servers) = &paths.servers {
+        places.extend(servers.config().servers.iter().map(|s| format!("symbol server {s}")));
+    }
+    Some(Why::LookedFor { pdb: name, pdb_id: recorded.guid_hex(), places })
 }
 
 /// [`why_no_pdb`] for the assembly at `path`, read again (a failure path only); nothing when it

@@ -30,6 +30,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod why;
 pub mod embedded;
 #[doc(hidden)]
 pub mod fuzzcheck;

@@ -38,7 +38,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
 use crate::fs::{file_id, read_input};
-use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, read_candidate_assembly, why_no_pdb, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
+use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, read_candidate_assembly, recorded_looked_for, why_no_pdb_structured, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
+use crate::pdb::why::{Note, Why};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind};
@@ -177,7 +178,6 @@ impl ModuleSymbols {
     pub fn span(&self, token: u32, il: u32) -> Option<(u32, u32, u32, u32, Option<&str>)> {
         self.lines.line(token, il).map(|(p, file)| (p.line, p.column, p.end_line, p.end_column, file))
     }
-
 }
 
 /// One module of the source: where its file is, the PDB the recording names for it, and its line
@@ -213,8 +213,8 @@ pub struct Symbolizer {
     /// that recorded this GUID (whatever its name), and to a module that recorded none whose
     /// file name has its stem.
     explicit_guid: Option<[u8; 16]>,
-    /// Files of another build passed over while finding PDBs ([`Self::notes`]).
-    notes: Mutex<Vec<String>>,
+    /// Why modules hit have no lines ([`Self::notes`]).
+    notes: Mutex<Vec<Note>>,
     /// The major version of the runtime that ran the bodies, where the source records it.
     runtime_major: Option<u16>,
     /// The JIT's inline trees by (pid, code start), and the inlinees named (`--inlines`).
@@ -264,7 +264,7 @@ impl Symbolizer {
                     Some(ModuleLines::new(found.bytes).map_err(|error| OpenError::Input { path: at, error: located(error) })?)
                 }
                 None => {
-                    why = why_no_pdb(&image, path, &options.symbols, &passed);
+                    why = why_no_pdb_structured(&image, path, &options.symbols, &passed);
                     None
                 }
             };
@@ -326,7 +326,7 @@ impl Symbolizer {
         if let Some(image) = sym.modules.first() {
             let name = image.name.as_deref().unwrap_or("the image");
             let mut notes = sym.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            notes.extend(why.into_iter().map(|w| format!("{name}: {w}")));
+            notes.extend(why.into_iter().map(|why| Note { module: Some(name.to_owned()), why }));
         }
         Ok(sym)
     }
@@ -503,9 +503,13 @@ impl Symbolizer {
                 }
                 let mut passed = Vec::new();
                 let mut other_builds = Vec::new();
-                let found = module_pdb(module, &symbols, &mut passed, &mut other_builds);
+                let mut why = Vec::new();
+                let found = module_pdb(module, &symbols, &mut passed, &mut other_builds, &mut why);
                 self.note(module, passed);
                 self.note_mvids(module, other_builds);
+                if found.is_none() {
+                    self.push_notes(module, why);
+                }
                 let found = found?;
                 let id = PortablePdb::parse(&found.bytes).ok()?.id().0;
                 // A PDB another module already holds is not kept twice.
@@ -522,46 +526,42 @@ impl Symbolizer {
 
     /// Note the files of another build passed over while looking for a module's PDB.
     fn note(&self, module: &Module, passed: Vec<PassedOver>) {
-        if passed.is_empty() {
-            return;
-        }
-        let name = module.name.as_deref().unwrap_or("a module");
-        let wanted = module.recorded.as_ref().map(|r| format!(", not the {} the source recorded", r.guid_hex())).unwrap_or_default();
-        let mut notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for p in passed {
-            let note = format!("{name}: {} is another build (PDB GUID {}{wanted}); not used", p.path.display(), p.guid_hex());
-            if !notes.contains(&note) {
-                notes.push(note);
-            }
-        }
+        self.push_notes(module, passed.iter().map(PassedOver::why).collect());
     }
 
     /// Note the assemblies passed over because their MVID is not the one the capture recorded.
     fn note_mvids(&self, module: &Module, passed: Vec<(PathBuf, [u8; 16])>) {
-        let (Some(want), false) = (module.mvid, passed.is_empty()) else { return };
-        let name = module.name.as_deref().unwrap_or("a module");
+        let Some(want) = module.mvid else { return };
+        let wanted = crate::metadata::mvid_text(&want);
+        let why = passed.into_iter().map(|(path, mvid)| Why::AnotherBuildMvid { path: path.display().to_string(), mvid: crate::metadata::mvid_text(&mvid), wanted: wanted.clone() });
+        self.push_notes(module, why.collect());
+    }
+
+    /// Keep each reason once, with the module's name.
+    fn push_notes(&self, module: &Module, why: Vec<Why>) {
         let mut notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (path, mvid) in passed {
-            let note = format!(
-                "{name}: {} is another build (MVID {}, not the {} the capture recorded); not used",
-                path.display(),
-                crate::metadata::mvid_text(&mvid),
-                crate::metadata::mvid_text(&want)
-            );
+        for why in why {
+            let note = Note { module: Some(module.name.clone().unwrap_or_else(|| "a module".to_owned())), why };
             if !notes.contains(&note) {
                 notes.push(note);
             }
         }
     }
 
-    /// What was passed over so far while finding the PDBs of the modules hit: each assembly or
-    /// PDB of another build than the module's (one line each, for a user who wonders why an
-    /// address has no line). Modules are looked up when an address in them is first answered.
+    /// Why the modules hit so far have no lines, one line each (for a user who wonders why an
+    /// address has no line): each assembly or PDB of another build passed over, with both ids;
+    /// a Windows PDB; where the PDB was looked for; what each symbol server answered. Modules are
+    /// looked up when an address in them is first answered.
     pub fn notes(&self) -> Vec<String> {
+        self.why_notes().iter().map(ToString::to_string).collect()
+    }
+
+    /// [`Self::notes`], as values with fields (for JSON).
+    pub fn why_notes(&self) -> Vec<Note> {
         let mut notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        // What the symbol servers said (each note names its server and key).
+        // What the symbol servers said (each names its server and key).
         if let Some(servers) = &self.options.symbols.servers {
-            notes.extend(servers.notes());
+            notes.extend(servers.failures().into_iter().map(|why| Note { module: None, why }));
         }
         notes
     }
@@ -579,7 +579,7 @@ fn assembly_candidates<'a>(module: &'a Module, symbols: &'a SymbolPaths) -> impl
 /// over, and the PDB is also looked for without any assembly ([`find_recorded_pdb`]). With a
 /// recorded MVID (a capture's), only an assembly with that MVID is the module's: one of another
 /// build is passed over (noted in `other_builds`), and without the right one there are no lines.
-fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOver>, other_builds: &mut Vec<(PathBuf, [u8; 16])>) -> Option<FoundPdb> {
+fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOver>, other_builds: &mut Vec<(PathBuf, [u8; 16])>, why: &mut Vec<Why>) -> Option<FoundPdb> {
     for path in assembly_candidates(module, symbols) {
         // With a recorded id, a file of another build is passed over from its headers alone.
         let bytes = match &module.recorded {
@@ -597,16 +597,27 @@ fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOve
                 }
                 None => continue,
             }
-            return locate_pdb_noting(&image, Some(&path), symbols, passed).ok().flatten();
+            let found = locate_pdb_noting(&image, Some(&path), symbols, passed).ok().flatten();
+            if found.is_none() {
+                why.extend(why_no_pdb_structured(&image, Some(&path), symbols, &[]));
+            }
+            return found;
         }
         let found = locate_pdb_noting(&image, Some(&path), symbols, passed).ok().flatten();
+        if found.is_none() && module.recorded.is_none() {
+            why.extend(why_no_pdb_structured(&image, Some(&path), symbols, &[]));
+        }
         if found.is_some() || module.recorded.is_none() {
             return found;
         }
         break;
     }
     let recorded = module.recorded.as_ref()?;
-    find_recorded_pdb_noting(recorded, module.path.as_deref(), symbols, passed).ok().flatten()
+    let found = find_recorded_pdb_noting(recorded, module.path.as_deref(), symbols, passed).ok().flatten();
+    if found.is_none() {
+        why.extend(recorded_looked_for(recorded, module.path.as_deref(), symbols));
+    }
+    found
 }
 
 /// Name each inlinee from its defining module's metadata, adding a module for each inlinee

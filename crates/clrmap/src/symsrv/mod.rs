@@ -80,8 +80,8 @@ struct State {
     missing: HashSet<(usize, Key)>,
     /// Servers that could not be reached or timed out: not asked again this run.
     dead: HashSet<usize>,
-    /// One line per failure.
-    notes: Vec<String>,
+    /// One per failure: (server, key, what happened).
+    notes: Vec<(String, String, String)>,
 }
 
 impl PartialEq for SymbolServers {
@@ -141,7 +141,7 @@ impl SymbolServers {
                         }
                         fetch::Failure::Bad(_) => {}
                     }
-                    let note = format!("symbol server {server}: {key}: {e}");
+                    let note = (server.clone(), key.to_string(), e.to_string());
                     if !state.notes.contains(&note) {
                         state.notes.push(note);
                     }
@@ -153,6 +153,11 @@ impl SymbolServers {
 
     /// One line per failure so far, each naming its server and key.
     pub fn notes(&self) -> Vec<String> {
-        self.state().notes.clone()
+        self.failures().iter().map(ToString::to_string).collect()
+    }
+
+    /// [`Self::notes`], with fields.
+    pub fn failures(&self) -> Vec<crate::pdb::why::Why> {
+        self.state().notes.iter().map(|(server, key, message)| crate::pdb::why::Why::Server { server: server.clone(), key: key.clone(), message: message.clone() }).collect()
     }
 }

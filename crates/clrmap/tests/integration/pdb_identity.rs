@@ -122,8 +122,14 @@ fn another_build_in_the_symbol_path_never_answers() {
     assert!(every > 10_000, "{every} addresses");
     // And the user is told what was passed over (GUIDs as Python's uuid.UUID(bytes_le=...)
     // prints the CodeView GUID bytes: 12e1d89e... for Release, 3cb47e64... for Debug).
-    let note = |file: &str| format!("Frames.dll: {} is another build (PDB GUID {RELEASE_GUID}, not the {DEBUG_GUID} the source recorded); not used", frames("release-portable", file).display());
-    assert_eq!(sym.notes(), [note("Frames.dll"), note("Frames.pdb")]);
+    let note = |file: &str| format!("Frames.dll: {} is another build (PDB GUID {RELEASE_GUID}, not the {DEBUG_GUID} wanted); not used", frames("release-portable", file).display());
+    // Then what was wanted and where it was looked for: beside the module's recorded path, at
+    // the recorded build path (not absolute here), in the symbol directory.
+    let notes = sym.notes();
+    assert_eq!(notes[..2], [note("Frames.dll"), note("Frames.pdb")]);
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(notes[2].starts_with(&format!("Frames.dll: Frames.pdb (PDB GUID {DEBUG_GUID}) was looked for at ")), "{notes:?}");
+    assert!(notes[2].ends_with(&format!("{} (flat and by key)", frames("release-portable", "Frames.pdb").display())), "{notes:?}");
     // Nor a Release PDB alone, nor the Debug assembly with the Release PDB beside it.
     let mixed = tmp("pdb-identity-mixed");
     std::fs::copy(frames("debug-portable", "Frames.dll"), mixed.join("Frames.dll")).unwrap();
@@ -304,7 +310,8 @@ fn a_snapshot_of_a_process_checks_the_recorded_ids_too() {
     let sym = Symbolizer::from_opened(opened, None, options(None, &[release])).unwrap();
     let (address, ..) = runtime_frames()[0].clone();
     assert_eq!(sym.symbolize(address, FrameKind::ReturnAddress).line, None);
-    assert_eq!(sym.notes().len(), 2, "{:?}", sym.notes());
+    // Two files of another build, then where the PDB was looked for.
+    assert_eq!(sym.notes().len(), 3, "{:?}", sym.notes());
     // The right PDB answers as the runtime printed.
     let opened = clrmap::diag::snapshot_client(&client).unwrap();
     assert_runtime_lines(&Symbolizer::from_opened(opened, None, options(Some(frames("debug-portable", "Frames.pdb")), &[])).unwrap(), "snapshot, --pdb");
