@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::Args;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
@@ -148,15 +148,46 @@ fn endpoint_of(path: &str) -> &'static str {
     }
 }
 
+/// How long a body over the limit is still read (and thrown away) before the 413 goes out, so
+/// that a client still sending sees the answer rather than a reset connection (a lingering
+/// close, as nginx does); memory stays constant meanwhile.
+const LINGER: Duration = Duration::from_secs(2);
+
 /// Read a body of at most `limit` bytes within `deadline`.
-async fn read_body(body: Incoming, limit: u64, deadline: Duration) -> Result<Bytes, Outcome> {
-    let limit_usize = usize::try_from(limit).unwrap_or(usize::MAX);
-    match tokio::time::timeout(deadline, Limited::new(body, limit_usize).collect()).await {
-        Err(_) => Err(error(StatusCode::REQUEST_TIMEOUT, "timeout", &format!("the body did not arrive within {deadline:?}"))),
-        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(error(StatusCode::PAYLOAD_TOO_LARGE, "too_large", &format!("the body is over {limit} bytes"))),
-        Ok(Err(e)) => Err(error(StatusCode::BAD_REQUEST, "bad_body", &format!("the body could not be read: {e}"))),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+async fn read_body(mut body: Incoming, limit: u64, deadline: Duration) -> Result<Bytes, Outcome> {
+    let started = Instant::now();
+    let mut data = bytes::BytesMut::new();
+    let mut over = false;
+    loop {
+        let left = if over { LINGER.saturating_sub(started.elapsed()).min(deadline) } else { deadline.saturating_sub(started.elapsed()) };
+        let frame = match tokio::time::timeout(left, body.frame()).await {
+            Err(_) if over => break,
+            Err(_) => return Err(error(StatusCode::REQUEST_TIMEOUT, "timeout", &format!("the body did not arrive within {deadline:?}"))),
+            Ok(None) => break,
+            Ok(Some(Err(e))) if over => {
+                let _ = e;
+                break;
+            }
+            Ok(Some(Err(e))) => return Err(error(StatusCode::BAD_REQUEST, "bad_body", &format!("the body could not be read: {e}"))),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(chunk) = frame.into_data() else { continue };
+        if over {
+            continue;
+        }
+        if u64::try_from(data.len().saturating_add(chunk.len())).unwrap_or(u64::MAX) > limit {
+            over = true;
+            data = bytes::BytesMut::new();
+            continue;
+        }
+        data.extend_from_slice(&chunk);
     }
+    if over {
+        let mut o = error(StatusCode::PAYLOAD_TOO_LARGE, "too_large", &format!("the body is over {limit} bytes"));
+        o.response.headers_mut().insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+        return Err(o);
+    }
+    Ok(data.freeze())
 }
 
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
