@@ -2,7 +2,8 @@
 // [MethodImpl(AggressiveInlining)] and [MethodImpl(NoInlining)], three and two levels deep, across
 // two modules (LibMath in Lib.dll, with its own PDB), generic inlinees (a generic method, a
 // method of a generic class, and a generic method of Lib.dll instantiated over a struct of
-// Prog.dll), an inlinee with a loop and an inlinee that throws.
+// Prog.dll, and a method of a generic class inlined into shared generic code), an inlinee with a
+// loop and an inlinee that throws.
 // Each NoInlining host below is a physical body; each AggressiveInlining method must be an inlinee
 // of its caller, at the IL offset of its call, and no NoInlining method is ever an inlinee.
 //
@@ -145,6 +146,21 @@ namespace Inlining
             return acc;
         }
 
+        // A shared generic host (its body is for every reference type) inlining a method of a
+        // generic class over its own type parameter.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int SharedHost<T>(T item, int n) where T : class
+        {
+            var box = new Box<T>(item); // SharedHost calls .ctor
+            int acc = 0;
+            for (int i = 0; i < n; i++)
+            {
+                if (box.Get() == item) // SharedHost calls Get
+                    acc++;
+            }
+            return acc + box.Reads;
+        }
+
         // An inlinee with a loop.
         [MethodImpl(MethodImplOptions.NoInlining)]
         static int LoopHost(int n)
@@ -198,6 +214,7 @@ namespace Inlining
             Console.WriteLine("result lib " + LibLoop(n)); // Run calls LibLoop
             Console.WriteLine("result generic " + GenericHost(n)); // Run calls GenericHost
             Console.WriteLine("result cross " + CrossGenericHost(n)); // Run calls CrossGenericHost
+            Console.WriteLine("result shared " + SharedHost("s", n)); // Run calls SharedHost
             Console.WriteLine("result loop " + LoopHost(n)); // Run calls LoopHost
             try
             {

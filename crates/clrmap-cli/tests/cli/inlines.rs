@@ -49,6 +49,7 @@ const FORCED: &[(&str, &str)] = &[
     ("Inlining.Prog::GenericHost", "Inlining.Prog::Choose"),
     ("Inlining.Prog::GenericHost", "Inlining.Box`1::Get"),
     ("Inlining.Prog::CrossGenericHost", "InlLib.LibMath::Pick"),
+    ("Inlining.Prog::SharedHost", "Inlining.Box`1::Get"),
     ("Inlining.Prog::LoopHost", "Inlining.Prog::SumDigits"),
     ("Inlining.Prog::ThrowHost", "Inlining.Prog::Checked"),
 ];
@@ -61,18 +62,24 @@ const NEVER: &[&str] = &[
     "Inlining.Prog::LibLoop",
     "Inlining.Prog::GenericHost",
     "Inlining.Prog::CrossGenericHost",
+    "Inlining.Prog::SharedHost",
     "Inlining.Prog::LoopHost",
     "Inlining.Prog::ThrowHost",
     "Inlining.Prog::Run",
 ];
 
 /// The bodies jitted after the program was told to go (so the trace has their trees too).
-const HOSTS: &[&str] = &["Inlining.Prog::Run", "Inlining.Prog::Chain3", "Inlining.Prog::LibLoop", "Inlining.Prog::GenericHost", "Inlining.Prog::CrossGenericHost", "Inlining.Prog::LoopHost", "Inlining.Prog::ThrowHost"];
+const HOSTS: &[&str] = &["Inlining.Prog::Run", "Inlining.Prog::Chain3", "Inlining.Prog::LibLoop", "Inlining.Prog::GenericHost", "Inlining.Prog::CrossGenericHost", "Inlining.Prog::SharedHost", "Inlining.Prog::LoopHost", "Inlining.Prog::ThrowHost"];
 
 fn run_ok(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(out.status.success(), "{cmd:?} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// A directory of this test process's own (two runs of the tests at once must not share one).
+fn work_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-inlines-{}/{name}", std::process::id()))
 }
 
 fn src_dir() -> PathBuf {
@@ -87,7 +94,7 @@ fn built() -> &'static PathBuf {
         let csc = dotnet_file("roslyn/csc");
         let corelib = dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
         let fw = Path::new(&corelib).parent().unwrap().to_path_buf();
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-inlines/build");
+        let out = work_dir("build");
         let _ = std::fs::remove_dir_all(&out);
         std::fs::create_dir_all(&out).unwrap();
         let src = src_dir();
@@ -175,7 +182,7 @@ fn wait_for(child: &mut Child, what: &str, limit: Duration) -> std::process::Exi
 /// long enough for their loops to go to OSR bodies, optimized with inlining.
 fn run(name: &str, dotnet: &str, tiered: bool) -> Run {
     let build = built();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-inlines/{name}"));
+    let dir = work_dir(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (capture, trace, jit_stdout) = (dir.join("run.capture"), dir.join("run.nettrace"), dir.join("jit.txt"));
@@ -186,7 +193,7 @@ fn run(name: &str, dotnet: &str, tiered: bool) -> Run {
         .env_remove("DOTNET_RichDebugInfo")
         .env("DOTNET_TieredCompilation", if tiered { "1" } else { "0" })
         .env("DOTNET_JitStdOutFile", &jit_stdout)
-        .env("DOTNET_JitDisasm", "Inlining.Prog:Chain3 Inlining.Prog:LibLoop Inlining.Prog:GenericHost Inlining.Prog:CrossGenericHost Inlining.Prog:LoopHost Inlining.Prog:ThrowHost Inlining.Prog:Run")
+        .env("DOTNET_JitDisasm", "Inlining.Prog:Chain3 Inlining.Prog:LibLoop Inlining.Prog:GenericHost Inlining.Prog:CrossGenericHost Inlining.Prog:SharedHost Inlining.Prog:LoopHost Inlining.Prog:ThrowHost Inlining.Prog:Run")
         .env("DOTNET_JitDisasmSummary", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -652,6 +659,8 @@ struct Listing {
 fn jit_name(s: &str) -> String {
     let head = s.split('(').next().unwrap();
     let (ty, m) = head.rsplit_once(':').unwrap();
+    // A generic method's instantiation: `SharedHost[System.__Canon]`.
+    let m = m.split('[').next().unwrap();
     format!("{ty}::{m}")
 }
 
@@ -782,7 +791,7 @@ int main(int argc, char **argv)
 fn the_text_layout_is_llvm_symbolizers_for_inlined_native_code() {
     let ok = Command::new("llvm-symbolizer").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
     assert!(ok, "llvm-symbolizer is missing: run scripts/install-perf.sh (Debian's llvm)");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-inlines/llvm");
+    let dir = work_dir("llvm");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (src, exe) = (dir.join("inl.c"), dir.join("inl"));
