@@ -161,6 +161,21 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         c.env_remove("DOTNET_RichDebugInfo").env_remove("COMPlus_RichDebugInfo").env_remove("CLRMAP_PROFILER_INLINES");
     } else if output.is_some() {
         c.env("DOTNET_RichDebugInfo", "1").env("CLRMAP_PROFILER_INLINES", "1");
+        // The runtime sends the trees only while the runtime provider's JIT keyword is on. Turned
+        // on through the runtime's LTTng configuration (no LTTng library loaded, no EventSource
+        // enabled), the profiler's EventPipe session needs only the private provider; on the
+        // session the runtime provider would also start its managed EventSource, which costs
+        // start-up time (docs/capture-format.md). A user's own settings of these are left as
+        // they are, and the profiler then puts the runtime provider on its session.
+        let own = ["EnableEventLog", "LTTngConfig", "EventSourceFilter", "LTTng"]
+            .iter()
+            .any(|n| std::env::var_os(format!("DOTNET_{n}")).is_some() || std::env::var_os(format!("COMPlus_{n}")).is_some());
+        if !own {
+            c.env("DOTNET_EnableEventLog", "1")
+                .env("DOTNET_LTTngConfig", "Microsoft-Windows-DotNETRuntime:10:5")
+                .env("DOTNET_EventSourceFilter", "clrmap:no-event-source")
+                .env("DOTNET_LTTng", "0");
+        }
     } else {
         c.env_remove("CLRMAP_PROFILER_INLINES");
     }

@@ -104,22 +104,15 @@ fn trees(c: &Capture) -> Vec<(Option<u64>, Tree)> {
         .collect()
 }
 
-#[test]
-#[ignore = "needs .NET"]
-fn profile_records_the_jits_inline_trees_on_8_and_nothing_on_3_1_or_with_no_inlines() {
-    let dotnet8 = dotnet_file("8.0/dnv/net/runtime/.net/dotnet");
-    let dotnet31 = dotnet_file("3.1/dotnetcore2/bin/dotnet");
-    let dir = std::env::temp_dir().join(format!("clrmap-profile-inlines-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-
-    // 8.0.4 (Hot.dll rolls forward to it; tiering off, so its methods are jitted optimized).
-    let bytes = profile(&dir, "on", &dotnet8, &[], &[]);
-    let c = read_capture(&bytes).unwrap();
+/// The checks of one 8.0.4 capture of Hot.dll with trees; returns, per Hot.dll method token,
+/// its tree's inlinees as (module file name, MethodDef token), in node order.
+fn hot_trees(bytes: &[u8], method_details: bool) -> HashMap<u32, Vec<(String, u32)>> {
+    let c = read_capture(bytes).unwrap();
     assert!(c.warning.is_none() && c.skipped == 0);
     assert_eq!(c.runtime_major, Some(8));
     assert_eq!(c.inline_sessions.len(), 1, "one session, one process");
     let session = &c.inline_sessions[0];
-    assert_eq!((session.hr, session.rich_debug_info, session.pid), (0, true, c.pids.first().copied()));
+    assert_eq!((session.hr, session.rich_debug_info, session.method_details, session.pid), (0, true, method_details, c.pids.first().copied()));
     let jitted: HashMap<u64, &clrmap::capture::CapturedBody> = c.bodies.iter().filter(|b| b.kind == CodeKind::Jit).map(|b| (b.body.start.unwrap(), b)).collect();
     let trees = trees(&c);
     assert!(!trees.is_empty(), "no rich debug info recorded");
@@ -132,6 +125,34 @@ fn profile_records_the_jits_inline_trees_on_8_and_nothing_on_3_1_or_with_no_inli
         assert_eq!(t.nodes[0], (t.method_id, 0xFFFF_FFFF), "node 0 is the root");
         assert!(t.mappings > 0);
     }
+    // Every inlinee is named once: by a MethodDetails event whose payload's token (MethodID u64,
+    // TypeID u64, MethodToken u32) is the one GetFunctionInfo gives for the same MethodID, or,
+    // without them, by the profiler.
+    let kind = if method_details { InlineEventKind::MethodDetails } else { InlineEventKind::Inlinee };
+    let other = if method_details { InlineEventKind::Inlinee } else { InlineEventKind::MethodDetails };
+    assert!(!c.inlines.iter().any(|i| i.kind == other), "{other:?} records in a {kind:?} capture");
+    let named: HashMap<u64, &clrmap::capture::CapturedInline> = c.inlines.iter().filter(|i| i.kind == kind).map(|i| (i.method_id, i)).collect();
+    let name = |m: u64| {
+        let d = named.get(&m).unwrap_or_else(|| panic!("inlinee {m:#x} is not named"));
+        if method_details {
+            assert_eq!(u64_at(&d.payload, 0), m);
+            assert_eq!(d.token, Some(u32_at(&d.payload, 16)), "GetFunctionInfo and MethodDetails disagree on {m:#x}");
+        } else {
+            assert!(d.payload.is_empty());
+        }
+        let module = d.module.as_deref().unwrap_or_else(|| panic!("inlinee {m:#x} has no module"));
+        assert!(module.ends_with(".dll"), "{module}");
+        (Path::new(module).file_name().unwrap().to_string_lossy().into_owned(), d.token.unwrap())
+    };
+    for (_, t) in &trees {
+        for &(m, _) in &t.nodes[1..] {
+            name(m);
+        }
+    }
+    // The raw payloads, as the library's decoder takes them: every event, no inlinee record.
+    let events = c.inlines.iter().filter(|i| i.kind != InlineEventKind::Inlinee).count();
+    assert_eq!(c.inline_payloads().filter(|(pid, _)| Some(*pid) == c.pids.first().copied()).count(), events);
+    assert!(c.inline_payloads().any(|(_, p)| matches!(p, InlinePayload::RichDebugInfo(_))));
     // Every jitted body of Hot.dll has its tree.
     let hot: Vec<_> = jitted.values().filter(|b| b.module_path.ends_with("/Hot.dll")).collect();
     assert_eq!(hot.len(), 3, "Main, OwnLoop and FrameworkLoop, once each (tiering is off)");
@@ -146,25 +167,29 @@ fn profile_records_the_jits_inline_trees_on_8_and_nothing_on_3_1_or_with_no_inli
     assert_eq!(own.nodes.len(), 1);
     assert!(main.nodes.len() > 1, "Main inlines nothing?");
     assert!(!main.nodes.iter().any(|&(m, _)| m == own.method_id || m == framework.method_id), "a NoInlining method inlined");
-    // MethodDetails name every inlinee, and the token in the runtime's payload (MethodID u64,
-    // TypeID u64, MethodToken u32) is the one GetFunctionInfo gives for the same MethodID.
-    let details: HashMap<u64, &clrmap::capture::CapturedInline> = c.inlines.iter().filter(|i| i.kind == InlineEventKind::MethodDetails).map(|i| (i.method_id, i)).collect();
-    for (_, t) in &trees {
-        for &(m, _) in &t.nodes[1..] {
-            let d = details.get(&m).unwrap_or_else(|| panic!("inlinee {m:#x} has no MethodDetails"));
-            assert_eq!(u64_at(&d.payload, 0), m);
-            assert_eq!(d.token, Some(u32_at(&d.payload, 16)), "GetFunctionInfo and MethodDetails disagree on {m:#x}");
-            assert!(d.module.as_deref().is_some_and(|p| p.ends_with(".dll")), "{:?}", d.module);
-        }
-    }
-    // The raw payloads, as the library's decoder takes them.
-    let n = c.inline_payloads().filter(|(pid, p)| Some(*pid) == c.pids.first().copied() && matches!(p, InlinePayload::RichDebugInfo(_))).count();
-    assert_eq!(n, c.inlines.iter().filter(|i| i.kind == InlineEventKind::RichDebugInfo).count());
+    [0x0600_0001, 0x0600_0002, 0x0600_0003].into_iter().map(|t| (t, tree_of(t).nodes[1..].iter().map(|&(m, _)| name(m)).collect())).collect()
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn profile_records_the_jits_inline_trees_on_8_and_nothing_on_3_1_or_with_no_inlines() {
+    let dotnet8 = dotnet_file("8.0/dnv/net/runtime/.net/dotnet");
+    let dotnet31 = dotnet_file("3.1/dotnetcore2/bin/dotnet");
+    let dir = std::env::temp_dir().join(format!("clrmap-profile-inlines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // 8.0.4 (Hot.dll rolls forward to it; tiering off, so its methods are jitted optimized).
+    // By default the JIT keyword comes from the runtime's own LTTng settings and the profiler
+    // names the inlinees; with a user's LTTng setting (here DOTNET_LTTng=0) the runtime provider
+    // goes on the session and MethodDetails name them. Both must name the same inlinees.
+    let lttng = hot_trees(&profile(&dir, "on", &dotnet8, &[], &[]), false);
+    let event_pipe = hot_trees(&profile(&dir, "ep", &dotnet8, &[], &[("DOTNET_LTTng", "0")]), true);
+    assert_eq!(lttng, event_pipe, "the profiler's names and MethodDetails' differ");
 
     // --no-inlines: no session and no trees, and the variable is taken out of the command's
     // environment even when clrmap's own has it.
     let env_file = dir.join("env.txt");
-    let script = format!("printenv DOTNET_RichDebugInfo > '{}'; exec \"$0\" \"$@\"", env_file.display());
+    let script = format!("printenv DOTNET_RichDebugInfo DOTNET_EnableEventLog DOTNET_LTTngConfig > '{}'; exec \"$0\" \"$@\"", env_file.display());
     let cap = dir.join("off.capture");
     let hot = repo_root().join("tests/fixtures/perf/Hot.dll");
     let so = profiler();
@@ -174,7 +199,7 @@ fn profile_records_the_jits_inline_trees_on_8_and_nothing_on_3_1_or_with_no_inli
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(std::fs::read_to_string(&env_file).unwrap(), "", "DOTNET_RichDebugInfo reached the command");
+    assert_eq!(std::fs::read_to_string(&env_file).unwrap(), "", "DOTNET_RichDebugInfo or the JIT keyword's settings reached the command");
     let off = read_capture(&std::fs::read(&cap).unwrap()).unwrap();
     assert!(off.inlines.is_empty() && off.inline_sessions.is_empty());
     assert!(off.bodies.iter().any(|b| b.module_path.ends_with("/Hot.dll")));
@@ -185,7 +210,7 @@ fn profile_records_the_jits_inline_trees_on_8_and_nothing_on_3_1_or_with_no_inli
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(std::fs::read_to_string(&env_file).unwrap(), "1\n");
+    assert_eq!(std::fs::read_to_string(&env_file).unwrap(), "1\n1\nMicrosoft-Windows-DotNETRuntime:10:5\n");
 
     // 3.1.23: no ICorProfilerInfo12, so nothing new: only the kinds of lines captures had before.
     let bytes = profile(&dir, "v31", &dotnet31, &[], &[]);

@@ -57,6 +57,9 @@ pub enum InlineEventKind {
     RichDebugInfo,
     /// `MethodDetails` (Microsoft-Windows-DotNETRuntime, id 72).
     MethodDetails,
+    /// No event: an inlinee the profiler named itself (`module`, `mvid`, `token`), where the
+    /// session had no MethodDetails. Its payload is empty.
+    Inlinee,
 }
 
 /// One runtime event the profiler recorded for the inline trees, its payload unchanged.
@@ -70,12 +73,12 @@ pub struct CapturedInline {
     pub method_id: u64,
     /// Rich debug info: the code start of the body it belongs to, where the profiler could tell.
     pub start: Option<u64>,
-    /// MethodDetails: the method's module path, MVID and MethodDef token, as the profiler asked
-    /// the runtime (`GetFunctionInfo`).
+    /// MethodDetails and inlinees: the method's module path, as the profiler asked the runtime
+    /// (`GetFunctionInfo`, then `GetModuleInfo`).
     pub module: Option<String>,
-    /// MethodDetails: the module's MVID (Module table byte order).
+    /// MethodDetails and inlinees: the module's MVID (Module table byte order).
     pub mvid: Option<[u8; 16]>,
-    /// MethodDetails: the MethodDef token.
+    /// MethodDetails and inlinees: the MethodDef token.
     pub token: Option<u32>,
     /// The event's payload, as the runtime wrote it.
     pub payload: Vec<u8>,
@@ -91,20 +94,20 @@ pub enum InlinePayload<'a> {
 }
 
 impl CapturedInline {
-    /// The payload, by kind.
-    pub fn payload(&self) -> InlinePayload<'_> {
+    /// The event's payload, by kind (`None` for an inlinee the profiler named: no event).
+    pub fn payload(&self) -> Option<InlinePayload<'_>> {
         match self.kind {
-            InlineEventKind::RichDebugInfo => InlinePayload::RichDebugInfo(&self.payload),
-            InlineEventKind::MethodDetails => InlinePayload::MethodDetails(&self.payload),
+            InlineEventKind::RichDebugInfo => Some(InlinePayload::RichDebugInfo(&self.payload)),
+            InlineEventKind::MethodDetails => Some(InlinePayload::MethodDetails(&self.payload)),
+            InlineEventKind::Inlinee => None,
         }
     }
 }
 
 impl Capture {
-    /// Every recorded inline-tree event's payload, in file order, with the process that
-    /// recorded it.
+    /// Every recorded runtime event's payload, in file order, with the process that recorded it.
     pub fn inline_payloads(&self) -> impl Iterator<Item = (u32, InlinePayload<'_>)> {
-        self.inlines.iter().map(|i| (i.pid, i.payload()))
+        self.inlines.iter().filter_map(|i| Some((i.pid, i.payload()?)))
     }
 }
 
@@ -145,7 +148,7 @@ fn entries(raw: &[[u32; 3]]) -> Vec<MapEntry> {
 }
 
 /// The record kinds this reader knows.
-const KNOWN_KINDS: [&str; 6] = ["jit", "r2r", "end", "inline_session", "rich_debug_info", "method_details"];
+const KNOWN_KINDS: [&str; 7] = ["jit", "r2r", "end", "inline_session", "rich_debug_info", "method_details", "inlinee"];
 
 /// A JSON object whose `kind` is a string this reader does not know.
 fn is_other_kind(text: &str) -> bool {
@@ -238,6 +241,10 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             }
             Record::MethodDetails(e) => {
                 out.inlines.push(captured_inline(InlineEventKind::MethodDetails, e, pid));
+                continue;
+            }
+            Record::Inlinee(e) => {
+                out.inlines.push(captured_inline(InlineEventKind::Inlinee, e, pid));
                 continue;
             }
             Record::Jit(b) => (CodeKind::Jit, b),
@@ -429,13 +436,19 @@ mod tests {
         let session = "{\"kind\":\"inline_session\",\"pid\":7,\"hr\":0,\"rich_debug_info\":true}\n";
         let rdi = "{\"kind\":\"rich_debug_info\",\"pid\":7,\"method_id\":16,\"start\":4096,\"payload\":\"00Ff10\"}\n";
         let details = "{\"kind\":\"method_details\",\"method_id\":32,\"module\":\"/a/A.dll\",\"token\":100663297,\"payload\":\"\"}\n";
-        let c = read_capture(format!("{HEADER}{}{session}{rdi}{details}{}", record(1, None), record(2, None)).as_bytes()).unwrap();
+        let inlinee = "{\"kind\":\"inlinee\",\"pid\":7,\"method_id\":48,\"module\":\"/a/B.dll\",\"token\":100663298}\n";
+        let c = read_capture(format!("{HEADER}{}{session}{rdi}{details}{inlinee}{}", record(1, None), record(2, None)).as_bytes()).unwrap();
         assert_eq!((c.bodies.len(), c.skipped), (2, 0));
-        assert_eq!(c.inline_sessions, [InlineSession { pid: Some(7), hr: 0, rich_debug_info: true }]);
+        assert_eq!(c.inline_sessions, [InlineSession { pid: Some(7), hr: 0, rich_debug_info: true, method_details: false }]);
         let got: Vec<(u32, InlinePayload<'_>)> = c.inline_payloads().collect();
         assert_eq!(got, [(7, InlinePayload::RichDebugInfo(&[0x00, 0xFF, 0x10])), (7, InlinePayload::MethodDetails(&[]))]);
         assert_eq!((c.inlines[0].method_id, c.inlines[0].start), (16, Some(4096)));
         assert_eq!((c.inlines[1].module.as_deref(), c.inlines[1].token, c.inlines[1].start), (Some("/a/A.dll"), Some(0x0600_0001), None));
+        // An inlinee the profiler named: no event, so no payload for the decoder.
+        assert_eq!((c.inlines[2].kind, c.inlines[2].method_id, c.inlines[2].token), (InlineEventKind::Inlinee, 48, Some(0x0600_0002)));
+        assert_eq!((c.inlines[2].module.as_deref(), c.inlines[2].payload()), (Some("/a/B.dll"), None));
+        let line = Record::Inlinee(InlineEvent { pid: Some(7), method_id: 48, token: Some(1), ..InlineEvent::default() }).to_line();
+        assert!(!line.contains("payload"), "{line}");
         // What the profiler writes reads back, byte for byte.
         let bytes: Vec<u8> = (0..=255).collect();
         let line = Record::RichDebugInfo(InlineEvent { pid: Some(7), method_id: 1, payload: Hex(bytes.clone()), ..InlineEvent::default() }).to_line();

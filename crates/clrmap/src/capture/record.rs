@@ -62,6 +62,11 @@ pub enum Record {
     /// runtime wrote it.
     #[serde(rename = "method_details")]
     MethodDetails(InlineEvent),
+    /// An inlinee of a recorded tree, as the profiler asked the runtime about it
+    /// (`GetFunctionInfo`): written once per method where no MethodDetails event names it (the
+    /// session without the runtime provider). No payload.
+    #[serde(rename = "inlinee")]
+    Inlinee(InlineEvent),
 }
 
 /// Whether the profiler's EventPipe session for inline trees started.
@@ -77,6 +82,10 @@ pub struct InlineSession {
     /// no trees, even to a session that started).
     #[serde(default)]
     pub rich_debug_info: bool,
+    /// The runtime provider was on the session, so MethodDetails events name the inlinees
+    /// (`method_details` records); otherwise the profiler names them (`inlinee` records).
+    #[serde(default)]
+    pub method_details: bool,
 }
 
 /// One runtime event's payload, recorded unchanged, with what the profiler knew about it.
@@ -103,8 +112,8 @@ pub struct InlineEvent {
     /// MethodDetails: the MethodDef token (`GetFunctionInfo`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u32>,
-    /// The event's payload, unchanged, in lowercase hexadecimal.
-    #[serde(default)]
+    /// The event's payload, unchanged, in lowercase hexadecimal (absent for an `inlinee`).
+    #[serde(default, skip_serializing_if = "Hex::is_empty")]
     pub payload: Hex,
 }
 
@@ -113,6 +122,11 @@ pub struct InlineEvent {
 pub struct Hex(pub Vec<u8>);
 
 impl Hex {
+    /// No bytes.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The bytes of `text`, or `None` for an odd length or a character that is not a hex digit.
     pub fn decode(text: &str) -> Option<Hex> {
         let digit = |c: u8| match c {

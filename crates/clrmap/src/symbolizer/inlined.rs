@@ -100,6 +100,12 @@ impl SourceInlines {
                         out.methods.insert((Some(c.pid), c.method_id), InlineeMethod { token, module_path: c.module.clone() });
                     }
                 }
+                // Named by the profiler (a session without MethodDetails): no payload.
+                InlineEventKind::Inlinee => {
+                    if let Some(token) = c.token {
+                        out.methods.insert((Some(c.pid), c.method_id), InlineeMethod { token, module_path: c.module.clone() });
+                    }
+                }
             }
         }
         let finished: HashMap<u32, crate::inlines::Inlines> = collectors.into_iter().map(|(pid, c)| (pid, c.finish())).collect();
