@@ -74,11 +74,16 @@ pub fn read_trace<R: Read>(reader: R) -> Result<OpenedSource, Error> {
     let mut pdbs = HashMap::new();
     let mut runtime_major = None;
     let mut type_modules = HashMap::new();
-    let (bodies, trace_inlines, warning) = crate::nettrace::read_code_bodies_and_inlines(reader, |e| {
+    let (bodies, mut trace_inlines, warning) = crate::nettrace::read_code_bodies_and_inlines(reader, |e| {
         runtime_major = runtime_major.or_else(|| crate::nettrace::runtime_information(e).and_then(|r| r.major()));
         note_recorded_pdb(e, &mut pdbs);
         super::inlined::bulk_type_modules(e, &mut type_modules);
     })?;
+    // Trees that .NET 8 broke (dotnet/runtime#98755) get back the parents their callers' IL
+    // settles; the rest stay unknown (docs/rich-debug-info.md).
+    if trace_inlines.inlines.trees().any(|(_, t)| t.nodes().iter().any(|n| n.parent == crate::inlines::Parent::Unknown)) {
+        trace_inlines.recover_parents_from_il(&bodies, &type_modules);
+    }
     let inlines = SourceInlines::from_trace(&bodies, &trace_inlines, &type_modules);
     Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: HashMap::new(), inlines })
 }
