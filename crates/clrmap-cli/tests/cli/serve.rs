@@ -583,3 +583,80 @@ fn sigterm_finishes_the_request_in_flight_and_accepts_nothing_new() {
     assert!(log.contains("\"event\":\"shutdown\"") && log.contains("\"clean\":true"), "{log}");
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// A PE file's TimeDateStamp and SizeOfImage, read here by the PE/COFF spec (not by clrmap).
+fn pe_key(bytes: &[u8]) -> (u32, u32) {
+    let pe = u32::from_le_bytes(bytes[0x3c..0x40].try_into().unwrap()) as usize;
+    assert_eq!(&bytes[pe..pe + 4], b"PE\0\0");
+    let ts = u32::from_le_bytes(bytes[pe + 8..pe + 12].try_into().unwrap());
+    let size = u32::from_le_bytes(bytes[pe + 24 + 56..pe + 24 + 60].try_into().unwrap());
+    (ts, size)
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn ready_to_run_frames_answer_as_clrmap_symbolize_from_a_symbol_path_and_a_symbol_server() {
+    for corelib in [
+        crate::support::dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll"),
+        crate::support::dotnet_file("8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll"),
+    ] {
+        let bytes = std::fs::read(&corelib).unwrap();
+        let (ts, size) = pe_key(&bytes);
+        // RVAs inside bodies (each method's start + 3, from `il dump`), and some in none.
+        let o = clrmap(&["il", "dump", &corelib, "--json"]);
+        assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+        let mut rvas: Vec<u64> = v["methods"].as_array().unwrap().iter().step_by(997).map(|m| m["rva"].as_u64().unwrap() + 3).collect();
+        rvas.extend([0x10, 0x7fff_fff0]);
+        let args: Vec<String> = rvas.iter().map(|r| format!("0x{r:x}")).collect();
+        let mut expected = Vec::new();
+        for ret in [false, true] {
+            let mut a: Vec<&str> = vec!["symbolize", &corelib, "--json"];
+            if ret {
+                a.push("--return-address");
+            }
+            a.extend(args.iter().map(String::as_str));
+            let o = clrmap(&a);
+            assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+            for line in stdout(&o).lines().filter(|l| l.starts_with("{\"address\"")) {
+                let mut f: serde_json::Value = serde_json::from_str(line).unwrap();
+                f.as_object_mut().unwrap().remove("address");
+                expected.push(f);
+            }
+        }
+        assert_eq!(expected.len(), rvas.len() * 2);
+        assert!(expected.iter().filter(|f| f["method"].is_string()).count() > 5);
+        let module = serde_json::json!({"name": "System.Private.CoreLib.dll", "pe_timestamp": ts, "pe_size_of_image": size});
+        // The OpenTelemetry form (an address below the JIT tag is an RVA), and `rva`.
+        let frames: Vec<_> = [false, true].iter().flat_map(|ret| rvas.iter().map(move |r| serde_json::json!({"module": 0, "address": r, "return_address": ret}))).collect();
+        let req = serde_json::json!({"modules": [module], "frames": frames}).to_string();
+        let fw = Path::new(&corelib).parent().unwrap().to_str().unwrap().to_owned();
+        let s = Serve::start(&["--symbol-path", &fw]);
+        let (status, v) = post_json(&s, "/symbolicate", &req);
+        assert_eq!(status, 200);
+        for (got, want) in v["frames"].as_array().unwrap().iter().zip(&expected) {
+            assert_eq!(got, want, "{corelib}");
+        }
+        assert_eq!(v["frames"].as_array().unwrap().len(), expected.len());
+        // From a symbol server only, by the SSQP PE key (TimeDateStamp as %08X, SizeOfImage %x).
+        let root = tmp("r2r");
+        let dir = root.join("store/system.private.corelib.dll").join(format!("{ts:08X}{size:x}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&corelib, dir.join("system.private.corelib.dll")).unwrap();
+        let srv = Server::start(&root.join("store"), "ok", None);
+        let s = Serve::start(&["--symbol-server", &srv.url, "--cache", root.join("cache").to_str().unwrap()]);
+        let frames: Vec<_> = [false, true].iter().flat_map(|ret| rvas.iter().map(move |r| serde_json::json!({"module": 0, "rva": r, "return_address": ret}))).collect();
+        let req = serde_json::json!({"modules": [{"code_file": "/usr/share/dotnet/System.Private.CoreLib.dll", "code_id": format!("{ts:08X}{size:x}")}], "frames": frames}).to_string();
+        let (status, v) = post_json(&s, "/symbolicate", &req);
+        assert_eq!(status, 200);
+        for (got, want) in v["frames"].as_array().unwrap().iter().zip(&expected) {
+            assert_eq!(got, want, "{corelib}");
+        }
+        assert_eq!(v["frames"].as_array().unwrap().len(), expected.len());
+        // A key of another build: nothing found, each frame says so.
+        let req = serde_json::json!({"modules": [{"name": "System.Private.CoreLib.dll", "pe_timestamp": ts ^ 1, "pe_size_of_image": size}], "frames": [{"module": 0, "rva": rvas[0]}]}).to_string();
+        let (_, v) = post_json(&s, "/symbolicate", &req);
+        assert_eq!(v["frames"][0]["error"]["kind"], "not_found", "{v}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -660,7 +660,10 @@ fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind) -> FrameOut
     };
     let f = sym.symbolize(u64::from(rva), kind);
     FrameOut {
-        module: f.module.map(str::to_owned).or_else(|| ident.name.clone()),
+        // As `clrmap symbolize` answers: an RVA inside no body has every field null. Otherwise the
+        // module's name as the request gave it (a file from a symbol server's cache is named in
+        // lower case).
+        module: f.module.map(|m| ident.name.clone().unwrap_or_else(|| m.to_owned())),
         token: f.token,
         method: f.method.map(Arc::from),
         il_offset: f.il_offset,
