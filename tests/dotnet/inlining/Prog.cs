@@ -9,7 +9,8 @@
 //
 // Run with tiered compilation off (the runtimeconfig says so), so every body is jitted optimized
 // at its first call. Protocol (stdout, stdin):
-//   1. prints `pid N`, then one `callsite CALLER CALLEE IL_OFFSET` line per call instruction
+//   1. prints `pid N`, then `method TYPE::METHOD TOKEN` for each method of Prog, Box`1 and
+//      LibMath (its MethodDef token, from reflection), and one `callsite CALLER CALLEE IL_OFFSET` line per call instruction
 //      (call, callvirt, newobj) in the methods of Prog, Box`1 and LibMath to a method of these
 //      types, found by reading the IL bytes through reflection (the runtime's own account of the
 //      IL, not clrmap's), then `ready`;
@@ -259,6 +260,7 @@ namespace Inlining
                 methods.AddRange(t.GetConstructors(all));
                 foreach (MethodBase m in methods)
                 {
+                    Console.WriteLine("method " + t.Name + "::" + m.Name + " " + m.MetadataToken);
                     MethodBody body = m.GetMethodBody();
                     if (body == null)
                         continue;

@@ -130,6 +130,8 @@ struct Run {
     trace: PathBuf,
     /// (caller, callee) as `Type::Method` -> the IL offset of the call, from the program's IL.
     callsites: HashMap<(String, String), u64>,
+    /// `Type::Method` -> its MethodDef token, from reflection.
+    tokens: HashMap<String, u64>,
     /// The JIT's own listing (`DOTNET_JitStdOutFile`).
     jit_stdout: PathBuf,
 }
@@ -246,7 +248,15 @@ fn run(name: &str, dotnet: &str, tiered: bool) -> Run {
         callsites.insert((f[0].to_owned(), f[1].to_owned()), f[2].parse().unwrap());
     }
     assert!(callsites.len() >= FORCED.len(), "{seen:?}");
-    Run { capture, trace, callsites, jit_stdout }
+    let tokens: HashMap<String, u64> = seen
+        .iter()
+        .filter_map(|l| l.strip_prefix("method "))
+        .map(|l| {
+            let (m, t) = l.split_once(' ').unwrap();
+            (m.to_owned(), t.parse().unwrap())
+        })
+        .collect();
+    Run { capture, trace, callsites, tokens, jit_stdout }
 }
 
 /// The 8.0.4 run, shared by the tests that read it.
@@ -497,6 +507,15 @@ fn check_forced(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], trees: &Hash
             assert!((from..=to).contains(&line), "{} at line {line}, outside {from}..={to}: {v}", s(x, "method"));
             assert!(x["il_offset"].is_u64(), "{v}");
         }
+        // Every frame of Prog, Box`1 and LibMath has the MethodDef token reflection gives (each
+        // inlinee of ours is one of theirs).
+        for (k, x) in f.iter().enumerate().filter(|(_, x)| ours(x)) {
+            let want = r.tokens.get(&short(&s(x, "method"))).copied();
+            assert!(want.is_some() || k == f.len() - 1, "{v}");
+            if want.is_some() {
+                assert_eq!(x["token"].as_u64(), want, "the token reflection gives: {v}");
+            }
+        }
     }
     for (parent, callee) in FORCED {
         assert!(pairs.contains(&(parent.to_string(), callee.to_string())), "{callee} is never an inlinee of {parent}: {pairs:#?}");
@@ -581,6 +600,16 @@ fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_
     let cap = json_lines(&cap_json);
     assert_eq!(cap.len(), count);
     check_forced(r, &cap, &bodies, &trees);
+    // --return-address answers for the call before (address - 1), its chain included: a
+    // return address one past each address gets that address's answer.
+    let after: String = bodies.iter().flat_map(|&(start, size, _)| (start + 1..=start + size).map(|a| format!("{a:#x}\n"))).collect();
+    let (ret_json, _) = symbolize(&r.capture, &["--inlines", "--json", "--return-address"], &after);
+    let ret = json_lines(&ret_json);
+    assert_eq!(ret.len(), count);
+    for (mut x, y) in ret.into_iter().zip(&cap) {
+        x["address"] = (x["address"].as_u64().unwrap() - 1).into();
+        assert_eq!(&x, y);
+    }
 
     check_trace(r, &cap, &bodies, &addresses);
     let (flat_json, _) = symbolize(&r.capture, &["--json"], &addresses);
