@@ -12,7 +12,6 @@
 //! before it is counted ([`Stats::unknown_stack_ids`]), never guessed.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io::Read;
 
 use super::stream::{read_with, Side, Stats};
@@ -24,6 +23,7 @@ pub const SAMPLE_PROFILER: &str = "Microsoft-DotNETCore-SampleProfiler";
 pub const MAX_STACK_WORDS: usize = 8 << 20;
 /// The bound on stacks kept in the table; past it the table is emptied.
 pub const MAX_STACKS: usize = 2 << 20;
+const EMPTY: u32 = u32::MAX;
 
 /// One ThreadSample event with its stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +45,11 @@ pub struct Sample<'a> {
 #[derive(Debug, Default)]
 struct StackTable {
     words: Vec<u64>,
-    by_id: HashMap<u32, (usize, usize)>,
+    /// Indexed by id (ids count up from 1; an id past [`MAX_STACKS`] is dropped): where the
+    /// stack's words start and how many, `EMPTY` for none.
+    by_id: Vec<(u32, u32)>,
+    /// Stacks held.
+    held: usize,
     /// Bumped whenever ids start again (a sequence point, or the table emptied at its bound).
     generation: u32,
 }
@@ -54,12 +58,17 @@ impl StackTable {
     fn clear(&mut self) {
         self.words.clear();
         self.by_id.clear();
+        self.held = 0;
         self.generation = self.generation.wrapping_add(1);
     }
 
     fn get(&self, id: u32) -> Option<&[u64]> {
-        let &(start, len) = self.by_id.get(&id)?;
-        self.words.get(start..start.checked_add(len)?)
+        let &(start, len) = self.by_id.get(id as usize)?;
+        if start == EMPTY {
+            return None;
+        }
+        let start = start as usize;
+        self.words.get(start..start.checked_add(len as usize)?)
     }
 
     /// A StackBlock's body: every whole stack is kept; a torn one is counted and dropped.
@@ -89,8 +98,13 @@ impl StackTable {
                 continue;
             }
             let n = size.checked_div(pointer_size).unwrap_or(0);
-            if self.words.len().saturating_add(n) > MAX_STACK_WORDS || self.by_id.len() >= MAX_STACKS {
-                stats.stacks_dropped = stats.stacks_dropped.saturating_add(self.by_id.len() as u64);
+            let id = first.wrapping_add(i);
+            if id as usize >= MAX_STACKS {
+                stats.stacks_dropped = stats.stacks_dropped.saturating_add(1);
+                continue;
+            }
+            if self.words.len().saturating_add(n) > MAX_STACK_WORDS {
+                stats.stacks_dropped = stats.stacks_dropped.saturating_add(self.held as u64);
                 self.clear();
                 if n > MAX_STACK_WORDS {
                     stats.stacks_dropped = stats.stacks_dropped.saturating_add(1);
@@ -103,8 +117,14 @@ impl StackTable {
             } else {
                 self.words.extend(bytes.chunks_exact(4).map(|c| c.try_into().map(u32::from_le_bytes).map(u64::from).unwrap_or(0)));
             }
-            let id = first.wrapping_add(i);
-            if self.by_id.insert(id, (start, n)).is_some() {
+            if self.by_id.len() <= id as usize {
+                self.by_id.resize((id as usize).saturating_add(1), (EMPTY, 0));
+            }
+            let (Ok(start32), Ok(n32), Some(slot)) = (u32::try_from(start), u32::try_from(n), self.by_id.get_mut(id as usize)) else { continue };
+            let old = std::mem::replace(slot, (start32, n32));
+            self.held = self.held.saturating_add(1);
+            if old.0 != EMPTY {
+                self.held = self.held.saturating_sub(1);
                 // An id given twice before a sequence point: the later stack wins (the earlier
                 // one's words stay in the arena until the next clear); keys cached for the id
                 // are stale, so ids start a new generation.

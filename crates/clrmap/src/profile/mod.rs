@@ -121,7 +121,9 @@ struct IntHasher(u64);
 
 impl Hasher for IntHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // Folded multiply: the low bits (the bucket) depend on every bit of the key.
+        let m = u128::from(self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (m as u64) ^ ((m >> 64) as u64)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
@@ -135,7 +137,7 @@ impl Hasher for IntHasher {
         self.write_u64(u64::from(i));
     }
     fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        self.0 = (self.0.rotate_left(23) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
     fn write_usize(&mut self, i: usize) {
         self.write_u64(i as u64);
@@ -173,6 +175,8 @@ struct Builder<'s> {
     address_locs: IntMap<(u64, bool), u32>,
     stack_nodes: IntMap<(u64, u64), u32>,
     unknown_names: usize,
+    /// The location `[unknown]`, once made.
+    unknown_loc: Option<u32>,
     path: Vec<u32>,
     first_ts: Option<u64>,
     last_ts: u64,
@@ -191,6 +195,7 @@ impl Profile {
             address_locs: IntMap::default(),
             stack_nodes: IntMap::default(),
             unknown_names: 0,
+            unknown_loc: None,
             path: Vec::new(),
             first_ts: None,
             last_ts: 0,
@@ -309,15 +314,27 @@ impl Profile {
             return l;
         }
         let mut frames = Vec::new();
+        if b.unknown_names >= MAX_UNKNOWN_NAMES {
+            if let Some(l) = b.unknown_loc {
+                if b.sym.body(address, kind).is_none() {
+                    self.stats.unknown_frames = self.stats.unknown_frames.saturating_add(1);
+                    return l;
+                }
+            }
+        }
         let (frame, inlined) = if b.inlines { b.sym.symbolize_inlined(address, kind) } else { (b.sym.symbolize(address, kind), Vec::new()) };
-        let physical = match frame.method {
-            Some(m) => FrameInfo { name: m.to_owned(), file: frame.file.map(str::to_owned), line: frame.line },
-            None => {
+        let mut bucket = false;
+        let physical = match (frame.method, frame.token) {
+            (Some(m), _) => FrameInfo { name: m.to_owned(), file: frame.file.map(str::to_owned), line: frame.line },
+            // A body with no name: its module and token.
+            (None, Some(t)) => FrameInfo { name: format!("{}!0x{t:08x}", frame.module.unwrap_or("??")), file: frame.file.map(str::to_owned), line: frame.line },
+            (None, None) => {
                 self.stats.unknown_frames = self.stats.unknown_frames.saturating_add(1);
                 let name = if b.unknown_names < MAX_UNKNOWN_NAMES {
                     b.unknown_names = b.unknown_names.saturating_add(1);
                     format!("{address:#x}")
                 } else {
+                    bucket = true;
                     "[unknown]".to_owned()
                 };
                 FrameInfo { name, file: None, line: None }
@@ -337,6 +354,10 @@ impl Profile {
                 l
             }
         };
+        if bucket {
+            b.unknown_loc = Some(loc);
+            return loc;
+        }
         if b.address_locs.len() >= MAX_CACHED_ADDRESSES {
             b.address_locs.clear();
         }

@@ -1,0 +1,225 @@
+//! `clrmap flame` (issue 24): a real 8.0.4 sample trace of tests/fixtures/perf/Hot.dll
+//! (tests/fixtures/flame) in each format, read back by independent readers: Google's
+//! profile.proto compiled by protoc (Python), inferno-flamegraph, and the speedscope app in
+//! headless chromium (scripts/install-flame-tools.sh installs them; those tests fail without
+//! them). Hostile traces under the memory limit.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clrmap::nettrace::{TraceWriter, SAMPLE_PROFILER};
+
+use super::hostile::limited;
+use super::support::{clrmap, code, repo_root, stderr, stdout};
+
+const TRACE: &str = "tests/fixtures/flame/hot-8.0.4.nettrace";
+
+fn dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("flame").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The line of Hot.cs that holds `marker`, from the source (not from clrmap).
+fn hot_line(marker: &str) -> u32 {
+    let src = std::fs::read_to_string(repo_root().join("tests/dotnet/perf/Hot.cs")).unwrap();
+    src.lines().position(|l| l.contains(marker)).unwrap() as u32 + 1
+}
+
+fn tools() -> PathBuf {
+    let t = repo_root().join("target/flame-tools");
+    assert!(t.join("py/profile_pb2.py").is_file(), "run scripts/install-flame-tools.sh");
+    t
+}
+
+fn collapsed_lines(text: &str) -> Vec<(String, u64)> {
+    text.lines().map(|l| l.rsplit_once(' ').map(|(s, n)| (s.to_owned(), n.parse().unwrap())).unwrap()).collect()
+}
+
+#[test]
+fn collapsed_to_stdout_names_the_hot_line() {
+    // The --help example, as written.
+    let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let lines = collapsed_lines(&stdout(&o));
+    let own = format!("Hot::OwnLoop (Hot.cs:{})", hot_line("// HOT-OWN"));
+    let ending_in_own: u64 = lines.iter().filter(|(s, _)| s.rsplit(';').next().unwrap().starts_with("Hot::OwnLoop")).map(|l| l.1).sum();
+    let at_line: u64 = lines.iter().filter(|(s, _)| s.ends_with(&own)).map(|l| l.1).sum();
+    assert!(ending_in_own > 200 && at_line * 10 >= ending_in_own * 9, "{at_line} of {ending_in_own}");
+    // Root first: Main, then the loop.
+    assert!(lines.iter().filter(|(s, _)| s.contains("Hot::OwnLoop")).all(|(s, _)| s.starts_with("Hot::Main (Hot.cs:")), "{lines:?}");
+}
+
+#[test]
+fn output_files_are_written_whole() {
+    let d = dir("output");
+    let out = d.join("hot.folded");
+    std::fs::write(&out, "old").unwrap();
+    let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "-o", out.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    let direct = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf"]);
+    assert_eq!(std::fs::read(&out).unwrap(), direct.stdout);
+    // A directory as -o is refused and stays.
+    let o = clrmap(&["flame", TRACE, "-o", d.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(d.is_dir());
+}
+
+#[test]
+fn bad_input_and_usage() {
+    let o = clrmap(&["flame", "tests/fixtures/perf/Hot.runtimeconfig.json"]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    let o = clrmap(&["flame", "no/such.nettrace"]);
+    assert_eq!(code(&o), Some(1));
+    let o = clrmap(&["flame", TRACE, "--format", "svg"]);
+    assert_eq!(code(&o), Some(2));
+    // A trace with no samples: an empty profile and a warning that says how to record one.
+    let o = clrmap(&["flame", "examples/frames.nettrace"]);
+    assert_eq!(code(&o), Some(0));
+    assert!(o.stdout.is_empty());
+    assert!(stderr(&o).contains("no CPU samples") && stderr(&o).contains("--cpu"), "{}", stderr(&o));
+}
+
+#[test]
+fn help_has_a_working_example() {
+    let o = clrmap(&["flame", "--help"]);
+    assert_eq!(code(&o), Some(0));
+    let help = stdout(&o);
+    assert!(help.contains("--format") && help.contains("speedscope") && help.contains("pprof"));
+    let o = clrmap(&["--help"]);
+    assert!(stdout(&o).contains("flame"));
+    let o = clrmap(&["help", "flame"]);
+    assert!(stdout(&o).contains("clrmap flame tests/fixtures/flame/hot-8.0.4.nettrace --symbol-path tests/fixtures/perf"), "{}", stdout(&o));
+}
+
+#[test]
+#[ignore = "needs the flame tools"]
+fn pprof_read_by_googles_profile_proto() {
+    let t = tools();
+    let d = dir("pprof");
+    let out = d.join("hot.pb.gz");
+    let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "--format", "pprof", "-o", out.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let o = Command::new("python3").arg(repo_root().join("tests/flame/read_pprof.py")).arg(&out).env("PYTHONPATH", t.join("py")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sample_types"], serde_json::json!([["samples", "count"], ["cpu", "nanoseconds"]]));
+    assert_eq!(v["period"], 1_000_000);
+    // The top leaf location by cpu is the hot method at the hot line.
+    let top = &v["top_leaf"];
+    assert_eq!(top["lines"][0]["function"], "Hot::OwnLoop", "{v}");
+    assert_eq!(top["lines"][0]["line"], hot_line("// HOT-OWN"));
+    assert!(top["lines"][0]["file"].as_str().unwrap().ends_with("Hot.cs"));
+    // Every sample's cpu value is its count times the period.
+    assert_eq!(v["cpu_total"], v["samples_total"].as_i64().unwrap() * 1_000_000);
+}
+
+#[test]
+#[ignore = "needs the flame tools"]
+fn collapsed_rendered_by_inferno_names_the_hot_line() {
+    let t = tools();
+    let d = dir("inferno");
+    let folded = d.join("hot.folded");
+    let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "-o", folded.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0));
+    let svg = d.join("hot.svg");
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' '{}' > '{}'", t.join("cargo/bin/inferno-flamegraph").display(), folded.display(), svg.display()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let svg = std::fs::read_to_string(svg).unwrap();
+    let own = format!("Hot::OwnLoop (Hot.cs:{})", hot_line("// HOT-OWN"));
+    assert!(svg.contains(&own), "the SVG does not name {own}");
+}
+
+#[test]
+#[ignore = "needs the flame tools"]
+fn speedscope_draws_the_flame_graph_in_chromium() {
+    let t = tools();
+    let d = dir("speedscope");
+    let file = d.join("hot.speedscope.json");
+    let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "--format", "speedscope", "-o", file.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0));
+    let png = d.join("hot.png");
+    let o = Command::new("python3").arg(repo_root().join("tests/flame/speedscope_screenshot.py")).arg(&file).arg(&png).env("FLAME_TOOLS", &t).output().unwrap();
+    assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    // OCR of the screenshot: the hot method's name is drawn, no error page.
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(text.contains("OwnLoop"), "the screenshot ({}) shows: {text}", png.display());
+    assert!(!text.to_lowercase().contains("something went wrong"), "{text}");
+}
+
+/// A trace of `n` distinct stacks of depth 4 (addresses in no body), one sample each.
+fn distinct_stacks(path: &Path, n: u32) {
+    let f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut w = TraceWriter::new(f, 8, 1_000_000, 7).unwrap();
+    w.metadata(&[(1, SAMPLE_PROFILER, 0)]).unwrap();
+    let per = 10_000u32;
+    let payload = 1u32.to_le_bytes();
+    for b in 0..n.div_ceil(per) {
+        let first = b * per + 1;
+        let stacks: Vec<Vec<u64>> = (first..first + per).map(|i| (0..4u64).map(|j| 0x7f00_0000_0000 + u64::from(i) * 8 + j * 0x1_0000_0000).collect()).collect();
+        let refs: Vec<&[u64]> = stacks.iter().map(Vec::as_slice).collect();
+        w.stacks(first, &refs, 8).unwrap();
+        let ev: Vec<(u32, u64, u32, u64, &[u8])> = (first..first + per).map(|i| (1, u64::from(i % 16), i, 1, &payload[..])).collect();
+        w.events(&ev).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+#[test]
+fn a_million_distinct_stacks_under_the_memory_limit() {
+    let d = dir("million");
+    let trace = d.join("million.nettrace");
+    distinct_stacks(&trace, 1_000_000);
+    let size = std::fs::metadata(&trace).unwrap().len();
+    let out = d.join("million.folded");
+    let o = limited(&["flame", trace.to_str().unwrap()], size, out.to_str().unwrap(), 120);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    // Every sample is counted once.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let total: u64 = collapsed_lines(&text).iter().map(|l| l.1).sum();
+    assert_eq!(total, 1_000_000);
+    for format in ["speedscope", "pprof"] {
+        let o = limited(&["flame", trace.to_str().unwrap(), "--format", format], size, "/dev/null", 120);
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+#[test]
+fn torn_and_hostile_traces_give_what_is_whole() {
+    let d = dir("torn");
+    let whole = std::fs::read(repo_root().join(TRACE)).unwrap();
+    let mut previous = 0u64;
+    for i in 1..=24usize {
+        let cut = whole.len() * i / 24;
+        let p = d.join(format!("cut{i}.nettrace"));
+        std::fs::write(&p, &whole[..cut]).unwrap();
+        let out = d.join(format!("cut{i}.folded"));
+        let o = limited(&["flame", p.to_str().unwrap(), "--symbol-path", "tests/fixtures/perf"], cut as u64, out.to_str().unwrap(), 30);
+        let total: u64 = collapsed_lines(&std::fs::read_to_string(&out).unwrap()).iter().map(|l| l.1).sum();
+        assert!(total >= previous, "cut {cut}: {total} samples after {previous}");
+        previous = total;
+        if cut < whole.len() && o.status.code() == Some(0) {
+            assert!(stderr(&o).contains("warning"), "cut {cut}: no warning");
+        }
+    }
+    assert!(previous > 1000);
+    // Unknown stack ids and out-of-order stack blocks.
+    let p = d.join("ids.nettrace");
+    let mut w = TraceWriter::new(Vec::new(), 8, 1_000_000, 7).unwrap();
+    w.metadata(&[(1, SAMPLE_PROFILER, 0)]).unwrap();
+    w.stacks(3, &[&[0x30, 0x31]], 8).unwrap();
+    w.stacks(1, &[&[0x10], &[0x20]], 8).unwrap();
+    let one = 1u32.to_le_bytes();
+    w.events(&[(1, 1, 3, 1, &one[..]), (1, 1, 1, 1, &one[..]), (1, 1, 99, 1, &one[..]), (1, 1, 99, 1, &one[..])]).unwrap();
+    std::fs::write(&p, w.finish().unwrap()).unwrap();
+    let o = clrmap(&["flame", p.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "0x31;0x30 1\n0x10 1\n");
+    assert!(stderr(&o).contains("2 samples name a stack the trace does not hold"), "{}", stderr(&o));
+}
