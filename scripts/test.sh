@@ -18,6 +18,8 @@ bash scripts/install-r2r-images.sh
 
 echo "== install Linux perf (perf tests)"
 bash scripts/install-perf.sh
+echo "== install the flame tests' independent readers (protoc, speedscope, chromium, inferno)"
+bash scripts/install-flame-tools.sh
 
 echo "== the committed Frames and Hot fixtures are what Roslyn builds from tests/dotnet (byte for byte)"
 bash scripts/build-frame-fixtures.sh --check

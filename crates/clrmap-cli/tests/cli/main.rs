@@ -30,3 +30,4 @@ mod stacktrace;
 mod symbol_server;
 mod cpu;
 mod serve;
+mod flame;
