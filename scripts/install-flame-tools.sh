@@ -13,18 +13,21 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD/target/flame-tools"
 mkdir -p "$root"
 
-if [ ! -f "$root/py/profile_pb2.py" ]; then
+if [ ! -f "$root/py/.profile-proto-2" ]; then
   echo "flame tools: grpcio-tools (protoc) and profile.proto"
-  python3 -m pip install --quiet --disable-pip-version-check --target "$root/py" grpcio-tools
+  python3 -m pip install --quiet --disable-pip-version-check --upgrade --target "$root/py" grpcio-tools jsonschema
   fetch="$root/proto-fetch"
   mkdir -p "$fetch/src"
   printf '[package]\nname = "proto-fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\npprof = { version = "=0.14.1", default-features = false }\n[workspace]\n' > "$fetch/Cargo.toml"
   echo 'fn main() {}' > "$fetch/src/main.rs"
   (cd "$fetch" && cargo fetch --quiet)
   proto="$(cd "$fetch" && cargo metadata --format-version 1 | python3 -c 'import json,sys; m=json.load(sys.stdin); print([p["manifest_path"] for p in m["packages"] if p["name"]=="pprof"][0])')"
-  cp "$(dirname "$proto")/proto/profile.proto" "$root/profile.proto"
+  # That copy renames ValueType's `type` to `ty` (a Rust keyword); Google's name is put back.
+  sed -e 's/^  int64 ty = 1;/  int64 type = 1;/' -e '/Rename it from type to ty/d' "$(dirname "$proto")/proto/profile.proto" > "$root/profile.proto"
   grep -q '^package perftools.profiles;' "$root/profile.proto"
+  grep -q '^  int64 type = 1;' "$root/profile.proto"
   PYTHONPATH="$root/py" python3 -m grpc_tools.protoc -I "$root" --python_out="$root/py" "$root/profile.proto"
+  touch "$root/py/.profile-proto-2"
 fi
 
 if [ ! -f "$root/node/node_modules/speedscope/dist/release/index.html" ]; then
@@ -42,5 +45,5 @@ fi
 
 if [ ! -x "$root/cargo/bin/inferno-flamegraph" ]; then
   echo "flame tools: inferno (cargo install)"
-  cargo install --quiet --locked --root "$root/cargo" inferno
+  cargo install --quiet --locked --root "$root/cargo" inferno@0.12.8
 fi

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Load a speedscope file in the speedscope app (the npm package's built app, from
+"""Check a speedscope file against the file-format-schema.json the npm package ships (jsonschema),
+then load it in the speedscope app (the npm package's built app, from
 $FLAME_TOOLS/node/node_modules/speedscope/dist/release) in Debian's headless chromium, served
 from a loopback HTTP server (the app fetches #profileURL=...), save a screenshot, and print the
 text tesseract reads in it (upper half: the flame graph's labels, magnified).
 
 usage: speedscope_screenshot.py PROFILE.json OUT.png"""
 import functools
+import json
 import http.server
 import os
 import shutil
@@ -18,6 +20,12 @@ profile, png = sys.argv[1], sys.argv[2]
 tools = os.environ["FLAME_TOOLS"]
 app = os.path.join(tools, "node/node_modules/speedscope/dist/release")
 assert os.path.isfile(os.path.join(app, "index.html")), app
+import jsonschema  # noqa: E402 (from $FLAME_TOOLS/py)
+
+with open(os.path.join(app, "file-format-schema.json")) as f:
+    schema = json.load(f)
+with open(profile) as f:
+    jsonschema.validate(json.load(f), schema)
 root = tempfile.mkdtemp(prefix="speedscope-")
 shutil.copytree(app, os.path.join(root, "app"))
 shutil.copy(profile, os.path.join(root, "profile.json"))

@@ -145,7 +145,7 @@ fn speedscope_draws_the_flame_graph_in_chromium() {
     let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "--format", "speedscope", "-o", file.to_str().unwrap()]);
     assert_eq!(code(&o), Some(0));
     let png = d.join("hot.png");
-    let o = Command::new("python3").arg(repo_root().join("tests/flame/speedscope_screenshot.py")).arg(&file).arg(&png).env("FLAME_TOOLS", &t).output().unwrap();
+    let o = Command::new("python3").arg(repo_root().join("tests/flame/speedscope_screenshot.py")).arg(&file).arg(&png).env("FLAME_TOOLS", &t).env("PYTHONPATH", t.join("py")).output().unwrap();
     assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     // OCR of the screenshot: the hot method's name is drawn, no error page.
     let text = String::from_utf8_lossy(&o.stdout).to_string();
