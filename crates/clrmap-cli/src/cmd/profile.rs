@@ -35,9 +35,13 @@ pub struct ProfileArgs {
     disable_r2r: bool,
     /// Do not record the JIT's inline trees. By default a started command runs with
     /// DOTNET_RichDebugInfo=1, so that .NET 7 and later report, for each jitted body, which
-    /// methods were inlined into it and where; the profiler writes those reports into the
-    /// capture (it needs -o). With this flag DOTNET_RichDebugInfo is removed from the command's
-    /// environment and nothing of the kind is recorded. .NET Core 3.1 has no inline trees either way.
+    /// methods were inlined into it and where, and the profiler writes those reports into the
+    /// capture (it needs -o). Unless you set any of them yourself, the command also gets
+    /// DOTNET_EnableEventLog=1, DOTNET_LTTngConfig=Microsoft-Windows-DotNETRuntime:10:5,
+    /// DOTNET_EventSourceFilter (a name no EventSource has) and DOTNET_LTTng=0: the runtime's
+    /// cheapest way to send the reports (no LTTng library is loaded, no EventSource is enabled).
+    /// With this flag none of these is set, DOTNET_RichDebugInfo is removed from the command's
+    /// environment, and nothing of the kind is recorded. .NET Core 3.1 has no inline trees either way.
     #[arg(long)]
     no_inlines: bool,
     /// The profiler library; by default `libclrmap_profiler.so` next to this executable, or
