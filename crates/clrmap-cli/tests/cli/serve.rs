@@ -660,3 +660,25 @@ fn ready_to_run_frames_answer_as_clrmap_symbolize_from_a_symbol_path_and_a_symbo
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
+
+#[test]
+#[ignore = "needs wrk and nginx (Debian: apt-get install wrk nginx-light)"]
+fn scale_out_behind_nginx_short() {
+    // scripts/bench-serve.sh for 3 s a phase with this binary: load through one replica, then two
+    // behind nginx sharing one cache filled at once from a loopback symbol server (answers equal,
+    // the cache entry exactly the PDB, both replicas used), then one killed mid-load (no failed
+    // request). The script checks each and ends with `bench-serve: OK`.
+    let o = Command::new("bash")
+        .arg(repo_root().join("scripts/bench-serve.sh"))
+        .env("BENCH_SECONDS", "3")
+        .env("CLRMAP_BIN", env!("CARGO_BIN_EXE_clrmap"))
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.trim_end().ends_with("bench-serve: OK"), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    for phase in ["single", "nginx-2-replicas", "nginx-one-killed"] {
+        let line = out.lines().find(|l| l.starts_with(&format!("bench: {phase} requests="))).unwrap_or_else(|| panic!("{out}"));
+        assert!(line.contains(" non2xx=0") && line.contains(" socket_errors=0"), "{line}");
+    }
+}
