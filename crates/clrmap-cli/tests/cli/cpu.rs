@@ -29,7 +29,6 @@ fn fresh_dir(name: &str) -> PathBuf {
 }
 
 /// The 1-based line of Cpu.cs holding `marker`.
-#[allow(dead_code)] // the flame checks (below, once `clrmap flame` lands) use it
 pub(crate) fn marker_line(marker: &str) -> u32 {
     let src = std::fs::read_to_string(repo_root().join("tests/dotnet/cpu/Cpu.cs")).unwrap();
     src.lines().position(|l| l.contains(&format!("// {marker}"))).map(|i| i as u32 + 1).unwrap()
@@ -82,11 +81,96 @@ fn pid_in(text: &str) -> Option<u32> {
     text[at..].split(')').next()?.parse().ok()
 }
 
+/// The flame tools (scripts/install-flame-tools.sh): Google's profile.proto compiled by protoc.
+fn flame_tools() -> PathBuf {
+    let t = repo_root().join("target/flame-tools");
+    assert!(t.join("py/profile_pb2.py").is_file(), "run scripts/install-flame-tools.sh");
+    t
+}
+
+/// `clrmap flame TRACE --format FORMAT` with Cpu.pdb's folder, to stdout.
+fn flame(trace: &Path, format: &str) -> Vec<u8> {
+    let o = clrmap_within(&["flame", trace.to_str().unwrap(), "--symbol-path", "tests/fixtures/cpu", "--format", format], 120);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    o.stdout
+}
+
+/// The hot line, seen by each of `clrmap flame`'s formats over a recorded trace:
+/// - collapsed: at least 80% of the weight of the stacks ending in Cpu::OwnLoop ends at the line
+///   of the HOT-OWN marker (found in the source, not asked of clrmap), under Cpu::Main;
+/// - speedscope: a frame carries Cpu.cs and that line, and the samples ending there weigh as much;
+/// - pprof, read by Google's profile.proto (tests/flame/read_pprof.py, no clrmap types): the top
+///   leaf location is Cpu::OwnLoop at that line in Cpu.cs.
+fn hot_line_in_every_format(trace: &Path, what: &str) {
+    let line = marker_line("HOT-OWN");
+    let own = format!("Cpu::OwnLoop (Cpu.cs:{line})");
+    // collapsed
+    let text = String::from_utf8(flame(trace, "collapsed")).unwrap();
+    let stacks: Vec<(String, u64)> = text.lines().map(|l| l.rsplit_once(' ').map(|(s, n)| (s.to_owned(), n.parse().unwrap())).unwrap()).collect();
+    let leaf = |s: &str| s.rsplit(';').next().unwrap().to_owned();
+    let ending_in_own: u64 = stacks.iter().filter(|(s, _)| leaf(s).starts_with("Cpu::OwnLoop")).map(|x| x.1).sum();
+    let at_line: u64 = stacks.iter().filter(|(s, _)| leaf(s) == own).map(|x| x.1).sum();
+    assert!(ending_in_own >= 200 && at_line * 10 >= ending_in_own * 8, "{what}: {at_line} of {ending_in_own} samples in OwnLoop at {own}");
+    assert!(stacks.iter().filter(|(s, _)| s.contains("Cpu::OwnLoop")).all(|(s, _)| s.contains("Cpu::Main (Cpu.cs:")), "{what}: OwnLoop under Main");
+    // speedscope
+    let v: serde_json::Value = serde_json::from_slice(&flame(trace, "speedscope")).unwrap();
+    let frames = v["shared"]["frames"].as_array().unwrap();
+    let hot: Vec<usize> = frames
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f["name"].as_str().unwrap().starts_with("Cpu::OwnLoop") && f["line"] == line && f["file"].as_str().unwrap().ends_with("Cpu.cs"))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!hot.is_empty(), "{what}: no speedscope frame at Cpu.cs:{line}");
+    let mut at_hot = 0.0;
+    for p in v["profiles"].as_array().unwrap() {
+        for (stack, w) in p["samples"].as_array().unwrap().iter().zip(p["weights"].as_array().unwrap()) {
+            if stack.as_array().unwrap().last().and_then(|f| f.as_u64()).is_some_and(|f| hot.contains(&(f as usize))) {
+                at_hot += w.as_f64().unwrap();
+            }
+        }
+    }
+    assert!(at_hot > 0.0, "{what}: no speedscope sample ends at the hot line");
+    // pprof, by an independent reader
+    let t = flame_tools();
+    let pb = trace.with_extension("pb.gz");
+    std::fs::write(&pb, flame(trace, "pprof")).unwrap();
+    let o = Command::new("python3").arg(repo_root().join("tests/flame/read_pprof.py")).arg(&pb).env("PYTHONPATH", t.join("py")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let top = &v["top_leaf"]["lines"][0];
+    assert_eq!(top["function"], "Cpu::OwnLoop", "{what}: {v}");
+    assert_eq!(top["line"], line, "{what}: {v}");
+    assert!(top["file"].as_str().unwrap().ends_with("Cpu.cs"), "{what}: {v}");
+}
+
+/// The leaves under Cpu::FrameworkLoop that are not its own code: the ReadyToRun framework
+/// method doing the work (System.Marvin::ComputeHash32, named by the runtime's method events in
+/// the rundown), not bare addresses.
+fn framework_leaves_are_named(trace: &Path, what: &str) {
+    let text = String::from_utf8(flame(trace, "collapsed")).unwrap();
+    let mut named = 0u64;
+    let mut all = 0u64;
+    for l in text.lines() {
+        let (stack, n) = l.rsplit_once(' ').unwrap();
+        let mut frames = stack.rsplit(';');
+        let (leaf, caller) = (frames.next().unwrap(), frames.next().unwrap_or(""));
+        if caller.starts_with("Cpu::FrameworkLoop") && !leaf.starts_with("Cpu::") {
+            all += n.parse::<u64>().unwrap();
+            if leaf.contains("Marvin") || leaf.contains("String::GetHashCode") || leaf.contains("String::GetNonRandomizedHashCode") {
+                named += n.parse::<u64>().unwrap();
+            }
+        }
+    }
+    assert!(all >= 50, "{what}: {all} samples in framework code under FrameworkLoop");
+    assert!(named * 2 >= all, "{what}: {named} of {all} framework leaves named; the collapsed stacks:\n{}", text.lines().take(12).collect::<Vec<_>>().join("\n"));
+}
+
 /// Attach to a running Cpu.dll with `--pid --cpu` for 2 s: a whole trace, rundown included,
 /// with the sampler's ThreadSample events (about one a millisecond for the hot thread).
-fn attach(dotnet_rel: &str) -> PathBuf {
+fn attach(dotnet_rel: &str, tag: &str) -> PathBuf {
     let dotnet = dotnet_file(dotnet_rel);
-    let dir = fresh_dir(&format!("attach-{}", dotnet_rel.split('/').next().unwrap()));
+    let dir = fresh_dir(&format!("attach-{}-{tag}", dotnet_rel.split('/').next().unwrap()));
     let trace = dir.join("cpu.nettrace");
     let mut app = Command::new(&dotnet).args([&cpu_dll(), "8"]).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
@@ -108,13 +192,22 @@ fn attach(dotnet_rel: &str) -> PathBuf {
 #[test]
 #[ignore = "needs .NET"]
 fn attach_cpu_net80() {
-    attach(DOTNET80);
+    hot_line_in_every_format(&attach(DOTNET80, "hot"), "attached on 8.0.4");
 }
 
 #[test]
 #[ignore = "needs .NET"]
 fn attach_cpu_netcore31() {
-    attach(DOTNET31);
+    hot_line_in_every_format(&attach(DOTNET31, "hot"), "attached on 3.1.23");
+}
+
+/// Some leaves name framework methods (issue 24's acceptance), on both runtimes and both ways.
+#[test]
+#[ignore = "needs .NET"]
+fn framework_leaves_are_named_on_both_runtimes() {
+    framework_leaves_are_named(&attach(DOTNET80, "framework"), "attached on 8.0.4");
+    framework_leaves_are_named(&attach(DOTNET31, "framework"), "attached on 3.1.23");
+    framework_leaves_are_named(&launch("2", "launch-80-framework"), "launched on 8.0.4");
 }
 
 /// Without --cpu there is no sampler: the flag is what adds it.
@@ -160,7 +253,7 @@ pub(crate) fn launch(seconds: &str, dir_name: &str) -> PathBuf {
 #[test]
 #[ignore = "needs .NET"]
 fn launch_cpu_net80() {
-    launch("2", "launch-80");
+    hot_line_in_every_format(&launch("2", "launch-80"), "launched on 8.0.4");
 }
 
 /// 3.1.23 does not read DOTNET_DiagnosticPorts (it came with .NET 5; 3.1's libcoreclr.so has no
