@@ -381,6 +381,9 @@ fn upstream_faults_give_frame_errors_in_bounded_time_and_junk_in_the_cache_is_re
         assert!(t.elapsed() < Duration::from_secs(8), "{url}: {:?}", t.elapsed());
         for f in v["frames"].as_array().unwrap() {
             assert_eq!(f["error"]["kind"], "not_found", "{url}: {f}");
+            // The message names the server and what went wrong with it.
+            let m = f["error"]["message"].as_str().unwrap();
+            assert!(m.contains(&format!("symbol server {url}")), "{m}");
             assert_eq!(f["line"], serde_json::Value::Null);
         }
         // Still up, and the failure counted.

@@ -456,7 +456,7 @@ impl Service {
             let name = ident.pdb_name().ok_or("the module names no PDB file (pdb, debug_file or name)")?;
             let recorded = RecordedPdb { guid, age: 1, path: name.clone() };
             let found = find_recorded_pdb_noting(&recorded, None, paths, &mut Vec::new()).map_err(|e| e.to_string())?;
-            let found = found.ok_or_else(|| format!("no PDB {name} with id {} in the symbol paths or on a symbol server", crate::symsrv::key::guid_n(&guid)))?;
+            let found = found.ok_or_else(|| format!("no PDB {name} with id {} in the symbol paths or on a symbol server{}", crate::symsrv::key::guid_n(&guid), server_notes(paths, &crate::symsrv::key::guid_n(&guid))))?;
             if let Some(stamp) = ident.stamp {
                 let id = PortablePdb::parse(&found.bytes).map_err(|e| e.to_string())?.id();
                 if id.stamp() != stamp {
@@ -531,12 +531,22 @@ impl Service {
     /// Find a module's image (for ReadyToRun frames) and index its bodies.
     fn load_image(&self, ident: &Ident) -> Result<(Slot, u64), String> {
         let name = ident.name.as_deref().ok_or("the module names no assembly (name or code_file)")?;
-        let (path, bytes) = self.find_image(ident, name, true).ok_or_else(|| format!("no image {name}{} in the symbol paths or on a symbol server", ident_note(ident)))?;
+        let (path, bytes) = self.find_image(ident, name, true).ok_or_else(|| {
+            let key = ident.pe_key.map(|(t, s)| format!("{t:08x}{s:x}")).unwrap_or_else(|| "\u{0}".to_owned());
+            format!("no image {name}{} in the symbol paths or on a symbol server{}", ident_note(ident), server_notes(&self.config.paths, &key))
+        })?;
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX).saturating_mul(3);
         drop(bytes);
         let symbolizer = Symbolizer::open(&path, Options { symbols: self.config.paths.clone() }).map_err(|e| e.to_string())?;
         Ok((Slot::Image(Arc::new(symbolizer)), size))
     }
+}
+
+/// What the symbol servers said about keys containing `needle` (a 404, a 500, a timeout), as
+/// `; symbol server URL: KEY: WHAT` each (at most 4), so a frame's error says why.
+fn server_notes(paths: &SymbolPaths, needle: &str) -> String {
+    let Some(servers) = &paths.servers else { return String::new() };
+    servers.notes().iter().filter(|n| n.contains(needle)).take(4).map(|n| format!("; {n}")).collect()
 }
 
 /// `name` when it is a plain file name (no directory parts), so it cannot leave a symbol path.
