@@ -211,7 +211,7 @@ fn bench_inlines(c: &mut Criterion) {
         .iter()
         .filter(|b| (0..b.code_size).any(|o| !sym.symbolize_inlined(b.start.unwrap() + u64::from(o), FrameKind::Leaf).1.is_empty()))
         .collect();
-    assert!(with.len() >= 3, "{} bodies with inlined code", with.len());
+    assert!(!with.is_empty(), "no body with inlined code");
     let mut r = gen::Rng::new(22);
     let addrs: Vec<u64> = (0..N)
         .map(|_| {

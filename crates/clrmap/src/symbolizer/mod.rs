@@ -219,6 +219,8 @@ pub struct Symbolizer {
     runtime_major: Option<u16>,
     /// The JIT's inline trees by (pid, code start), and the inlinees named (`--inlines`).
     trees: HashMap<(Option<u32>, u64), Arc<crate::inlines::InlineTree>>,
+    /// The same trees by body index, with each body's flat-map boundaries, for the query.
+    body_trees: Vec<Option<profile_lines::BodyTree>>,
     inlinees: HashMap<(Option<u32>, u64), Inlinee>,
 }
 
@@ -309,10 +311,16 @@ impl Symbolizer {
         }
         let inlinees = name_inlinees(&inlines.methods, &mut modules, &pdbs, &mvids, &options.symbols);
         let trees = inlines.trees;
+        let store = MapStore::new(bodies);
+        let body_trees = store
+            .bodies()
+            .iter()
+            .map(|b| Some(profile_lines::BodyTree::new(Arc::clone(trees.get(&(b.pid, b.start?))?), &b.map)))
+            .collect();
         let sym = Symbolizer {
             explicit_guid,
             kind,
-            store: MapStore::new(bodies),
+            store,
             modules,
             body_module,
             options,
@@ -321,6 +329,7 @@ impl Symbolizer {
             notes: Mutex::new(Vec::new()),
             runtime_major,
             trees,
+            body_trees,
             inlinees,
         };
         if let Some(image) = sym.modules.first() {
@@ -362,10 +371,15 @@ impl Symbolizer {
 
     /// Answer one address.
     pub fn symbolize(&self, address: u64, kind: FrameKind) -> Frame<'_> {
+        self.frame(address, kind, true).0
+    }
+
+    /// [`Self::symbolize`], with the body's index; the line only when `with_line`.
+    fn frame(&self, address: u64, kind: FrameKind, with_line: bool) -> (Frame<'_>, Option<usize>) {
         let mut frame = Frame { address, ..Frame::default() };
         let lookup = if kind == FrameKind::Leaf { address } else { address.saturating_sub(1) };
-        let Some(index) = self.store.index_containing(lookup) else { return frame };
-        let Some(body) = self.store.bodies().get(index) else { return frame };
+        let Some(index) = self.store.index_containing(lookup) else { return (frame, None) };
+        let Some(body) = self.store.bodies().get(index) else { return (frame, None) };
         let start = body.start.or(body.rva.map(u64::from)).unwrap_or(0);
         // The IL offset is looked up at the call for ReturnAddress, at the return address
         // itself for 3.1's rule.
@@ -382,14 +396,21 @@ impl Symbolizer {
         frame.native_offset = Some(offset);
         frame.region = region;
         frame.function_id = body.function_id.or(Some(start));
-        if let Some((p, file)) = module.and_then(|m| self.lines(m)).and_then(|l| l.line(body.token, il)) {
-            frame.file = file;
-            frame.line = Some(p.line);
-            frame.column = Some(p.column);
-            frame.end_line = Some(p.end_line);
-            frame.end_column = Some(p.end_column);
+        if with_line {
+            self.set_line(&mut frame, index, il);
         }
-        frame
+        (frame, Some(index))
+    }
+
+    /// A frame's line: the body at `index`'s, at IL offset `il`, by the runtime's rule (cleared
+    /// when there is none).
+    fn set_line<'s>(&'s self, frame: &mut Frame<'s>, index: usize, il: u32) {
+        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
+        let token = self.store.bodies().get(index).map_or(0, |b| b.token);
+        (frame.file, frame.line, frame.column, frame.end_line, frame.end_column) = match module.and_then(|m| self.lines(m)).and_then(|l| l.line(token, il)) {
+            Some((p, file)) => (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column)),
+            None => (None, None, None, None, None),
+        };
     }
 
     /// True when the source carries the JIT's inline trees for at least one body (a trace or
@@ -403,27 +424,22 @@ impl Symbolizer {
     /// at the outermost call site. Where no inline tree covers the address, the frame is exactly
     /// [`Self::symbolize`]'s and there are no inlined frames.
     pub fn symbolize_inlined(&self, address: u64, kind: FrameKind) -> (Frame<'_>, Vec<InlinedFrame<'_>>) {
-        let mut frame = self.symbolize(address, kind);
         let mut inlined = Vec::new();
-        if self.trees.is_empty() || matches!(frame.region, Some(IlOffset::Prolog | IlOffset::Epilog)) {
-            return (frame, inlined);
-        }
-        let (Some(start), Some(offset)) = (frame.code_start, frame.native_offset) else { return (frame, inlined) };
-        let lookup = if kind == FrameKind::Leaf { address } else { address.saturating_sub(1) };
-        let Some(index) = self.store.index_containing(lookup) else { return (frame, inlined) };
-        let Some(body) = self.store.bodies().get(index) else { return (frame, inlined) };
-        let Some(tree) = self.trees.get(&(body.pid, start)) else { return (frame, inlined) };
-        if !profile_lines::current(tree, &body.map, offset) {
-            return (frame, inlined);
-        }
-        let chain = tree.chain(offset);
+        let (mut frame, index) = self.frame(address, kind, false);
+        let Some(index) = index else { return (frame, inlined) };
+        let il = frame.il_offset.unwrap_or(0);
+        let chain = match (self.body_trees.get(index).and_then(Option::as_ref), frame.region, frame.native_offset) {
+            (Some(t), region, Some(offset)) if !matches!(region, Some(IlOffset::Prolog | IlOffset::Epilog)) && t.current(offset) => t.tree.chain(offset),
+            _ => Default::default(),
+        };
         let (inner, root) = match (chain.parent_unknown, chain.steps.split_last()) {
-            (_, None) => return (frame, inlined),
+            (_, None) => (&[][..], None),
             (false, Some((root, inner))) => (inner, Some(root)),
             (true, Some(_)) => (chain.steps.as_slice(), None),
         };
+        let pid = self.store.bodies().get(index).and_then(|b| b.pid);
         for step in inner {
-            let who = self.inlinees.get(&(body.pid, step.method_id));
+            let who = self.inlinees.get(&(pid, step.method_id));
             let module = who.and_then(|w| w.module).and_then(|m| self.modules.get(m));
             let mut f = InlinedFrame {
                 module: module.and_then(|m| m.name.as_deref()),
@@ -439,15 +455,14 @@ impl Symbolizer {
             }
             inlined.push(f);
         }
-        if let Some(root) = root {
-            // The physical method at the outermost call site, by the same line rule.
-            frame.il_offset = Some(root.il_offset);
-            let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
-            let line = module.and_then(|m| self.lines(m)).and_then(|l| l.line(body.token, root.il_offset));
-            (frame.file, frame.line, frame.column, frame.end_line, frame.end_column) = match line {
-                Some((p, file)) => (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column)),
-                None => (None, None, None, None, None),
-            };
+        // The physical method: at the outermost call site when the chain reaches it, else (no
+        // chain, or one cut by an unknown parent) exactly the flat answer.
+        match root {
+            Some(root) => {
+                frame.il_offset = Some(root.il_offset);
+                self.set_line(&mut frame, index, root.il_offset);
+            }
+            None => self.set_line(&mut frame, index, il),
         }
         (frame, inlined)
     }
@@ -473,7 +488,7 @@ impl Symbolizer {
     pub fn profile_line_table(&self, index: usize) -> Vec<LineRow> {
         let Some(body) = self.store.bodies().get(index) else { return Vec::new() };
         let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
-        let tree = body.start.and_then(|s| self.trees.get(&(body.pid, s))).map(Arc::as_ref);
+        let tree = self.body_trees.get(index).and_then(Option::as_ref).map(|t| t.tree.as_ref());
         profile_lines::profile_rows(&body.map, body.code_size, tree, |who, il| {
             let (module, token) = match who {
                 profile_lines::Who::Body => (module, body.token),

@@ -71,6 +71,33 @@ pub fn profile_rows(map: &[MapEntry], code_size: u32, tree: Option<&InlineTree>,
     rows
 }
 
+/// A body's tree with the body's flat-map boundaries, sorted: what the per-address query needs
+/// to clip the tree's mappings in O(log n).
+#[derive(Clone, Debug)]
+pub struct BodyTree {
+    /// The tree.
+    pub tree: std::sync::Arc<InlineTree>,
+    bounds: Box<[u32]>,
+}
+
+impl BodyTree {
+    /// The tree of a body with this flat map.
+    pub fn new(tree: std::sync::Arc<InlineTree>, map: &[MapEntry]) -> BodyTree {
+        let mut bounds: Vec<u32> = map.iter().flat_map(|e| [e.native_start, e.native_end]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        BodyTree { tree, bounds: bounds.into() }
+    }
+
+    /// [`current`], by binary search.
+    pub fn current(&self, offset: u32) -> bool {
+        let Some(m) = self.tree.mapping_at(offset) else { return false };
+        let below = self.bounds.partition_point(|&b| b <= offset);
+        let boundary = below.checked_sub(1).and_then(|i| self.bounds.get(i)).copied().unwrap_or(0);
+        m.native_offset >= boundary
+    }
+}
+
 /// Does the tree's mapping at `offset` still hold there? Mappings are points, not ranges: one
 /// holds from its native offset up to the next mapping, clipped by the flat map's boundaries
 /// (symbols.md §7). So a mapping before the last flat boundary at or before `offset` is stale,
