@@ -291,6 +291,10 @@ fn attach(pid: u32, profiler: &Path, output: &Path, duration: Option<std::time::
     let deadline = duration.and_then(|d| Instant::now().checked_add(d));
     let until = if duration.is_some() { "for the duration" } else { "until Ctrl-C" };
     eprintln!("clrmap: attached to process {pid}; recording into {} {until} or the process's exit", output.display());
+    if diag::rich_debug_info_enabled(pid) == Some(false) {
+        // Said once: the capture is whole, only without inlined frames.
+        eprintln!("note: process {pid} did not start with DOTNET_RichDebugInfo=1, so it reports no inline trees: `symbolize --inlines` will answer its inlined code at the caller's line");
+    }
     let exited = loop {
         if diag::exited(pid) {
             break true;

@@ -31,3 +31,4 @@ mod symbol_server;
 mod cpu;
 mod serve;
 mod flame;
+mod attach_inlines;

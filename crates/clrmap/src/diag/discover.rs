@@ -83,6 +83,18 @@ fn proc_tmpdir(pid: u32) -> Option<PathBuf> {
         .map(|v| PathBuf::from(String::from_utf8_lossy(v).into_owned()))
 }
 
+/// Did the process start with the JIT's rich debug info on (`DOTNET_RichDebugInfo=1`, or
+/// `COMPlus_RichDebugInfo=1`)? Read from its own environment (`/proc/PID/environ`, as set at
+/// start); `None` when that cannot be read. A process that started without it never reports
+/// inline trees, so an attach can say so once (docs/rich-debug-info.md).
+pub fn rich_debug_info_enabled(pid: u32) -> Option<bool> {
+    let env = read_proc(&PathBuf::from(format!("/proc/{pid}/environ"))).ok()?;
+    // The runtime reads DOTNET_ first, then COMPlus_ (CLRConfig); the value is hex, so "1" and "01".
+    let value = |prefix: &[u8]| env.split(|&b| b == 0).find_map(|kv| kv.strip_prefix(prefix)).map(|v| String::from_utf8_lossy(v).into_owned());
+    let set = value(b"DOTNET_RichDebugInfo=").or_else(|| value(b"COMPlus_RichDebugInfo="));
+    Some(set.is_some_and(|v| u32::from_str_radix(v.trim(), 16).is_ok_and(|n| n != 0)))
+}
+
 /// The pid inside the process's own namespace (the last `NSpid`), if it differs.
 fn namespaced_pid(pid: u32) -> Option<u32> {
     let status = read_proc(&PathBuf::from(format!("/proc/{pid}/status"))).ok()?;
