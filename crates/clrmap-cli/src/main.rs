@@ -78,11 +78,12 @@ enum Command {
     /// jitted and ReadyToRun frames), POST /stacktrace (printed stack traces, as `clrmap
     /// stacktrace`), GET /healthz, GET /metrics (Prometheus). Symbols come from --symbol-path
     /// folders and --symbol-server upstreams through one cache; parsed ones stay in a bounded
-    /// in-memory LRU. Runs until SIGTERM or Ctrl-C, then finishes the requests in flight.
-    /// See docs/service.md.
+    /// in-memory LRU. Runs until SIGTERM or Ctrl-C, then finishes the requests in flight. One
+    /// JSON log line per request on stderr.
     ///
-    /// Example: `clrmap serve --listen 127.0.0.1:8080 --symbol-path tests/fixtures/frames/debug-portable`, then
-    /// `curl -s localhost:8080/symbolicate -d '{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1}]}'`
+    /// Example: `clrmap serve --listen 127.0.0.1:18473 --symbol-path tests/fixtures/frames/debug-portable & sleep 1; curl -s 127.0.0.1:18473/symbolicate -d '{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1}]}'; kill $!`
+    /// (from the repository: serve, ask, stop) prints
+    /// `{"frames":[{"module":"Frames.dll","token":100663297,"method":"Frames.Trace::Capture","il_offset":1,"file":"/_/src/Frames.cs","line":26,...}]}`.
     #[command(verbatim_doc_comment)]
     Serve(cmd::serve::ServeArgs),
     /// EventPipe traces: event statistics, and `collect` from a running process.
