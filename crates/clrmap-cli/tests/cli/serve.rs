@@ -685,3 +685,21 @@ fn scale_out_behind_nginx_short() {
         assert!(line.contains(" non2xx=0") && line.contains(" socket_errors=0"), "{line}");
     }
 }
+
+#[test]
+fn an_answer_over_the_request_timeout_is_503_and_the_service_stays_up() {
+    // A symbol server that never answers (5 s symbol timeout), a 1 s request timeout.
+    let root = tmp("timeout");
+    let hang = Server::start(&root, "hang", None);
+    let (n, _, _) = pdb_ids(&repo_root().join(DEBUG).join("Frames.pdb"));
+    let s = Serve::start(&["--symbol-server", &hang.url, "--cache", root.join("cache").to_str().unwrap(), "--symbol-timeout", "5s", "--request-timeout", "1s", "--symbol-path", DEBUG]);
+    let req = serde_json::json!({"modules": [{"pdb": "Other.pdb", "pdb_id": n}], "frames": [{"module": 0, "token": 100663297, "il_offset": 1}]}).to_string();
+    let t = Instant::now();
+    let (status, v) = post_json(&s, "/symbolicate", &req);
+    assert_eq!((status, v["error"]["kind"].as_str()), (503, Some("timeout")), "{v}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    // Meanwhile (the lookup still running in the background) others are answered.
+    let (status, v) = post_json(&s, "/symbolicate", r#"{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1}]}"#);
+    assert_eq!((status, v["frames"][0]["line"].as_u64()), (200, Some(26)));
+    std::fs::remove_dir_all(&root).unwrap();
+}
