@@ -1,8 +1,10 @@
 //! `clrmap flame`'s work on a large synthetic trace (issue 24): the real 8.0.4 sample trace of
 //! Hot.dll (tests/fixtures/flame) with samples appended until the file is FLAME_BENCH_MIB
-//! (default 1024) MiB: a sequence point, 2,000 stacks of depth 4 to 24 made of the trace's own
-//! body addresses (so every frame symbolizes, with lines from Hot.pdb), then 50,000 samples on 16
-//! threads naming them, again and again, as the runtime writes a long session. The file is
+//! (default 1024) MiB, in windows of about 10 MB as the runtime writes a long session (it writes
+//! a sequence point per 10 MB of buffers, and stack ids start again after each): a sequence
+//! point, 5,000 stacks drawn from a pool of 20,000 distinct ones of depth 4 to 24 made of the
+//! trace's own body addresses (so every frame symbolizes, with lines from Hot.pdb), in stack
+//! blocks of 500, then 800,000 samples on 16 threads naming them, in event blocks of 10,000. The file is
 //! written to target/tmp and streamed from there, as the CLI does: the symbolizer's pass (bodies)
 //! and the profile's pass (samples), then each format written to a sink.
 //!
@@ -57,18 +59,19 @@ fn main() {
         };
         let payload = 1u32.to_le_bytes();
         let mut written = at;
+        let pool: Vec<Vec<u64>> = (0..20_000).map(|_| (0..(4 + next() % 21)).map(|_| addrs[(next() % addrs.len() as u64) as usize]).collect()).collect();
         while written < mib << 20 {
             w.sequence_point().unwrap();
-            let stacks: Vec<Vec<u64>> = (0..2000).map(|_| (0..(4 + next() % 21)).map(|_| addrs[(next() % addrs.len() as u64) as usize]).collect()).collect();
-            for chunk in 0..4u32 {
-                let refs: Vec<&[u64]> = stacks[chunk as usize * 500..(chunk as usize + 1) * 500].iter().map(Vec::as_slice).collect();
-                w.stacks(1 + chunk * 500, &refs, 8).unwrap();
+            let window: Vec<&[u64]> = (0..5000).map(|_| pool[(next() % pool.len() as u64) as usize].as_slice()).collect();
+            for chunk in 0..10u32 {
+                w.stacks(1 + chunk * 500, &window[chunk as usize * 500..(chunk as usize + 1) * 500], 8).unwrap();
+                written += window[chunk as usize * 500..(chunk as usize + 1) * 500].iter().map(|s| 4 + 8 * s.len() as u64).sum::<u64>();
             }
-            for _ in 0..5 {
-                let ev: Vec<(u32, u64, u32, u64, &[u8])> = (0..10_000).map(|_| (60_000, 1000 + next() % 16, 1 + (next() % 2000) as u32, 1 + next() % 5000, &payload[..])).collect();
+            for _ in 0..80 {
+                let ev: Vec<(u32, u64, u32, u64, &[u8])> = (0..10_000).map(|_| (60_000, 1000 + next() % 16, 1 + (next() % 5000) as u32, 1 + next() % 5000, &payload[..])).collect();
                 w.events(&ev).unwrap();
+                written += 10_000 * 12;
             }
-            written += (2000 * 14 * 8 + 50_000 * 12) as u64;
         }
         w.finish().unwrap().flush().unwrap();
     }

@@ -24,6 +24,44 @@ pub const MAX_STACK_WORDS: usize = 8 << 20;
 /// The bound on stacks kept in the table; past it the table is emptied.
 pub const MAX_STACKS: usize = 2 << 20;
 const EMPTY: u32 = u32::MAX;
+/// The bound on the words of distinct stacks remembered for keys (32 MiB).
+const MAX_CANON_WORDS: usize = 4 << 20;
+/// The top bit of a key given without the canonical table (full): unique to its id and window.
+const FRESH: u64 = 1 << 63;
+
+/// Distinct stacks by content: a stack seen before gets the key it got then.
+#[derive(Debug, Default)]
+struct Canon {
+    words: Vec<u64>,
+    spans: Vec<(usize, usize)>,
+    by_hash: super::IntMap<u64, u32>,
+}
+
+impl Canon {
+    fn key(&mut self, frames: &[u64]) -> Option<u64> {
+        let mut h = 0x243f_6a88_85a3_08d3u64;
+        for &w in frames {
+            h = (h.rotate_left(23) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+        h ^= frames.len() as u64;
+        if let Some(&c) = self.by_hash.get(&h) {
+            let &(start, len) = self.spans.get(c as usize)?;
+            if self.words.get(start..start.checked_add(len)?) == Some(frames) {
+                return Some(u64::from(c));
+            }
+            // Another stack with this hash: keyed apart, without the table.
+            return None;
+        }
+        if self.words.len().saturating_add(frames.len()) > MAX_CANON_WORDS {
+            return None;
+        }
+        let c = u32::try_from(self.spans.len()).ok()?;
+        self.spans.push((self.words.len(), frames.len()));
+        self.words.extend_from_slice(frames);
+        self.by_hash.insert(h, c);
+        Some(u64::from(c))
+    }
+}
 
 /// One ThreadSample event with its stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,8 +74,9 @@ pub struct Sample<'a> {
     pub frames: &'a [u64],
     /// True when the thread was running managed code (payload 1); false for external code (2).
     pub managed: bool,
-    /// The stack's identity in the trace: samples with the same key have the same frames (the
-    /// stack id with the count of sequence points before it). A cache key, nothing more.
+    /// The stack's identity in the trace: samples with the same key have the same frames, and
+    /// equal stacks have one key across sequence points (while a bounded table of the distinct
+    /// stacks has room). A cache key, nothing more.
     pub stack_key: u64,
 }
 
@@ -47,9 +86,11 @@ struct StackTable {
     words: Vec<u64>,
     /// Indexed by id (ids count up from 1; an id past [`MAX_STACKS`] is dropped): where the
     /// stack's words start and how many, `EMPTY` for none.
-    by_id: Vec<(u32, u32)>,
+    by_id: Vec<(u32, u32, u64)>,
     /// Stacks held.
     held: usize,
+    /// Every distinct stack seen (bounded), so equal stacks get one key across sequence points.
+    canon: Canon,
     /// Bumped whenever ids start again (a sequence point, or the table emptied at its bound).
     generation: u32,
 }
@@ -62,13 +103,14 @@ impl StackTable {
         self.generation = self.generation.wrapping_add(1);
     }
 
-    fn get(&self, id: u32) -> Option<&[u64]> {
-        let &(start, len) = self.by_id.get(id as usize)?;
+    /// A stack's frames and its key.
+    fn get(&self, id: u32) -> Option<(&[u64], u64)> {
+        let &(start, len, key) = self.by_id.get(id as usize)?;
         if start == EMPTY {
             return None;
         }
         let start = start as usize;
-        self.words.get(start..start.checked_add(len as usize)?)
+        Some((self.words.get(start..start.checked_add(len as usize)?)?, key))
     }
 
     /// A StackBlock's body: every whole stack is kept; a torn one is counted and dropped.
@@ -118,10 +160,14 @@ impl StackTable {
                 self.words.extend(bytes.chunks_exact(4).map(|c| c.try_into().map(u32::from_le_bytes).map(u64::from).unwrap_or(0)));
             }
             if self.by_id.len() <= id as usize {
-                self.by_id.resize((id as usize).saturating_add(1), (EMPTY, 0));
+                self.by_id.resize((id as usize).saturating_add(1), (EMPTY, 0, 0));
             }
+            let key = match self.words.get(start..) {
+                Some(w) => self.canon.key(w).unwrap_or(FRESH | u64::from(self.generation) << 32 | u64::from(id)),
+                None => FRESH | u64::from(self.generation) << 32 | u64::from(id),
+            };
             let (Ok(start32), Ok(n32), Some(slot)) = (u32::try_from(start), u32::try_from(n), self.by_id.get_mut(id as usize)) else { continue };
-            let old = std::mem::replace(slot, (start32, n32));
+            let old = std::mem::replace(slot, (start32, n32, key));
             self.held = self.held.saturating_add(1);
             if old.0 != EMPTY {
                 self.held = self.held.saturating_sub(1);
@@ -154,10 +200,9 @@ pub fn read_samples<R: Read>(r: R, mut f: impl FnMut(&Sample<'_>)) -> Result<(St
         let managed = e.payload.clone().u32("a ThreadSample's type").map(|t| t == 1).unwrap_or(false);
         let t = table.borrow();
         match t.get(e.stack_id) {
-            Some([]) => empty = empty.saturating_add(1),
-            Some(frames) => {
+            Some(([], _)) => empty = empty.saturating_add(1),
+            Some((frames, stack_key)) => {
                 samples = samples.saturating_add(1);
-                let stack_key = u64::from(t.generation) << 32 | u64::from(e.stack_id);
                 f(&Sample { thread_id: e.thread_id, timestamp: e.timestamp, frames, managed, stack_key });
             }
             None if e.stack_id == 0 => empty = empty.saturating_add(1),

@@ -3,9 +3,42 @@
 //! blocks. Streaming: one block is in memory at a time, so memory is bounded by the largest block.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Read;
 
 use crate::read::{Error, ErrorKind, Reader, Result};
+
+/// A multiplicative hash for integer keys (keys the trace chose: a collision costs time
+/// only, every map here is bounded).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        // Folded multiply: the low bits (the bucket) depend on every bit of the key.
+        let m = u128::from(self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (m as u64) ^ ((m >> 64) as u64)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(23) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+}
+
+pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 const MAGIC: &[u8] = b"Nettrace";
 const SERIALIZATION: &[u8] = b"!FastSerialization.1";
@@ -192,9 +225,9 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
     if sig != SERIALIZATION {
         return Err(bad(at, "!FastSerialization.1"));
     }
-    let mut metadata: HashMap<u32, EventMeta> = HashMap::new();
+    let mut metadata: IntMap<u32, EventMeta> = IntMap::default();
     // Events counted by metadata id while reading (no allocation per event), named at the end.
-    let mut counts: HashMap<u32, u64> = HashMap::new();
+    let mut counts: IntMap<u32, u64> = IntMap::default();
     loop {
         // An object: BeginPrivateObject, its type (BeginPrivateObject NullReference version
         // minReaderVersion name EndObject), its payload, EndObject. A lone NullReference ends it.
@@ -295,8 +328,8 @@ static METADATA_META: std::sync::OnceLock<EventMeta> = std::sync::OnceLock::new(
 /// The events of one Metadata or Event block (compressed headers; ilmap.md §4.4).
 fn block_events(
     body: Reader<'_>,
-    metadata: &HashMap<u32, EventMeta>,
-    counts: &mut HashMap<u32, u64>,
+    metadata: &IntMap<u32, EventMeta>,
+    counts: &mut IntMap<u32, u64>,
     stats: &mut Stats,
     mut f: impl FnMut(&Event<'_>),
     is_metadata: bool,

@@ -29,10 +29,9 @@ mod pprof;
 mod speedscope;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Read;
 
-use crate::nettrace::{read_samples, Sample};
+use crate::nettrace::{read_samples, IntMap, Sample};
 use crate::read::{Error, Result};
 use crate::symbolizer::{FrameKind, Symbolizer};
 
@@ -114,37 +113,6 @@ struct Node {
 
 const NO_PARENT: u32 = u32::MAX;
 
-/// A multiplicative hash for integer keys (the maps here are keyed by numbers the trace
-/// chose, but a collision costs time only; the tree is bounded).
-#[derive(Default, Clone, Copy)]
-struct IntHasher(u64);
-
-impl Hasher for IntHasher {
-    fn finish(&self) -> u64 {
-        // Folded multiply: the low bits (the bucket) depend on every bit of the key.
-        let m = u128::from(self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (m as u64) ^ ((m >> 64) as u64)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(u64::from(i));
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(u64::from(i));
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(23) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64);
-    }
-}
-
-type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 /// A profile: frames, locations (a frame with its inlinees: one physical address's chain) and
 /// the call tree of locations, per thread or merged.
@@ -173,7 +141,9 @@ struct Builder<'s> {
     caller: FrameKind,
     inlines: bool,
     address_locs: IntMap<(u64, bool), u32>,
-    stack_nodes: IntMap<(u64, u64), u32>,
+    /// (thread, stack key) → the stack's leaf node and the samples counted here since they were
+    /// last added to it (one memory access per sample).
+    stack_nodes: IntMap<(u64, u64), (u32, u64)>,
     unknown_names: usize,
     /// The location `[unknown]`, once made.
     unknown_loc: Option<u32>,
@@ -201,6 +171,7 @@ impl Profile {
             last_ts: 0,
         };
         let (trace_stats, fault) = read_samples(trace, |s| p.add(&mut b, s))?;
+        p.flush(&mut b);
         p.interval_ns = match trace_stats.sampling_rate_ns {
             Some(n) if n > 0 => u64::from(n),
             _ => DEFAULT_INTERVAL_NS,
@@ -240,22 +211,25 @@ impl Profile {
         }
         b.last_ts = b.last_ts.max(s.timestamp);
         // The stack's leaf node: from the cache when this stack was seen on this thread.
-        let leaf = match b.stack_nodes.get(&(thread, s.stack_key)) {
-            Some(&n) => Some(n),
-            None => {
-                let n = self.insert(b, thread, s);
-                if let Some(n) = n {
-                    if b.stack_nodes.len() >= MAX_CACHED_STACKS {
-                        b.stack_nodes.clear();
-                    }
-                    b.stack_nodes.insert((thread, s.stack_key), n);
-                }
-                n
+        if let Some((_, pending)) = b.stack_nodes.get_mut(&(thread, s.stack_key)) {
+            *pending = pending.saturating_add(1);
+            return;
+        }
+        if let Some(n) = self.insert(b, thread, s) {
+            if b.stack_nodes.len() >= MAX_CACHED_STACKS {
+                self.flush(b);
             }
-        };
-        if let Some(node) = leaf.and_then(|n| self.nodes.get_mut(n as usize)) {
-            node.samples = node.samples.saturating_add(1);
-            self.stats.samples = self.stats.samples.saturating_add(1);
+            b.stack_nodes.insert((thread, s.stack_key), (n, 1));
+        }
+    }
+
+    /// Add the cache's pending counts to their nodes, and empty it.
+    fn flush(&mut self, b: &mut Builder<'_>) {
+        for (_, (n, pending)) in b.stack_nodes.drain() {
+            if let Some(node) = self.nodes.get_mut(n as usize) {
+                node.samples = node.samples.saturating_add(pending);
+                self.stats.samples = self.stats.samples.saturating_add(pending);
+            }
         }
     }
 
