@@ -89,7 +89,7 @@ impl BodyTree {
         BodyTree { tree, bounds: bounds.into() }
     }
 
-    /// [`current`], by binary search.
+    /// Does the tree's mapping at `offset` still hold there (see `current`), by binary search.
     pub fn current(&self, offset: u32) -> bool {
         let Some(m) = self.tree.mapping_at(offset) else { return false };
         let below = self.bounds.partition_point(|&b| b <= offset);
