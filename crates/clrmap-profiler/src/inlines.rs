@@ -141,12 +141,21 @@ fn name_inlinees(s: &mut Side, pending: &[(u64, Vec<u8>)]) {
 fn resolve(s: &mut Side, method_id: u64) -> (Option<String>, Option<String>, Option<u32>) {
     let info = s.info;
     let Some((module_id, token)) = usize::try_from(method_id).ok().and_then(|fid| info.function_ids(fid)) else { return (None, None, None) };
+    let pid = s.pid;
+    let mut line = None;
     let m = s.modules.entry(module_id).or_insert_with(|| {
         let (path, _) = info.module_info(module_id)?;
-        Some((path, info.module_mvid(module_id).map(|m| clrmap::capture::mvid_text(&m))))
+        let mvid = info.module_mvid(module_id);
+        // An inlinee's module may have no body of its own: its PDB id goes out here (modules.rs).
+        line = crate::modules::record_line(pid, &path, mvid);
+        Some((path, mvid.map(|m| clrmap::capture::mvid_text(&m))))
     });
+    let m = m.clone();
+    if let Some(line) = line {
+        let _ = s.out.write_all(line.as_bytes());
+    }
     match m {
-        Some((path, mvid)) => (Some(path.clone()), mvid.clone(), Some(token)),
+        Some((path, mvid)) => (Some(path), mvid, Some(token)),
         None => (None, None, Some(token)),
     }
 }

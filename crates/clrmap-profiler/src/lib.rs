@@ -27,6 +27,7 @@
 
 mod com;
 mod inlines;
+mod modules;
 mod perf;
 
 use std::collections::{HashMap, HashSet};
@@ -332,6 +333,7 @@ unsafe extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mu
             s.types.clear();
             s.module_paths.clear();
             s.mvids.clear();
+            modules::reset();
             s.info = Some(info);
             s.out = Some(out);
         }
@@ -414,6 +416,7 @@ unsafe extern "system" fn profiler_detach_succeeded(_this: *mut c_void) -> Hresu
             s.types.clear();
             s.module_paths.clear();
             s.mvids.clear();
+            modules::reset();
         }
         S_OK
     })
@@ -451,8 +454,21 @@ fn module_path(s: &mut State, info: Info, module: usize) -> Option<String> {
 
 /// A module's MVID, asked once per ModuleID: the identity of the file the runtime loaded, so a
 /// reader never takes an assembly of another build for it.
+/// The first time this recording meets the module's path, its `module` record (the PDB id its
+/// image names) goes out first (modules.rs).
 fn module_mvid(s: &mut State, info: Info, module: usize) -> Option<String> {
-    s.mvids.entry(module).or_insert_with(|| info.module_mvid(module).map(|m| clrmap::capture::mvid_text(&m))).clone()
+    if let Some(m) = s.mvids.get(&module) {
+        return m.clone();
+    }
+    let mvid = info.module_mvid(module);
+    if let Some(path) = module_path(s, info, module) {
+        if let (Some(line), Some(out)) = (modules::record_line(s.pid, &path, mvid), s.out.as_mut()) {
+            let _ = out.write_all(line.as_bytes());
+        }
+    }
+    let text = mvid.map(|m| clrmap::capture::mvid_text(&m));
+    s.mvids.insert(module, text.clone());
+    text
 }
 
 /// A class as the capture records it (cached per ClassID): an array of its element, or a

@@ -12,9 +12,10 @@ mod record;
 
 pub use naming::name_captured;
 
-pub use record::{Body, End, Header, Hex, InlineEvent, InlineSession, Record, RtType};
+pub use record::{Body, End, Header, Hex, InlineEvent, InlineSession, ModuleRecord, PdbChecksum, PdbRecord, Record, RtType};
 
 use crate::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry};
+use crate::pdb::locate::RecordedPdb;
 use crate::read::{Error, ErrorKind, Result};
 
 /// The capture format's name in its header line.
@@ -48,6 +49,20 @@ pub struct CapturedBody {
     /// captures written before it was recorded, or where it is not a GUID): an assembly at
     /// `module_path` with another MVID is of another build, and is not used.
     pub mvid: Option<[u8; 16]>,
+}
+
+/// A module as the profiler met it: the PDB its loaded image names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapturedModule {
+    /// The process that recorded it.
+    pub pid: u32,
+    /// The module's path as the runtime reported it (as [`CapturedBody::module_path`]).
+    pub path: String,
+    /// The module's MVID as the runtime loaded it (Module table byte order).
+    pub mvid: Option<[u8; 16]>,
+    /// The PDB the image's portable CodeView entry names, with its PdbChecksum entries; `None`
+    /// where the image names no portable PDB (or the record's GUID is not one).
+    pub pdb: Option<RecordedPdb>,
 }
 
 /// Which runtime event an inline record holds.
@@ -141,6 +156,23 @@ pub struct Capture {
     /// directory of the core library's path (`.../Microsoft.NETCore.App/3.1.23/...`) where a body
     /// of it was recorded, else `None`.
     pub runtime_major: Option<u16>,
+    /// The modules the profiler recorded code of, with the PDB id each one's image names, in
+    /// file order; empty in captures written before these were recorded.
+    pub modules: Vec<CapturedModule>,
+}
+
+impl Capture {
+    /// The PDB each module's image named, by module path (the first record of a path wins), as
+    /// `symbolizer::RecordedPdbs` holds them for traces.
+    pub fn recorded_pdbs(&self) -> std::collections::HashMap<String, RecordedPdb> {
+        let mut out = std::collections::HashMap::new();
+        for m in &self.modules {
+            if let Some(pdb) = &m.pdb {
+                out.entry(m.path.clone()).or_insert_with(|| pdb.clone());
+            }
+        }
+        out
+    }
 }
 
 fn entries(raw: &[[u32; 3]]) -> Vec<MapEntry> {
@@ -148,7 +180,7 @@ fn entries(raw: &[[u32; 3]]) -> Vec<MapEntry> {
 }
 
 /// The record kinds this reader knows.
-const KNOWN_KINDS: [&str; 7] = ["jit", "r2r", "end", "inline_session", "rich_debug_info", "method_details", "inlinee"];
+const KNOWN_KINDS: [&str; 8] = ["jit", "r2r", "end", "inline_session", "rich_debug_info", "method_details", "inlinee", "module"];
 
 /// A JSON object whose `kind` is a string this reader does not know.
 fn is_other_kind(text: &str) -> bool {
@@ -247,6 +279,10 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
                 out.inlines.push(captured_inline(InlineEventKind::Inlinee, e, pid));
                 continue;
             }
+            Record::Module(m) => {
+                out.modules.push(captured_module(m, pid));
+                continue;
+            }
             Record::Jit(b) => (CodeKind::Jit, b),
             Record::R2r(b) => (CodeKind::R2r, b),
         };
@@ -291,6 +327,12 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             .and_then(|b| crate::nettrace::runtime_major("", Some(&b.module_path)));
     }
     Ok(out)
+}
+
+fn captured_module(m: ModuleRecord, pid: u32) -> CapturedModule {
+    let checksums: Vec<(String, Vec<u8>)> = m.pdb_checksums.into_iter().map(|c| (c.algorithm, c.checksum.0)).collect();
+    let pdb = m.pdb.and_then(|p| Some(RecordedPdb { guid: parse_mvid(&p.guid)?, age: p.age, path: p.path, checksums }));
+    CapturedModule { pid: m.pid.unwrap_or(pid), path: m.module, mvid: m.mvid.as_deref().and_then(parse_mvid), pdb }
 }
 
 fn captured_inline(kind: InlineEventKind, e: InlineEvent, pid: u32) -> CapturedInline {
@@ -464,5 +506,37 @@ mod tests {
         let torn = format!("{HEADER}{}{}", record(1, None), &rdi[..rdi.len() - 10]);
         let c = read_capture(torn.as_bytes()).unwrap();
         assert!(c.warning.is_some() && c.inlines.is_empty() && c.bodies.len() == 1);
+    }
+
+    #[test]
+    fn module_records_give_each_modules_pdb_id_with_its_checksums() {
+        let guid = "647eb43c-81d2-4572-8414-9edc98bd7db7";
+        let bytes = parse_mvid(guid).unwrap();
+        let module = ModuleRecord {
+            pid: Some(7),
+            module: "/app/A.dll".into(),
+            mvid: Some("00112233-4455-6677-8899-aabbccddeeff".into()),
+            pdb: Some(PdbRecord { guid: guid.into(), age: 1, path: "/_/obj/A.pdb".into() }),
+            pdb_checksums: vec![PdbChecksum { algorithm: "SHA256".into(), checksum: Hex(vec![0xAB, 0x01]) }],
+        };
+        let line = Record::Module(module.clone()).to_line();
+        assert!(line.starts_with("{\"kind\":\"module\"") && line.contains("\"checksum\":\"ab01\""), "{line}");
+        // A second record of the path (another process) does not replace the first; a record
+        // without a PDB (or with a GUID that is not one) gives no id.
+        let second = Record::Module(ModuleRecord { pdb: Some(PdbRecord { guid: "00000000-0000-0000-0000-000000000001".into(), ..PdbRecord::default() }), ..module.clone() }).to_line();
+        let bare = Record::Module(ModuleRecord { module: "/app/B.dll".into(), pdb: None, pdb_checksums: Vec::new(), ..module.clone() }).to_line();
+        let bad = "{\"kind\":\"module\",\"module\":\"/app/C.dll\",\"pdb\":{\"guid\":\"not a guid\",\"age\":1,\"path\":\"C.pdb\"}}\n";
+        let c = read_capture(format!("{HEADER}{line}{}{second}{bare}{bad}", record(1, None)).as_bytes()).unwrap();
+        assert_eq!((c.bodies.len(), c.skipped, c.modules.len()), (1, 0, 4));
+        let want = RecordedPdb { guid: bytes, age: 1, path: "/_/obj/A.pdb".into(), checksums: vec![("SHA256".into(), vec![0xAB, 0x01])] };
+        assert_eq!(c.modules[0].pdb.as_ref(), Some(&want));
+        assert_eq!((c.modules[0].pid, c.modules[0].mvid), (7, parse_mvid("00112233-4455-6677-8899-aabbccddeeff")));
+        assert_eq!((c.modules[3].pid, &c.modules[3].pdb), (7, &None));
+        let pdbs = c.recorded_pdbs();
+        assert_eq!(pdbs.len(), 1);
+        assert_eq!(pdbs["/app/A.dll"], want);
+        // A capture without module records (written before them) reads as before, with no ids.
+        let old = read_capture(format!("{HEADER}{}", record(1, None)).as_bytes()).unwrap();
+        assert!(old.modules.is_empty() && old.recorded_pdbs().is_empty());
     }
 }

@@ -67,6 +67,54 @@ pub enum Record {
     /// session without the runtime provider). No payload.
     #[serde(rename = "inlinee")]
     Inlinee(InlineEvent),
+    /// A module the profiler recorded code of: the PDB its image names (CodeView and PdbChecksum
+    /// debug entries), written once per module path per process, before the module's first body.
+    Module(ModuleRecord),
+}
+
+/// What the image of a loaded module says about its PDB, read by the profiler when it first met
+/// the module (the file at the module's path, used only if its MVID is the one the runtime loaded).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleRecord {
+    /// The process.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// The module's path, from `GetModuleInfo` (as bodies' `module`).
+    #[serde(default)]
+    pub module: String,
+    /// The module's MVID as the runtime loaded it (as bodies' `mvid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mvid: Option<String>,
+    /// The image's portable CodeView entry (`PeImage::codeview`); absent where the image names no
+    /// portable PDB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pdb: Option<PdbRecord>,
+    /// The image's PdbChecksum entries (debug directory type 19), for symbol servers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pdb_checksums: Vec<PdbChecksum>,
+}
+
+/// A CodeView entry: the id of the PDB an image was built with.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PdbRecord {
+    /// The CodeView GUID, in the GUID's text form (`mvid_text` of its bytes): the first 16 bytes
+    /// of the portable PDB's id.
+    pub guid: String,
+    /// The CodeView age.
+    #[serde(default)]
+    pub age: u32,
+    /// The PDB path the build wrote into the image.
+    #[serde(default)]
+    pub path: String,
+}
+
+/// A PdbChecksum entry: the checksum of the PDB an image names, by algorithm.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PdbChecksum {
+    /// The algorithm's name (`SHA256`).
+    pub algorithm: String,
+    /// The checksum, in lowercase hexadecimal.
+    pub checksum: Hex,
 }
 
 /// Whether the profiler's EventPipe session for inline trees started.

@@ -73,8 +73,8 @@ pub struct FoundPdb {
 
 /// What a recording says about a module's PDB: the CodeView entry of the image the runtime
 /// loaded, as a trace's ModuleLoad event carries it (`ManagedPdbSignature`, `ManagedPdbAge`,
-/// `ManagedPdbBuildPath`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// `ManagedPdbBuildPath`; a capture's `module` records, docs/capture-format.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RecordedPdb {
     /// The CodeView GUID, in GUID byte order: the first 16 bytes of the portable PDB's id.
     pub guid: [u8; 16],
@@ -82,6 +82,9 @@ pub struct RecordedPdb {
     pub age: u32,
     /// The PDB path as the build wrote it (`/_/Frames.pdb`, `C:\src\obj\Frames.pdb`).
     pub path: String,
+    /// The image's PdbChecksum entries, `(algorithm, checksum)`, where the recording has them (a
+    /// capture's; traces carry none): sent to symbol servers as the `SymbolChecksum` header.
+    pub checksums: Vec<(String, Vec<u8>)>,
 }
 
 impl RecordedPdb {
@@ -525,7 +528,8 @@ pub fn find_recorded_pdb_noting(recorded: &RecordedPdb, module_path: Option<&Pat
         }
     }
     let name = recorded_pdb_name(recorded, module_path);
-    Ok(name.and_then(|name| from_servers(paths, &name, &recorded.guid, &[], &|id| id.guid() == recorded.guid)))
+    let checksums: Vec<String> = recorded.checksums.iter().map(|(alg, sum)| format!("{alg}:{}", upper_hex(sum))).collect();
+    Ok(name.and_then(|name| from_servers(paths, &name, &recorded.guid, &checksums, &|id| id.guid() == recorded.guid)))
 }
 
 /// A PDB opened for reading, with the assembly it belongs to when one is known.
@@ -596,7 +600,7 @@ mod tests {
 
     #[test]
     fn a_recorded_path_that_is_not_absolute_names_no_directory() {
-        let recorded = RecordedPdb { guid: [7; 16], age: 1, path: "C:\\src\\obj\\Frames.pdb".to_owned() };
+        let recorded = RecordedPdb { guid: [7; 16], age: 1, path: "C:\\src\\obj\\Frames.pdb".to_owned(), checksums: Vec::new() };
         let paths = SymbolPaths { pdb: None, dirs: vec![PathBuf::from("/symbols")], servers: None };
         // A Windows path read on Linux: neither it nor its "parent" is a place here.
         let got: Vec<PathBuf> = recorded_candidates(&recorded, Some(Path::new("C:\\app\\Frames.dll")), &paths).into_iter().map(|c| c.0).collect();

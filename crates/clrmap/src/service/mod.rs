@@ -454,7 +454,7 @@ impl Service {
         let paths = &self.config.paths;
         let (found, assembly) = if let Some(guid) = ident.guid {
             let name = ident.pdb_name().ok_or("the module names no PDB file (pdb, debug_file or name)")?;
-            let recorded = RecordedPdb { guid, age: 1, path: name.clone() };
+            let recorded = RecordedPdb { guid, age: 1, path: name.clone(), checksums: Vec::new() };
             let found = find_recorded_pdb_noting(&recorded, None, paths, &mut Vec::new()).map_err(|e| e.to_string())?;
             let found = found.ok_or_else(|| format!("no PDB {name} with id {} in the symbol paths or on a symbol server{}", crate::symsrv::key::guid_n(&guid), server_notes(paths, &crate::symsrv::key::guid_n(&guid))))?;
             if let Some(stamp) = ident.stamp {

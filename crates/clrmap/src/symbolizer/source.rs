@@ -51,8 +51,9 @@ pub struct OpenedSource {
     /// The major version of the runtime that ran the bodies, where the source records it (a
     /// trace's RuntimeInformation event, a capture's header): it chooses the frame rule.
     pub runtime_major: Option<u16>,
-    /// For a trace (or a snapshot of a process): the PDB each module's image named, by module
-    /// path ([`RecordedPdbs`]). Empty for other sources.
+    /// For a trace (or a snapshot of a process) and a capture: the PDB each module's image named,
+    /// by module path ([`RecordedPdbs`]). Empty for images and captures written before the
+    /// profiler recorded it.
     pub pdbs: RecordedPdbs,
     /// For a capture: the MVID of each module the runtime loaded, by module path, as the
     /// profiler recorded it. An assembly with another MVID is of another build: the
@@ -118,7 +119,7 @@ fn recorded_pdb(e: &crate::nettrace::Event<'_>) -> Option<(String, RecordedPdb)>
     if guid == [0; 16] || il_path.is_empty() {
         return None;
     }
-    Some((il_path, RecordedPdb { guid, age, path }))
+    Some((il_path, RecordedPdb { guid, age, path, checksums: Vec::new() }))
 }
 
 /// A body's name and its name with parameter types, from its module's metadata.
@@ -145,6 +146,9 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
     if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
         let capture = crate::capture::read_capture(&bytes).map_err(input)?;
         let warnings: Vec<Error> = capture.warning.into_iter().collect();
+        // The PDB id each module's image named, as the profiler read it at load time: the PDB is
+        // then found by that id, with or without the assembly (as for traces).
+        let pdbs = capture.recorded_pdbs();
         let mut captured = capture.bodies;
         // Names come from each module's own metadata, never from an assembly of another build
         // (crate::capture::name_captured).
@@ -152,7 +156,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         let mvids: HashMap<String, [u8; 16]> = captured.iter().filter_map(|c| Some((c.module_path.clone(), c.mvid?))).collect();
         let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
         let inlines = SourceInlines::from_capture(&capture.inlines);
-        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs: HashMap::new(), mvids, inlines });
+        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs, mvids, inlines });
     }
     if bytes.starts_with(b"MZ") {
         let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
@@ -169,4 +173,94 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None, pdbs: HashMap::new(), mvids: HashMap::new(), inlines: SourceInlines::default() });
     }
     Err(OpenError::Unrecognized { path: path.to_owned() })
+}
+
+#[cfg(all(test, feature = "serde"))]
+mod tests {
+    use std::collections::HashMap;
+    use std::path::{Path, PathBuf};
+
+    use crate::capture::{Body, Header, ModuleRecord, PdbRecord, Record};
+    use crate::pdb::locate::SymbolPaths;
+    use crate::symbolizer::{FrameKind, Options, Symbolizer};
+
+    fn repo(rel: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("clrmap-source-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A capture of the run `examples/frames.nettrace` recorded (its Frames.dll bodies, from a
+    /// directory that no longer exists), with or without the profiler's `module` record naming
+    /// the PDB id of Frames.dll's image; and the runtime's own frames of that run
+    /// (`examples/frames.stdout`: return address, file, line, column).
+    fn capture_of_the_trace(with_module: bool) -> (String, Vec<(u64, String, u32, u32)>) {
+        let trace = super::read_trace(std::io::BufReader::new(std::fs::File::open(repo("examples/frames.nettrace")).unwrap())).unwrap();
+        let bodies: Vec<&crate::ilmap::CodeBody> = trace.bodies.iter().filter(|b| b.module.as_deref() == Some("Frames.dll")).collect();
+        let path = bodies[0].module_path.clone().unwrap();
+        assert!(!Path::new(&path).exists(), "{path}");
+        let image = std::fs::read(repo("tests/fixtures/frames/debug-embedded/Frames.dll")).unwrap();
+        let cv = crate::pe::PeImage::parse(&image).unwrap().codeview().unwrap().unwrap();
+        let mut text = Header { format: crate::capture::FORMAT.into(), version: crate::capture::VERSION, pid: 1, ..Header::default() }.to_line();
+        if with_module {
+            let pdb = PdbRecord { guid: crate::metadata::mvid_text(&cv.guid), age: cv.age, path: cv.path.to_owned() };
+            text.push_str(&Record::Module(ModuleRecord { pid: Some(1), module: path.clone(), mvid: None, pdb: Some(pdb), pdb_checksums: Vec::new() }).to_line());
+        }
+        let mut starts: HashMap<u32, Vec<u64>> = HashMap::new();
+        for b in &bodies {
+            starts.entry(b.token).or_default().push(b.start.unwrap());
+            let map = b.map.iter().map(|e| [e.il.to_raw(), e.native_start, e.native_end]).collect();
+            let body = Body { pid: Some(1), function_id: 1, module: path.clone(), token: b.token, start: b.start.unwrap(), code_size: b.code_size, body: b.version.unwrap_or(0), map, ..Body::default() };
+            text.push_str(&Record::Jit(body).to_line());
+        }
+        let stdout = std::fs::read_to_string(repo("examples/frames.stdout")).unwrap();
+        let mut frames: Vec<(u64, String, u32, u32)> = stdout
+            .lines()
+            .map(|l| l.split('\t').collect::<Vec<_>>())
+            .filter(|f| f[0] == "F" && !f[7].is_empty())
+            .filter_map(|f| {
+                let token = u32::from_str_radix(&f[3][2..], 16).unwrap();
+                let start = starts.get(&token).filter(|s| s.len() == 1)?[0];
+                Some((start + f[5].parse::<u64>().unwrap(), f[7].to_owned(), f[8].parse().unwrap(), f[9].parse().unwrap()))
+            })
+            .collect();
+        frames.sort();
+        frames.dedup();
+        assert!(frames.len() > 20, "{} frames", frames.len());
+        (text, frames)
+    }
+
+    #[test]
+    fn a_capture_finds_the_pdb_by_its_recorded_id_without_the_assembly() {
+        let dir = tmp("pdb-only");
+        std::fs::copy(repo("tests/fixtures/frames/debug-portable/Frames.pdb"), dir.join("Frames.pdb")).unwrap();
+        let options = || Options { symbols: SymbolPaths { pdb: None, dirs: vec![dir.clone()], servers: None } };
+        let (text, frames) = capture_of_the_trace(true);
+        let capture = dir.join("run.capture");
+        std::fs::write(&capture, &text).unwrap();
+        let opened = super::open_source(&capture).unwrap();
+        assert_eq!(opened.pdbs.len(), 1);
+        let sym = Symbolizer::open(&capture, options()).unwrap();
+        for (address, file, line, column) in &frames {
+            let f = sym.symbolize(*address, FrameKind::ReturnAddress);
+            assert_eq!((f.file, f.line, f.column), (Some(file.as_str()), Some(*line), Some(*column)), "0x{address:x}");
+        }
+        // Without the module record (a capture written before it was recorded) the PDB alone
+        // gives nothing: no assembly says which PDB is the module's.
+        let (old, _) = capture_of_the_trace(false);
+        std::fs::write(&capture, &old).unwrap();
+        let sym = Symbolizer::open(&capture, options()).unwrap();
+        assert_eq!(sym.symbolize(frames[0].0, FrameKind::ReturnAddress).line, None);
+        // Another build's PDB under the name is not used.
+        std::fs::copy(repo("tests/fixtures/frames/release-portable/Frames.pdb"), dir.join("Frames.pdb")).unwrap();
+        std::fs::write(&capture, &text).unwrap();
+        let sym = Symbolizer::open(&capture, options()).unwrap();
+        assert_eq!(sym.symbolize(frames[0].0, FrameKind::ReturnAddress).line, None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
