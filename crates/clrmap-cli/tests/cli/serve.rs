@@ -407,6 +407,12 @@ fn upstream_faults_give_frame_errors_in_bounded_time_and_junk_in_the_cache_is_re
     // From the PDB alone (the server holds no assembly): no method names.
     check_answers(v["frames"].as_array().unwrap(), "Frames.dll", false);
     assert_eq!(std::fs::read(&entry).unwrap(), std::fs::read(repo_root().join(DEBUG).join("Frames.pdb")).unwrap());
+    // The filled cache alone, with no server: read as a symbol path, the same answers.
+    drop(s);
+    let s = Serve::start(&["--cache", cache.to_str().unwrap()]);
+    let (status, v) = post_json(&s, "/symbolicate", &req);
+    assert_eq!(status, 200, "{v}");
+    check_answers(v["frames"].as_array().unwrap(), "Frames.dll", false);
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -702,4 +708,29 @@ fn an_answer_over_the_request_timeout_is_503_and_the_service_stays_up() {
     let (status, v) = post_json(&s, "/symbolicate", r#"{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1}]}"#);
     assert_eq!((status, v["frames"][0]["line"].as_u64()), (200, Some(26)));
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn the_lru_is_bounded_by_its_flag() {
+    // Two modules (the same PDB by name and by id: two entries) asked in turn, three times.
+    let (n, _, _) = pdb_ids(&repo_root().join(DEBUG).join("Frames.pdb"));
+    let bodies = [
+        r#"{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1}]}"#.to_owned(),
+        serde_json::json!({"modules": [{"pdb": "Frames.pdb", "pdb_id": n}], "frames": [{"module": 0, "token": 100663297, "il_offset": 1}]}).to_string(),
+    ];
+    let metric = |text: &str, name: &str| -> u64 { text.lines().find_map(|l| l.strip_prefix(&format!("{name} "))).unwrap().parse().unwrap() };
+    for (lru, misses, hits) in [("128", 2, 4), ("0", 6, 0)] {
+        let s = Serve::start(&["--symbol-path", DEBUG, "--lru-mb", lru]);
+        for _ in 0..3 {
+            for b in &bodies {
+                let (status, v) = post_json(&s, "/symbolicate", b);
+                assert_eq!((status, v["frames"][0]["line"].as_u64()), (200, Some(26)), "{v}");
+            }
+        }
+        let text = String::from_utf8(curl(&[&s.url("/metrics")]).2).unwrap();
+        assert_eq!((metric(&text, "clrmap_symbol_cache_misses_total"), metric(&text, "clrmap_symbol_cache_hits_total")), (misses, hits), "--lru-mb {lru}");
+        // With no room, one entry (the last) is all it keeps.
+        let entries = metric(&text, "clrmap_symbol_lru_entries");
+        assert_eq!(entries, if lru == "0" { 1 } else { 2 });
+    }
 }
