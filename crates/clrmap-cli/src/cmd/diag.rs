@@ -222,7 +222,8 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         eprintln!();
     }
     // A started command is not left running: the trace of it has ended.
-    let app = launched.as_mut().map(|l| l.finish(args.timeout));
+    let runtime_exited = matches!(&result, Ok(c) if c.reason == EndReason::TargetExited);
+    let app = launched.as_mut().map(|l| l.finish(args.timeout, runtime_exited));
     let c = match result {
         Ok(c) => c,
         Err(e) => {
@@ -271,33 +272,44 @@ struct Launched {
     /// The pid of the runtime traced (the command's own for `dotnet app.dll`).
     traced: u32,
     session: Option<diag::Session>,
+    /// Resumes the other runtimes that connect (ones the command starts) while the trace runs.
+    _others: diag::OthersGuard,
     /// Kept until the trace ends: its socket takes the stop request.
     _server: Arc<ReverseServer>,
 }
 
 impl Launched {
     /// Wait for the command to exit, and say how it did: `app: COMMAND (process N) exited with
-    /// status S`. A command still running is sent SIGTERM, and SIGKILL after `grace`.
-    fn finish(&mut self, grace: Duration) -> String {
+    /// status S`. When the traced runtime has exited (`runtime_exited`), a command that runs on
+    /// (a script around `dotnet app.dll`) gets `grace` to end by itself; otherwise, and after
+    /// that, it is sent SIGTERM, and SIGKILL `grace` later.
+    fn finish(&mut self, grace: Duration, runtime_exited: bool) -> String {
         let pid = self.child.id();
-        let mut signalled = None;
-        let waited = Instant::now();
+        let mut signalled: Option<&str> = None;
+        let mut since = Instant::now();
+        let mut waiting = runtime_exited;
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(status)) => break Some(status),
                 Ok(None) => {}
                 Err(_) => break None,
             }
-            match signalled {
-                None => {
-                    diag::terminate(pid);
-                    signalled = Some("SIGTERM");
+            if waiting && since.elapsed() >= grace {
+                waiting = false;
+            }
+            if !waiting {
+                match signalled {
+                    None => {
+                        diag::terminate(pid);
+                        signalled = Some("SIGTERM");
+                        since = Instant::now();
+                    }
+                    Some("SIGTERM") if since.elapsed() >= grace => {
+                        let _ = self.child.kill();
+                        signalled = Some("SIGKILL");
+                    }
+                    _ => {}
                 }
-                Some("SIGTERM") if waited.elapsed() >= grace => {
-                    let _ = self.child.kill();
-                    signalled = Some("SIGKILL");
-                }
-                _ => {}
             }
             std::thread::sleep(Duration::from_millis(10));
         };
@@ -366,7 +378,8 @@ fn launch(args: &CollectArgs, config: &SessionConfig, stop: &AtomicBool, child_p
     match started {
         Ok((session, adv)) => {
             let traced = u32::try_from(adv.pid).unwrap_or(pid);
-            Ok(Launched { child, program: program.clone(), traced, session: Some(session), _server: server })
+            let others = server.resume_others(adv.pid);
+            Ok(Launched { child, program: program.clone(), traced, session: Some(session), _others: others, _server: server })
         }
         Err(e) => {
             // The command is not left running, suspended or not.

@@ -396,3 +396,25 @@ fn launch_hostile_peers_end_in_errors() {
     );
     assert_eq!(code(&o), Some(8), "{}", stderr(&o));
 }
+
+/// A command that starts two runtimes (a script): the first to connect is traced, the other is
+/// resumed at once (it inherited DOTNET_DiagnosticPorts and would wait suspended), both run to
+/// their end, the script ends by itself after the traced runtime, and its exit status is
+/// reported.
+#[test]
+#[ignore = "needs .NET"]
+fn launch_a_script_that_starts_two_runtimes() {
+    let dotnet = dotnet_file(DOTNET80);
+    let dir = fresh_dir("launch-two");
+    let trace = dir.join("cpu.nettrace");
+    let dll = cpu_dll();
+    let script = format!("'{dotnet}' '{dll}' 2 & '{dotnet}' '{dll}' 1; wait; exit 4");
+    let t = Instant::now();
+    let o = clrmap_within(&["trace", "collect", "--cpu", "-o", trace.to_str().unwrap(), "--", "sh", "-c", &script], 60);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(0), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert_eq!(String::from_utf8_lossy(&o.stdout).matches("done ").count(), 2, "both runtimes ran to their end");
+    assert!(err.contains("exited with status 4") && !err.contains("SIGTERM"), "{err}");
+    assert!(count(&trace, SAMPLER) > 0);
+}

@@ -12,7 +12,8 @@
 use std::io::Read;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::bounded::{Bounded, Limit};
@@ -59,6 +60,8 @@ pub struct ReverseServer {
     dir: PathBuf,
     path: PathBuf,
     timeout: Duration,
+    /// A connection of the traced runtime taken by [`ReverseServer::resume_others`]'s thread.
+    parked: Mutex<Option<(u64, UnixStream)>>,
 }
 
 impl ReverseServer {
@@ -94,7 +97,7 @@ impl ReverseServer {
                 return Err(io(format!("cannot listen on {}", path.display()))(e));
             }
         };
-        Ok(Arc::new(ReverseServer { listener, dir, path, timeout }))
+        Ok(Arc::new(ReverseServer { listener, dir, path, timeout, parked: Mutex::new(None) }))
     }
 
     /// The socket's path.
@@ -108,6 +111,32 @@ impl ReverseServer {
         format!("{},connect,suspend", self.path.display())
     }
 
+    /// One look at the listening socket: a connection and its advertisement (read within
+    /// `limit`), or `None` when nobody is waiting. A peer that sends anything but an
+    /// advertisement is a `protocol` error.
+    fn try_accept(&self, limit: &Limit<'_>) -> Result<Option<(UnixStream, Advertise)>, DiagError> {
+        let mut stream = match self.listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) => return Ok(None),
+            Err(e) => return Err(DiagError::new(DiagErrorKind::Io, format!("accepting on {}: {e}", self.path.display()))),
+        };
+        stream.set_nonblocking(false).map_err(|e| DiagError::new(DiagErrorKind::Io, format!("accepting a connection: {e}")))?;
+        let mut bytes = [0u8; ADVERTISE_LEN];
+        let mut got = 0usize;
+        Bounded::new(&mut stream, *limit, "the runtime's advertisement").run(|s| {
+            while let Some(rest) = bytes.get_mut(got..).filter(|r| !r.is_empty()) {
+                let n = s.read(rest).map_err(|e| ipc::read_error(&e, "the runtime's advertisement"))?;
+                if n == 0 {
+                    break;
+                }
+                got = got.saturating_add(n);
+            }
+            Ok(())
+        })?;
+        let adv = parse_advertise(bytes.get(..got).unwrap_or(&[])).map_err(|e| DiagError::new(e.kind, format!("a peer of {}: {}", self.path.display(), e.message)))?;
+        Ok(Some((stream, adv)))
+    }
+
     /// The next runtime that connects, and its advertisement, within `limit`; `check` is called
     /// between looks (every few milliseconds) and ends the wait with its error (a child that
     /// exited, say). A peer that sends anything but an advertisement is a `protocol` error.
@@ -115,30 +144,22 @@ impl ReverseServer {
         let what = format!("waiting for a .NET runtime to connect to {}", self.path.display());
         loop {
             check()?;
-            match self.listener.accept() {
-                Ok((mut stream, _)) => {
-                    stream.set_nonblocking(false).map_err(|e| DiagError::new(DiagErrorKind::Io, format!("accepting a connection: {e}")))?;
-                    let mut bytes = [0u8; ADVERTISE_LEN];
-                    let mut got = 0usize;
-                    let read = Bounded::new(&mut stream, *limit, "the runtime's advertisement").run(|s| {
-                        while got < ADVERTISE_LEN {
-                            let n = s.read(bytes.get_mut(got..).unwrap_or(&mut [])).map_err(|e| ipc::read_error(&e, "the runtime's advertisement"))?;
-                            if n == 0 {
-                                break;
-                            }
-                            got = got.saturating_add(n);
-                        }
-                        Ok(())
-                    });
-                    read?;
-                    let adv = parse_advertise(bytes.get(..got).unwrap_or(&[])).map_err(|e| DiagError::new(e.kind, format!("a peer of {}: {}", self.path.display(), e.message)))?;
-                    return Ok((stream, adv));
-                }
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) => {
-                    let left = limit.slice(&what)?;
-                    std::thread::sleep(left.min(ACCEPT_POLL));
-                }
-                Err(e) => return Err(DiagError::new(DiagErrorKind::Io, format!("accepting on {}: {e}", self.path.display()))),
+            if let Some(found) = self.try_accept(limit)? {
+                return Ok(found);
+            }
+            let left = limit.slice(&what)?;
+            std::thread::sleep(left.min(ACCEPT_POLL));
+        }
+    }
+
+    /// The connection of process `pid` that [`ReverseServer::resume_others`] set aside, if any.
+    fn take_parked(&self, pid: u64) -> Option<UnixStream> {
+        let mut parked = self.parked.lock().ok()?;
+        match parked.take() {
+            Some((p, stream)) if p == pid => Some(stream),
+            other => {
+                *parked = other;
+                None
             }
         }
     }
@@ -147,13 +168,23 @@ impl ReverseServer {
     /// connects meanwhile (one the traced app started, which inherited `DOTNET_DiagnosticPorts`)
     /// is resumed and let go, so it does not stay suspended.
     pub fn accept_from(&self, pid: u64, limit: &Limit<'_>, check: &mut dyn FnMut() -> Result<(), DiagError>) -> Result<UnixStream, DiagError> {
+        let what = format!("waiting for process {pid}'s runtime to connect to {}", self.path.display());
         loop {
-            let (mut stream, adv) = self.accept(limit, check)?;
-            if adv.pid == pid {
+            check()?;
+            if let Some(stream) = self.take_parked(pid) {
                 return Ok(stream);
             }
-            let short = Limit::new(Duration::from_secs(1).min(self.timeout), limit.cancel);
-            let _ = resume_on(&mut stream, &short, &format!("process {}", adv.pid));
+            match self.try_accept(limit)? {
+                Some((stream, adv)) if adv.pid == pid => return Ok(stream),
+                Some((mut stream, adv)) => {
+                    let short = Limit::new(Duration::from_secs(1).min(self.timeout), limit.cancel);
+                    let _ = resume_on(&mut stream, &short, &format!("process {}", adv.pid));
+                }
+                None => {
+                    let left = limit.slice(&what)?;
+                    std::thread::sleep(left.min(ACCEPT_POLL));
+                }
+            }
         }
     }
 
@@ -161,6 +192,52 @@ impl ReverseServer {
     pub fn resume(&self, pid: u64, limit: &Limit<'_>, check: &mut dyn FnMut() -> Result<(), DiagError>) -> Result<(), DiagError> {
         let mut stream = self.accept_from(pid, limit, check)?;
         resume_on(&mut stream, limit, &format!("process {pid}"))
+    }
+
+    /// While the returned guard lives, a thread takes every connection: another runtime (one the
+    /// traced app started, which inherited `DOTNET_DiagnosticPorts` and waits suspended) is
+    /// resumed at once; the newest connection of process `pid` is set aside for the next
+    /// command to it ([`ReverseServer::accept_from`] takes it); a peer that is not a runtime is
+    /// dropped. Dropping the guard stops the thread (within a few milliseconds).
+    pub fn resume_others(self: &Arc<Self>, pid: u64) -> OthersGuard {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (server, flag) = (Arc::clone(self), Arc::clone(&stop));
+        let thread = std::thread::Builder::new()
+            .name("clrmap-reverse-port".to_owned())
+            .spawn(move || {
+                while !flag.load(Ordering::SeqCst) {
+                    let limit = Limit::new(Duration::from_secs(1).min(server.timeout), Some(&flag));
+                    match server.try_accept(&limit) {
+                        Ok(Some((stream, adv))) if adv.pid == pid => {
+                            if let Ok(mut parked) = server.parked.lock() {
+                                *parked = Some((pid, stream));
+                            }
+                        }
+                        Ok(Some((mut stream, adv))) => {
+                            let _ = resume_on(&mut stream, &limit, &format!("process {}", adv.pid));
+                        }
+                        Ok(None) | Err(_) => std::thread::sleep(ACCEPT_POLL.saturating_mul(4)),
+                    }
+                }
+            })
+            .ok();
+        OthersGuard { stop, thread }
+    }
+}
+
+/// Stops [`ReverseServer::resume_others`]'s thread when dropped.
+#[derive(Debug)]
+pub struct OthersGuard {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for OthersGuard {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -274,5 +351,33 @@ mod tests {
         server.resume(42, &Limit::new(Duration::from_secs(5), None), &mut || Ok(())).unwrap();
         assert_eq!(other.join().unwrap(), (0x04, 0x01));
         assert_eq!(wanted.join().unwrap(), (0x04, 0x01));
+    }
+
+    #[test]
+    fn while_a_session_runs_others_are_resumed_at_once_and_the_traced_runtime_waits() {
+        let server = ReverseServer::bind_in(&std::env::temp_dir(), Duration::from_secs(2)).unwrap();
+        let guard = server.resume_others(42);
+        let path = server.path().to_owned();
+        // Another runtime, nobody asking for connections: resumed by the guard's thread.
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(&advert(7)).unwrap();
+        let m = ipc::receive(&mut c).unwrap();
+        assert_eq!((m.command_set, m.command_id), (0x04, 0x01));
+        ipc::send(&mut c, &Message { command_set: 0xFF, command_id: 0x00, payload: Vec::new() }).unwrap();
+        // A junk peer does not stop the thread.
+        UnixStream::connect(&path).unwrap().write_all(b"junk junk junk junk junk junk junk").unwrap();
+        // The traced runtime's connection is set aside, and given to the next command to it.
+        let mut t = UnixStream::connect(&path).unwrap();
+        t.write_all(&advert(42)).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let mut got = server.accept_from(42, &Limit::new(Duration::from_secs(5), None), &mut || Ok(())).unwrap();
+        got.write_all(b"x").unwrap();
+        let mut b = [0u8; 1];
+        t.read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"x");
+        let start = std::time::Instant::now();
+        drop(guard);
+        assert!(start.elapsed() < Duration::from_secs(2));
     }
 }
