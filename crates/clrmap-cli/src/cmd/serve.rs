@@ -307,7 +307,14 @@ async fn serve_one(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) 
 
 /// Run the service until SIGTERM or Ctrl-C.
 pub fn run(a: ServeArgs) -> Result<(), CliError> {
-    let paths = SymbolPaths { pdb: None, dirs: a.symbol_path.clone(), servers: a.servers.servers() };
+    let servers = a.servers.servers();
+    let mut dirs = a.symbol_path.clone();
+    // With no server to fill it, a cache folder (SSQP layout) is still read, as one more symbol
+    // path: replicas can share one filled elsewhere.
+    if let (None, Some(cache)) = (&servers, &a.servers.cache) {
+        dirs.push(cache.clone());
+    }
+    let paths = SymbolPaths { pdb: None, dirs, servers };
     let config = Config { paths, lru_bytes: a.lru_mb.saturating_mul(1 << 20), max_frames: a.max_frames };
     let state = Arc::new(State { service: Service::new(config), metrics: Metrics::new(), max_body: a.max_body, request_timeout: a.request_timeout });
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(64).build().map_err(CliError::Io)?;
