@@ -36,8 +36,19 @@ pub(crate) fn marker_line(marker: &str) -> u32 {
 
 /// `clrmap ARGS` with a wall-clock limit: a run that outlives it is killed and fails the test.
 fn clrmap_within(args: &[&str], secs: u64) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(args)
+    run_within(Command::new(env!("CARGO_BIN_EXE_clrmap")).args(args), args, secs)
+}
+
+/// [`clrmap_within`] under the hostile tests' memory limit (256 MB of address space; the
+/// command it starts inherits it).
+fn clrmap_limited(args: &[&str], secs: u64) -> Output {
+    let mut c = Command::new("sh");
+    c.arg("-c").arg("ulimit -v 262144; exec \"$0\" \"$@\"").arg(env!("CARGO_BIN_EXE_clrmap")).args(args);
+    run_within(&mut c, args, secs)
+}
+
+fn run_within(c: &mut Command, args: &[&str], secs: u64) -> Output {
+    let mut child = c
         .current_dir(repo_root())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -342,15 +353,15 @@ fn launch_hostile(name: &str, command: &[String], timeout: &str) -> (Output, Dur
     let mut args: Vec<&str> = vec!["trace", "collect", "--cpu", "--timeout", timeout, "-o", trace.to_str().unwrap(), "--"];
     args.extend(command.iter().map(String::as_str));
     let t = Instant::now();
-    let o = clrmap_within(&args, 30);
+    let o = clrmap_limited(&args, 30);
     let took = t.elapsed();
     assert!(!trace.exists(), "{name}: a trace was written");
     assert!(o.status.code().is_some(), "{name}: ended by a signal");
     (o, took)
 }
 
-/// Hostile or absent runtimes: each ends with its status within the timeout (plus a little),
-/// and the started command does not outlive clrmap.
+/// Hostile or absent runtimes, under a 256 MB memory limit: each ends with its status (never a
+/// signal) within the timeout (plus a little), and the started command does not outlive clrmap.
 #[test]
 fn launch_hostile_peers_end_in_errors() {
     // Never connects (not .NET): timeout, status 8.
