@@ -51,7 +51,8 @@ const COR_PRF_HIGH_MONITOR_EVENT_PIPE: u32 = 0x80;
 struct Side {
     info: Info,
     info12: Info12,
-    out: File,
+    /// The capture (`None`: perf only, the trees serve the jitdump's lines alone).
+    out: Option<File>,
     pid: u32,
     /// EVENTPIPE_PROVIDER → which of the two providers it is (asked once per handle).
     providers: HashMap<usize, Provider>,
@@ -90,17 +91,43 @@ thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Called at JITCompilationFinished of `fid` on this thread, with the code start of the body
-/// just recorded (`None`: none new): the pending trees of that method get it.
-pub fn body_finished(fid: u64, start: Option<u64>) {
+/// Event 189 payloads this thread received since the last JITCompilationFinished, with their
+/// MethodIDs: to be handed to [`body_finished`] (empty without a session).
+pub fn take_pending() -> Vec<(u64, Vec<u8>)> {
     // Without a session the thread-local is never touched: its destructor would keep glibc from
     // unloading the library after an attached profiler detaches.
+    if side().get().is_none() {
+        return Vec::new();
+    }
+    PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
+}
+
+/// The inline tree of method `fid` among `pending` payloads ([`take_pending`]), reassembled from
+/// its chunks and parsed as offline (`None`: none, or torn or malformed).
+pub fn tree_of(fid: u64, pending: &[(u64, Vec<u8>)]) -> Option<clrmap::inlines::InlineTree> {
+    let mut collector = clrmap::inlines::InlineCollector::new();
+    let mut key = None;
+    for (method_id, payload) in pending.iter().filter(|(m, _)| *m == fid) {
+        let _ = collector.rich_debug_info(clrmap::read::Reader::new(payload, 0));
+        let code_id = payload.get(10..18).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+        key = code_id.map(|c| (*method_id, c)).or(key);
+    }
+    let (method_id, code_id) = key?;
+    collector.finish().tree(method_id, code_id).cloned()
+}
+
+/// Called at JITCompilationFinished of `fid` on this thread with the payloads [`take_pending`]
+/// gave and the code start of the body just recorded (`None`: none new): the pending trees of
+/// that method get it.
+pub fn body_finished(fid: u64, start: Option<u64>, pending: Vec<(u64, Vec<u8>)>) {
     let Some(side) = side().get() else { return };
-    let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
     if pending.is_empty() {
         return;
     }
     with_side(side, |s| {
+        if s.out.is_none() {
+            return;
+        }
         if !s.method_details {
             name_inlinees(s, &pending);
         }
@@ -151,8 +178,8 @@ fn resolve(s: &mut Side, method_id: u64) -> (Option<String>, Option<String>, Opt
         Some((path, mvid.map(|m| clrmap::capture::mvid_text(&m))))
     });
     let m = m.clone();
-    if let Some(line) = line {
-        let _ = s.out.write_all(line.as_bytes());
+    if let (Some(line), Some(out)) = (line, s.out.as_mut()) {
+        let _ = out.write_all(line.as_bytes());
     }
     match m {
         Some((path, mvid)) => (Some(path), mvid, Some(token)),
@@ -177,16 +204,25 @@ fn with_side(side: &Mutex<Side>, f: impl FnOnce(&mut Side)) {
 }
 
 fn write(s: &mut Side, record: &Record) {
-    let _ = s.out.write_all(record.to_line().as_bytes());
+    if let Some(out) = s.out.as_mut() {
+        let _ = out.write_all(record.to_line().as_bytes());
+    }
 }
 
 /// Start the session: `unknown` is what Initialize received, `mask` the COR_PRF_MONITOR mask
-/// already set. On a runtime without ICorProfilerInfo12 (3.1) nothing happens and nothing is
-/// recorded. Otherwise the capture gets an `inline_session` record with the runtime's answer.
-pub fn start(unknown: *mut std::ffi::c_void, info: Info, mask: u32, out: &File) {
+/// already set, `out` the capture (`None`: perf only, the trees go to the jitdump's lines). On a
+/// runtime without ICorProfilerInfo12 (3.1) nothing happens and nothing is recorded. Otherwise
+/// the capture gets an `inline_session` record with the runtime's answer.
+pub fn start(unknown: *mut std::ffi::c_void, info: Info, mask: u32, out: Option<&File>) {
     // SAFETY: `unknown` is the runtime's IUnknown, as Initialize receives it.
     let Some(info12) = (unsafe { Info12::from_unknown(unknown) }) else { return };
-    let (Ok(mut out), Ok(side_out)) = (out.try_clone(), out.try_clone()) else { return };
+    let (mut out, side_out) = match out {
+        Some(f) => match (f.try_clone(), f.try_clone()) {
+            (Ok(a), Ok(b)) => (Some(a), Some(b)),
+            _ => return,
+        },
+        None => (None, None),
+    };
     let pid = std::process::id();
     let rich_debug_info = ["DOTNET_RichDebugInfo", "COMPlus_RichDebugInfo"].iter().any(|v| std::env::var(v).is_ok_and(|v| v.trim() == "1"));
     let mut hr = info12.set_event_mask2(mask, COR_PRF_HIGH_MONITOR_EVENT_PIPE);
@@ -214,7 +250,9 @@ pub fn start(unknown: *mut std::ffi::c_void, info: Info, mask: u32, out: &File) 
         };
     }
     let line = Record::InlineSession(InlineSession { pid: Some(pid), hr, rich_debug_info, method_details }).to_line();
-    let _ = out.write_all(line.as_bytes());
+    if let Some(out) = out.as_mut() {
+        let _ = out.write_all(line.as_bytes());
+    }
 }
 
 /// Whether the runtime's own configuration already turns the runtime provider's JIT keyword on at

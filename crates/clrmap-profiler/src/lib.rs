@@ -269,10 +269,11 @@ unsafe extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -
         let hr = info.set_event_mask(mask);
         if let Some(out) = out.as_mut() {
             let _ = out.write_all(header(&info, mask, hr, disable_r2r, false).as_bytes());
-            // The JIT's inline trees (`clrmap profile` without --no-inlines), into the capture.
-            if std::env::var("CLRMAP_PROFILER_INLINES").is_ok_and(|v| v == "1") {
-                inlines::start(unknown, info, mask, out);
-            }
+        }
+        // The JIT's inline trees (`clrmap profile` without --no-inlines): into the capture, and
+        // to the jitdump's lines.
+        if std::env::var("CLRMAP_PROFILER_INLINES").is_ok_and(|v| v == "1") {
+            inlines::start(unknown, info, mask, out.as_ref());
         }
         let perf = perf_dir.and_then(|dir| match perf::start_perf(std::path::Path::new(&dir)) {
             Ok(p) => Some(p),
@@ -397,7 +398,7 @@ unsafe extern "system" fn profiler_attach_complete(_this: *mut c_void) -> Hresul
         let Some(info) = s.info else { return S_OK };
         let Ok(functions) = info.jited_functions() else { return S_OK };
         for f in functions {
-            record_jitted(&mut s, info, f.function_id, f.rejit_id, true);
+            record_jitted(&mut s, info, f.function_id, f.rejit_id, true, None);
         }
         S_OK
     })
@@ -599,7 +600,7 @@ fn drain_r2r(s: &mut State) {
             record(s, true, body);
         }
         if let Some(p) = s.perf.as_mut() {
-            perf::perf_record(p, &module, token, start, size, first, || map.or_else(|| info.il_map(false, fid).ok()), found);
+            perf::perf_record(p, info, &module, token, start, size, first, || map.or_else(|| info.il_map(false, fid).ok()), None, found);
         }
     }
 }
@@ -622,13 +623,16 @@ unsafe extern "system" fn jit_cached_function_search_finished(_this: *mut c_void
 }
 
 /// Record each native code version of function `fid` not recorded yet; returns the last jitted
-/// start recorded.
-fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_attach: bool) -> Option<usize> {
+/// start recorded. `tree` is the JIT's inline tree of the body just compiled: the jitdump's lines
+/// of the last new jitted start use it (the capture ties it to that start too).
+fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_attach: bool, tree: Option<&clrmap::inlines::InlineTree>) -> Option<usize> {
     let starts = info.native_code_starts(fid, rejit);
     if starts.iter().all(|start| s.seen_starts.contains(start)) {
         return None;
     }
     let (module, base, token, module_id) = info.function_info(fid)?;
+    let tree_start = starts.iter().rev().find(|&&st| !s.seen_starts.contains(&st) && r2r_rva(s, &module, base, st).is_none()).copied();
+    let tree_for = |start: usize| tree.filter(|_| Some(start) == tree_start);
     let mut last = None;
     let capture = s.out.is_some();
     let map1 = if capture { info.il_map(false, fid).ok().map(|m| raw(&m)) } else { None };
@@ -645,7 +649,7 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
         if !capture {
             // Perf only: the map is asked for only where lines need it.
             if let Some(p) = s.perf.as_mut() {
-                perf::perf_record(p, &module, token, start, size, first, || info.il_map(true, start).ok(), perf::monotonic_ns());
+                perf::perf_record(p, info, &module, token, start, size, first, || info.il_map(true, start).ok(), tree_for(start), perf::monotonic_ns());
             }
             continue;
         }
@@ -672,7 +676,7 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
         };
         record(s, rva.is_some(), b);
         if let Some(p) = s.perf.as_mut() {
-            perf::perf_record(p, &module, token, start, size, first, || Some(map), perf::monotonic_ns());
+            perf::perf_record(p, info, &module, token, start, size, first, || Some(map), tree_for(start), perf::monotonic_ns());
         }
     }
     last
@@ -683,9 +687,11 @@ unsafe extern "system" fn jit_compilation_finished(_this: *mut c_void, fid: usiz
         let Ok(mut s) = state().lock() else { return S_OK };
         let Some(info) = s.info else { return S_OK };
         drain_r2r(&mut s);
-        let body = record_jitted(&mut s, info, fid, 0, false);
         // The runtime sent this body's inline tree just before, on this thread.
-        inlines::body_finished(fid as u64, body.map(|start| start as u64));
+        let pending = inlines::take_pending();
+        let tree = if s.perf.is_some() && !pending.is_empty() { inlines::tree_of(fid as u64, &pending) } else { None };
+        let body = record_jitted(&mut s, info, fid, 0, false, tree.as_ref());
+        inlines::body_finished(fid as u64, body.map(|start| start as u64), pending);
         S_OK
     })
 }

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 
-use crate::com::IlMap;
+use crate::com::{IlMap, Info};
+use clrmap::inlines::InlineTree;
+use clrmap::symbolizer::profile_lines::{profile_rows, Position, Who};
 
 /// One module, as the jitdump needs it: names from its metadata, lines from its PDB.
 pub struct PerfModule {
@@ -21,6 +23,9 @@ pub struct Perf {
     _marker: memmap2::Mmap,
     next_index: u64,
     modules: HashMap<String, PerfModule>,
+    /// An inlinee's MethodID → its module path and MethodDef token (`None`: the runtime did not
+    /// say), asked once.
+    inlinees: HashMap<u64, Option<(String, u32)>>,
     symbols: clrmap::pdb::locate::SymbolPaths,
     pid: u32,
 }
@@ -76,7 +81,7 @@ fn begin_perf(mut dump: File, map: File, pid: u32) -> std::io::Result<Perf> {
     // only marks the file for perf), and the file is only appended to.
     let marker = unsafe { memmap2::MmapOptions::new().len(clrmap::jitdump::HEADER_SIZE as usize).map_exec(&dump)? };
     let dirs = std::env::var_os("CLRMAP_PROFILER_SYMBOL_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
-    Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs, servers: None }, pid })
+    Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), inlinees: HashMap::new(), symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs, servers: None }, pid })
 }
 
 /// An output file opened by [`open_output`], empty.
@@ -141,33 +146,63 @@ fn perf_module(symbols: &clrmap::pdb::locate::SymbolPaths, path: &str) -> PerfMo
     PerfModule { metadata, symbols }
 }
 
+/// The name a body gets in the jitdump and the perf map, as offline
+/// ([`clrmap::jitdump::build::perf_name`]): the method's full name with its parameter types.
+fn body_name(md: Option<&clrmap::metadata::Metadata<'static>>, file_name: Option<&str>, token: u32) -> String {
+    clrmap::jitdump::build::perf_name(md, file_name, token)
+}
+
 /// Write one body to the jitdump (debug info, then the code load with the bytes of its first code
 /// range) and the perf map. `size` is the body's code size (all ranges, as the capture gives
-/// it); the lines follow the capture's map over it, as the offline route computes them.
+/// it); the lines follow the capture's map over it and the JIT's inline `tree` for the body, by
+/// the profile rule ([`profile_rows`]), as the offline route computes them.
 #[allow(clippy::too_many_arguments)]
-pub fn perf_record(perf: &mut Perf, module: &str, token: u32, start: usize, size: usize, first: usize, map: impl FnOnce() -> Option<Vec<IlMap>>, timestamp: u64) {
+pub fn perf_record(perf: &mut Perf, info: Info, module: &str, token: u32, start: usize, size: usize, first: usize, map: impl FnOnce() -> Option<Vec<IlMap>>, tree: Option<&InlineTree>, timestamp: u64) {
     let pid = perf.pid;
     if start == 0 || first == 0 {
         return;
     }
     let symbols = &perf.symbols;
-    let m = perf.modules.entry(module.to_owned()).or_insert_with(|| perf_module(symbols, module));
-    let file_name = std::path::Path::new(module).file_name().map(|f| f.to_string_lossy().into_owned());
-    let method = m.metadata.as_ref().and_then(|md| md.method_name(token));
-    let name = clrmap::jitdump::build::symbol_name(method.as_deref(), file_name.as_deref(), token);
-    let code_size = u32::try_from(size).unwrap_or(u32::MAX);
-    // The map is asked for only where there are lines to make of it: a module with a PDB (the
-    // framework ships none, so most ReadyToRun methods need no map at all).
-    let rows = match m.symbols.as_ref() {
-        Some(sym) => {
-            let entries: Vec<clrmap::ilmap::MapEntry> = map()
-                .unwrap_or_default()
-                .iter()
-                .map(|e| clrmap::ilmap::CorDebugIlToNativeMap { il_offset: e.il, native_start_offset: e.start, native_end_offset: e.end }.into())
-                .collect();
-            sym.line_table(token, &entries, code_size)
+    perf.modules.entry(module.to_owned()).or_insert_with(|| perf_module(symbols, module));
+    // Each inlinee's module and token, and its module's lines, loaded once.
+    if let Some(tree) = tree {
+        for node in tree.nodes().iter().skip(1) {
+            let id = node.method_id;
+            let at = perf.inlinees.entry(id).or_insert_with(|| usize::try_from(id).ok().and_then(|fid| info.function_info(fid)).map(|(path, _, token, _)| (path, token)));
+            if let Some((path, _)) = at {
+                perf.modules.entry(path.clone()).or_insert_with(|| perf_module(symbols, path));
+            }
         }
-        None => Vec::new(),
+    }
+    let Some(m) = perf.modules.get(module) else { return };
+    let file_name = std::path::Path::new(module).file_name().map(|f| f.to_string_lossy().into_owned());
+    let name = body_name(m.metadata.as_ref(), file_name.as_deref(), token);
+    let code_size = u32::try_from(size).unwrap_or(u32::MAX);
+    let (modules, inlinees) = (&perf.modules, &perf.inlinees);
+    let line_of = |who: Who, il: u32| -> Option<Position> {
+        let (sym, token) = match who {
+            Who::Body => (m.symbols.as_ref()?, token),
+            Who::Inlinee(id) => {
+                let (path, token) = inlinees.get(&id)?.as_ref()?;
+                (modules.get(path)?.symbols.as_ref()?, *token)
+            }
+        };
+        let (line, column, file) = sym.line(token, il)?;
+        Some((file.unwrap_or("").to_owned(), line, column))
+    };
+    // The map is asked for only where there are lines to make of it: a body whose module or one
+    // of whose inlinees' modules has a PDB (the framework ships none, so most ReadyToRun methods
+    // need no map at all).
+    let inlinee_lines = tree.is_some_and(|t| t.nodes().iter().skip(1).any(|n| inlinees.get(&n.method_id).and_then(Option::as_ref).and_then(|(p, _)| modules.get(p)).is_some_and(|m| m.symbols.is_some())));
+    let rows = if m.symbols.is_some() || inlinee_lines {
+        let entries: Vec<clrmap::ilmap::MapEntry> = map()
+            .unwrap_or_default()
+            .iter()
+            .map(|e| clrmap::ilmap::CorDebugIlToNativeMap { il_offset: e.il, native_start_offset: e.start, native_end_offset: e.end }.into())
+            .collect();
+        profile_rows(&entries, code_size, tree, line_of)
+    } else {
+        Vec::new()
     };
     let mut out = Vec::new();
     if !rows.is_empty() {

@@ -36,7 +36,8 @@ pub struct ProfileArgs {
     /// Do not record the JIT's inline trees. By default a started command runs with
     /// DOTNET_RichDebugInfo=1, so that .NET 7 and later report, for each jitted body, which
     /// methods were inlined into it and where, and the profiler writes those reports into the
-    /// capture (it needs -o). Unless you set any of them yourself, the command also gets
+    /// capture (-o) and, with --perf, gives inlined code the lines of the inlined method in the
+    /// jitdump. Unless you set any of them yourself, the command also gets
     /// DOTNET_EnableEventLog=1, DOTNET_LTTngConfig=Microsoft-Windows-DotNETRuntime:10:5,
     /// DOTNET_EventSourceFilter (a name no EventSource has) and DOTNET_LTTng=0: the runtime's
     /// cheapest way to send the reports (no LTTng library is loaded, no EventSource is enabled).
@@ -159,11 +160,11 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     if args.disable_r2r {
         c.env("CLRMAP_PROFILER_DISABLE_R2R", "1");
     }
-    // The JIT's inline trees: the runtime reports them only with this variable set at start-up,
-    // and the profiler records them only into a capture.
+    // The JIT's inline trees: the runtime reports them only with this variable set at start-up;
+    // the profiler records them into a capture and gives the jitdump's lines by them.
     if args.no_inlines {
         c.env_remove("DOTNET_RichDebugInfo").env_remove("COMPlus_RichDebugInfo").env_remove("CLRMAP_PROFILER_INLINES");
-    } else if output.is_some() {
+    } else if output.is_some() || args.perf.is_some() {
         c.env("DOTNET_RichDebugInfo", "1").env("CLRMAP_PROFILER_INLINES", "1");
         // The runtime sends the trees only while the runtime provider's JIT keyword is on. Turned
         // on through the runtime's LTTng configuration (no LTTng library loaded, no EventSource

@@ -49,6 +49,15 @@ fn profiler() -> String {
     so.to_string_lossy().into_owned()
 }
 
+/// The symbols the perf routes give Hot.cs's loops: full names with the parameter types
+/// (contract §4: `Owner::Method(P1,...)`, ECMA-335 type names), as the source declares them:
+/// `static long OwnLoop(long n)`, `static int FrameworkLoop(string s, int n)`.
+const OWN_LOOP: &str = "Hot::OwnLoop(int64)";
+const FRAMEWORK_LOOP: &str = "Hot::FrameworkLoop(string,int32)";
+/// The framework's hash: `ComputeHash32(ref byte data, uint count, uint p0, uint p1)`
+/// (System.Private.CoreLib, Marvin.cs, on 3.1 and 8.0).
+const COMPUTE_HASH32: &str = "System.Marvin::ComputeHash32(uint8&,uint32,uint32,uint32)";
+
 fn hot_dll() -> PathBuf {
     repo_root().join("tests/fixtures/perf/Hot.dll")
 }
@@ -181,12 +190,12 @@ fn assert_perf_shows_lines(data: &Path, version: &str) {
     let rows = report(data);
     let top: Vec<&(f64, String, String)> = rows.iter().take(4).collect();
     eprintln!("{version}: perf report top entries: {top:?}");
-    assert!(top.iter().any(|(p, s, l)| *p >= 10.0 && s == "Hot::OwnLoop" && *l == own), "{version}: no Hot::OwnLoop at {own} in {top:?}");
-    assert!(top.iter().any(|(p, s, _)| *p >= 10.0 && s == "System.Marvin::ComputeHash32"), "{version}: no System.Marvin::ComputeHash32 in {top:?}");
+    assert!(top.iter().any(|(p, s, l)| *p >= 10.0 && s == OWN_LOOP && *l == own), "{version}: no {OWN_LOOP} at {own} in {top:?}");
+    assert!(top.iter().any(|(p, s, _)| *p >= 10.0 && s == COMPUTE_HASH32), "{version}: no {COMPUTE_HASH32} in {top:?}");
     // Two frames (the sample and its caller): srcline for every frame of every chain is slow.
     let script = run_ok(Command::new("perf").args(["script", "--max-stack=2", "--no-inline", "-F", "ip,sym,srcline", "-i"]).arg(data));
     let lines: Vec<&str> = script.lines().map(str::trim).collect();
-    let called_from_loop = lines.windows(3).any(|w| w[0].ends_with("System.Marvin::ComputeHash32") && w[1].ends_with("Hot::FrameworkLoop") && w[2] == framework_call);
+    let called_from_loop = lines.windows(3).any(|w| w[0].ends_with(COMPUTE_HASH32) && w[1].ends_with(FRAMEWORK_LOOP) && w[2] == framework_call);
     assert!(called_from_loop, "{version}: perf script shows no ComputeHash32 called from Hot::FrameworkLoop at {framework_call}");
 }
 
@@ -219,9 +228,9 @@ fn live_route(version: &str) {
     for (l, e) in live_sorted.iter().zip(&expected) {
         assert_eq!(*l, e);
     }
-    let own = planned.iter().find(|p| p.name == "Hot::OwnLoop").unwrap();
+    let own = planned.iter().find(|p| p.name == OWN_LOOP).unwrap();
     assert!(own.lines.iter().any(|e| e.line == marker_line("HOT-OWN") && e.file == "/_/src/Hot.cs"), "{own:?}");
-    assert!(planned.iter().any(|p| p.name == "System.Marvin::ComputeHash32" && p.lines.is_empty()));
+    assert!(planned.iter().any(|p| p.name == COMPUTE_HASH32 && p.lines.is_empty()));
     // Live code loads carry the process's code bytes: not all zero.
     let code_of = |path: &Path| {
         let mut reader = JitDumpReader::new(std::fs::File::open(path).unwrap()).unwrap();
@@ -269,7 +278,7 @@ fn live_route(version: &str) {
     };
     let live_map = sorted(&dir.join(format!("perf-{pid}.map")));
     assert_eq!(live_map, sorted(&map));
-    assert!(live_map.iter().any(|l| l.ends_with(" System.Marvin::ComputeHash32")));
+    assert!(live_map.iter().any(|l| l.ends_with(&format!(" {COMPUTE_HASH32}"))));
 }
 
 #[test]
@@ -360,7 +369,7 @@ fn a_killed_app_leaves_a_valid_jitdump() {
     let parsed = clrmap::jitdump::read::parse(&bytes).unwrap();
     assert!(parsed.warning.is_none(), "{:?}", parsed.warning);
     let (_, seen) = read_independently(&dump);
-    assert!(seen.iter().any(|s| s.name == "Hot::OwnLoop" && !s.lines.is_empty()));
+    assert!(seen.iter().any(|s| s.name == OWN_LOOP && !s.lines.is_empty()));
     // A cut anywhere leaves every whole record readable by both readers.
     for cut in [bytes.len() - 1, bytes.len() - 7, bytes.len() / 2, 41] {
         let torn = dir.join("torn.dump");
@@ -394,9 +403,9 @@ fn perf_only_live_route_without_a_capture() {
     assert_eq!(dumps.len(), 1, "{dumps:?}");
     assert!(!dir.join("app.cap").exists());
     let (_, records) = read_independently(&dumps[0]);
-    let own = records.iter().find(|r| r.name == "Hot::OwnLoop").expect("Hot::OwnLoop in the jitdump");
+    let own = records.iter().find(|r| r.name == OWN_LOOP).expect("OwnLoop in the jitdump");
     assert!(own.lines.iter().any(|e| e.line == marker_line("HOT-OWN")), "{own:?}");
-    assert!(records.iter().any(|r| r.name == "System.Marvin::ComputeHash32" && r.lines.is_empty()));
+    assert!(records.iter().any(|r| r.name == COMPUTE_HASH32 && r.lines.is_empty()));
     let jit_data = dir.join("perf.jit.data");
     run_ok(Command::new("perf").args(["inject", "--jit", "-i"]).arg(&data).arg("-o").arg(&jit_data));
     assert_perf_shows_lines(&jit_data, "8.0.4 perf only");

@@ -4,7 +4,8 @@
 //! (the loader maps sections as they are; relocations are in data, not in R2R method code), so a
 //! body with an RVA gets its code from the image; jitted code is zeros, and `perf annotate` has no
 //! instructions for it. Module load addresses, body addresses and sizes come from the capture or
-//! trace, the lines from each module's PDB ([`crate::symbolizer::Symbolizer::line_table`]).
+//! trace, the lines from each module's PDB by the profile rule
+//! ([`crate::symbolizer::Symbolizer::profile_line_table`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -44,8 +45,32 @@ pub fn symbol_name(name: Option<&str>, module: Option<&str>, token: u32) -> Stri
     }
 }
 
-fn name_of(body: &CodeBody) -> String {
-    symbol_name(body.name.as_deref(), body.module.as_deref(), body.token)
+/// The symbol a method's code gets in a jitdump and a perf map, live and offline alike: the
+/// method's full name with its parameter types from its module's metadata (contract §4
+/// `full_name` of the method's definition: `Ns.Type::Method(int32,string)`), so that overloads are
+/// told apart in `perf report`; else [`symbol_name`] with the module's file name and the token.
+/// Type arguments are left out: the live route knows them only at a cost, and both routes must
+/// name a body alike.
+pub fn perf_name(md: Option<&crate::metadata::Metadata<'_>>, module: Option<&str>, token: u32) -> String {
+    match md.and_then(|md| md.body_names(token, &[], &[])) {
+        Some((name, full)) => full.unwrap_or(name),
+        None => symbol_name(None, module, token),
+    }
+}
+
+/// A body's symbol ([`perf_name`]): from its module's metadata where the source named the body
+/// from it (the same build), else the name the source gave.
+fn name_of(body: &CodeBody, images: &mut Images) -> String {
+    if body.name.is_some() {
+        if let Some(bytes) = body.module_path.as_deref().and_then(|p| images.bytes(p)) {
+            if let Ok(md) = crate::metadata::Metadata::parse(bytes) {
+                if md.method_name(body.token).is_some() {
+                    return perf_name(Some(&md), body.module.as_deref(), body.token);
+                }
+            }
+        }
+    }
+    symbol_name(body.full_name.as_deref().or(body.name.as_deref()), body.module.as_deref(), body.token)
 }
 
 /// Every body with an absolute address (captures and traces; an image has only RVAs) of process
@@ -58,12 +83,14 @@ pub fn plan(sym: &Symbolizer, pid: Option<u32>) -> Vec<Planned> {
         if body.code_size == 0 || pid.is_some_and(|p| body.pid.is_some_and(|b| b != p)) {
             continue;
         }
-        let lines = line_entries(start, &sym.line_table(i));
+        // The profile rule: inlined code at its innermost line, NO_MAPPING at line 0.
+        let lines = line_entries(start, &sym.profile_line_table(i));
         let code = match (body.rva, body.module_path.as_deref()) {
             (Some(rva), Some(path)) => images.code(path, rva, body.code_size),
             _ => None,
         };
-        out.push(Planned { address: start, code_size: u64::from(body.code_size), name: name_of(body), lines, pid: body.pid, code });
+        let name = name_of(body, &mut images);
+        out.push(Planned { address: start, code_size: u64::from(body.code_size), name, lines, pid: body.pid, code });
     }
     out.sort_by_key(|p| p.address);
     out
@@ -74,6 +101,11 @@ pub fn plan(sym: &Symbolizer, pid: Option<u32>) -> Vec<Planned> {
 struct Images(HashMap<String, Option<Vec<u8>>>);
 
 impl Images {
+    /// The bytes of the module file at `path` (read once; `None`: unreadable).
+    fn bytes(&mut self, path: &str) -> Option<&[u8]> {
+        self.0.entry(path.to_owned()).or_insert_with(|| crate::fs::read_regular(std::path::Path::new(path), crate::fs::MAX_FILE).ok()).as_deref()
+    }
+
     /// `size` bytes of code at `rva` in the image at `path`, when one section's raw data holds
     /// them all.
     fn code(&mut self, path: &str, rva: u32, size: u32) -> Option<Vec<u8>> {
