@@ -205,6 +205,7 @@ const PRIVATE: &str = "Microsoft-Windows-DotNETRuntimePrivate";
 pub fn event_name(provider: &str, id: u32) -> Option<&'static str> {
     Some(match (provider, id) {
         ("Microsoft-DotNETCore-EventPipe", 1) => "ProcessInfo",
+        (super::SAMPLE_PROFILER, 0) => "ThreadSample",
         (RUNTIME, 1) => "GCStart",
         (RUNTIME, 2) => "GCEnd",
         (RUNTIME, 15) => "BulkType",

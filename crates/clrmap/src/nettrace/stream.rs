@@ -325,6 +325,38 @@ fn parse_metadata(p: Reader<'_>) -> Result<(u32, EventMeta)> {
 
 static METADATA_META: std::sync::OnceLock<EventMeta> = std::sync::OnceLock::new();
 
+/// A run of events of one metadata id, counted here and added to the counts when the id
+/// changes or the block ends (however it ends).
+struct Run<'a> {
+    counts: &'a mut IntMap<u32, u64>,
+    id: u32,
+    n: u64,
+}
+
+impl Run<'_> {
+    fn add(&mut self, id: u32) {
+        if id != self.id {
+            self.flush();
+            self.id = id;
+        }
+        self.n = self.n.saturating_add(1);
+    }
+
+    fn flush(&mut self) {
+        if self.n > 0 {
+            let c = self.counts.entry(self.id).or_default();
+            *c = c.saturating_add(self.n);
+            self.n = 0;
+        }
+    }
+}
+
+impl Drop for Run<'_> {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
 /// The events of one Metadata or Event block (compressed headers; ilmap.md §4.4).
 fn block_events(
     body: Reader<'_>,
@@ -346,6 +378,9 @@ fn block_events(
     }
     let meta_meta = METADATA_META.get_or_init(|| EventMeta { provider: String::new(), event_id: 0, version: 0 });
     let (mut metadata_id, mut capture_thread_id, mut thread_id, mut timestamp, mut payload_size, mut stack_id) = (0u32, 0u64, 0u64, 0u64, 0u32, 0u32);
+    // Events of one kind come in runs: the last kind's metadata and count are kept at hand.
+    let mut last: Option<(u32, &EventMeta)> = None;
+    let mut run = Run { counts, id: 0, n: 0 };
     while !r.is_empty() {
         let flags = r.u8("event header flags")?;
         if flags & 0x01 != 0 {
@@ -373,12 +408,19 @@ fn block_events(
             payload_size = varint(&mut r)? as u32;
         }
         let payload = r.split(payload_size as usize, "an event payload").map_err(|e| e.with_kind(ErrorKind::BadTrace))?;
-        let meta = if is_metadata { Some(meta_meta) } else { metadata.get(&metadata_id) };
+        let meta = match last {
+            _ if is_metadata => Some(meta_meta),
+            Some((id, m)) if id == metadata_id => Some(m),
+            _ => {
+                let m = metadata.get(&metadata_id);
+                last = m.map(|m| (metadata_id, m));
+                m
+            }
+        };
         match meta {
             Some(m) => {
                 if !is_metadata {
-                    let c = counts.entry(metadata_id).or_default();
-                    *c = c.saturating_add(1);
+                    run.add(metadata_id);
                 }
                 f(&Event { meta: m, capture_thread_id, thread_id, timestamp, stack_id, payload });
             }
