@@ -221,7 +221,12 @@ pub struct Symbolizer {
     trees: HashMap<(Option<u32>, u64), Arc<crate::inlines::InlineTree>>,
     /// The same trees by body index, with each body's flat-map boundaries, for the query.
     body_trees: Vec<Option<profile_lines::BodyTree>>,
-    inlinees: HashMap<(Option<u32>, u64), Inlinee>,
+    inlinees: Vec<Inlinee>,
+    /// (pid, MethodID) → index in `inlinees`.
+    inlinee_index: HashMap<(Option<u32>, u64), usize>,
+    /// Per body with a tree: each node's index in `inlinees`, looked up once (no hashing per
+    /// address).
+    body_nodes: Vec<Box<[Option<usize>]>>,
 }
 
 /// An inlinee, named from its defining module's metadata, with that module (for its lines).
@@ -312,10 +317,18 @@ impl Symbolizer {
         let inlinees = name_inlinees(&inlines.methods, &mut modules, &pdbs, &mvids, &options.symbols);
         let trees = inlines.trees;
         let store = MapStore::new(bodies);
-        let body_trees = store
+        let body_trees: Vec<Option<profile_lines::BodyTree>> = store
             .bodies()
             .iter()
             .map(|b| Some(profile_lines::BodyTree::new(Arc::clone(trees.get(&(b.pid, b.start?))?), &b.map)))
+            .collect();
+        let (keys, inlinees): (Vec<(Option<u32>, u64)>, Vec<Inlinee>) = inlinees.into_iter().unzip();
+        let inlinee_index: HashMap<(Option<u32>, u64), usize> = keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
+        let body_nodes = store
+            .bodies()
+            .iter()
+            .zip(&body_trees)
+            .map(|(b, t)| t.as_ref().map(|t| t.tree.nodes().iter().map(|n| inlinee_index.get(&(b.pid, n.method_id)).copied()).collect()).unwrap_or_default())
             .collect();
         let sym = Symbolizer {
             explicit_guid,
@@ -331,6 +344,8 @@ impl Symbolizer {
             trees,
             body_trees,
             inlinees,
+            inlinee_index,
+            body_nodes,
         };
         if let Some(image) = sym.modules.first() {
             let name = image.name.as_deref().unwrap_or("the image");
@@ -437,9 +452,9 @@ impl Symbolizer {
             (false, Some((root, inner))) => (inner, Some(root)),
             (true, Some(_)) => (chain.steps.as_slice(), None),
         };
-        let pid = self.store.bodies().get(index).and_then(|b| b.pid);
+        let nodes = self.body_nodes.get(index);
         for step in inner {
-            let who = self.inlinees.get(&(pid, step.method_id));
+            let who = nodes.and_then(|n| n.get(step.node as usize).copied().flatten()).and_then(|i| self.inlinees.get(i));
             let module = who.and_then(|w| w.module).and_then(|m| self.modules.get(m));
             let mut f = InlinedFrame {
                 module: module.and_then(|m| m.name.as_deref()),
@@ -493,7 +508,7 @@ impl Symbolizer {
             let (module, token) = match who {
                 profile_lines::Who::Body => (module, body.token),
                 profile_lines::Who::Inlinee(id) => {
-                    let w = self.inlinees.get(&(body.pid, id))?;
+                    let w = self.inlinee_index.get(&(body.pid, id)).and_then(|&i| self.inlinees.get(i))?;
                     (w.module.and_then(|m| self.modules.get(m)), w.token)
                 }
             };
