@@ -55,9 +55,9 @@ enum Command {
     /// Switch.System.Diagnostics.StackTrace.ShowILOffsets switch) turned into the file and line
     /// the runtime prints with the PDB (`in /_/src/Shop.cs:line 36`). Every other byte is kept.
     ///
-    /// Example, from the repository (a frame of the committed Frames fixture):
-    /// `printf '   at Frames.Program.Main(String[] args) in Frames.dll:token 0x600003e+0x6\n' | clrmap stacktrace --symbol-path tests/fixtures/frames/debug-portable`
-    /// prints `   at Frames.Program.Main(String[] args) in /_/src/Frames.cs:line 696`.
+    /// Example: `printf '   at Frames.Program.Main(String[] args) in Frames.dll:token 0x600003e+0x6\n' | clrmap stacktrace --symbol-path tests/fixtures/frames/debug-portable`
+    /// (a frame of the committed Frames fixture) prints
+    /// `   at Frames.Program.Main(String[] args) in /_/src/Frames.cs:line 696`.
     /// A log: `clrmap stacktrace crash.log --symbol-path build/pdbs > crash-with-lines.log`
     #[command(verbatim_doc_comment)]
     Stacktrace(cmd::stacktrace::StacktraceArgs),
@@ -119,6 +119,9 @@ enum TraceGroup {
     /// Example: `dotnet tests/fixtures/perf/Hot.dll 6 & sleep 1; clrmap trace collect --pid $! -o /tmp/hot.nettrace --duration 2s`
     /// (`dotnet` is the .NET runtime's host; after `scripts/test.sh` it is
     /// `.dotnet/8.0/dnv/net/runtime/.net/dotnet`).
+    /// Or start the app under the trace, start-up included (.NET 5 and later), with a
+    /// CPU profile for `clrmap flame`:
+    /// `clrmap trace collect --cpu -o /tmp/cpu.nettrace -- dotnet tests/fixtures/cpu/Cpu.dll 2`
     #[command(verbatim_doc_comment)]
     Collect(cmd::diag::CollectArgs),
     #[command(flatten)]

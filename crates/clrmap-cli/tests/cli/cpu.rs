@@ -429,3 +429,22 @@ fn launch_a_script_that_starts_two_runtimes() {
     assert!(err.contains("exited with status 4") && !err.contains("SIGTERM"), "{err}");
     assert!(count(&trace, SAMPLER) > 0);
 }
+
+/// `trace collect --help`'s launch example works as written (with `dotnet` on PATH, as the
+/// README's Install says) and records samples.
+#[test]
+#[ignore = "needs .NET"]
+fn the_help_launch_example_works_as_written() {
+    let o = clrmap_within(&["trace", "collect", "--help"], 30);
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    let at = help.find("`clrmap trace collect --cpu").unwrap() + 1;
+    let example = &help[at..at + help[at..].find('`').unwrap()];
+    let bin = Path::new(env!("CARGO_BIN_EXE_clrmap")).parent().unwrap().to_owned();
+    let dotnet = Path::new(&dotnet_file(DOTNET80)).parent().unwrap().to_owned();
+    let path = format!("{}:{}:{}", bin.display(), dotnet.display(), std::env::var("PATH").unwrap_or_default());
+    let out = example.split_whitespace().skip_while(|w| *w != "-o").nth(1).unwrap().to_owned();
+    let _ = std::fs::remove_file(&out);
+    let o = Command::new("sh").arg("-c").arg(example).env("PATH", &path).current_dir(repo_root()).output().unwrap();
+    assert_eq!(code(&o), Some(0), "{example}: {}", stderr(&o));
+    assert!(count(Path::new(&out), SAMPLER) > 100, "{example}");
+}
