@@ -32,3 +32,4 @@ mod cpu;
 mod serve;
 mod flame;
 mod attach_inlines;
+mod pdb_only;

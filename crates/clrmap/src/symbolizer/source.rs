@@ -177,6 +177,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
 
 #[cfg(all(test, feature = "serde"))]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
     use std::collections::HashMap;
     use std::path::{Path, PathBuf};
 
