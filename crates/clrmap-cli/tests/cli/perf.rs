@@ -411,6 +411,156 @@ fn perf_only_live_route_without_a_capture() {
     assert_perf_shows_lines(&jit_data, "8.0.4 perf only");
 }
 
+// ---- Inlined code (issue 22): tests/dotnet/perfinline, its lines by the profile rule.
+
+/// The line of a tests/dotnet/perfinline file carrying a marker comment.
+fn inline_marker(file: &str, marker: &str) -> u32 {
+    let src = std::fs::read_to_string(repo_root().join("tests/dotnet/perfinline").join(file)).unwrap();
+    src.lines().position(|l| l.contains(&format!("// {marker}"))).map(|i| i as u32 + 1).unwrap()
+}
+
+/// PerfInline.dll (PerfInline.cs and Work.cs, one assembly) with its portable PDB, built by
+/// Roslyn csc (optimized, Release) against the 3.1.23 framework, rolled forward on 8.0.4, with
+/// tiering on (the runtime's default); once per test process.
+fn perfinline_dll() -> &'static PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let csc = dotnet_file("roslyn/csc");
+        let corelib = dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
+        let fw = Path::new(&corelib).parent().unwrap().to_path_buf();
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("perfinline-build-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        std::fs::create_dir_all(&out).unwrap();
+        let src = repo_root().join("tests/dotnet/perfinline");
+        let mut c = Command::new(&csc);
+        c.current_dir(&src).args(["-nologo", "-noconfig", "-nostdlib", "-langversion:7.3", "-deterministic", "-optimize+", "-debug:portable", "-target:exe"]);
+        c.arg(format!("-pathmap:{}/=/_/src/", src.display()));
+        for a in ["System.Private.CoreLib", "System.Runtime", "System.Console", "System.Collections", "System.Runtime.Extensions"] {
+            c.arg(format!("-r:{}", fw.join(format!("{a}.dll")).display()));
+        }
+        c.arg(format!("-out:{}", out.join("PerfInline.dll").display())).args(["PerfInline.cs", "Work.cs"]);
+        run_ok(&mut c);
+        let config = r#"{ "runtimeOptions": { "tfm": "netcoreapp3.1", "rollForward": "LatestMajor",
+  "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
+  "configProperties": { "System.Globalization.Invariant": true } } }"#;
+        std::fs::write(out.join("PerfInline.runtimeconfig.json"), config).unwrap();
+        assert!(out.join("PerfInline.pdb").is_file());
+        out.join("PerfInline.dll")
+    })
+}
+
+/// perf report's samples of one method (by its symbol's prefix), by srcline: (srcline, percent).
+fn samples_of(rows: &[(f64, String, String)], symbol_prefix: &str) -> (f64, HashMap<String, f64>) {
+    let mut by_line: HashMap<String, f64> = HashMap::new();
+    let mut total = 0.0;
+    for (pct, _, line) in rows.iter().filter(|(_, s, _)| s.starts_with(symbol_prefix)) {
+        *by_line.entry(line.clone()).or_default() += pct;
+        total += pct;
+    }
+    (total, by_line)
+}
+
+/// PerfInline.dll for 3 seconds under `perf record -k 1 -g -e cpu-clock -- clrmap profile --perf`
+/// (tiering on, W^X off as docs/perf.md says), then `perf inject --jit` and `perf report --sort
+/// sym,srcline`: InlinedLoop's and FrameworkLoop's samples by line, and the run's directory.
+fn perfinline_run(version: &str, inlines: bool) -> Option<(PathBuf, (f64, HashMap<String, f64>), (f64, HashMap<String, f64>))> {
+    let test = "perf_inlined_code";
+    if !perf(test) {
+        return None;
+    }
+    let dn = dotnet(test, version)?;
+    let dir = fresh_dir(&format!("perfinline-{version}-{}", if inlines { "trees" } else { "no-inlines" }));
+    let data = dir.join("perf.data");
+    let mut cmd = Command::new("perf");
+    cmd.env("DOTNET_EnableWriteXorExecute", "0").env_remove("DOTNET_TieredCompilation").env_remove("DOTNET_TC_QuickJitForLoops");
+    cmd.args(["record", "-k", "1", "-g", "-e", "cpu-clock", "-o"]).arg(&data).arg("--").arg(env!("CARGO_BIN_EXE_clrmap"));
+    cmd.arg("profile").arg(format!("--perf={}", dir.display())).args(["--profiler", &profiler()]);
+    if !inlines {
+        cmd.arg("--no-inlines");
+    }
+    cmd.arg("-o").arg(dir.join("app.cap")).arg("--").arg(&dn).arg(perfinline_dll()).arg("3");
+    run_ok(&mut cmd);
+    let jit_data = dir.join("perf.jit.data");
+    run_ok(Command::new("perf").args(["inject", "--jit", "-i"]).arg(&data).arg("-o").arg(&jit_data));
+    let rows = report(&jit_data);
+    let own = samples_of(&rows, "PerfInline::InlinedLoop(");
+    let framework = samples_of(&rows, "PerfInline::FrameworkLoop(");
+    eprintln!("{version} (trees {inlines}): InlinedLoop {own:?}; FrameworkLoop {framework:?}");
+    assert!(own.0 >= 20.0 && framework.0 >= 5.0, "{version}: the loops have too few samples: {rows:?}");
+    Some((dir, own, framework))
+}
+
+/// The share (0..1) of a method's samples on lines `lines` of `file` (perf's srcline `file:N`).
+fn share(samples: &(f64, HashMap<String, f64>), file: &str, lines: std::ops::RangeInclusive<u32>) -> f64 {
+    let on: f64 = samples.1.iter().filter(|(l, _)| l.split_once(':').is_some_and(|(f, n)| f == file && n.parse().is_ok_and(|n: u32| lines.contains(&n)))).map(|(_, p)| p).sum();
+    on / samples.0
+}
+
+/// Both loops' common claim, with or without trees: no loop's samples sit on its method's first
+/// line, nor on line 1; code the JIT made up itself (NO_MAPPING) that no tree claims is line 0.
+/// With trees, FrameworkLoop's inlined framework code (no PDB) is mostly at its calling line;
+/// without, the NO_MAPPING part of it shows as line 0 (the stack-trace rule, which perf used
+/// before, put it on the first line, FW-FIRST).
+fn assert_framework_and_first_lines(version: &str, trees: bool, own: &(f64, HashMap<String, f64>), framework: &(f64, HashMap<String, f64>)) {
+    let call = inline_marker("PerfInline.cs", "FW-CALL");
+    let first = inline_marker("PerfInline.cs", "FW-FIRST");
+    if trees {
+        assert!(share(framework, "PerfInline.cs", call..=call) > 0.5, "{version}: FrameworkLoop's samples are not mostly at its call line {call}: {framework:?}");
+    } else {
+        assert!(share(framework, "PerfInline.cs", 0..=0) > 0.05, "{version}: FrameworkLoop's NO_MAPPING code is not at line 0: {framework:?}");
+    }
+    assert!(share(framework, "PerfInline.cs", first..=first) < 0.05, "{version}: FrameworkLoop's samples at its first line {first}: {framework:?}");
+    let own_first = inline_marker("PerfInline.cs", "OWN-FIRST");
+    assert!(share(own, "PerfInline.cs", own_first..=own_first) < 0.05, "{version}: InlinedLoop's samples at its first line {own_first}: {own:?}");
+    assert!(share(own, "PerfInline.cs", 1..=1) + share(framework, "PerfInline.cs", 1..=1) == 0.0);
+}
+
+/// Acceptance (issue 22, "Perf, end to end"), 8.0.4, tiering on, trees on: InlinedLoop's work,
+/// Work.Mix inlined from Work.cs, has most of its samples on Mix's own lines; FrameworkLoop's,
+/// inlined framework code, on the calling line; neither on its method's first line. Without trees (--no-inlines) the same run puts
+/// Mix's samples on the call line instead: the claim depends on the trees, and the test would
+/// fail without them. The live jitdump equals `plan()` of the capture (offline equals live),
+/// inlinee lines included.
+#[test]
+#[ignore = "needs .NET"]
+fn perf_puts_inlined_code_on_its_own_lines_net80() {
+    let Some((dir, own, framework)) = perfinline_run("8.0.4", true) else { return };
+    let mix = inline_marker("Work.cs", "MIX-FIRST")..=inline_marker("Work.cs", "MIX-LAST");
+    assert!(share(&own, "Work.cs", mix.clone()) > 0.5, "8.0.4: InlinedLoop's samples are not mostly on Work.Mix's lines {mix:?}: {own:?}");
+    assert_framework_and_first_lines("8.0.4", true, &own, &framework);
+
+    // Offline equals live, trees included: the capture's trees give the same line entries.
+    let cap = dir.join("app.cap");
+    let pid = capture_pid(&cap);
+    let sym = Symbolizer::open(&cap, Options::default()).unwrap();
+    let planned = plan(&sym, Some(pid));
+    let (_, mut live) = read_independently(&dir.join(format!("jit-{pid}.dump")));
+    live.sort_by_key(|s| s.address);
+    let expected: Vec<Seen> = planned.iter().map(seen_of).collect();
+    assert_eq!(live, expected);
+    let inlined = planned.iter().filter(|p| p.name == "PerfInline::InlinedLoop(int64)" && p.lines.iter().any(|e| e.file.ends_with("Work.cs"))).count();
+    assert!(inlined >= 1, "no InlinedLoop body has Work.cs lines");
+
+    // Without trees: Mix's samples go to the call line (the flat map's answer), and
+    // FrameworkLoop's NO_MAPPING code to line 0.
+    let Some((_, own, framework)) = perfinline_run("8.0.4", false) else { return };
+    let call = inline_marker("PerfInline.cs", "OWN-CALL");
+    assert!(share(&own, "Work.cs", mix.clone()) == 0.0, "8.0.4 --no-inlines: {own:?}");
+    assert!(share(&own, "PerfInline.cs", call..=call) > 0.5, "8.0.4 --no-inlines: {own:?}");
+    assert_framework_and_first_lines("8.0.4 --no-inlines", false, &own, &framework);
+}
+
+/// 3.1.23 has no inline trees: Mix's samples are at the call line (the flat map's answer), the
+/// framework loop's NO_MAPPING code at line 0, and neither loop's at its first line.
+#[test]
+#[ignore = "needs .NET"]
+fn perf_inlined_code_without_trees_netcore31() {
+    let Some((_, own, framework)) = perfinline_run("3.1.23", true) else { return };
+    let call = inline_marker("PerfInline.cs", "OWN-CALL");
+    assert!(share(&own, "PerfInline.cs", call..=call) > 0.5, "3.1.23: {own:?}");
+    assert_framework_and_first_lines("3.1.23", false, &own, &framework);
+}
+
 // ---- Offline enrichment and the perf routes' checks: no .NET, no perf needed (issues 20, 21).
 
 /// examples/frames.nettrace (pid 31272) with its PDBs: the bodies `perf jitdump` plans for it.
