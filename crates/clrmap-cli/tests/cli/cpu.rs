@@ -448,3 +448,40 @@ fn the_help_launch_example_works_as_written() {
     assert_eq!(code(&o), Some(0), "{example}: {}", stderr(&o));
     assert!(count(Path::new(&out), SAMPLER) > 100, "{example}");
 }
+
+/// A terminal's Ctrl-C reaches clrmap and the app alike (SIGINT to the whole process group): the
+/// 8.0.4 app dies of it at once, and the trace keeps what came: status 0, its samples, and the
+/// hot line (the maps of the JIT's events since start-up).
+#[test]
+#[ignore = "needs .NET"]
+fn launch_with_a_terminal_ctrl_c_keeps_what_came() {
+    let dotnet = dotnet_file(DOTNET80);
+    let dir = fresh_dir("launch-group-int");
+    let trace = dir.join("cpu.nettrace");
+    let log = dir.join("stderr");
+    let script = format!(
+        "exec '{}' trace collect --cpu -o '{}' -- '{dotnet}' '{}' 60 > /dev/null 2> '{}'",
+        env!("CARGO_BIN_EXE_clrmap"),
+        trace.display(),
+        cpu_dll(),
+        log.display()
+    );
+    let mut c = Command::new("setsid").args(["sh", "-c", &script]).current_dir(repo_root()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(Command::new("kill").args(["-INT", "--", &format!("-{}", c.id())]).status().unwrap().success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "clrmap did not end after the group's SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.contains("signal 2") || err.contains("exited with status"), "{err}");
+    assert!(gone(pid_in(&err).unwrap()));
+    assert!(count(&trace, SAMPLER) >= 300, "{err}");
+    let text = String::from_utf8(flame(&trace, "collapsed")).unwrap();
+    assert!(text.contains(&format!("Cpu::OwnLoop (Cpu.cs:{})", marker_line("HOT-OWN"))));
+}
