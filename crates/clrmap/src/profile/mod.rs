@@ -112,6 +112,43 @@ struct Node {
 }
 
 const NO_PARENT: u32 = u32::MAX;
+const NO_NODE: u32 = u32::MAX;
+/// Stack keys below this are counted in per-thread arrays.
+const DENSE_KEYS: u64 = 1 << 20;
+/// The bound on those arrays' entries in all (12 bytes each).
+pub const MAX_DENSE_ENTRIES: usize = 4 << 20;
+
+impl Builder<'_> {
+    /// Where a (thread, key) is counted in the arrays, made room for; `None` past their bounds.
+    fn dense_index(&mut self, thread: u64, key: u64) -> Option<(usize, usize)> {
+        if key >= DENSE_KEYS {
+            return None;
+        }
+        let key = key as usize;
+        let t = match self.dense_threads.get(&thread) {
+            Some(&t) => t as usize,
+            None => {
+                if self.dense.len() >= 256 {
+                    return None;
+                }
+                let t = self.dense.len();
+                self.dense.push(Vec::new());
+                self.dense_threads.insert(thread, u32::try_from(t).ok()?);
+                t
+            }
+        };
+        let v = self.dense.get_mut(t)?;
+        if v.len() <= key {
+            let grow = key.saturating_add(1).saturating_sub(v.len());
+            if self.dense_entries.saturating_add(grow) > MAX_DENSE_ENTRIES {
+                return None;
+            }
+            v.resize(key.saturating_add(1), (NO_NODE, 0));
+            self.dense_entries = self.dense_entries.saturating_add(grow);
+        }
+        Some((t, key))
+    }
+}
 
 
 /// A profile: frames, locations (a frame with its inlinees: one physical address's chain) and
@@ -144,6 +181,11 @@ struct Builder<'s> {
     /// (thread, stack key) → the stack's leaf node and the samples counted here since they were
     /// last added to it (one memory access per sample).
     stack_nodes: IntMap<(u64, u64), (u32, u64)>,
+    /// The same for small stack keys (the trace reader's keys are dense): per thread, indexed by
+    /// key, so a sample costs one array access ([`MAX_DENSE_ENTRIES`] in all, 256 threads).
+    dense: Vec<Vec<(u32, u64)>>,
+    dense_threads: IntMap<u64, u32>,
+    dense_entries: usize,
     unknown_names: usize,
     /// The location `[unknown]`, once made.
     unknown_loc: Option<u32>,
@@ -164,6 +206,9 @@ impl Profile {
             inlines: sym.has_inline_trees(),
             address_locs: IntMap::default(),
             stack_nodes: IntMap::default(),
+            dense: Vec::new(),
+            dense_threads: IntMap::default(),
+            dense_entries: 0,
             unknown_names: 0,
             unknown_loc: None,
             path: Vec::new(),
@@ -211,6 +256,20 @@ impl Profile {
         }
         b.last_ts = b.last_ts.max(s.timestamp);
         // The stack's leaf node: from the cache when this stack was seen on this thread.
+        if let Some((t, k)) = b.dense_index(thread, s.stack_key) {
+            if let Some(slot) = b.dense.get_mut(t).and_then(|v| v.get_mut(k)) {
+                if slot.0 != NO_NODE {
+                    slot.1 = slot.1.saturating_add(1);
+                    return;
+                }
+            }
+            if let Some(n) = self.insert(b, thread, s) {
+                if let Some(slot) = b.dense.get_mut(t).and_then(|v| v.get_mut(k)) {
+                    *slot = (n, 1);
+                }
+            }
+            return;
+        }
         if let Some((_, pending)) = b.stack_nodes.get_mut(&(thread, s.stack_key)) {
             *pending = pending.saturating_add(1);
             return;
@@ -225,6 +284,15 @@ impl Profile {
 
     /// Add the cache's pending counts to their nodes, and empty it.
     fn flush(&mut self, b: &mut Builder<'_>) {
+        for v in &mut b.dense {
+            for (n, pending) in v.iter_mut().filter(|e| e.0 != NO_NODE && e.1 > 0) {
+                if let Some(node) = self.nodes.get_mut(*n as usize) {
+                    node.samples = node.samples.saturating_add(*pending);
+                    self.stats.samples = self.stats.samples.saturating_add(*pending);
+                }
+                *pending = 0;
+            }
+        }
         for (_, (n, pending)) in b.stack_nodes.drain() {
             if let Some(node) = self.nodes.get_mut(n as usize) {
                 node.samples = node.samples.saturating_add(pending);
