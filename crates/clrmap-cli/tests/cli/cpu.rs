@@ -485,3 +485,27 @@ fn launch_with_a_terminal_ctrl_c_keeps_what_came() {
     let text = String::from_utf8(flame(&trace, "collapsed")).unwrap();
     assert!(text.contains(&format!("Cpu::OwnLoop (Cpu.cs:{})", marker_line("HOT-OWN"))));
 }
+
+/// Ctrl-C (SIGINT to clrmap) while waiting for the runtime to connect: status 130 at once,
+/// nothing written, the command killed.
+#[test]
+fn launch_interrupted_while_waiting_for_the_runtime() {
+    let dir = fresh_dir("launch-int-wait");
+    let trace = dir.join("t.nettrace");
+    let c = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(["trace", "collect", "--cpu", "--timeout", "30s", "-o", trace.to_str().unwrap(), "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(Command::new("kill").args(["-INT", &c.id().to_string()]).status().unwrap().success());
+    let t = Instant::now();
+    let o = c.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(130), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(err.contains("interrupted") && err.contains("was killed"), "{err}");
+    assert!(gone(pid_in(&err).unwrap()));
+    assert!(!trace.exists());
+}
