@@ -509,3 +509,19 @@ fn launch_interrupted_while_waiting_for_the_runtime() {
     assert!(gone(pid_in(&err).unwrap()));
     assert!(!trace.exists());
 }
+
+/// `--inlines` in launch mode starts the command with DOTNET_RichDebugInfo=1, so 8.0.4 sends the
+/// JIT's inline trees (event 189) from start-up; without it, none.
+#[test]
+#[ignore = "needs .NET"]
+fn launch_with_inlines_records_the_inline_trees() {
+    let dotnet = dotnet_file(DOTNET80);
+    let dir = fresh_dir("launch-inlines");
+    for (flag, want) in [("--inlines", true), ("--cpu", false)] {
+        let trace = dir.join(format!("{}.nettrace", flag.trim_start_matches('-')));
+        let o = clrmap_within(&["trace", "collect", flag, "-o", trace.to_str().unwrap(), "--", &dotnet, &cpu_dll(), "0.2"], 60);
+        assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+        let trees = count(&trace, "Microsoft-Windows-DotNETRuntimePrivate 189 ");
+        assert_eq!(trees > 0, want, "{flag}: {trees} inline-tree events");
+    }
+}
