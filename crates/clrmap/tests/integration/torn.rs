@@ -147,14 +147,14 @@ fn a_real_capture_cut_at_every_byte_of_its_last_records_keeps_the_rest() {
         // before `from` are whole in every cut, and re-reading them thousands of times proves
         // nothing more).
         let header_end = starts[1];
-        let tail_records = whole.bodies.len() + whole.ended.len() - bytes[header_end..from].iter().filter(|&&b| b == b'\n').count();
+        let tail_records = whole.bodies.len() + whole.ended.len() + whole.modules.len() - bytes[header_end..from].iter().filter(|&&b| b == b'\n').count();
         let mut multibyte_cuts = 0;
         for cut in from..=bytes.len() {
             let mut piece = bytes[..header_end].to_vec();
             piece.extend_from_slice(&bytes[from..cut]);
             let c = read_capture(&piece).unwrap_or_else(|e| panic!("{} cut {cut}: {e}", rt.version));
             let whole_lines = bytes[from..cut].iter().filter(|&&b| b == b'\n').count();
-            let kept = c.bodies.len() + c.ended.len();
+            let kept = c.bodies.len() + c.ended.len() + c.modules.len();
             // Every whole line is kept; the cut line only when what is left of it is still a
             // whole record (the cut fell just before its newline).
             assert!(kept == whole_lines || kept == whole_lines + 1, "{} cut {cut}: kept {kept} of {whole_lines} whole lines", rt.version);
