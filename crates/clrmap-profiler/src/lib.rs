@@ -380,6 +380,9 @@ fn end(reason: &str, hr: Option<Hresult>) {
         if s.info.is_some() {
             drain_r2r(&mut s);
         }
+        if let Some(p) = s.perf.as_mut() {
+            perf::pull_stubs(p);
+        }
         let reason = match hr {
             Some(hr) => format!("{reason} (0x{hr:08X})"),
             None => reason.to_owned(),

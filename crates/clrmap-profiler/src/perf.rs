@@ -28,6 +28,77 @@ pub struct Perf {
     inlinees: HashMap<u64, Option<(String, u32)>>,
     symbols: clrmap::pdb::locate::SymbolPaths,
     pid: u32,
+    /// The runtime's own perf map, for its stubs' names (`CLRMAP_PROFILER_RUNTIME_MAP`).
+    runtime_map: Option<RuntimeMap>,
+}
+
+/// The perf map the runtime writes into a private directory (`clrmap profile --perf` sets
+/// `DOTNET_PerfMapEnabled=3` and `DOTNET_PerfMapJitDumpPath` to it, on .NET 8 and later: a perf
+/// map only, no jitdump of its own). Its stub lines (`stub<N> KIND<OWNER>`, perfmap.cpp
+/// `PerfMap::LogStubs`) are copied into our jitdump and perf map as the file grows.
+struct RuntimeMap {
+    path: std::path::PathBuf,
+    file: Option<File>,
+    /// The bytes after the last whole line read.
+    partial: Vec<u8>,
+}
+
+/// The longest line of the runtime's perf map kept while waiting for its end (a runtime's
+/// method name with its signature is well under it); a longer one is dropped.
+const MAX_RUNTIME_MAP_LINE: usize = 64 << 10;
+
+/// A stub line of the runtime's perf map: `0xADDR SIZE stub...` (address with `0x` on .NET 8,
+/// size in hex, the name to the end of the line). Method lines and torn lines are `None`.
+pub fn runtime_stub_line(line: &str) -> Option<(u64, u64, &str)> {
+    let mut parts = line.splitn(3, ' ');
+    let address = parts.next()?;
+    let address = u64::from_str_radix(address.strip_prefix("0x").unwrap_or(address), 16).ok()?;
+    let size = u64::from_str_radix(parts.next()?, 16).ok()?;
+    let name = parts.next()?.trim_end();
+    let stub = name.starts_with("stub<") || name.starts_with("stub ");
+    (stub && address != 0 && size != 0 && size < 1 << 20 && !name.contains('\0')).then_some((address, size, name))
+}
+
+/// Copy the stub lines the runtime added to its perf map since the last call into the jitdump
+/// (code loads with zeros for code: a stub's memory may go with a collectible assembly, so it is
+/// never read) and our perf map.
+pub fn pull_stubs(perf: &mut Perf) {
+    use std::io::Read;
+    let Some(rt) = perf.runtime_map.as_mut() else { return };
+    if rt.file.is_none() {
+        rt.file = File::open(&rt.path).ok();
+    }
+    let Some(file) = rt.file.as_mut() else { return };
+    let mut fresh = Vec::new();
+    if file.read_to_end(&mut fresh).is_err() || fresh.is_empty() {
+        return;
+    }
+    rt.partial.extend_from_slice(&fresh);
+    let Some(end) = rt.partial.iter().rposition(|&b| b == b'\n') else {
+        if rt.partial.len() > MAX_RUNTIME_MAP_LINE {
+            rt.partial.clear();
+        }
+        return;
+    };
+    let whole: Vec<u8> = rt.partial.drain(..=end).collect();
+    let timestamp = monotonic_ns();
+    let tid = thread_id();
+    let mut out = Vec::new();
+    let mut map = String::new();
+    for line in whole.split(|&b| b == b'\n') {
+        let Ok(line) = std::str::from_utf8(line) else { continue };
+        let Some((address, size, name)) = runtime_stub_line(line) else { continue };
+        perf.next_index = perf.next_index.saturating_add(1);
+        let load = clrmap::jitdump::CodeLoad { timestamp, pid: perf.pid, tid, address, code_size: size, code_index: perf.next_index, name, code: None };
+        if let Some(r) = clrmap::jitdump::encode_code_load(&load) {
+            out.extend(r);
+            map.push_str(&clrmap::jitdump::perf_map_line(address, size, name));
+        }
+    }
+    if !out.is_empty() {
+        let _ = perf.dump.write_all(&out);
+        let _ = perf.map.write_all(map.as_bytes());
+    }
 }
 
 /// CLOCK_MONOTONIC in ns: the clock `perf record -k 1` stamps samples with.
@@ -81,7 +152,9 @@ fn begin_perf(mut dump: File, map: File, pid: u32) -> std::io::Result<Perf> {
     // only marks the file for perf), and the file is only appended to.
     let marker = unsafe { memmap2::MmapOptions::new().len(clrmap::jitdump::HEADER_SIZE as usize).map_exec(&dump)? };
     let dirs = std::env::var_os("CLRMAP_PROFILER_SYMBOL_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
-    Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), inlinees: HashMap::new(), symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs, servers: None }, pid })
+    let runtime_map = std::env::var_os("CLRMAP_PROFILER_RUNTIME_MAP").map(|d| RuntimeMap { path: std::path::Path::new(&d).join(format!("perf-{pid}.map")), file: None, partial: Vec::new() });
+    let symbols = clrmap::pdb::locate::SymbolPaths { pdb: None, dirs, servers: None };
+    Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), inlinees: HashMap::new(), symbols, pid, runtime_map })
 }
 
 /// An output file opened by [`open_output`], empty.
@@ -162,6 +235,7 @@ pub fn perf_record(perf: &mut Perf, info: Info, module: &str, token: u32, start:
     if start == 0 || first == 0 {
         return;
     }
+    pull_stubs(perf);
     let symbols = &perf.symbols;
     perf.modules.entry(module.to_owned()).or_insert_with(|| perf_module(symbols, module));
     // Each inlinee's module and token, and its module's lines, loaded once.
@@ -231,4 +305,25 @@ pub fn perf_record(perf: &mut Perf, info: Info, module: &str, token: u32, start:
     // One write per body: a process killed mid-run leaves every whole record.
     let _ = perf.dump.write_all(&out);
     let _ = perf.map.write_all(clrmap::jitdump::perf_map_line(start as u64, first as u64, &name).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runtime_stub_line;
+
+    #[test]
+    fn only_the_runtime_maps_stub_lines_are_taken() {
+        // .NET 8's lines (perfmap.cpp: `%p %x %s`).
+        assert_eq!(runtime_stub_line("0x7f1d6db70000 d8 stub<1> AllocateTemporaryEntryPoints<PRECODE_STUB>"), Some((0x7f1d_6db7_0000, 0xd8, "stub<1> AllocateTemporaryEntryPoints<PRECODE_STUB>")));
+        assert_eq!(runtime_stub_line("7f7f148308f0 18 stub<679> GenerateResolveStub<GenerateResolveStub>"), Some((0x7f7f_1483_08f0, 0x18, "stub<679> GenerateResolveStub<GenerateResolveStub>")));
+        assert_eq!(runtime_stub_line("0x10 4 stub GenerateDispatchStub<GenerateDispatchStub>").map(|s| s.2), Some("stub GenerateDispatchStub<GenerateDispatchStub>"));
+        // Methods (ours name them), torn or empty lines, zero addresses or sizes: not taken.
+        assert_eq!(runtime_stub_line("0x7f1d6dc31920 36c int32 [PerfInline] PerfInline::Main(string[])[QuickJitted]"), None);
+        assert_eq!(runtime_stub_line("0x7f1d6dc31920 36c"), None);
+        assert_eq!(runtime_stub_line("zz 36c stub<1> X<Y>"), None);
+        assert_eq!(runtime_stub_line("0x0 36c stub<1> X<Y>"), None);
+        assert_eq!(runtime_stub_line("0x10 0 stub<1> X<Y>"), None);
+        assert_eq!(runtime_stub_line(""), None);
+        assert_eq!(runtime_stub_line("0x10 ffffffffffff stub<1> X<Y>"), None);
+    }
 }

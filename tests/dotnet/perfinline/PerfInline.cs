@@ -5,14 +5,51 @@
 // - FrameworkLoop, whose work is framework code inlined into it (List<int>'s indexer and Count,
 //   Math.Max): the framework ships no PDB, so the samples belong on the calling line
 //   (FW-CALL), never on the method's first line (FW-FIRST).
+// - StubLoop, an interface call on three classes in turn: the call goes through the runtime's
+//   virtual stub dispatch (resolve stubs), code in no method, which the runtime names only in
+//   its own perf map ("stub<N> GenerateResolveStub<...>").
 // The test finds the lines by their markers, so edit freely but keep the markers.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 
+interface IShape
+{
+    long Area(long x);
+}
+
+sealed class Square : IShape
+{
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public long Area(long x) { return x * x; }
+}
+
+sealed class Segment : IShape
+{
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public long Area(long x) { return x + 1; }
+}
+
+sealed class Triangle : IShape
+{
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public long Area(long x) { return x * 3 / 2; }
+}
+
 static class PerfInline
 {
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static long StubLoop(IShape[] shapes, int n)
+    {
+        long acc = 0;
+        for (int i = 0; i < n; i++)
+        {
+            acc += shapes[i % 3].Area(i); // STUB-CALL
+        }
+        return acc;
+    }
+
     [MethodImpl(MethodImplOptions.NoInlining)]
     static long InlinedLoop(long n)
     {
@@ -43,16 +80,18 @@ static class PerfInline
         {
             list.Add(i * 7);
         }
-        long own = 0, framework = 0;
+        var shapes = new IShape[] { new Square(), new Segment(), new Triangle() };
+        long own = 0, framework = 0, stubs = 0;
         int rounds = 0;
         Stopwatch clock = Stopwatch.StartNew();
         while (clock.Elapsed.TotalSeconds < seconds)
         {
             own ^= InlinedLoop(5000000);
             framework ^= FrameworkLoop(list, 5000000);
+            stubs ^= StubLoop(shapes, 1000000);
             rounds++;
         }
-        Console.WriteLine("rounds " + rounds + " " + (own & 1) + " " + (framework & 1));
+        Console.WriteLine("rounds " + rounds + " " + (own & 1) + " " + (framework & 1) + " " + (stubs & 1));
         return 0;
     }
 }

@@ -184,13 +184,22 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     } else {
         c.env_remove("CLRMAP_PROFILER_INLINES");
     }
+    let mut runtime_map = None;
     if let Some(dir) = &args.perf {
-        c.env("CLRMAP_PROFILER_PERF", absolute(dir)?);
+        let dir = absolute(dir)?;
+        c.env("CLRMAP_PROFILER_PERF", &dir);
+        runtime_map = runtime_stub_map(&mut c, &dir);
     }
     let started = std::time::SystemTime::now();
-    let mut child = c.spawn().map_err(|e| CliError::Message(format!("cannot run {program}: {e}")))?;
-    let child_pid = child.id();
-    let status = child.wait().map_err(|e| CliError::Message(format!("cannot wait for {program}: {e}")))?;
+    let spawned = c.spawn().map_err(|e| CliError::Message(format!("cannot run {program}: {e}")));
+    let waited = spawned.and_then(|mut child| {
+        let pid = child.id();
+        child.wait().map(|s| (pid, s)).map_err(|e| CliError::Message(format!("cannot wait for {program}: {e}")))
+    });
+    if let Some(private) = &runtime_map {
+        let _ = std::fs::remove_dir_all(private);
+    }
+    let (child_pid, status) = waited?;
     // CoreCLR fails silently when a profiler does not load: the capture's header proves it did,
     // or, without a capture, the command's own jitdump (`dotnet app.dll` runs in its process).
     let (loaded, proof) = match (&output, &args.perf) {
@@ -219,6 +228,26 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         return Ok(PROFILER_NOT_LOADED);
     }
     Ok(shell_status(status))
+}
+
+/// The runtime's stubs (precode, virtual call, dispatch and resolve stubs) get no code load in any
+/// jitdump the profiler could write from what it is told; the runtime names them only in its own
+/// perf map (perfmap.cpp, `PerfMap::LogStubs`). So the command runs with
+/// `DOTNET_PerfMapEnabled=3` (.NET 8: the perf map alone, no jitdump to compete with ours) and
+/// `DOTNET_PerfMapJitDumpPath` set to a private directory in DIR, made here (0700) and removed
+/// after the run; the profiler copies the map's stub lines into its jitdump and perf map as they
+/// come (`CLRMAP_PROFILER_RUNTIME_MAP`). CoreCLR 3.1 reads only `COMPlus_` settings and so never
+/// sees these (with `COMPlus_PerfMapEnabled` it would write /tmp/perf-PID.map, ours when DIR is
+/// /tmp): its stubs stay unnamed. Returns the private directory, `None` when it cannot be made.
+fn runtime_stub_map(c: &mut Command, dir: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let private = dir.join(format!(".clrmap-runtime-map-{}", std::process::id()));
+    if let Err(e) = std::fs::DirBuilder::new().mode(0o700).create(&private) {
+        eprintln!("warning: --perf: cannot make {}: {e}; the runtime's stubs will be unnamed", private.display());
+        return None;
+    }
+    c.env("DOTNET_PerfMapEnabled", "3").env("DOTNET_PerfMapJitDumpPath", &private).env("CLRMAP_PROFILER_RUNTIME_MAP", &private);
+    Some(private)
 }
 
 /// What the runtime writes for a `PerfMapEnabled` value (the runtime reads it as hex): 1 both

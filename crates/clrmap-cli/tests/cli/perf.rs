@@ -219,8 +219,12 @@ fn live_route(version: &str) {
     // capture, the same range, name and line entries (offline equals live).
     let sym = Symbolizer::open(&cap, Options::default()).unwrap();
     let planned = plan(&sym, Some(pid));
-    let (dump_pid, live) = read_independently(&dump);
+    let (dump_pid, all) = read_independently(&dump);
     assert_eq!(dump_pid, pid);
+    // The runtime's stubs, named as its own perf map names them (8.0 and later), are the live
+    // route's alone: no capture records them.
+    let (stubs, live): (Vec<Seen>, Vec<Seen>) = all.into_iter().partition(|s| is_stub(&s.name));
+    assert_stubs_named_as_the_runtime_does(version, &dn, &stubs, &live);
     let mut live_sorted: Vec<&Seen> = live.iter().collect();
     live_sorted.sort_by_key(|s| s.address);
     let expected: Vec<Seen> = planned.iter().map(seen_of).collect();
@@ -276,9 +280,55 @@ fn live_route(version: &str) {
         v.sort();
         v
     };
-    let live_map = sorted(&dir.join(format!("perf-{pid}.map")));
+    let mut live_map = sorted(&dir.join(format!("perf-{pid}.map")));
+    let stub_lines = live_map.len();
+    live_map.retain(|l| !l.splitn(3, ' ').nth(2).is_some_and(is_stub));
+    assert_eq!(stub_lines - live_map.len(), stubs.len(), "{version}: the perf map's stub lines are the jitdump's");
     assert_eq!(live_map, sorted(&map));
     assert!(live_map.iter().any(|l| l.ends_with(&format!(" {COMPUTE_HASH32}"))));
+}
+
+/// A stub's name in the runtime's perf map: `stub<N> KIND<OWNER>` (perfmap.cpp, LogStubs).
+fn is_stub(name: &str) -> bool {
+    name.starts_with("stub<") || name.starts_with("stub ")
+}
+
+/// `stub<N> KIND<OWNER>` → `KIND<OWNER>`.
+fn stub_kind(name: &str) -> &str {
+    name.split_once("> ").map_or(name, |(_, k)| k)
+}
+
+/// On 8.0.4 the live jitdump names the runtime's stubs (precode blocks, virtual stub dispatch)
+/// with the kinds the runtime's own perf map gives in a run of its own (DOTNET_PerfMapEnabled=3
+/// into a directory of this test's); none overlaps a method's code. 3.1.23 has none (it never
+/// reads DOTNET_ settings, and its COMPlus_ perf map would be written to /tmp).
+fn assert_stubs_named_as_the_runtime_does(version: &str, dn: &Path, stubs: &[Seen], methods: &[Seen]) {
+    if version != "8.0.4" {
+        assert!(stubs.is_empty(), "{version}: stubs named: {:?}", &stubs[..stubs.len().min(3)]);
+        return;
+    }
+    let own = fresh_dir("perf-runtime-map");
+    let o = Command::new(dn).arg(hot_dll()).arg("0.1").env("DOTNET_PerfMapEnabled", "3").env("DOTNET_PerfMapJitDumpPath", &own).output().unwrap();
+    assert!(o.status.success());
+    let mut runtime_kinds = std::collections::HashSet::new();
+    for e in std::fs::read_dir(&own).unwrap() {
+        let text = String::from_utf8_lossy(&std::fs::read(e.unwrap().path()).unwrap()).into_owned();
+        for l in text.lines() {
+            if let Some(name) = l.splitn(3, ' ').nth(2).filter(|n| is_stub(n)) {
+                runtime_kinds.insert(stub_kind(name).to_owned());
+            }
+        }
+    }
+    assert!(stubs.len() >= 100, "{version}: {} stubs", stubs.len());
+    let kinds: std::collections::HashSet<&str> = stubs.iter().map(|s| stub_kind(&s.name)).collect();
+    assert!(kinds.contains("AllocateTemporaryEntryPoints<PRECODE_STUB>"), "{kinds:?}");
+    for k in &kinds {
+        assert!(runtime_kinds.contains(*k), "{version}: stub kind {k} is not the runtime's ({runtime_kinds:?})");
+    }
+    for s in stubs {
+        assert!(s.size > 0 && s.lines.is_empty());
+        assert!(!methods.iter().any(|m| s.address < m.address + m.size && m.address < s.address + s.size), "{version}: stub {s:?} overlaps a method");
+    }
 }
 
 #[test]
@@ -449,8 +499,11 @@ fn perfinline_dll() -> &'static PathBuf {
     })
 }
 
-/// perf report's samples of one method (by its symbol's prefix), by srcline: (srcline, percent).
-fn samples_of(rows: &[(f64, String, String)], symbol_prefix: &str) -> (f64, HashMap<String, f64>) {
+/// One method's samples: (its percent of all, percent by srcline).
+type Samples = (f64, HashMap<String, f64>);
+
+/// perf report's samples of one method (by its symbol's prefix), by srcline.
+fn samples_of(rows: &[(f64, String, String)], symbol_prefix: &str) -> Samples {
     let mut by_line: HashMap<String, f64> = HashMap::new();
     let mut total = 0.0;
     for (pct, _, line) in rows.iter().filter(|(_, s, _)| s.starts_with(symbol_prefix)) {
@@ -463,7 +516,7 @@ fn samples_of(rows: &[(f64, String, String)], symbol_prefix: &str) -> (f64, Hash
 /// PerfInline.dll for 3 seconds under `perf record -k 1 -g -e cpu-clock -- clrmap profile --perf`
 /// (tiering on, W^X off as docs/perf.md says), then `perf inject --jit` and `perf report --sort
 /// sym,srcline`: InlinedLoop's and FrameworkLoop's samples by line, and the run's directory.
-fn perfinline_run(version: &str, inlines: bool) -> Option<(PathBuf, (f64, HashMap<String, f64>), (f64, HashMap<String, f64>))> {
+fn perfinline_run(version: &str, inlines: bool) -> Option<(PathBuf, Samples, Samples)> {
     let test = "perf_inlined_code";
     if !perf(test) {
         return None;
@@ -491,7 +544,7 @@ fn perfinline_run(version: &str, inlines: bool) -> Option<(PathBuf, (f64, HashMa
 }
 
 /// The share (0..1) of a method's samples on lines `lines` of `file` (perf's srcline `file:N`).
-fn share(samples: &(f64, HashMap<String, f64>), file: &str, lines: std::ops::RangeInclusive<u32>) -> f64 {
+fn share(samples: &Samples, file: &str, lines: std::ops::RangeInclusive<u32>) -> f64 {
     let on: f64 = samples.1.iter().filter(|(l, _)| l.split_once(':').is_some_and(|(f, n)| f == file && n.parse().is_ok_and(|n: u32| lines.contains(&n)))).map(|(_, p)| p).sum();
     on / samples.0
 }
@@ -501,7 +554,7 @@ fn share(samples: &(f64, HashMap<String, f64>), file: &str, lines: std::ops::Ran
 /// With trees, FrameworkLoop's inlined framework code (no PDB) is mostly at its calling line;
 /// without, the NO_MAPPING part of it shows as line 0 (the stack-trace rule, which perf used
 /// before, put it on the first line, FW-FIRST).
-fn assert_framework_and_first_lines(version: &str, trees: bool, own: &(f64, HashMap<String, f64>), framework: &(f64, HashMap<String, f64>)) {
+fn assert_framework_and_first_lines(version: &str, trees: bool, own: &Samples, framework: &Samples) {
     let call = inline_marker("PerfInline.cs", "FW-CALL");
     let first = inline_marker("PerfInline.cs", "FW-FIRST");
     if trees {
@@ -535,6 +588,7 @@ fn perf_puts_inlined_code_on_its_own_lines_net80() {
     let sym = Symbolizer::open(&cap, Options::default()).unwrap();
     let planned = plan(&sym, Some(pid));
     let (_, mut live) = read_independently(&dir.join(format!("jit-{pid}.dump")));
+    live.retain(|s| !is_stub(&s.name));
     live.sort_by_key(|s| s.address);
     let expected: Vec<Seen> = planned.iter().map(seen_of).collect();
     assert_eq!(live, expected);
