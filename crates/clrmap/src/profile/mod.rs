@@ -38,7 +38,7 @@ use crate::symbolizer::{FrameKind, Symbolizer};
 /// Distinct unknown addresses named by their hex; past this many they are all `[unknown]`.
 pub const MAX_UNKNOWN_NAMES: usize = 10_000;
 /// The call tree's bound in nodes (about 40 bytes each).
-pub const MAX_NODES: usize = 4 << 20;
+pub const MAX_NODES: usize = 2 << 20;
 /// Symbolized addresses kept (the cache is emptied when full).
 pub const MAX_CACHED_ADDRESSES: usize = 1 << 20;
 /// Stacks kept in the stack-to-node cache (emptied when full).
@@ -115,7 +115,7 @@ const NO_PARENT: u32 = u32::MAX;
 const NO_NODE: u32 = u32::MAX;
 /// Stack keys below this are counted in per-thread arrays.
 const DENSE_KEYS: u64 = 1 << 20;
-/// The bound on those arrays' entries in all (12 bytes each).
+/// The bound on those arrays' entries in all (8 bytes each).
 pub const MAX_DENSE_ENTRIES: usize = 4 << 20;
 
 impl Builder<'_> {
@@ -133,6 +133,7 @@ impl Builder<'_> {
                 }
                 let t = self.dense.len();
                 self.dense.push(Vec::new());
+                self.dense_nodes.push(Vec::new());
                 self.dense_threads.insert(thread, u32::try_from(t).ok()?);
                 t
             }
@@ -143,7 +144,8 @@ impl Builder<'_> {
             if self.dense_entries.saturating_add(grow) > MAX_DENSE_ENTRIES {
                 return None;
             }
-            v.resize(key.saturating_add(1), (NO_NODE, 0));
+            v.resize(key.saturating_add(1), 0);
+            self.dense_nodes.get_mut(t)?.resize(key.saturating_add(1), NO_NODE);
             self.dense_entries = self.dense_entries.saturating_add(grow);
         }
         Some((t, key))
@@ -182,8 +184,11 @@ struct Builder<'s> {
     /// last added to it (one memory access per sample).
     stack_nodes: IntMap<(u64, u64), (u32, u64)>,
     /// The same for small stack keys (the trace reader's keys are dense): per thread, indexed by
-    /// key, so a sample costs one array access ([`MAX_DENSE_ENTRIES`] in all, 256 threads).
-    dense: Vec<Vec<(u32, u64)>>,
+    /// key, so a sample costs one access to a small array ([`MAX_DENSE_ENTRIES`] in all, 256
+    /// threads): 1 + the samples pending, 0 where the stack has no node yet...
+    dense: Vec<Vec<u32>>,
+    /// ...and the node, read only when a stack is first seen and when counts are added up.
+    dense_nodes: Vec<Vec<u32>>,
     dense_threads: IntMap<u64, u32>,
     dense_entries: usize,
     unknown_names: usize,
@@ -207,6 +212,7 @@ impl Profile {
             address_locs: IntMap::default(),
             stack_nodes: IntMap::default(),
             dense: Vec::new(),
+            dense_nodes: Vec::new(),
             dense_threads: IntMap::default(),
             dense_entries: 0,
             unknown_names: 0,
@@ -257,15 +263,23 @@ impl Profile {
         b.last_ts = b.last_ts.max(s.timestamp);
         // The stack's leaf node: from the cache when this stack was seen on this thread.
         if let Some((t, k)) = b.dense_index(thread, s.stack_key) {
-            if let Some(slot) = b.dense.get_mut(t).and_then(|v| v.get_mut(k)) {
-                if slot.0 != NO_NODE {
-                    slot.1 = slot.1.saturating_add(1);
+            if let Some(c) = b.dense.get_mut(t).and_then(|v| v.get_mut(k)) {
+                if *c == u32::MAX {
+                    let n = b.dense_nodes.get(t).and_then(|v| v.get(k)).copied().unwrap_or(NO_NODE);
+                    if let Some(node) = self.nodes.get_mut(n as usize) {
+                        node.samples = node.samples.saturating_add(u64::from(c.saturating_sub(1)));
+                        self.stats.samples = self.stats.samples.saturating_add(u64::from(c.saturating_sub(1)));
+                    }
+                    *c = 1;
+                }
+                if *c != 0 {
+                    *c = c.saturating_add(1);
                     return;
                 }
             }
             if let Some(n) = self.insert(b, thread, s) {
-                if let Some(slot) = b.dense.get_mut(t).and_then(|v| v.get_mut(k)) {
-                    *slot = (n, 1);
+                if let (Some(c), Some(slot)) = (b.dense.get_mut(t).and_then(|v| v.get_mut(k)), b.dense_nodes.get_mut(t).and_then(|v| v.get_mut(k))) {
+                    (*c, *slot) = (2, n);
                 }
             }
             return;
@@ -284,13 +298,14 @@ impl Profile {
 
     /// Add the cache's pending counts to their nodes, and empty it.
     fn flush(&mut self, b: &mut Builder<'_>) {
-        for v in &mut b.dense {
-            for (n, pending) in v.iter_mut().filter(|e| e.0 != NO_NODE && e.1 > 0) {
-                if let Some(node) = self.nodes.get_mut(*n as usize) {
-                    node.samples = node.samples.saturating_add(*pending);
-                    self.stats.samples = self.stats.samples.saturating_add(*pending);
+        for (counts, nodes) in b.dense.iter_mut().zip(&b.dense_nodes) {
+            for (c, &n) in counts.iter_mut().zip(nodes).filter(|(c, _)| **c > 1) {
+                let pending = u64::from(c.saturating_sub(1));
+                if let Some(node) = self.nodes.get_mut(n as usize) {
+                    node.samples = node.samples.saturating_add(pending);
+                    self.stats.samples = self.stats.samples.saturating_add(pending);
                 }
-                *pending = 0;
+                *c = 1;
             }
         }
         for (_, (n, pending)) in b.stack_nodes.drain() {
