@@ -2,7 +2,9 @@
 # Issue 13's overhead benchmark: a .NET 8.0.4 program's CPU time (task-clock) and wall time, by
 # `perf stat -r`, in four configurations run in interleaved rounds (so machine load hits them all
 # alike): the program alone, under `clrmap profile` (capture only), under `clrmap profile --perf`
-# (capture + jitdump with line records + perf map), `clrmap profile --perf` without a capture
+# (capture + jitdump with line records + perf map), the same with --no-inlines (perfnoinl: no
+# inline trees, issue 22's "trees vs without"), with --no-stub-names (perfnostub: the runtime
+# writes no perf map of its own), `clrmap profile --perf` without a capture
 # (perfonly), and with the runtime's own
 # DOTNET_PerfMapEnabled=1 (its jitdump and perf map, no lines); and (issue 24) under the runtime's
 # own sampler, `clrmap trace collect --cpu -o T -- dotnet app.dll` (sampler: EventPipe's
@@ -18,7 +20,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS="${1:-3}"
 RUNS="${2:-5}"
 # The configurations, in each round's order (CONFS="baseline sampler" runs just those).
-CONFS="${CONFS:-baseline capture perf perfonly perfmap sampler}"
+CONFS="${CONFS:-baseline capture perf perfnoinl perfnostub perfonly perfmap sampler}"
 DN="${CLRMAP_DOTNET_HOME:-$PWD/.dotnet}/8.0/dnv/net/runtime/.net/dotnet"
 B="$PWD/target/release/clrmap"
 BT="${CLRMAP_TRACE_BIN:-$B}"
@@ -30,6 +32,8 @@ conf_cmd() {
     baseline) cmd=("$DN" "$2") ;;
     capture) cmd=("$B" profile -o "$OUT/c.cap" -- "$DN" "$2") ;;
     perf) cmd=("$B" profile --perf "$OUT" -o "$OUT/c.cap" -- "$DN" "$2") ;;
+    perfnoinl) cmd=("$B" profile --perf "$OUT" --no-inlines -o "$OUT/c.cap" -- "$DN" "$2") ;;
+    perfnostub) cmd=("$B" profile --perf "$OUT" --no-stub-names -o "$OUT/c.cap" -- "$DN" "$2") ;;
     perfonly) cmd=("$B" profile --perf "$OUT" -- "$DN" "$2") ;;
     perfmap) cmd=(env DOTNET_PerfMapEnabled=1 DOTNET_PerfMapJitDumpPath="$OUT" "$DN" "$2") ;;
     sampler) cmd=("$BT" trace collect --cpu -o "$OUT/s.nettrace" -- "$DN" "$2") ;;

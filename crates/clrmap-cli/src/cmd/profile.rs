@@ -56,6 +56,13 @@ pub struct ProfileArgs {
     /// command starts
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "/tmp")]
     perf: Option<PathBuf>,
+    /// With --perf: do not name the runtime's stubs (precode, dispatch, resolve stubs). By
+    /// default, on .NET 8 and later, the command runs with DOTNET_PerfMapEnabled=3 and
+    /// DOTNET_PerfMapJitDumpPath set to a private directory in DIR, so that the runtime writes its
+    /// own perf map there (removed after the run), and the stub names in it are copied into the
+    /// jitdump and perf map. That costs the runtime a line per jitted method, mostly at start-up.
+    #[arg(long, requires = "perf")]
+    no_stub_names: bool,
     /// The command, e.g. `dotnet app.dll`.
     #[arg(last = true, required_unless_present = "pid")]
     command: Vec<String>,
@@ -188,7 +195,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     if let Some(dir) = &args.perf {
         let dir = absolute(dir)?;
         c.env("CLRMAP_PROFILER_PERF", &dir);
-        runtime_map = runtime_stub_map(&mut c, &dir);
+        if !args.no_stub_names {
+            runtime_map = runtime_stub_map(&mut c, &dir);
+        }
     }
     let started = std::time::SystemTime::now();
     let spawned = c.spawn().map_err(|e| CliError::Message(format!("cannot run {program}: {e}")));

@@ -461,6 +461,32 @@ fn perf_only_live_route_without_a_capture() {
     assert_perf_shows_lines(&jit_data, "8.0.4 perf only");
 }
 
+/// The stub names' private directory is gone after the run, and `--no-stub-names` leaves the
+/// runtime's stubs out (8.0.4); `--no-stub-names` without `--perf` is a usage error.
+#[test]
+#[ignore = "needs .NET"]
+fn stub_names_come_and_go_with_the_run() {
+    let Some(dn) = dotnet("stub_names_come_and_go_with_the_run", "8.0.4") else { return };
+    for named in [true, false] {
+        let dir = fresh_dir(&format!("perf-stubs-{named}"));
+        let mut c = Command::new(env!("CARGO_BIN_EXE_clrmap"));
+        c.arg("profile").arg(format!("--perf={}", dir.display())).args(["--profiler", &profiler()]);
+        if !named {
+            c.arg("--no-stub-names");
+        }
+        run_ok(c.arg("--").arg(&dn).arg(hot_dll()).arg("0.2"));
+        let names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| !n.starts_with(".clrmap-runtime-map")), "{names:?}");
+        let dump = names.iter().find(|n| n.starts_with("jit-")).unwrap();
+        let (_, records) = read_independently(&dir.join(dump));
+        let stubs = records.iter().filter(|r| is_stub(&r.name)).count();
+        assert_eq!(stubs > 100, named, "{stubs} stubs");
+        assert!(records.iter().any(|r| r.name == OWN_LOOP));
+    }
+    let o = clrmap(&["profile", "--no-stub-names", "-o", "/dev/null", "--", "true"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+}
+
 // ---- Inlined code (issue 22): tests/dotnet/perfinline, its lines by the profile rule.
 
 /// The line of a tests/dotnet/perfinline file carrying a marker comment.
