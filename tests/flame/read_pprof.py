@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Read a gzipped pprof profile with Google's profile.proto (compiled by protoc into
 profile_pb2 on PYTHONPATH; scripts/install-flame-tools.sh) and print a JSON summary: the sample
-types, the period, totals, and the top leaf location by cpu with its lines (innermost first).
+types, the period, totals, and the 20 top leaf locations by cpu with their lines (innermost
+first).
 Checks every reference (location, function and string ids) and fails on any dangling one."""
 import gzip
 import json
@@ -32,7 +33,7 @@ for x in p.sample:
 for l in p.location:
     for ln in l.line:
         assert ln.function_id in functions, f"dangling function {ln.function_id}"
-top = max(by_leaf, key=by_leaf.get)
+leaves = sorted(by_leaf, key=by_leaf.get, reverse=True)[:20]
 
 
 def line(ln):
@@ -46,5 +47,5 @@ print(json.dumps({
     "period": p.period,
     "cpu_total": cpu_total,
     "samples_total": samples_total,
-    "top_leaf": {"cpu": by_leaf[top], "lines": [line(ln) for ln in locations[top].line]},
+    "leaves": [{"cpu": by_leaf[i], "lines": [line(ln) for ln in locations[i].line]} for i in leaves],
 }))

@@ -113,6 +113,9 @@ struct Node {
 
 const NO_PARENT: u32 = u32::MAX;
 const NO_NODE: u32 = u32::MAX;
+/// Marks a cached node that is a caller of the stack (the tree was full): node ids are below
+/// [`MAX_NODES`], far under this bit.
+const FOLDED: u32 = 1 << 31;
 /// Stack keys below this are counted in per-thread arrays.
 const DENSE_KEYS: u64 = 1 << 20;
 /// The bound on those arrays' entries in all (8 bytes each).
@@ -277,23 +280,34 @@ impl Profile {
                     return;
                 }
             }
-            if let Some(n) = self.insert(b, thread, s) {
-                if let (Some(c), Some(slot)) = (b.dense.get_mut(t).and_then(|v| v.get_mut(k)), b.dense_nodes.get_mut(t).and_then(|v| v.get_mut(k))) {
-                    (*c, *slot) = (2, n);
+            if b.stack_nodes.is_empty() || !b.stack_nodes.contains_key(&(thread, s.stack_key)) {
+                match self.insert(b, thread, s) {
+                    Some((n, false)) => {
+                        if let (Some(c), Some(slot)) = (b.dense.get_mut(t).and_then(|v| v.get_mut(k)), b.dense_nodes.get_mut(t).and_then(|v| v.get_mut(k))) {
+                            (*c, *slot) = (2, n);
+                        }
+                        return;
+                    }
+                    Some((n, true)) => return self.cache(b, thread, s.stack_key, n | FOLDED),
+                    None => return,
                 }
             }
-            return;
         }
         if let Some((_, pending)) = b.stack_nodes.get_mut(&(thread, s.stack_key)) {
             *pending = pending.saturating_add(1);
             return;
         }
-        if let Some(n) = self.insert(b, thread, s) {
-            if b.stack_nodes.len() >= MAX_CACHED_STACKS {
-                self.flush(b);
-            }
-            b.stack_nodes.insert((thread, s.stack_key), (n, 1));
+        if let Some((n, folded)) = self.insert(b, thread, s) {
+            self.cache(b, thread, s.stack_key, if folded { n | FOLDED } else { n });
         }
+    }
+
+    /// Cache a stack's node (with [`FOLDED`] when it is a caller of the stack), one sample pending.
+    fn cache(&mut self, b: &mut Builder<'_>, thread: u64, key: u64, node: u32) {
+        if b.stack_nodes.len() >= MAX_CACHED_STACKS {
+            self.flush(b);
+        }
+        b.stack_nodes.insert((thread, key), (node, 1));
     }
 
     /// Add the cache's pending counts to their nodes, and empty it.
@@ -309,15 +323,19 @@ impl Profile {
             }
         }
         for (_, (n, pending)) in b.stack_nodes.drain() {
-            if let Some(node) = self.nodes.get_mut(n as usize) {
+            if n & FOLDED != 0 {
+                self.stats.folded = self.stats.folded.saturating_add(pending);
+            }
+            if let Some(node) = self.nodes.get_mut((n & !FOLDED) as usize) {
                 node.samples = node.samples.saturating_add(pending);
                 self.stats.samples = self.stats.samples.saturating_add(pending);
             }
         }
     }
 
-    /// The node of a sample's stack, made where missing (or its deepest caller past the bound).
-    fn insert(&mut self, b: &mut Builder<'_>, thread: u64, s: &Sample<'_>) -> Option<u32> {
+    /// The node of a sample's stack, made where missing, or its deepest caller past the bound
+    /// (`true`).
+    fn insert(&mut self, b: &mut Builder<'_>, thread: u64, s: &Sample<'_>) -> Option<(u32, bool)> {
         let mut node = match self.root_of.get(&thread) {
             Some(&r) => r,
             None => {
@@ -352,16 +370,7 @@ impl Profile {
                 }
             };
         }
-        if folded {
-            // Not cached: counted at the deepest caller, and said.
-            self.stats.folded = self.stats.folded.saturating_add(1);
-            if let Some(n) = self.nodes.get_mut(node as usize) {
-                n.samples = n.samples.saturating_add(1);
-                self.stats.samples = self.stats.samples.saturating_add(1);
-            }
-            return None;
-        }
-        Some(node)
+        Some((node, folded))
     }
 
     /// The location of one address: its frames (physical, then inlinees outermost first).
