@@ -224,39 +224,3 @@ fn torn_and_hostile_traces_give_what_is_whole() {
     assert_eq!(stdout(&o), "0x31;0x30 1\n0x10 1\n");
     assert!(stderr(&o).contains("2 samples name a stack the trace does not hold"), "{}", stderr(&o));
 }
-
-#[test]
-fn a_call_tree_past_its_bound_counts_every_sample_at_a_caller() {
-    // 450,000 random stacks of depth 6 over 9,000 addresses (each named by its hex): about 2.3M
-    // distinct prefixes, more than the call tree's bound (clrmap::profile::MAX_NODES, 2M).
-    let d = dir("bound");
-    let trace = d.join("bound.nettrace");
-    let f = std::io::BufWriter::new(std::fs::File::create(&trace).unwrap());
-    let mut w = TraceWriter::new(f, 8, 1_000_000, 7).unwrap();
-    w.metadata(&[(1, SAMPLE_PROFILER, 0)]).unwrap();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let payload = 1u32.to_le_bytes();
-    let n = 450_000u32;
-    for first in (1..=n).step_by(10_000) {
-        let stacks: Vec<Vec<u64>> = (0..10_000).map(|_| (0..6).map(|_| 0x1000 + 16 * (next() % 9000)).collect()).collect();
-        let refs: Vec<&[u64]> = stacks.iter().map(Vec::as_slice).collect();
-        w.stacks(first, &refs, 8).unwrap();
-        let ev: Vec<(u32, u64, u32, u64, &[u8])> = (first..first + 10_000).map(|i| (1, 1, i, 1, &payload[..])).collect();
-        w.events(&ev).unwrap();
-    }
-    std::io::Write::flush(&mut w.finish().unwrap()).unwrap();
-    let size = std::fs::metadata(&trace).unwrap().len();
-    let out = d.join("bound.folded");
-    let o = limited(&["flame", trace.to_str().unwrap()], size, out.to_str().unwrap(), 120);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stderr(&o).contains("call-tree nodes were counted at their deepest known caller"), "{}", stderr(&o));
-    // Every sample is counted once, at its stack or at a caller of it.
-    let total: u64 = collapsed_lines(&std::fs::read_to_string(&out).unwrap()).iter().map(|l| l.1).sum();
-    assert_eq!(total, u64::from(n));
-}

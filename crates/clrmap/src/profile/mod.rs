@@ -171,6 +171,7 @@ pub struct Profile {
     roots: Vec<(u64, u32)>,
     root_of: IntMap<u64, u32>,
     per_thread: bool,
+    max_nodes: usize,
     interval_ns: u64,
     /// The trace's duration in ns (first to last sample), where the trace says.
     duration_ns: u64,
@@ -207,7 +208,13 @@ impl Profile {
     /// profile, threads apart or merged. `Err` when `trace` is no trace; the fault that ended a
     /// torn trace early is beside the profile of what was whole.
     pub fn read<R: Read>(sym: &Symbolizer, trace: R, per_thread: bool) -> Result<(Profile, Option<Error>)> {
-        let mut p = Profile { per_thread, ..Profile::default() };
+        Self::read_bounded(sym, trace, per_thread, MAX_NODES)
+    }
+
+    /// [`Self::read`] with a call tree of at most `max_nodes` nodes (at most [`MAX_NODES`]):
+    /// past it, samples count at their deepest known caller ([`Stats::folded`]).
+    pub fn read_bounded<R: Read>(sym: &Symbolizer, trace: R, per_thread: bool, max_nodes: usize) -> Result<(Profile, Option<Error>)> {
+        let mut p = Profile { per_thread, max_nodes: max_nodes.min(MAX_NODES), ..Profile::default() };
         let mut b = Builder {
             sym,
             caller: FrameKind::ReturnAddress.for_runtime(sym.runtime_major()),
@@ -358,7 +365,7 @@ impl Profile {
         for &loc in b.path.iter().rev() {
             node = match self.children.get(&(node, loc)) {
                 Some(&c) => c,
-                None if self.nodes.len() < MAX_NODES => {
+                None if self.nodes.len() < self.max_nodes => {
                     let c = u32::try_from(self.nodes.len()).ok()?;
                     self.nodes.push(Node { parent: node, loc, samples: 0 });
                     self.children.insert((node, loc), c);

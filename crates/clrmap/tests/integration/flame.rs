@@ -322,3 +322,48 @@ fn frames_follow_the_symbolizer_leaf_return_address_and_inlines() {
     let got: std::collections::HashMap<Vec<String>, u64> = lines.into_iter().collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn a_call_tree_past_its_bound_counts_every_sample_at_a_caller() {
+    // 3,000 random stacks of depth 4 over 50 unknown addresses: about 9,000 distinct prefixes,
+    // in a tree bounded at 2,000 nodes, merged and per thread (2 threads).
+    let mut w = writer(8);
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let stacks: Vec<Vec<u64>> = (0..3000).map(|_| (0..4).map(|_| 0x1000 + 16 * (next() % 50)).collect()).collect();
+    let refs: Vec<&[u64]> = stacks.iter().map(Vec::as_slice).collect();
+    w.stacks(1, &refs, 8).unwrap();
+    // Each stack twice (the second time from the cache).
+    let ev: Vec<(u32, u64, u32, u64, &[u8])> = (1..=3000u32).chain(1..=3000).map(|i| (META, u64::from(i % 2), i, 1, &[1u8, 0, 0, 0][..])).collect();
+    w.events(&ev).unwrap();
+    let bytes = w.finish().unwrap();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("flame-bound");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bound.nettrace");
+    std::fs::write(&path, &bytes).unwrap();
+    let sym = Symbolizer::open(&path, Options::default()).unwrap();
+    for per_thread in [false, true] {
+        let (p, _) = Profile::read_bounded(&sym, &bytes[..], per_thread, 2000).unwrap();
+        let st = p.stats();
+        assert_eq!(st.samples, 6000, "per thread {per_thread}");
+        assert!(st.folded > 1000 && st.folded < 6000, "per thread {per_thread}: {} folded", st.folded);
+        // Folded samples count twice when their stack comes twice: an even number.
+        assert_eq!(st.folded % 2, 0);
+        let lines = collapsed(&p);
+        assert_eq!(lines.iter().map(|l| l.1).sum::<u64>(), 6000);
+        // Every line is a prefix of a real stack (root first), never a made-up one.
+        let real: std::collections::HashSet<Vec<String>> = stacks.iter().map(|s| s.iter().rev().map(|a| format!("{a:#x}")).collect()).collect();
+        for (l, _) in &lines {
+            let l: Vec<String> = l.iter().filter(|f| !f.starts_with("Thread ")).cloned().collect();
+            assert!(real.iter().any(|r| r.starts_with(&l)), "{l:?}");
+        }
+        // Unbounded, nothing folds.
+        let (p, _) = Profile::read(&sym, &bytes[..], per_thread).unwrap();
+        assert_eq!((p.stats().samples, p.stats().folded), (6000, 0));
+    }
+}
