@@ -56,8 +56,8 @@ enum Command {
     /// the runtime prints with the PDB (`in /_/src/Shop.cs:line 36`). Every other byte is kept.
     ///
     /// Example: `printf '   at Frames.Program.Main(String[] args) in Frames.dll:token 0x600003e+0x6\n' | clrmap stacktrace --symbol-path tests/fixtures/frames/debug-portable`
-    /// (a frame of the committed Frames fixture) prints
-    /// `   at Frames.Program.Main(String[] args) in /_/src/Frames.cs:line 696`.
+    /// (a frame of the committed Frames fixture)
+    /// prints `   at Frames.Program.Main(String[] args) in /_/src/Frames.cs:line 696`.
     /// A log: `clrmap stacktrace crash.log --symbol-path build/pdbs > crash-with-lines.log`
     #[command(verbatim_doc_comment)]
     Stacktrace(cmd::stacktrace::StacktraceArgs),
@@ -65,12 +65,12 @@ enum Command {
     /// method and source line, as collapsed stacks (flamegraph.pl, inferno), a speedscope file
     /// or a gzipped pprof profile.
     ///
-    /// Example: `clrmap flame app.nettrace --symbol-path bin/Release/net8.0 | inferno-flamegraph > app.svg`
+    /// Example: `clrmap flame tests/fixtures/flame/hot-8.0.4.nettrace --symbol-path tests/fixtures/perf`
+    /// (a committed trace). Your own app: `clrmap flame app.nettrace --symbol-path bin/Release/net8.0 | inferno-flamegraph > app.svg`
     /// (the trace from `clrmap trace collect --pid PID --cpu -o app.nettrace`);
     /// `clrmap flame app.nettrace --format speedscope -o app.speedscope.json`, then open it at
     /// https://www.speedscope.app; `clrmap flame app.nettrace --format pprof -o app.pb.gz`, then
-    /// `go tool pprof -http=: app.pb.gz`. From the repository:
-    /// `clrmap flame tests/fixtures/flame/hot-8.0.4.nettrace --symbol-path tests/fixtures/perf`
+    /// `go tool pprof -http=: app.pb.gz`.
     #[command(verbatim_doc_comment)]
     Flame(cmd::flame::FlameArgs),
     /// A stateless symbolication service over HTTP/1.1: POST /symbolicate (JSON modules and

@@ -194,7 +194,7 @@ fn errors_and_warnings() {
     let o = clrmap(&["stacktrace", dir.to_str().unwrap()]);
     assert_eq!(code(&o), Some(1));
     // Bad usage: 2.
-    let o = clrmap(&["stacktrace", "--symbol-server", "http://127.0.0.1:1/"]);
+    let o = clrmap(&["stacktrace", "--symbol-servers", "http://127.0.0.1:1/"]);
     assert_eq!(code(&o), Some(2));
 }
 

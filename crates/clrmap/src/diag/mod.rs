@@ -589,7 +589,7 @@ pub fn snapshot_until(client: &Client, limit: &Limit<'_>) -> Result<OpenedSource
     // The stream has ended: the stop reply is moot unless nothing came at all.
     let _ = stopper.finish_until(&Limit::new(Duration::from_millis(100), limit.cancel));
     // A rundown carries no inline trees (8.0 enables only the rundown provider at rundown).
-    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: Default::default(), inlines: Default::default() })
+    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: Default::default(), inlines: Default::default(), named: Vec::new() })
 }
 
 #[cfg(test)]

@@ -407,12 +407,12 @@ impl MethodTable {
         let inlines = std::mem::take(&mut self.inlines).finish();
         let bodies = self.bodies.iter().zip(&self.body_code_id);
         let code_ids = bodies.filter_map(|(b, &id)| Some((b.start?, (b.function_id?, id)))).collect();
-        TraceInlines { inlines, code_ids, modules: self.modules.clone() }
+        TraceInlines { inlines, code_ids, modules: self.modules.clone(), named_r2r: Vec::new() }
     }
 
     /// The bodies that have a map (jitted code; R2R methods get no map events).
     pub fn into_bodies(self) -> Vec<CodeBody> {
-        self.into_bodies_and_owners().0
+        self.into_bodies_and_owners().0.into_iter().filter(|b| !b.map.is_empty()).collect()
     }
 
     /// The bodies that have a map, each with its owner type as the runtime printed it, and every
@@ -424,7 +424,9 @@ impl MethodTable {
             .into_iter()
             .zip(self.body_module)
             .zip(self.body_owner)
-            .filter(|((b, _), _)| !b.map.is_empty())
+            // A jitted body without its map is of no use; a ReadyToRun one is still named (its
+            // map is in its image, not in the trace: the frame gets its method, no line).
+            .filter(|((b, _), _)| !b.map.is_empty() || b.kind == Some(CodeKind::R2r))
             .map(|((mut b, m), owner)| {
                 if let Some(path) = modules.get(&m) {
                     b.module = Some(path.rsplit(['/', '\\']).next().unwrap_or("").to_owned());
@@ -459,6 +461,9 @@ pub struct TraceInlines {
     code_ids: HashMap<u64, (u64, u64)>,
     /// ModuleID → the module's IL path (ModuleLoad / ModuleDCEnd).
     modules: HashMap<u64, String>,
+    /// The ReadyToRun methods the trace names (load and rundown events: start, size, token,
+    /// module), which have no map in it: named from their modules, with an empty map.
+    pub named_r2r: Vec<CodeBody>,
 }
 
 impl TraceInlines {
@@ -560,13 +565,17 @@ fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<
     if let Some(e) = fault.as_ref().filter(|e| e.offset().is_none_or(|o| o < HEADER_LEN)) {
         return Err(*e);
     }
-    let inlines = table.take_inlines();
+    let mut inlines = table.take_inlines();
     // Every body ran in the traced process (the Trace object's process id).
     let (mut bodies, owners, modules) = table.into_bodies_and_owners();
     naming::name_from_modules(&mut bodies, &owners, &modules);
     for b in &mut bodies {
         b.pid = stats.process_id;
     }
+    // The bodies are those with a map; ReadyToRun methods the trace names without one (their
+    // maps are in their images) go apart, for a reader that wants them named.
+    let (bodies, named): (Vec<CodeBody>, Vec<CodeBody>) = bodies.into_iter().partition(|b| !b.map.is_empty());
+    inlines.named_r2r = named;
     Ok((bodies, inlines, fault))
 }
 

@@ -215,6 +215,10 @@ pub struct Symbolizer {
     explicit_guid: Option<[u8; 16]>,
     /// Why modules hit have no lines ([`Self::notes`]).
     notes: Mutex<Vec<Note>>,
+    /// For an image source: why it has no PDB, said once an address in it wanted a line.
+    image_why: Vec<Note>,
+    /// An address in a body whose module has no lines was answered.
+    missed_lines: std::sync::atomic::AtomicBool,
     /// The major version of the runtime that ran the bodies, where the source records it.
     runtime_major: Option<u16>,
     /// The JIT's inline trees by (pid, code start), and the inlinees named (`--inlines`).
@@ -247,7 +251,9 @@ impl Symbolizer {
 
     /// Index already opened bodies. `path` is the source file (for an image: the assembly).
     pub fn from_opened(opened: OpenedSource, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
-        let OpenedSource { kind, bodies, image, warnings, runtime_major, pdbs, mvids, inlines } = opened;
+        let OpenedSource { kind, mut bodies, image, warnings, runtime_major, pdbs, mvids, inlines, named } = opened;
+        // A trace's ReadyToRun methods, named without a map: their frames get their method.
+        bodies.extend(named);
         let mut modules: Vec<Module> = Vec::new();
         let mut body_module = Vec::with_capacity(bodies.len());
         let mut passed = Vec::new();
@@ -330,7 +336,9 @@ impl Symbolizer {
             .zip(&body_trees)
             .map(|(b, t)| t.as_ref().map(|t| t.tree.nodes().iter().map(|n| inlinee_index.get(&(b.pid, n.method_id)).copied()).collect()).unwrap_or_default())
             .collect();
-        let sym = Symbolizer {
+        let mut sym = Symbolizer {
+            image_why: Vec::new(),
+            missed_lines: std::sync::atomic::AtomicBool::new(false),
             explicit_guid,
             kind,
             store,
@@ -349,8 +357,7 @@ impl Symbolizer {
         };
         if let Some(image) = sym.modules.first() {
             let name = image.name.as_deref().unwrap_or("the image");
-            let mut notes = sym.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            notes.extend(why.into_iter().map(|why| Note { module: Some(name.to_owned()), why }));
+            sym.image_why = why.into_iter().map(|why| Note { module: Some(name.to_owned()), why }).collect();
         }
         Ok(sym)
     }
@@ -406,6 +413,14 @@ impl Symbolizer {
         frame.module = body.module.as_deref().or(module.and_then(|m| m.name.as_deref()));
         frame.token = Some(body.token);
         frame.method = body.name.as_deref();
+        if body.map.is_empty() && body.rva.is_none() && body.kind == Some(crate::ilmap::CodeKind::R2r) {
+            // A ReadyToRun method a trace names without its map (that is in its image): the
+            // method, and no IL offset or line rather than a guess.
+            frame.code_start = Some(start);
+            frame.native_offset = Some(offset);
+            frame.function_id = body.function_id.or(Some(start));
+            return (frame, Some(index));
+        }
         frame.il_offset = Some(il);
         frame.code_start = Some(start);
         frame.native_offset = Some(offset);
@@ -422,7 +437,11 @@ impl Symbolizer {
     fn set_line<'s>(&'s self, frame: &mut Frame<'s>, index: usize, il: u32) {
         let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
         let token = self.store.bodies().get(index).map_or(0, |b| b.token);
-        (frame.file, frame.line, frame.column, frame.end_line, frame.end_column) = match module.and_then(|m| self.lines(m)).and_then(|l| l.line(token, il)) {
+        let lines = module.and_then(|m| self.lines(m));
+        if lines.is_none() {
+            self.missed_lines.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        (frame.file, frame.line, frame.column, frame.end_line, frame.end_column) = match lines.and_then(|l| l.line(token, il)) {
             Some((p, file)) => (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column)),
             None => (None, None, None, None, None),
         };
@@ -477,7 +496,10 @@ impl Symbolizer {
                 frame.il_offset = Some(root.il_offset);
                 self.set_line(&mut frame, index, root.il_offset);
             }
-            None => self.set_line(&mut frame, index, il),
+            // A body answered without an IL offset (a ReadyToRun method a trace names without
+            // its map) gets no line.
+            None if frame.il_offset.is_some() => self.set_line(&mut frame, index, il),
+            None => {}
         }
         (frame, inlined)
     }
@@ -588,7 +610,11 @@ impl Symbolizer {
 
     /// [`Self::notes`], as values with fields (for JSON).
     pub fn why_notes(&self) -> Vec<Note> {
-        let mut notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let mut notes = Vec::new();
+        if self.missed_lines.load(std::sync::atomic::Ordering::Relaxed) {
+            notes.extend(self.image_why.iter().cloned());
+        }
+        notes.extend(self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned());
         // What the symbol servers said (each names its server and key).
         if let Some(servers) = &self.options.symbols.servers {
             notes.extend(servers.failures().into_iter().map(|why| Note { module: None, why }));

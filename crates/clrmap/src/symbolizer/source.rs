@@ -62,6 +62,10 @@ pub struct OpenedSource {
     /// The JIT's inline trees the source carries, by body, and their inlinees (traces and
     /// captures of .NET 7+ runs with `DOTNET_RichDebugInfo=1`; empty otherwise).
     pub inlines: SourceInlines,
+    /// For a trace: the ReadyToRun methods it names without a map (their maps are in their
+    /// images), so that the symbolizer names their frames (no IL offset, no line). Not part of
+    /// `bodies`, which are the maps the trace carries.
+    pub named: Vec<CodeBody>,
 }
 
 /// For a trace: the PDB each module's image named, by the module path its bodies carry
@@ -86,7 +90,8 @@ pub fn read_trace<R: Read>(reader: R) -> Result<OpenedSource, Error> {
         trace_inlines.recover_parents_from_il(&bodies, &type_modules);
     }
     let inlines = SourceInlines::from_trace(&bodies, &trace_inlines, &type_modules);
-    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: HashMap::new(), inlines })
+    let named = std::mem::take(&mut trace_inlines.named_r2r);
+    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: HashMap::new(), inlines, named })
 }
 
 /// Keep the module path and PDB id of a module load event (see [`RecordedPdbs`]); other events
@@ -156,7 +161,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         let mvids: HashMap<String, [u8; 16]> = captured.iter().filter_map(|c| Some((c.module_path.clone(), c.mvid?))).collect();
         let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
         let inlines = SourceInlines::from_capture(&capture.inlines);
-        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs, mvids, inlines });
+        return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs, mvids, inlines, named: Vec::new() });
     }
     if bytes.starts_with(b"MZ") {
         let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
@@ -170,7 +175,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
                 }
             }
         }
-        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None, pdbs: HashMap::new(), mvids: HashMap::new(), inlines: SourceInlines::default() });
+        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None, pdbs: HashMap::new(), mvids: HashMap::new(), inlines: SourceInlines::default(), named: Vec::new() });
     }
     Err(OpenError::Unrecognized { path: path.to_owned() })
 }

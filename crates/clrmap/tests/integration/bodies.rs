@@ -174,7 +174,9 @@ fn capture_trace_and_image_name_each_body_alike_and_record_it_once_on_both_runti
         let recorded: HashMap<u64, &clrmap::capture::CapturedBody> = capture.bodies.iter().map(|b| (b.body.start.unwrap(), b)).collect();
         let by_start: HashMap<u64, &CodeBody> = cap.iter().map(|b| (b.start.unwrap(), b)).collect();
         let (mut common, mut same, mut no_method_args, mut no_owner_args) = (0, 0, 0, 0);
-        for t in &trc {
+        // The trace's ReadyToRun methods named without a map (their maps are in their images)
+        // are not compared: the trace's events carry no method instantiation for them either.
+        for t in trc.iter().filter(|t| !t.map.is_empty()) {
             let Some(c) = by_start.get(&t.start.unwrap()) else { continue };
             common += 1;
             assert_eq!(c.name, t.name, "{v}: name at 0x{:X}", t.start.unwrap());
