@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Read a gzipped pprof profile with Google's profile.proto (compiled by protoc into
 profile_pb2 on PYTHONPATH; scripts/install-flame-tools.sh) and print a JSON summary: the sample
-types, the period, totals, and the 20 top leaf locations by cpu with their lines (innermost
-first).
+types, the period, totals, the 20 top leaf locations by cpu with their lines (innermost
+first), and every sample's locations (leaf first), each with its lines.
 Checks every reference (location, function and string ids) and fails on any dangling one."""
 import gzip
 import json
@@ -48,4 +48,5 @@ print(json.dumps({
     "cpu_total": cpu_total,
     "samples_total": samples_total,
     "leaves": [{"cpu": by_leaf[i], "lines": [line(ln) for ln in locations[i].line]} for i in leaves],
+    "stacks": [{"cpu": x.value[cpu], "locations": [[line(ln) for ln in locations[i].line] for i in x.location_id]} for x in p.sample],
 }))

@@ -224,3 +224,64 @@ fn torn_and_hostile_traces_give_what_is_whole() {
     assert_eq!(stdout(&o), "0x31;0x30 1\n0x10 1\n");
     assert!(stderr(&o).contains("2 samples name a stack the trace does not hold"), "{}", stderr(&o));
 }
+
+#[test]
+#[ignore = "needs the flame tools"]
+fn pprof_inlined_frames_are_lines_of_one_location_innermost_first() {
+    // The real 8.0.4 trace with inline trees (tests/fixtures/inlines), with one-frame samples
+    // appended at every 3rd byte of its bodies: each pprof location's lines, read by Google's
+    // profile.proto, are the collapsed stack's frames in reverse (innermost inlinee first, the
+    // physical method last).
+    let t = tools();
+    let d = dir("pprof-inlines");
+    let real = std::fs::read(repo_root().join("tests/fixtures/inlines/attach-8.0.4.nettrace")).unwrap();
+    let plain = d.join("plain.nettrace");
+    std::fs::write(&plain, &real).unwrap();
+    let sym = clrmap::symbolizer::Symbolizer::open(&plain, Default::default()).unwrap();
+    let addrs: Vec<u64> = sym.store().bodies().iter().filter_map(|b| b.start.map(|s| (s, b.code_size))).flat_map(|(s, n)| (0..u64::from(n)).step_by(3).map(move |o| s + o)).collect();
+    let at = real.len() as u64 - 1;
+    let mut w = TraceWriter::resume(real[..real.len() - 1].to_vec(), at);
+    w.sequence_point().unwrap();
+    w.metadata(&[(60_000, SAMPLE_PROFILER, 0)]).unwrap();
+    let stacks: Vec<[u64; 1]> = addrs.iter().map(|&a| [a]).collect();
+    let refs: Vec<&[u64]> = stacks.iter().map(|s| &s[..]).collect();
+    w.stacks(1, &refs, 8).unwrap();
+    let payload = 1u32.to_le_bytes();
+    let ev: Vec<(u32, u64, u32, u64, &[u8])> = (1..=refs.len() as u32).map(|i| (60_000, 9, i, 1, &payload[..])).collect();
+    w.events(&ev).unwrap();
+    let trace = d.join("samples.nettrace");
+    std::fs::write(&trace, w.finish().unwrap()).unwrap();
+    let folded = clrmap(&["flame", trace.to_str().unwrap()]);
+    assert_eq!(code(&folded), Some(0), "{}", stderr(&folded));
+    let out = d.join("samples.pb.gz");
+    let o = clrmap(&["flame", trace.to_str().unwrap(), "--format", "pprof", "-o", out.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0));
+    let o = Command::new("python3").arg(repo_root().join("tests/flame/read_pprof.py")).arg(&out).env("PYTHONPATH", t.join("py")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // pprof's stacks as collapsed text: locations root first, each location's lines outermost
+    // first; a line's text as clrmap's frames read (`Method (File:LINE)`, `Method`).
+    let text = |l: &serde_json::Value| {
+        let (f, file, line) = (l["function"].as_str().unwrap(), l["file"].as_str().unwrap(), l["line"].as_i64().unwrap());
+        if file.is_empty() || line == 0 {
+            f.to_owned()
+        } else {
+            format!("{f} ({}:{line})", file.rsplit('/').next().unwrap())
+        }
+    };
+    let mut from_pprof: Vec<(String, u64)> = v["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let frames: Vec<String> = s["locations"].as_array().unwrap().iter().rev().flat_map(|loc| loc.as_array().unwrap().iter().rev().map(text).collect::<Vec<_>>()).collect();
+            (frames.join(";"), s["cpu"].as_u64().unwrap() / 1_000_000)
+        })
+        .collect();
+    let mut from_collapsed = collapsed_lines(&stdout(&folded));
+    from_pprof.sort();
+    from_collapsed.sort();
+    assert_eq!(from_pprof, from_collapsed);
+    // Some locations have inlined lines.
+    assert!(v["stacks"].as_array().unwrap().iter().any(|s| s["locations"][0].as_array().unwrap().len() > 1));
+}
