@@ -182,6 +182,7 @@ for (addr, flags, token, il, module, method, file, line, col, eline, ecol), j in
     assert int(addr) == j["address"], (addr, j)
     known = j["token"] is not None
     assert (int(flags) & 1 == 1) == known, (addr, flags, j)
+    assert bool(int(flags) & 4) == (j["il_offset"] is not None), (addr, flags, j)
     if known:
         assert (int(token), int(il), module, method) == (j["token"], j["il_offset"], j["module"], j["method"]), (addr, j)
     if j["line"] is not None:

@@ -52,6 +52,12 @@ struct ICorProfilerInfo;
 #define CLRMAP_FRAME_LINE 2
 
 /**
+ * `ClrmapFrame::flags`: `il_offset` is known. A body can be known without it: a ReadyToRun
+ * method a trace names without its map (the map is in its image) has its method only.
+ */
+#define CLRMAP_FRAME_IL_OFFSET 4
+
+/**
  * `clrmap_symbolizer_symbolize`'s `kind`: the leaf frame, looked up as is.
  */
 #define CLRMAP_FRAME_LEAF 0

@@ -1201,6 +1201,9 @@ pub const CLRMAP_FRAME_METHOD: u32 = 1;
 /// `ClrmapFrame::flags`: the source line is known (`file`, `line`, `column`, `end_line`,
 /// `end_column`).
 pub const CLRMAP_FRAME_LINE: u32 = 2;
+/// `ClrmapFrame::flags`: `il_offset` is known. A body can be known without it: a ReadyToRun
+/// method a trace names without its map (the map is in its image) has its method only.
+pub const CLRMAP_FRAME_IL_OFFSET: u32 = 4;
 
 /// `clrmap_symbolizer_symbolize`'s `kind`: the leaf frame, looked up as is.
 pub const CLRMAP_FRAME_LEAF: u32 = 0;
@@ -1356,7 +1359,7 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolize
             _ => return fail(E_INVALIDARG, None, "a kind of CLRMAP_FRAME_LEAF, CLRMAP_FRAME_RETURN_ADDRESS or CLRMAP_FRAME_RETURN_ADDRESS_CLR31"),
         };
         let f = s.sym.symbolize(address, kind);
-        let flags = if f.token.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if f.line.is_some() { CLRMAP_FRAME_LINE } else { 0 };
+        let flags = if f.token.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if f.line.is_some() { CLRMAP_FRAME_LINE } else { 0 } | if f.il_offset.is_some() { CLRMAP_FRAME_IL_OFFSET } else { 0 };
         let frame = ClrmapFrame {
             address,
             flags,
@@ -1474,7 +1477,7 @@ impl ClrmapSymbolizer {
     #[allow(clippy::too_many_arguments)]
     fn c_frame(&self, address: u64, module: Option<&str>, token: Option<u32>, method: Option<&str>, il: Option<u32>, file: Option<&str>, line: [Option<u32>; 4]) -> ClrmapFrame {
         let [l, c, el, ec] = line;
-        let flags = if token.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if l.is_some() { CLRMAP_FRAME_LINE } else { 0 };
+        let flags = if token.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if l.is_some() { CLRMAP_FRAME_LINE } else { 0 } | if il.is_some() { CLRMAP_FRAME_IL_OFFSET } else { 0 };
         ClrmapFrame {
             address,
             flags,

@@ -27,7 +27,8 @@ type Fields = (Option<String>, Option<u32>, Option<String>, Option<u32>, Option<
 fn c_fields(f: &ClrmapFrame) -> Fields {
     let method = f.flags & CLRMAP_FRAME_METHOD != 0;
     let line = f.flags & CLRMAP_FRAME_LINE != 0;
-    (text(f.module), method.then_some(f.token), text(f.method), method.then_some(f.il_offset), text(f.file), line.then_some(f.line), line.then_some(f.column))
+    let il = f.flags & CLRMAP_FRAME_IL_OFFSET != 0;
+    (text(f.module), method.then_some(f.token), text(f.method), il.then_some(f.il_offset), text(f.file), line.then_some(f.line), line.then_some(f.column))
 }
 
 #[test]
