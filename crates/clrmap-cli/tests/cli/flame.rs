@@ -285,3 +285,24 @@ fn pprof_inlined_frames_are_lines_of_one_location_innermost_first() {
     // Some locations have inlined lines.
     assert!(v["stacks"].as_array().unwrap().iter().any(|s| s["locations"][0].as_array().unwrap().len() > 1));
 }
+
+/// The flame graph the README shows (docs/flame-hot.svg, made by `clrmap flame` and inferno from
+/// the committed trace) names the hot loop at its own line, and every frame in it is one
+/// `clrmap flame` still writes for that trace.
+#[test]
+fn the_readmes_flame_graph_is_what_flame_writes() {
+    let svg = std::fs::read_to_string(repo_root().join("docs/flame-hot.svg")).unwrap();
+    let hot = format!("Hot::OwnLoop (Hot.cs:{})", hot_line("// HOT-OWN"));
+    assert!(svg.contains(&hot), "docs/flame-hot.svg does not name {hot}");
+    let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let frames: std::collections::HashSet<&str> = out.lines().filter_map(|l| l.rsplit_once(' ')).flat_map(|(stack, _)| stack.split(';')).collect();
+    // inferno writes each frame's name in a <title> as `NAME (N samples, P%)`.
+    let titles: Vec<&str> = svg.split("<title>").skip(1).filter_map(|t| t.split("</title>").next()).collect();
+    assert!(titles.len() > 10, "{} frames in docs/flame-hot.svg", titles.len());
+    for title in titles {
+        let name = title.rsplit_once(" (").map_or(title, |(n, _)| n).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("&quot;", "\"").replace("&apos;", "'");
+        assert!(name == "all" || frames.contains(name.as_str()), "{name:?} is not a frame clrmap flame writes");
+    }
+}
