@@ -1251,33 +1251,8 @@ pub struct ClrmapFrame {
 /// layout) and for modules of recordings made elsewhere.
 #[no_mangle]
 pub unsafe extern "C" fn clrmap_symbolizer_open(source: *const c_char, pdb: *const c_char, symbol_paths: *const *const c_char, count: u32, out: *mut *mut ClrmapSymbolizer) -> HRESULT {
-    guard(|| {
-        if source.is_null() || out.is_null() || (count > 0 && symbol_paths.is_null()) {
-            return null_argument();
-        }
-        // SAFETY: NUL-terminated strings, and `count` of them at `symbol_paths`, per the contract.
-        let text = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
-        let mut dirs = Vec::new();
-        for i in 0..count as usize {
-            // SAFETY: `symbol_paths` holds `count` pointers.
-            let p = unsafe { *symbol_paths.add(i) };
-            if p.is_null() {
-                return null_argument();
-            }
-            dirs.push(PathBuf::from(text(p)));
-        }
-        let pdb = (!pdb.is_null()).then(|| PathBuf::from(text(pdb)));
-        let options = Options { symbols: SymbolPaths { pdb, dirs, servers: None } };
-        // A PDB of another assembly is `pdb_mismatch`, CLRMAP_E_PDB_MISMATCH, like its kind.
-        let sym = match Symbolizer::open(Path::new(&text(source)), options) {
-            Ok(sym) => sym,
-            Err(e) => return open_hresult(&e),
-        };
-        let boxed = Box::new(ClrmapSymbolizer { sym, strings: Mutex::new(HashMap::new()) });
-        // SAFETY: `out` is non-null.
-        unsafe { *out = Box::into_raw(boxed) };
-        S_OK
-    })
+    // SAFETY: the same contract, with no symbol servers.
+    unsafe { clrmap_symbolizer_open_with_servers(source, pdb, symbol_paths, count, std::ptr::null(), out) }
 }
 
 /// Open a symbolizer over a running .NET process (Core 3.0+): a rundown snapshot of its jitted
@@ -1352,27 +1327,12 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolize
         if out.is_null() {
             return null_argument();
         }
-        let kind = match kind {
-            CLRMAP_FRAME_LEAF => FrameKind::Leaf,
-            CLRMAP_FRAME_RETURN_ADDRESS => FrameKind::ReturnAddress.for_runtime(s.sym.runtime_major()),
-            CLRMAP_FRAME_RETURN_ADDRESS_CLR31 => FrameKind::ReturnAddressAsIs,
-            _ => return fail(E_INVALIDARG, None, "a kind of CLRMAP_FRAME_LEAF, CLRMAP_FRAME_RETURN_ADDRESS or CLRMAP_FRAME_RETURN_ADDRESS_CLR31"),
+        let kind = match s.frame_kind(kind) {
+            Ok(k) => k,
+            Err(hr) => return hr,
         };
         let f = s.sym.symbolize(address, kind);
-        let flags = if f.token.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if f.line.is_some() { CLRMAP_FRAME_LINE } else { 0 } | if f.il_offset.is_some() { CLRMAP_FRAME_IL_OFFSET } else { 0 };
-        let frame = ClrmapFrame {
-            address,
-            flags,
-            token: f.token.unwrap_or(0),
-            il_offset: f.il_offset.unwrap_or(0),
-            line: f.line.unwrap_or(0),
-            column: f.column.unwrap_or(0),
-            end_line: f.end_line.unwrap_or(0),
-            end_column: f.end_column.unwrap_or(0),
-            module: s.c_str(f.module),
-            method: s.c_str(f.method),
-            file: s.c_str(f.file),
-        };
+        let frame = s.c_frame(address, f.module, f.token, f.method, f.il_offset, f.file, [f.line, f.column, f.end_line, f.end_column]);
         // SAFETY: `out` is non-null.
         unsafe { *out = frame };
         if f.token.is_some() {
@@ -1473,6 +1433,17 @@ unsafe fn symbol_servers(s: &ClrmapSymbolServers) -> Option<Option<std::sync::Ar
 }
 
 impl ClrmapSymbolizer {
+    /// The library's frame kind for a `CLRMAP_FRAME_*` kind (the return-address rule follows the
+    /// runtime the source recorded); `E_INVALIDARG` for another value.
+    fn frame_kind(&self, kind: u32) -> Result<FrameKind, HRESULT> {
+        match kind {
+            CLRMAP_FRAME_LEAF => Ok(FrameKind::Leaf),
+            CLRMAP_FRAME_RETURN_ADDRESS => Ok(FrameKind::ReturnAddress.for_runtime(self.sym.runtime_major())),
+            CLRMAP_FRAME_RETURN_ADDRESS_CLR31 => Ok(FrameKind::ReturnAddressAsIs),
+            _ => Err(fail(E_INVALIDARG, None, "a kind of CLRMAP_FRAME_LEAF, CLRMAP_FRAME_RETURN_ADDRESS or CLRMAP_FRAME_RETURN_ADDRESS_CLR31")),
+        }
+    }
+
     /// A `ClrmapFrame` of the library's frame fields.
     #[allow(clippy::too_many_arguments)]
     fn c_frame(&self, address: u64, module: Option<&str>, token: Option<u32>, method: Option<&str>, il: Option<u32>, file: Option<&str>, line: [Option<u32>; 4]) -> ClrmapFrame {
@@ -1509,11 +1480,9 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize_inlined(sym: *const ClrmapS
         if count.is_null() || (capacity > 0 && frames.is_null()) {
             return null_argument();
         }
-        let kind = match kind {
-            CLRMAP_FRAME_LEAF => FrameKind::Leaf,
-            CLRMAP_FRAME_RETURN_ADDRESS => FrameKind::ReturnAddress.for_runtime(s.sym.runtime_major()),
-            CLRMAP_FRAME_RETURN_ADDRESS_CLR31 => FrameKind::ReturnAddressAsIs,
-            _ => return fail(E_INVALIDARG, None, "a kind of CLRMAP_FRAME_LEAF, CLRMAP_FRAME_RETURN_ADDRESS or CLRMAP_FRAME_RETURN_ADDRESS_CLR31"),
+        let kind = match s.frame_kind(kind) {
+            Ok(k) => k,
+            Err(hr) => return hr,
         };
         let (f, inlined) = s.sym.symbolize_inlined(address, kind);
         let all = inlined
