@@ -29,6 +29,20 @@ pub fn code(o: &Output) -> Option<i32> {
     o.status.code()
 }
 
+#[path = "../../../../tests/support/runtimes.rs"]
+mod runtimes_list;
+pub use runtimes_list::*;
+
+/// The `dotnet` host of an installed runtime channel (`3.1`, `8.0`, `9.0`, `10.0`).
+pub fn host(channel: &str) -> String {
+    runtime(channel).dotnet.to_string_lossy().into_owned()
+}
+
+/// The ReadyToRun CoreLib of an installed runtime channel.
+pub fn corelib(channel: &str) -> String {
+    runtime(channel).corelib().to_string_lossy().into_owned()
+}
+
 /// A file of the real runtimes installed by scripts/install-dotnet.sh (`CLRMAP_DOTNET_HOME`, or
 /// `.dotnet`), e.g. `8.0/dnv/net/runtime/.net/dotnet`. The tests that ask are
 /// `#[ignore = "needs .NET"]`, and a missing file fails them.

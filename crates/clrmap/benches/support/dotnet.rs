@@ -1,14 +1,24 @@
-//! Where the benches find the real runtime installed by scripts/install-dotnet.sh.
+//! Where the benches find the real runtimes installed by scripts/install-dotnet.sh.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// 3.1.23's System.Private.CoreLib.dll, read into memory, or a note on stderr and `None`.
+#[path = "../../../../tests/support/runtimes.rs"]
+mod runtimes_list;
+
+fn list() -> Vec<runtimes_list::Runtime> {
+    if !runtimes_list::dotnet_home().join("runtimes.tsv").is_file() {
+        eprintln!("skipping: no runtimes installed (run scripts/install-dotnet.sh)");
+        return Vec::new();
+    }
+    runtimes_list::installed_runtimes()
+}
+
+/// The oldest installed runtime's System.Private.CoreLib.dll (3.1 where installed), read into
+/// memory, or a note on stderr and `None`.
 pub fn corelib31() -> Option<Vec<u8>> {
-    let home = std::env::var_os("CLRMAP_DOTNET_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.dotnet"));
-    let corelib = home.join("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
+    let rt = list().into_iter().next()?;
+    let corelib = rt.framework.join("System.Private.CoreLib.dll");
     let bytes = std::fs::read(&corelib).ok();
     if bytes.is_none() {
         eprintln!("skipping: {} not found (run scripts/install-dotnet.sh)", corelib.display());
@@ -16,15 +26,11 @@ pub fn corelib31() -> Option<Vec<u8>> {
     bytes
 }
 
-/// The 8.0.4 `dotnet` host installed by scripts/install-dotnet.sh, or a note on stderr and `None`.
+/// The .NET 8 `dotnet` host installed by scripts/install-dotnet.sh, or a note on stderr and `None`.
 pub fn dotnet80() -> Option<PathBuf> {
-    let home = std::env::var_os("CLRMAP_DOTNET_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.dotnet"));
-    let base = home.join("8.0/dnv/net/runtime/.net");
-    let ok = base.join("dotnet").is_file() && base.join("shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll").is_file();
-    if !ok {
-        eprintln!("skipping: the 8.0.4 runtime is not in {} (run scripts/install-dotnet.sh)", base.display());
+    let rt = list().into_iter().find(|r| r.channel == "8.0");
+    if rt.is_none() {
+        eprintln!("skipping: no .NET 8 runtime is installed (run scripts/install-dotnet.sh)");
     }
-    ok.then(|| base.join("dotnet"))
+    rt.map(|r| r.dotnet)
 }

@@ -19,71 +19,25 @@ pub fn in_ci() -> bool {
     std::env::var("CI").map(|v| v == "true" || v == "1").unwrap_or(false)
 }
 
-/// A real .NET runtime installed by `scripts/install-dotnet.sh`.
-#[derive(Clone, Debug)]
-pub struct Runtime {
-    /// "3.1.23" or "8.0.4".
-    pub version: &'static str,
-    /// The `dotnet` host.
-    pub dotnet: PathBuf,
-    /// The shared framework directory (`.../shared/Microsoft.NETCore.App/<version>`).
-    pub framework: PathBuf,
-    /// The `tfm` for a runtimeconfig.json.
-    pub tfm: &'static str,
-}
+#[path = "../../../../tests/support/runtimes.rs"]
+mod runtimes_list;
+pub use runtimes_list::*;
 
-impl Runtime {
-    /// The framework's assemblies (`*.dll`), sorted.
-    pub fn assemblies(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&self.framework)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "dll"))
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// The runtimeconfig.json text for a program run on this runtime (invariant globalization).
-    pub fn runtimeconfig(&self) -> String {
-        format!(
-            r#"{{ "runtimeOptions": {{ "tfm": "{}", "framework": {{ "name": "Microsoft.NETCore.App", "version": "{}" }}, "configProperties": {{ "System.Globalization.Invariant": true }} }} }}"#,
-            self.tfm, self.version
-        )
-    }
-}
-
-fn dotnet_home() -> PathBuf {
-    std::env::var_os("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".dotnet"))
-}
-
-fn probe(version: &'static str, tfm: &'static str, dotnet: PathBuf, framework: PathBuf) -> Option<Runtime> {
-    if dotnet.is_file() && framework.join("System.Private.CoreLib.dll").is_file() {
-        Some(Runtime { version, dotnet, framework, tfm })
-    } else {
-        None
-    }
-}
-
-/// CoreCLR 3.1.23 (ReadyToRun 3.1 framework).
+/// CoreCLR 3.1 (ReadyToRun 3.1 framework), where one is installed.
 pub fn runtime31() -> Option<Runtime> {
-    let base = dotnet_home().join("3.1/dotnetcore2/bin");
-    probe("3.1.23", "netcoreapp3.1", base.join("dotnet"), base.join("shared/Microsoft.NETCore.App/3.1.23"))
+    runtime_if("3.1")
 }
 
-/// .NET 8.0.4 (ReadyToRun 9.1 framework).
+/// .NET 8 (ReadyToRun 9.x framework).
 pub fn runtime80() -> Option<Runtime> {
-    let base = dotnet_home().join("8.0/dnv/net/runtime/.net");
-    probe("8.0.4", "net8.0", base.join("dotnet"), base.join("shared/Microsoft.NETCore.App/8.0.4"))
+    runtime_if("8.0")
 }
 
-/// Both real runtimes. A test that asks for them is `#[ignore = "needs .NET"]` (plain
-/// `cargo test` lists it as ignored; scripts/test.sh runs it), and fails when one is missing:
-/// never SKIPPED-and-pass.
-pub fn runtimes(test: &str) -> Vec<Runtime> {
-    let found: Vec<Runtime> = [runtime31(), runtime80()].into_iter().flatten().collect();
-    assert!(found.len() == 2, "{test}: a real .NET runtime is missing: run scripts/install-dotnet.sh");
-    found
+/// Every installed runtime (3.1 where installed; 8.0, 9.0 and 10.0). A test that asks for them is
+/// `#[ignore = "needs .NET"]` (plain `cargo test` lists it as ignored; scripts/test.sh runs it),
+/// and fails when one is missing: never skipped-and-passed.
+pub fn runtimes(_test: &str) -> Vec<Runtime> {
+    all_runtimes()
 }
 
 /// The `mcs` C# compiler, required like the runtimes.
