@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Build the CPU-profile test program (crates/clrmap-cli/tests/cli/cpu.rs): tests/dotnet/cpu/Cpu.cs
-# compiled by Roslyn csc (scripts/install-roslyn.sh) against the 3.1.23 framework, Release, with a
+# compiled by Roslyn csc (scripts/install-roslyn.sh) against the 3.1 framework, Release, with a
 # portable PDB, deterministically (-pathmap maps the source directory to /_/src/), into
-# tests/fixtures/cpu/: Cpu.dll, Cpu.pdb and Cpu.runtimeconfig.json (3.1.23 with rollForward
-# LatestMajor, so the same file runs on 3.1.23 and 8.0.4; invariant globalization; tiered
+# tests/fixtures/cpu/: Cpu.dll, Cpu.pdb and Cpu.runtimeconfig.json (3.1.0 with rollForward
+# LatestMajor, so the same file runs on every installed runtime; invariant globalization; tiered
 # compilation off, so each method has one optimized body and ReadyToRun code stays in use).
 # Options: --check  build into a temp dir and compare with the committed fixture (exit 1 if it differs).
 set -euo pipefail

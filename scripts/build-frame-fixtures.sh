@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Build the frame-oracle fixtures: tests/dotnet/frames/*.cs compiled by Roslyn csc 2.10 (scripts/install-roslyn.sh)
-# against the 3.1.23 framework, deterministically, into four variants:
+# against the 3.1 framework, deterministically, into four variants:
 #   tests/fixtures/frames/{debug-portable,debug-embedded,release-portable,release-embedded}/Frames.dll
-#   (+ Frames.pdb for the portable ones, + Frames.runtimeconfig.json: 3.1.23 with rollForward LatestMajor,
-#   so the same file runs on 3.1.23 and on 8.0.4; invariant globalization; tiered compilation off).
+#   (+ Frames.pdb for the portable ones, + Frames.runtimeconfig.json: 3.1.0 with rollForward LatestMajor,
+#   so the same file runs on every installed runtime; invariant globalization; tiered compilation off).
 # Options: --check  build into a temp dir and compare with the committed fixtures (exit 1 if they differ).
-#          --run    afterwards run each variant on both runtimes and print a summary of F lines.
+#          --run    afterwards run each variant on every installed runtime and print a summary of F lines.
 # The output is byte-identical wherever it is built: -deterministic, and -pathmap maps the source
 # directory to /_/src/.
 set -euo pipefail
@@ -16,9 +16,7 @@ src="$root/tests/dotnet/frames"
 out="$root/tests/fixtures/frames"
 fixture_options "--check --run" "$@"
 
-roslyn_setup 8.0
-dotnet31="$home/3.1/dotnetcore2/bin/dotnet"
-dotnet80="$home/8.0/dnv/net/runtime/.net/dotnet"
+roslyn_setup
 
 refs=()
 for a in System.Private.CoreLib System.Runtime System.Console System.Linq System.Collections \
@@ -63,8 +61,8 @@ done
 
 if [ "$run" = 1 ]; then
   for v in $variants; do
-    for rt in 3.1 8.0; do
-      if [ "$rt" = 3.1 ]; then dn="$dotnet31"; else dn="$dotnet80"; fi
+    for rt in $(runtime_channels); do
+      dn="$(runtime_field "$rt" dotnet)"
       o="$(COMPlus_TieredCompilation=0 DOTNET_TieredCompilation=0 "$dn" "$out/$v/Frames.dll")"
       f="$(grep -c '^F' <<<"$o" || true)"
       lines="$(awk -F'\t' '$1=="F" && $9!=0' <<<"$o" | wc -l)"

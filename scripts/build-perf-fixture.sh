@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Build the Linux perf test program: tests/dotnet/perf/Hot.cs compiled by Roslyn csc 2.10
-# (scripts/install-roslyn.sh) against the 3.1.23 framework, Release, with a portable PDB,
+# (scripts/install-roslyn.sh) against the 3.1 framework, Release, with a portable PDB,
 # deterministically (-pathmap maps the source directory to /_/src/), into tests/fixtures/perf/:
-# Hot.dll, Hot.pdb and Hot.runtimeconfig.json (3.1.23 with rollForward LatestMajor, so the same
-# file runs on 3.1.23 and 8.0.4; invariant globalization; tiered compilation off, so each method
+# Hot.dll, Hot.pdb and Hot.runtimeconfig.json (3.1.0 with rollForward LatestMajor, so the same
+# file runs on every installed runtime; invariant globalization; tiered compilation off, so each method
 # has one optimized body and ReadyToRun code stays in use).
 # Options: --check  build into a temp dir and compare with the committed fixture (exit 1 if it differs).
 set -euo pipefail

@@ -24,10 +24,19 @@ dest="${CLRMAP_DOTNET_HOME:-$root/.dotnet}"
 mkdir -p "$dest"
 list="$dest/runtimes.tsv"
 
-have_sdk() { command -v dotnet >/dev/null 2>&1 && dotnet --list-sdks 2>/dev/null | grep -q .; }
+have_sdk() { command -v dotnet >/dev/null 2>&1 && [ -n "$(dotnet --list-sdks 2>/dev/null)" ]; }
+# Already installed: every runtime of the list is there (shell built-ins only, so that a user with
+# a bare PATH can run this again).
+installed() {
+  [ -f "$list" ] || return 1
+  local channel version dotnet fw
+  while IFS=$'\t' read -r channel version dotnet fw; do
+    [ -x "$dotnet" ] && [ -f "$fw/System.Private.CoreLib.dll" ] || return 1
+  done <"$list"
+}
 route="${CLRMAP_DOTNET_ROUTE:-}"
 if [ -z "$route" ]; then
-  if have_sdk; then route=sdk; else route=pypi; fi
+  if installed; then route=kept; elif have_sdk; then route=sdk; else route=pypi; fi
 fi
 
 # lay_out CHANNEL PACK_DIR: a dotnet root at $dest/CHANNEL from a runtime pack (its lib/ and native/).
@@ -109,7 +118,9 @@ PY
   rm -rf "$work"
 }
 
-if [ "$route" = sdk ]; then
+if [ "$route" = kept ]; then
+  :
+elif [ "$route" = sdk ]; then
   have_sdk || { echo "install-dotnet: CLRMAP_DOTNET_ROUTE=sdk but no .NET SDK is on PATH" >&2; exit 1; }
   if [ ! -f "$list" ] || ! grep -q "^10.0	" "$list" || [ ! -f "$dest/.route-sdk" ]; then
     restore_packs
@@ -168,7 +179,7 @@ else
 fi
 
 # Each runtime must run: `dotnet --list-runtimes` through its own root.
-while IFS=$'\t' read -r channel version dotnet fw; do
+[ "$route" = kept ] || while IFS=$'\t' read -r channel version dotnet fw; do
   "$dotnet" --list-runtimes | grep -qF "Microsoft.NETCore.App $version" \
     || { echo "install-dotnet: $dotnet does not list $version" >&2; exit 1; }
 done <"$list"

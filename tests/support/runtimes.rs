@@ -40,6 +40,17 @@ impl Runtime {
         p
     }
 
+    /// The framework's assemblies (`*.dll`), sorted.
+    pub fn assemblies(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&self.framework)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "dll"))
+            .collect();
+        v.sort();
+        v
+    }
+
     /// The framework's ReadyToRun CoreLib.
     pub fn corelib(&self) -> PathBuf {
         self.file("System.Private.CoreLib.dll")

@@ -16,7 +16,7 @@ use clrmap::pe::PeImage;
 use clrmap_capi::*;
 
 mod support;
-use support::{dotnet_file, CORELIBS};
+use support::corelibs;
 
 /// In the child: open the image both ways; both must succeed.
 fn open_both(path: &str) {
@@ -39,8 +39,8 @@ fn opening_an_image_whose_pdb_shares_one_blob_is_bounded() {
     if let Ok(path) = std::env::var("CLRMAP_TEST_HOSTILE_OPEN") {
         return open_both(&path);
     }
-    for (i, rel) in CORELIBS.iter().enumerate() {
-        let bytes = std::fs::read(dotnet_file(rel)).unwrap();
+    for (i, rel) in corelibs().iter().enumerate() {
+        let bytes = std::fs::read(rel).unwrap();
         let cv = PeImage::parse(&bytes).unwrap().codeview().unwrap().unwrap();
         let methods = Metadata::parse(&bytes).unwrap().tables().rows(table::METHOD_DEF);
         let mut w = PdbWriter::new(cv.pdb_id());
@@ -62,9 +62,9 @@ fn opening_an_image_whose_pdb_shares_one_blob_is_bounded() {
         let t = Instant::now();
         let o = Command::new("sh").arg("-c").arg(&script).env("CLRMAP_TEST_HOSTILE_OPEN", &lib).output().unwrap();
         let took = t.elapsed();
-        assert!(o.status.success(), "{rel}: {:?} after {took:?}: {}{}", o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        assert!(took < Duration::from_secs(20), "{rel}: {took:?}");
-        assert!(String::from_utf8_lossy(&o.stdout).contains("test result: ok. 1 passed"), "{rel}: the child ran no open: {}", String::from_utf8_lossy(&o.stdout));
+        assert!(o.status.success(), "{}: {:?} after {took:?}: {}{}", rel.display(), o.status, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(took < Duration::from_secs(20), "{}: {took:?}", rel.display());
+        assert!(String::from_utf8_lossy(&o.stdout).contains("test result: ok. 1 passed"), "{}: the child ran no open: {}", rel.display(), String::from_utf8_lossy(&o.stdout));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -14,7 +14,7 @@ use clrmap::pe::{PeImage, DEBUG_TYPE_CODEVIEW};
 use clrmap_capi::*;
 
 mod support;
-use support::{dotnet_file, CORELIBS};
+use support::corelibs;
 
 /// The image with its CodeView debug entry made an embedded-PDB entry (type 17) over `data`,
 /// appended at the end of the file. Gives the image and the data's file offset.
@@ -66,8 +66,8 @@ fn open_fails(path: &Path) -> (u32, u64, String, String) {
 #[test]
 #[ignore = "needs .NET"]
 fn an_error_in_an_embedded_pdb_is_located_in_the_inflated_pdb() {
-    for (i, rel) in CORELIBS.iter().enumerate() {
-        let corelib = std::fs::read(dotnet_file(rel)).unwrap();
+    for (i, rel) in corelibs().iter().enumerate() {
+        let corelib = std::fs::read(rel).unwrap();
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("capi-inflated-location-{i}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -88,8 +88,8 @@ fn an_error_in_an_embedded_pdb_is_located_in_the_inflated_pdb() {
         let path = dir.join("System.Private.CoreLib.dll");
         std::fs::write(&path, &image).unwrap();
         let (location_kind, location, kind, message) = open_fails(&path);
-        assert_eq!((location_kind, location, kind.as_str()), (CLRMAP_LOCATION_INFLATED, first_header as u64, "bad_pdb"), "{rel}: {message}");
-        assert!(message.contains(&format!(" at offset {first_header} of the embedded PDB, inflated")), "{rel}: {message}");
+        assert_eq!((location_kind, location, kind.as_str()), (CLRMAP_LOCATION_INFLATED, first_header as u64, "bad_pdb"), "{}: {message}", rel.display());
+        assert!(message.contains(&format!(" at offset {first_header} of the embedded PDB, inflated")), "{}: {message}", rel.display());
 
         // A fault in the entry itself is in the image: its signature, at the data's file offset.
         let mut bad = clrmap::pdb::writer::embedded_entry(&pdb);
@@ -97,7 +97,7 @@ fn an_error_in_an_embedded_pdb_is_located_in_the_inflated_pdb() {
         let (image, pointer) = with_embedded(&corelib, &bad);
         std::fs::write(&path, &image).unwrap();
         let (location_kind, location, kind, message) = open_fails(&path);
-        assert_eq!((location_kind, location, kind.as_str()), (CLRMAP_LOCATION_OFFSET, u64::from(pointer), "bad_pdb"), "{rel}: {message}");
+        assert_eq!((location_kind, location, kind.as_str()), (CLRMAP_LOCATION_OFFSET, u64::from(pointer), "bad_pdb"), "{}: {message}", rel.display());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -30,17 +30,14 @@ fn repo(rel: &str) -> String {
     format!("../../{rel}")
 }
 
-/// A file under the .NET home (./.dotnet, or CLRMAP_DOTNET_HOME): an absolute path. Missing is a
-/// failure, not a skip: these tests are ignored outside CI and mandatory in it.
-fn dotnet(rel: &str) -> String {
-    let home = std::env::var_os("CLRMAP_DOTNET_HOME").map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.dotnet"), PathBuf::from);
-    let p = home.join(rel);
-    assert!(p.is_file(), "{} is missing: run scripts/install-dotnet.sh", p.display());
-    p.to_string_lossy().into_owned()
-}
+#[path = "../../../tests/support/runtimes.rs"]
+mod runtimes_list;
 
-const CORELIB31: &str = "3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll";
-const CORELIB80: &str = "8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll";
+/// The ReadyToRun CoreLib of an installed runtime channel (scripts/install-dotnet.sh): an absolute
+/// path. Missing is a failure, not a skip: these tests are ignored outside CI and mandatory in it.
+fn corelib(channel: &str) -> String {
+    runtimes_list::runtime(channel).corelib().to_string_lossy().into_owned()
+}
 
 /// Run `clrmap ARGS` in-process and give its stdout. A failing command fails the test.
 fn output(args: &[&str]) -> String {
@@ -135,21 +132,21 @@ fn symbolize_a_trace() {
 #[test]
 #[ignore = "needs .NET"]
 fn il_dump_of_an_image() {
-    let corelib = dotnet(CORELIB31);
+    let corelib = corelib("3.1");
     golden_pair("il-dump-corelib31-appcontext-setup", &["il", "dump", &corelib, "--method", "System.AppContext::Setup"], &[(&corelib, "$CORELIB31")]);
 }
 
 #[test]
 #[ignore = "needs .NET"]
 fn il_vars_of_an_image() {
-    let corelib = dotnet(CORELIB31);
+    let corelib = corelib("3.1");
     golden_pair("il-vars-corelib31-appcontext-setup", &["il", "vars", &corelib, "--method", "0x06000099"], &[(&corelib, "$CORELIB31")]);
 }
 
 #[test]
 #[ignore = "needs .NET"]
 fn il_frame_of_an_image() {
-    let corelib = dotnet(CORELIB80);
+    let corelib = corelib("8.0");
     golden_pair("il-frame-corelib80-funclet", &["il", "frame", &corelib, "0x10AF93"], &[(&corelib, "$CORELIB80")]);
     golden_pair("il-frame-corelib80-list-add", &["il", "frame", &corelib, "0x402DB5"], &[(&corelib, "$CORELIB80")]);
 }

@@ -3,11 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
-/// The ReadyToRun CoreLibs of 3.1.23 and 8.0.4, relative to the runtimes' home.
-pub const CORELIBS: [&str; 2] = [
-    "3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll",
-    "8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll",
-];
+#[path = "../../../../tests/support/runtimes.rs"]
+mod runtimes_list;
+pub use runtimes_list::*;
+
+/// The ReadyToRun CoreLib of every installed runtime.
+pub fn corelibs() -> Vec<PathBuf> {
+    all_runtimes().iter().map(Runtime::corelib).collect()
+}
 
 /// A file of the runtimes scripts/install-dotnet.sh installs (`CLRMAP_DOTNET_HOME`, or `.dotnet`);
 /// a missing one fails the test.

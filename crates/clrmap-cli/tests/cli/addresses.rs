@@ -264,8 +264,8 @@ fn a_missing_profiler_says_where_it_looked_and_how_to_build_it() {
 /// The two runtimes' CoreLibs (ReadyToRun images).
 fn corelibs() -> [String; 2] {
     [
-        dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll"),
-        dotnet_file("8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll"),
+        corelib("3.1"),
+        corelib("8.0"),
     ]
 }
 
@@ -296,9 +296,10 @@ fn an_address_beyond_every_rva_is_echoed_and_explained() {
 #[test]
 #[ignore = "needs .NET"]
 fn ps_rows_escape_the_command_line() {
-    for host in ["3.1/dotnetcore2/bin/dotnet", "8.0/dnv/net/runtime/.net/dotnet"] {
+    for rt in all_runtimes() {
+        let host = rt.label();
         // Hot.dll runs for its first argument's seconds; the second is only carried along.
-        let mut child = Command::new(dotnet_file(host))
+        let mut child = Command::new(&rt.dotnet)
             .args(["tests/fixtures/perf/Hot.dll", "20", "a\nb\u{1b}[m"])
             .current_dir(repo_root())
             .stdout(Stdio::null())

@@ -4,14 +4,14 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{clrmap, code, dotnet_file, repo_root, stderr};
+use crate::support::{clrmap, code, host, repo_root, stderr};
 
 const NOTE: &str = "did not start with DOTNET_RichDebugInfo=1";
 
 #[test]
 #[ignore = "needs .NET"]
 fn an_attach_without_rich_debug_info_says_so_once() {
-    let dotnet = dotnet_file("8.0/dnv/net/runtime/.net/dotnet");
+    let dotnet = host("8.0");
     for (env, noted) in [(None, true), (Some("1"), false)] {
         let mut cmd = Command::new(&dotnet);
         cmd.arg(repo_root().join("tests/fixtures/perf/Hot.dll")).arg("6").stdout(Stdio::null()).current_dir(repo_root());

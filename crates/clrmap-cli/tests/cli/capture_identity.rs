@@ -43,8 +43,9 @@ fn recurse_frame(cap: &str, program_stdout: &str) -> (String, String, String) {
 #[ignore = "needs .NET"]
 fn a_rebuilt_assembly_at_a_captured_modules_path_is_passed_over() {
     let so = profiler();
-    for host in ["3.1/dotnetcore2/bin/dotnet", "8.0/dnv/net/runtime/.net/dotnet"] {
-        let dotnet = dotnet_file(host);
+    for rt in all_runtimes() {
+        let dotnet = rt.dotnet.to_string_lossy().into_owned();
+        let host = rt.label();
         let dir: PathBuf = std::env::temp_dir().join(format!("clrmap-capture-identity-{}-{}", std::process::id(), host.replace('/', "_")));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();

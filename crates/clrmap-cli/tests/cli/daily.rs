@@ -83,9 +83,7 @@ fn il_dump_filters_by_module_and_suggests_near_names() {
 #[ignore = "needs .NET"]
 fn bodies_carry_their_parameter_types() {
     // R2R: from the method's own signature in metadata; overloads are told apart.
-    let fw = std::env::var("CLRMAP_DOTNET_HOME").map(std::path::PathBuf::from).unwrap_or_else(|_| repo_root().join(".dotnet"));
-    let corelib = fw.join("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
-    assert!(corelib.is_file(), "the 3.1.23 runtime is missing: run scripts/install-dotnet.sh");
+    let corelib = std::path::PathBuf::from(corelib("3.1"));
     let o = clrmap(&["il", "dump", corelib.to_str().unwrap(), "--method", "System.AppContext::Setup", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["methods"][0]["name"], "System.AppContext::Setup");

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use clrmap::diag::fake::{Behavior, FakeServer};
 use clrmap::diag::{self, DiagErrorKind, Limit};
 
-use crate::support::{dotnet_file, repo_root};
+use crate::support::{all_runtimes, repo_root};
 
 /// A live process (`sleep`) with a fake diagnostics server at its socket; its `TMPDIR` is a
 /// directory of its own, which is where `clrmap` looks.
@@ -288,11 +288,12 @@ impl Drop for App {
 #[ignore = "needs .NET"]
 fn a_stopped_dotnet_process_is_a_timeout_on_both_runtimes() {
     let hot = repo_root().join("tests/fixtures/perf/Hot.dll");
-    for (version, host) in [("3.1.23", "3.1/dotnetcore2/bin/dotnet"), ("8.0.4", "8.0/dnv/net/runtime/.net/dotnet")] {
+    for rt in all_runtimes() {
+        let version = rt.version.clone();
         let dir = std::env::temp_dir().join(format!("clrmap-hang-{}-stopped-{version}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let app = App(Command::new(dotnet_file(host)).arg(&hot).arg("60").env("TMPDIR", &dir).stdout(Stdio::null()).spawn().unwrap());
+        let app = App(Command::new(&rt.dotnet).arg(&hot).arg("60").env("TMPDIR", &dir).stdout(Stdio::null()).spawn().unwrap());
         let pid = app.0.id();
         // Its socket, once the runtime has made it; then a snapshot works.
         let t0 = Instant::now();
@@ -322,7 +323,7 @@ fn a_stopped_dotnet_process_is_a_timeout_on_both_runtimes() {
         assert_eq!(o.status.code(), Some(0), "{version}: {}", text(&o));
         assert!(took < Duration::from_secs(6), "{version}: ps took {took:?}");
         let row = String::from_utf8_lossy(&o.stdout).lines().find(|l| l.trim_start().starts_with(&format!("{pid} "))).map(str::to_owned).unwrap_or_default();
-        assert!(row.contains("(no answer: timeout:") && row.contains(version), "{version}: {}", text(&o));
+        assert!(row.contains("(no answer: timeout:") && row.contains(version.as_str()), "{version}: {}", text(&o));
         let (o, took) = bounded(&dir, &["il", "dump", "--pid", &pid.to_string()], 30);
         assert_eq!(o.status.code(), Some(8), "{version}: {}", text(&o));
         assert!(took < SNAPSHOT + Duration::from_secs(3), "{version}: il dump took {took:?}");

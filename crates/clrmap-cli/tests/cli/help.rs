@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use super::support::{clrmap, code, dotnet_file, repo_root, stderr, stdout};
+use super::support::{clrmap, code, host, repo_root, stderr, stdout};
 
 /// Every command path (`["il", "dump"]`, `["ps"]`, ...), read from the binary's own help, so a new
 /// command is covered without editing this test.
@@ -71,7 +71,7 @@ fn help_cites_nothing_an_installed_user_lacks() {
 #[ignore = "needs .NET"]
 fn every_commands_first_example_works_after_the_quickstart() {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_clrmap")).parent().unwrap().to_owned();
-    let dotnet = std::path::Path::new(&dotnet_file("8.0/dnv/net/runtime/.net/dotnet")).parent().unwrap().to_owned();
+    let dotnet = std::path::Path::new(&host("8.0")).parent().unwrap().to_owned();
     let path = format!("{}:{}:{}", bin.display(), dotnet.display(), std::env::var("PATH").unwrap_or_default());
     let mut failures = Vec::new();
     for command in commands() {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use clrmap::pdb::writer::PdbWriter;
 use clrmap::pe::PeImage;
 
-use super::support::repo_root;
+use super::support::{all_runtimes, repo_root};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("clrmap-cli-hostile-pdb-{}-{name}", std::process::id()));
@@ -283,20 +283,15 @@ fn a_huge_candidate_pdb_is_checked_before_it_is_read() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// The CoreLib of each real runtime.
-const CORELIBS: [&str; 2] = [
-    "3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll",
-    "8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll",
-];
 
 /// A ReadyToRun CoreLib copied beside a hostile PDB of its id: every MethodDebugInformation row
 /// names one blob of 200,000 points, and the first method with a local in its native variable
 /// info has 100,000 locals (25,000 names on each of slots 0-3). Returns (dir, CoreLib path,
 /// that method's token, the RVA of its code, the input size).
-fn corelib_with_hostile_pdb(rel: &str, tag: &str) -> (PathBuf, PathBuf, u32, u32, u64) {
+fn corelib_with_hostile_pdb(corelib: &Path, tag: &str) -> (PathBuf, PathBuf, u32, u32, u64) {
     use clrmap::metadata::{table, Metadata};
     use clrmap::r2r::ReadyToRunImage;
-    let bytes = std::fs::read(super::support::dotnet_file(rel)).unwrap();
+    let bytes = std::fs::read(corelib).unwrap();
     let image = ReadyToRunImage::parse(&bytes).unwrap();
     let md = Metadata::parse(&bytes).unwrap();
     let (token, rva) = image
@@ -334,23 +329,23 @@ fn corelib_with_hostile_pdb(rel: &str, tag: &str) -> (PathBuf, PathBuf, u32, u32
 #[test]
 #[ignore = "needs .NET"]
 fn an_image_whose_pdb_shares_one_blob_answers_at_once() {
-    for (i, rel) in CORELIBS.iter().enumerate() {
-        let (d, lib, token, rva, size) = corelib_with_hostile_pdb(rel, &format!("corelib-{i}"));
+    for (i, rt) in all_runtimes().iter().enumerate() {
+        let (d, lib, token, rva, size) = corelib_with_hostile_pdb(&rt.corelib(), &format!("corelib-{i}"));
         let out = d.join("out");
         let (lib_s, rva_s) = (lib.to_str().unwrap(), format!("0x{rva:X}"));
         // symbolize and il at load the image's PDB when the image is opened: the eager table
         // held every method's 200,000 points (6x10^9 and more).
         let o = limited(&["symbolize", lib_s, &rva_s], size, &out, 20);
         let text = std::fs::read_to_string(&out).unwrap();
-        assert!(text.contains("/src/hostile.cs:1:1"), "{rel}: {text}{}", String::from_utf8_lossy(&o.stderr));
+        assert!(text.contains("/src/hostile.cs:1:1"), "{}: {text}{}", rt.version, String::from_utf8_lossy(&o.stderr));
         limited(&["il", "at", lib_s, &rva_s], size, &out, 20);
         let text = std::fs::read_to_string(&out).unwrap();
-        assert!(text.starts_with(&format!("0x{token:08X} ")) && text.contains("at /src/hostile.cs:1:1"), "{rel}: {text}");
+        assert!(text.starts_with(&format!("0x{token:08X} ")) && text.contains("at /src/hostile.cs:1:1"), "{}: {text}", rt.version);
         // il vars: 100,000 local names in one method (22 s when each name was compared with
         // every other); each slot's names are joined up to 4 KiB, then `/...`.
         let o = limited(&["il", "vars", lib_s, "--method", &format!("0x{token:08X}")], size, &out, 10);
         let text = std::fs::read_to_string(&out).unwrap();
-        assert!(text.lines().any(|l| l.contains("local 0 v0/v4/v8/") && l.contains("/...")), "{rel}: {text}{}", String::from_utf8_lossy(&o.stderr));
+        assert!(text.lines().any(|l| l.contains("local 0 v0/v4/v8/") && l.contains("/...")), "{}: {text}{}", rt.version, String::from_utf8_lossy(&o.stderr));
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -4,7 +4,7 @@
 use crate::support::*;
 
 fn corelib() -> Option<String> {
-    Some(dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll"))
+    Some(crate::support::corelib("3.1"))
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn at_resolves_an_rva_and_vars_print() {
 }
 
 fn corelib80() -> Option<String> {
-    Some(dotnet_file("8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll"))
+    Some(crate::support::corelib("8.0"))
 }
 
 #[test]

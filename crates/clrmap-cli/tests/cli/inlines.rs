@@ -24,7 +24,7 @@ use clrmap::capture::{read_capture, Capture, InlineEventKind};
 use clrmap::ilmap::CodeKind;
 use serde_json::Value;
 
-use crate::support::{dotnet_file, repo_root};
+use crate::support::{dotnet_file, host, corelib, repo_root};
 
 const RUNTIMECONFIG: &str = r#"{
   "runtimeOptions": {
@@ -92,7 +92,7 @@ fn built() -> &'static PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let csc = dotnet_file("roslyn/csc");
-        let corelib = dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
+        let corelib = corelib("3.1");
         let fw = Path::new(&corelib).parent().unwrap().to_path_buf();
         let out = work_dir("build");
         let _ = std::fs::remove_dir_all(&out);
@@ -262,7 +262,7 @@ fn run(name: &str, dotnet: &str, tiered: bool) -> Run {
 /// The 8.0.4 run, shared by the tests that read it.
 fn run8() -> &'static Run {
     static RUN: OnceLock<Run> = OnceLock::new();
-    RUN.get_or_init(|| run("v8", &dotnet_file("8.0/dnv/net/runtime/.net/dotnet"), false))
+    RUN.get_or_init(|| run("v8", &host("8.0"), false))
 }
 
 /// Every address of the bodies, one per line, in order.
@@ -650,7 +650,7 @@ fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_
 fn on_8_with_tiering_the_osr_bodies_chains_match_too_in_capture_and_trace() {
     // Tier-0 bodies inline nothing (a lone root each); the loops' OSR bodies inline, and their
     // trees are paired by a NativeCodeId that is not 0.
-    let r = run("v8-tiered", &dotnet_file("8.0/dnv/net/runtime/.net/dotnet"), true);
+    let r = run("v8-tiered", &host("8.0"), true);
     let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
     let bodies = our_bodies(&c);
     let trees = raw_trees(&c);
@@ -754,7 +754,7 @@ fn on_8_the_trees_agree_with_the_release_jits_own_listing() {
 #[test]
 #[ignore = "needs .NET"]
 fn on_3_1_the_same_programs_answer_as_without_inlines_after_one_note() {
-    let r = run("v31", &dotnet_file("3.1/dotnetcore2/bin/dotnet"), false);
+    let r = run("v31", &host("3.1"), false);
     let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
     assert_eq!(c.runtime_major, Some(3));
     assert!(c.inlines.is_empty() && c.inline_sessions.is_empty());

@@ -267,7 +267,7 @@ fn perf_files_never_write_through_a_planted_temporary_name_and_clean_up_on_failu
 
 /// The `dotnet` hosts of both runtimes.
 fn hosts() -> [(&'static str, String); 2] {
-    [("3.1.23", dotnet_file("3.1/dotnetcore2/bin/dotnet")), ("8.0.4", dotnet_file("8.0/dnv/net/runtime/.net/dotnet"))]
+    [("3.1.23", host("3.1")), ("8.0.4", host("8.0"))]
 }
 
 /// Hot.dll (a fixture that rolls forward to either runtime) running for `seconds`, once its

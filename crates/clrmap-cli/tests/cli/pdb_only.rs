@@ -17,7 +17,6 @@ use crate::support::*;
 use crate::symbol_server::Server;
 
 const DEBUG: &str = "tests/fixtures/frames/debug-portable";
-const HOSTS: [&str; 2] = ["8.0/dnv/net/runtime/.net/dotnet", "3.1/dotnetcore2/bin/dotnet"];
 
 fn profiler() -> String {
     let so = repo_root().join("target/debug/libclrmap_profiler.so");
@@ -175,9 +174,10 @@ fn pdb_only(what: &str, dir: &Path, source: &Path, program_stdout: &str, header:
 fn a_capture_and_a_trace_symbolize_with_the_pdb_alone_on_both_runtimes() {
     let header = checksum_header();
     assert!(header.starts_with("SHA256:"), "{header}");
-    for host in HOSTS {
-        let dotnet = dotnet_file(host);
-        let tag = host.split('/').next().unwrap();
+    for rt in all_runtimes() {
+        let dotnet = rt.dotnet.to_string_lossy().into_owned();
+        let tag = rt.channel.clone();
+        let host = rt.label();
 
         let dir = program_dir(&format!("capture-{tag}"));
         let (cap, printed) = profiled(&dotnet, &dir);

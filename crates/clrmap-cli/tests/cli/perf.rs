@@ -31,13 +31,8 @@ fn perf(test: &str) -> bool {
 }
 
 fn dotnet(test: &str, version: &str) -> Option<PathBuf> {
-    let home = std::env::var("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|_| repo_root().join(".dotnet"));
-    let p = match version {
-        "8.0.4" => home.join("8.0/dnv/net/runtime/.net/dotnet"),
-        _ => home.join("3.1/dotnetcore2/bin/dotnet"),
-    };
-    if p.is_file() {
-        return Some(p);
+    if let Some(rt) = runtime_if(version) {
+        return Some(rt.dotnet);
     }
     skip(test, &format!("the {version} runtime (scripts/install-dotnet.sh)"));
     None
@@ -303,7 +298,7 @@ fn stub_kind(name: &str) -> &str {
 /// into a directory of this test's); none overlaps a method's code. 3.1.23 has none (it never
 /// reads DOTNET_ settings, and its COMPlus_ perf map would be written to /tmp).
 fn assert_stubs_named_as_the_runtime_does(version: &str, dn: &Path, stubs: &[Seen], methods: &[Seen]) {
-    if version != "8.0.4" {
+    if version != "8.0" {
         assert!(stubs.is_empty(), "{version}: stubs named: {:?}", &stubs[..stubs.len().min(3)]);
         return;
     }
@@ -334,13 +329,13 @@ fn assert_stubs_named_as_the_runtime_does(version: &str, dn: &Path, stubs: &[See
 #[test]
 #[ignore = "needs .NET"]
 fn live_route_on_real_perf_net80() {
-    live_route("8.0.4");
+    live_route("8.0");
 }
 
 #[test]
 #[ignore = "needs .NET"]
 fn live_route_on_real_perf_netcore31() {
-    live_route("3.1.23");
+    live_route("3.1");
 }
 
 /// The runtime's own jitdump (DOTNET_PerfMapEnabled=1) has no lines and no ReadyToRun method;
@@ -352,7 +347,7 @@ fn offline_enrichment_of_the_runtime_jitdump_on_real_perf() {
     if !perf(test) {
         return;
     }
-    let Some(dn) = dotnet(test, "8.0.4") else { return };
+    let Some(dn) = dotnet(test, "8.0") else { return };
     let dir = fresh_dir("perf-enrich-8.0.4");
     let cap = dir.join("app.cap");
     let data = dir.join("perf.data");
@@ -390,7 +385,7 @@ fn offline_enrichment_of_the_runtime_jitdump_on_real_perf() {
 #[ignore = "needs .NET"]
 fn a_killed_app_leaves_a_valid_jitdump() {
     let test = "a_killed_app_leaves_a_valid_jitdump";
-    let Some(dn) = dotnet(test, "8.0.4") else { return };
+    let Some(dn) = dotnet(test, "8.0") else { return };
     let dir = fresh_dir("perf-killed");
     let cap = dir.join("app.cap");
     let mut child = profile_hot(&mut Command::new(env!("CARGO_BIN_EXE_clrmap")), Some(&dir), Some(&cap), &dn, "60")
@@ -445,7 +440,7 @@ fn perf_only_live_route_without_a_capture() {
     if !perf(test) {
         return;
     }
-    let Some(dn) = dotnet(test, "8.0.4") else { return };
+    let Some(dn) = dotnet(test, "8.0") else { return };
     let dir = fresh_dir("perf-only-8.0.4");
     let data = dir.join("perf.data");
     run_ok(&mut perf_record_profile(&data, Some(&dir), None, &dn));
@@ -466,7 +461,7 @@ fn perf_only_live_route_without_a_capture() {
 #[test]
 #[ignore = "needs .NET"]
 fn stub_names_come_and_go_with_the_run() {
-    let Some(dn) = dotnet("stub_names_come_and_go_with_the_run", "8.0.4") else { return };
+    let Some(dn) = dotnet("stub_names_come_and_go_with_the_run", "8.0") else { return };
     for named in [true, false] {
         let dir = fresh_dir(&format!("perf-stubs-{named}"));
         let mut c = Command::new(env!("CARGO_BIN_EXE_clrmap"));
@@ -502,7 +497,7 @@ fn perfinline_dll() -> &'static PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT.get_or_init(|| {
         let csc = dotnet_file("roslyn/csc");
-        let corelib = dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
+        let corelib = corelib("3.1");
         let fw = Path::new(&corelib).parent().unwrap().to_path_buf();
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("perfinline-build-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
@@ -517,7 +512,7 @@ fn perfinline_dll() -> &'static PathBuf {
         c.arg(format!("-out:{}", out.join("PerfInline.dll").display())).args(["PerfInline.cs", "Work.cs"]);
         run_ok(&mut c);
         let config = r#"{ "runtimeOptions": { "tfm": "netcoreapp3.1", "rollForward": "LatestMajor",
-  "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
+  "framework": { "name": "Microsoft.NETCore.App", "version": "3.1" },
   "configProperties": { "System.Globalization.Invariant": true } } }"#;
         std::fs::write(out.join("PerfInline.runtimeconfig.json"), config).unwrap();
         assert!(out.join("PerfInline.pdb").is_file());
@@ -603,10 +598,10 @@ fn assert_framework_and_first_lines(version: &str, trees: bool, own: &Samples, f
 #[test]
 #[ignore = "needs .NET"]
 fn perf_puts_inlined_code_on_its_own_lines_net80() {
-    let Some((dir, own, framework)) = perfinline_run("8.0.4", true) else { return };
+    let Some((dir, own, framework)) = perfinline_run("8.0", true) else { return };
     let mix = inline_marker("Work.cs", "MIX-FIRST")..=inline_marker("Work.cs", "MIX-LAST");
     assert!(share(&own, "Work.cs", mix.clone()) > 0.5, "8.0.4: InlinedLoop's samples are not mostly on Work.Mix's lines {mix:?}: {own:?}");
-    assert_framework_and_first_lines("8.0.4", true, &own, &framework);
+    assert_framework_and_first_lines("8.0", true, &own, &framework);
 
     // Offline equals live, trees included: the capture's trees give the same line entries.
     let cap = dir.join("app.cap");
@@ -623,7 +618,7 @@ fn perf_puts_inlined_code_on_its_own_lines_net80() {
 
     // Without trees: Mix's samples go to the call line (the flat map's answer), and
     // FrameworkLoop's NO_MAPPING code to line 0.
-    let Some((_, own, framework)) = perfinline_run("8.0.4", false) else { return };
+    let Some((_, own, framework)) = perfinline_run("8.0", false) else { return };
     let call = inline_marker("PerfInline.cs", "OWN-CALL");
     assert!(share(&own, "Work.cs", mix.clone()) == 0.0, "8.0.4 --no-inlines: {own:?}");
     assert!(share(&own, "PerfInline.cs", call..=call) > 0.5, "8.0.4 --no-inlines: {own:?}");
@@ -635,10 +630,10 @@ fn perf_puts_inlined_code_on_its_own_lines_net80() {
 #[test]
 #[ignore = "needs .NET"]
 fn perf_inlined_code_without_trees_netcore31() {
-    let Some((_, own, framework)) = perfinline_run("3.1.23", true) else { return };
+    let Some((_, own, framework)) = perfinline_run("3.1", true) else { return };
     let call = inline_marker("PerfInline.cs", "OWN-CALL");
     assert!(share(&own, "PerfInline.cs", call..=call) > 0.5, "3.1.23: {own:?}");
-    assert_framework_and_first_lines("3.1.23", false, &own, &framework);
+    assert_framework_and_first_lines("3.1", false, &own, &framework);
 }
 
 // ---- Offline enrichment and the perf routes' checks: no .NET, no perf needed (issues 20, 21).

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::support::*;
 
 fn dotnet80() -> Option<PathBuf> {
-    Some(PathBuf::from(dotnet_file("8.0/dnv/net/runtime/.net/dotnet")))
+    Some(PathBuf::from(host("8.0")))
 }
 
 fn profiler() -> String {

@@ -173,8 +173,8 @@ fn hot_trees(bytes: &[u8], method_details: bool) -> HashMap<u32, Vec<(String, u3
 #[test]
 #[ignore = "needs .NET"]
 fn profile_records_the_jits_inline_trees_on_8_and_nothing_on_3_1_or_with_no_inlines() {
-    let dotnet8 = dotnet_file("8.0/dnv/net/runtime/.net/dotnet");
-    let dotnet31 = dotnet_file("3.1/dotnetcore2/bin/dotnet");
+    let dotnet8 = host("8.0");
+    let dotnet31 = host("3.1");
     let dir = std::env::temp_dir().join(format!("clrmap-profile-inlines-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
 

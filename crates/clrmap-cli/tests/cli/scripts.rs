@@ -3,7 +3,7 @@
 use std::os::unix::fs::symlink;
 use std::process::Command;
 
-use super::support::{dotnet_file, repo_root, stderr, stdout};
+use super::support::{host, repo_root, stderr, stdout};
 
 /// `scripts/install-dotnet.sh` run by a user who is not root and has no mcs, over runtimes that
 /// are already installed: it says mcs is missing and how to get it, and succeeds (it used to exit
@@ -11,8 +11,8 @@ use super::support::{dotnet_file, repo_root, stderr, stdout};
 #[test]
 #[ignore = "needs .NET"]
 fn install_dotnet_succeeds_for_a_user_without_mcs_or_root() {
-    dotnet_file("8.0/dnv/net/runtime/.net/dotnet");
-    dotnet_file("3.1/dotnetcore2/bin/dotnet");
+    host("8.0");
+    host("3.1");
     // A PATH with only what the script needs when the runtimes are there: no mcs, no sudo.
     let bin = std::env::temp_dir().join(format!("clrmap-nomcs-{}", std::process::id()));
     std::fs::create_dir_all(&bin).unwrap();

@@ -606,8 +606,8 @@ fn pe_key(bytes: &[u8]) -> (u32, u32) {
 #[ignore = "needs .NET"]
 fn ready_to_run_frames_answer_as_clrmap_symbolize_from_a_symbol_path_and_a_symbol_server() {
     for corelib in [
-        crate::support::dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll"),
-        crate::support::dotnet_file("8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll"),
+        crate::support::corelib("3.1"),
+        crate::support::corelib("8.0"),
     ] {
         let bytes = std::fs::read(&corelib).unwrap();
         let (ts, size) = pe_key(&bytes);

@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::support::{clrmap, code, dotnet_file, repo_root, stderr, stdout};
+use crate::support::{clrmap, code, dotnet_file, host, corelib, repo_root, stderr, stdout};
 
 struct Shop {
     pdbs: PathBuf,
@@ -46,9 +46,9 @@ fn shop() -> &'static Shop {
     static SHOP: OnceLock<Shop> = OnceLock::new();
     SHOP.get_or_init(|| {
         let csc = dotnet_file("roslyn/csc");
-        let dotnet80 = dotnet_file("8.0/dnv/net/runtime/.net/dotnet");
-        let dotnet31 = dotnet_file("3.1/dotnetcore2/bin/dotnet");
-        let corelib = dotnet_file("3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Private.CoreLib.dll");
+        let dotnet80 = host("8.0");
+        let dotnet31 = host("3.1");
+        let corelib = corelib("3.1");
         let fw = Path::new(&corelib).parent().unwrap().to_path_buf();
         let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-stacktrace");
         let _ = std::fs::remove_dir_all(&base);

@@ -38,7 +38,7 @@ struct Target {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
-    version: &'static str,
+    version: String,
     /// Every stdout line read so far.
     seen: Vec<String>,
 }
@@ -56,7 +56,7 @@ impl Target {
         let mut child = c.spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut t = Target { child, stdin, stdout, version: rt.version, seen: Vec::new() };
+        let mut t = Target { child, stdin, stdout, version: rt.version.clone(), seen: Vec::new() };
         t.expect("ready");
         t
     }
@@ -169,7 +169,7 @@ fn attached_maps_equal_the_profilers_in_the_same_process_on_both_runtimes() {
             Ok(info) => {
                 assert!(rt.version.starts_with("8."), "{}: ProcessInfo answered", rt.version);
                 assert_eq!(info.pid, u64::from(target.pid()));
-                assert_eq!(info.runtime_version.as_deref(), Some(rt.version));
+                assert_eq!(info.runtime_version.as_deref(), Some(rt.version.as_str()));
                 assert!(info.command_line.contains("Attach.dll"), "{}", info.command_line);
             }
             Err(e) => {
@@ -182,7 +182,7 @@ fn attached_maps_equal_the_profilers_in_the_same_process_on_both_runtimes() {
         let before = live_maps(&capture);
         let snap = diag::snapshot(target.pid(), TIMEOUT).unwrap();
         assert!(snap.warnings.is_empty(), "{}: {:?}", rt.version, snap.warnings);
-        let mut total = compare("snapshot", rt.version, &snap.bodies, &live_maps(&capture));
+        let mut total = compare("snapshot", &rt.version, &snap.bodies, &live_maps(&capture));
         let seen: std::collections::HashSet<(u64, u64)> = snap.bodies.iter().map(|b| (b.function_id.unwrap(), b.start.unwrap())).collect();
         // Rundown covers the past: every body of the program jitted before the attach is there.
         let past: Vec<_> = before.iter().filter(|(_, b)| b.module.as_deref() == Some("Attach.dll")).collect();
@@ -217,13 +217,13 @@ fn attached_maps_equal_the_profilers_in_the_same_process_on_both_runtimes() {
         // The trace names its process (the Trace object): every body ran in the target.
         assert!(bodies.iter().chain(&snap.bodies).all(|b| b.pid == Some(target.pid())), "{}: bodies of another process", rt.version);
         let live = live_maps(&capture);
-        total += compare("trace", rt.version, &bodies, &live);
+        total += compare("trace", &rt.version, &bodies, &live);
         // The methods jitted during the session are in it: their load events or the rundown.
         assert!(bodies.iter().any(|b| b.name.as_deref() == Some("Attach::After")), "{}: Attach::After", rt.version);
 
         // A second snapshot after that.
         let again = diag::snapshot(target.pid(), TIMEOUT).unwrap();
-        total += compare("second snapshot", rt.version, &again.bodies, &live_maps(&capture));
+        total += compare("second snapshot", &rt.version, &again.bodies, &live_maps(&capture));
         println!(
             "{}: {total} maps from the diagnostics port equal to GetILToNativeMapping3 in the same process (snapshot {}, trace {}, second snapshot {}); {} program bodies from before the attach all in the rundown",
             rt.version,
@@ -522,7 +522,7 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
         let capture = dll.with_file_name("attached.capture");
         let _ = std::fs::remove_file(&capture);
         let mut cli = profile_pid(&bin, target.pid(), &capture);
-        wait_for_attach(rt.version, &capture, &mut cli);
+        wait_for_attach(&rt.version, &capture, &mut cli);
         target.command("jit");
         target.expect("jitted");
         // The runtime's rundown, in the same process, is the oracle for every body's map.
@@ -568,7 +568,7 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
         let again = dll.with_file_name("again.capture");
         let _ = std::fs::remove_file(&again);
         let mut cli = profile_pid(&bin, target.pid(), &again);
-        wait_for_attach(rt.version, &again, &mut cli);
+        wait_for_attach(&rt.version, &again, &mut cli);
         support::run(Command::new("kill").args(["-INT", &cli.id().to_string()]));
         let status = wait_timeout(&mut cli, TIMEOUT * 2).unwrap_or_else(|| panic!("{}: the second profile --pid did not stop", rt.version));
         assert!(status.success(), "{}: {status:?}: {}", rt.version, stderr_of(&mut cli));
@@ -589,7 +589,7 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
         let capture = dll.with_file_name("until-exit.capture");
         let _ = std::fs::remove_file(&capture);
         let mut cli = profile_pid(&bin, target.pid(), &capture);
-        wait_for_attach(rt.version, &capture, &mut cli);
+        wait_for_attach(&rt.version, &capture, &mut cli);
         for _ in 0..2 {
             target.command("jit");
             target.expect("jitted");
@@ -607,7 +607,7 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
         let capture = dll.with_file_name("orphaned.capture");
         let _ = std::fs::remove_file(&capture);
         let mut cli = profile_pid(&bin, target.pid(), &capture);
-        wait_for_attach(rt.version, &capture, &mut cli);
+        wait_for_attach(&rt.version, &capture, &mut cli);
         cli.kill().unwrap();
         let _ = cli.wait();
         let t = Instant::now();

@@ -126,7 +126,7 @@ fn capture_trace_and_image_name_each_body_alike_and_record_it_once_on_both_runti
     let (rts, mcs) = support::runtimes_and_mcs("bodies::capture_trace_and_image_name_each_body_alike");
     let _ = support::built("libclrmap_profiler.so");
     for rt in &rts {
-        let v = rt.version;
+        let v = rt.version.as_str();
         let dll = program(rt, &mcs);
         let (capture_path, trace_path) = record(rt, &dll);
 
