@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13's overhead benchmark: a .NET 8.0.4 program's CPU time (task-clock) and wall time, by
+# Issue 13's overhead benchmark: a .NET program's CPU time (task-clock) and wall time, by
 # `perf stat -r`, in four configurations run in interleaved rounds (so machine load hits them all
 # alike): the program alone, under `clrmap profile` (capture only), under `clrmap profile --perf`
 # (capture + jitdump with line records + perf map), the same with --no-inlines (perfnoinl: no
@@ -11,6 +11,7 @@
 # SampleProfiler from start-up, streamed to a file; no perf). CLRMAP_TRACE_BIN names the clrmap
 # run for that one (default: the release build).
 #   bash scripts/bench-perf-overhead.sh [ROUNDS] [RUNS_PER_ROUND]
+# CHANNEL=8.0|9.0|10.0 picks the runtime (default 8.0; scripts/install-dotnet.sh installs them).
 # Two programs: Frames (start-up heavy: ~850 bodies in ~0.1 s; CPU and wall time) and Hot (steady
 # state: two hot loops for a fixed 3 s; its throughput, rounds done, which overhead lowers). Needs release builds (cargo build --release -p clrmap-cli -p clrmap-profiler)
 # and perf (scripts/install-perf.sh). Prints one line per program and configuration: the mean of
@@ -21,7 +22,10 @@ ROUNDS="${1:-3}"
 RUNS="${2:-5}"
 # The configurations, in each round's order (CONFS="baseline sampler" runs just those).
 CONFS="${CONFS:-baseline capture perf perfnoinl perfnostub perfonly perfmap sampler}"
-DN="${CLRMAP_DOTNET_HOME:-$PWD/.dotnet}/8.0/dnv/net/runtime/.net/dotnet"
+root="$PWD"
+# shellcheck source=lib/runtimes.sh
+. scripts/lib/runtimes.sh
+DN="$(runtime_field "${CHANNEL:-8.0}" dotnet)"
 B="$PWD/target/release/clrmap"
 BT="${CLRMAP_TRACE_BIN:-$B}"
 OUT="$(mktemp -d)"

@@ -53,9 +53,13 @@ gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-c
 gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_symbolizer.c \
   -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/test_symbolizer"
 
-home="${CLRMAP_DOTNET_HOME:-$PWD/.dotnet}"
-fw="$home/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23"
-dotnet="$home/3.1/dotnetcore2/bin/dotnet"
+root="$PWD"
+# shellcheck source=lib/runtimes.sh
+. scripts/lib/runtimes.sh
+# The oldest installed runtime's CoreLib (3.1 where installed) for the workload's R2R maps.
+oldest="$(runtime_channels | head -n1)"
+fw="$(runtime_field "$oldest" framework)"
+dotnet="$(runtime_field "$oldest" dotnet)"
 clrmap="$lib/clrmap"
 
 # A map built by the CLI, and the RVAs to ask about.
@@ -71,7 +75,7 @@ echo "c-tests: docs/c-abi.md's example compiles and prints what the page says; v
 
 # A live capture of the workload: the runtime's own maps of the R2R methods it ran.
 mcs -out:"$out/Workload.dll" -r:System.Core.dll tests/dotnet/programs/Workload.cs >/dev/null
-printf '%s' '{ "runtimeOptions": { "tfm": "netcoreapp3.1", "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" }, "configProperties": { "System.Globalization.Invariant": true } } }' > "$out/Workload.runtimeconfig.json"
+printf '%s' '{ "runtimeOptions": { "tfm": "netcoreapp3.1", "rollForward": "LatestMajor", "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.0" }, "configProperties": { "System.Globalization.Invariant": true } } }' > "$out/Workload.runtimeconfig.json"
 "$clrmap" profile -o "$out/workload.capture" --profiler "$lib/libclrmap_profiler.so" -- "$dotnet" "$out/Workload.dll" >/dev/null
 mapfile -t addrs < <(python3 - "$out/workload.capture" <<'PY'
 import json, sys
@@ -204,8 +208,10 @@ gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-c
   -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/test_pid"
 mcs -out:"$out/Attach.dll" -r:System.Core.dll tests/dotnet/attach/Attach.cs >/dev/null
 missing_pid=$(cat /proc/sys/kernel/pid_max) # pids are below pid_max: no process has this one
-for rt in "3.1.23 netcoreapp3.1 $home/3.1/dotnetcore2/bin/dotnet" "8.0.4 net8.0 $home/8.0/dnv/net/runtime/.net/dotnet"; do
-  read -r version tfm rt_dotnet <<<"$rt"
+for channel in $(runtime_channels); do
+  version="$(runtime_field "$channel" version)"
+  rt_dotnet="$(runtime_field "$channel" dotnet)"
+  case "$channel" in 3.1) tfm=netcoreapp3.1 ;; *) tfm="net$channel" ;; esac
   dir="$out/attach-$version"
   rm -rf "$dir" && mkdir -p "$dir" && cp "$out/Attach.dll" "$dir/"
   printf '{ "runtimeOptions": { "tfm": "%s", "framework": { "name": "Microsoft.NETCore.App", "version": "%s" }, "configProperties": { "System.Globalization.Invariant": true } } }' \

@@ -1,33 +1,43 @@
 #!/usr/bin/env bash
 # The independent readers the flame tests check clrmap's profiles with (issue 24), installed
 # from package registries into target/flame-tools (nothing global but Debian's chromium):
-#   - pprof: Google's profile.proto (as the crates.io `pprof` crate ships it, fetched by cargo),
-#     compiled by protoc from PyPI's grpcio-tools into a Python module (py/profile_pb2.py);
+#   - pprof: Google's profile.proto (as pprof's own sources ship it: Debian's
+#     golang-github-google-pprof-dev), compiled by Debian's protoc into a Python module
+#     (py/profile_pb2.py) that Debian's python3-protobuf reads (tests put
+#     /usr/lib/python3/dist-packages on PYTHONPATH, so any python3 finds it; python3-jsonschema too);
 #   - speedscope: the npm `speedscope` package (its built app, loaded by Debian's headless
 #     chromium from a loopback HTTP server, the profile named in its hash; tesseract reads the
 #     screenshot);
-#   - collapsed stacks: inferno's `inferno-flamegraph` (cargo install).
+#   - collapsed stacks: inferno's `inferno-flamegraph` (cargo install --locked inferno@0.12.8, which
+#     works from the vendored crates where there is no crates registry).
 # Idempotent: each tool is installed once. Prints nothing on success but its steps.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD/target/flame-tools"
 mkdir -p "$root"
 
-if [ ! -f "$root/py/.profile-proto-2" ]; then
-  echo "flame tools: grpcio-tools (protoc) and profile.proto"
-  python3 -m pip install --quiet --disable-pip-version-check --upgrade --target "$root/py" grpcio-tools jsonschema
-  fetch="$root/proto-fetch"
-  mkdir -p "$fetch/src"
-  printf '[package]\nname = "proto-fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\npprof = { version = "=0.14.1", default-features = false }\n[workspace]\n' > "$fetch/Cargo.toml"
-  echo 'fn main() {}' > "$fetch/src/main.rs"
-  (cd "$fetch" && cargo fetch --quiet)
-  proto="$(cd "$fetch" && cargo metadata --format-version 1 | python3 -c 'import json,sys; m=json.load(sys.stdin); print([p["manifest_path"] for p in m["packages"] if p["name"]=="pprof"][0])')"
-  # That copy renames ValueType's `type` to `ty` (a Rust keyword); Google's name is put back.
-  sed -e 's/^  int64 ty = 1;/  int64 type = 1;/' -e '/Rename it from type to ty/d' "$(dirname "$proto")/proto/profile.proto" > "$root/profile.proto"
+apt_install() { # PACKAGE...: Debian's packages, as root or through sudo
+  local s=""
+  [ "$(id -u)" = 0 ] || s="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $s apt-get update -qq >/dev/null
+  $s apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+proto_src=/usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
+if [ ! -f "$root/py/.profile-proto-3" ]; then
+  echo "flame tools: protoc, Python's protobuf and jsonschema, and Google's profile.proto (Debian)"
+  [ -f "$proto_src" ] && command -v protoc >/dev/null && [ -f /usr/lib/python3/dist-packages/google/protobuf/__init__.py ] \
+    && [ -d /usr/lib/python3/dist-packages/jsonschema ] \
+    || apt_install protobuf-compiler python3-protobuf python3-jsonschema golang-github-google-pprof-dev
+  rm -rf "$root/py"
+  mkdir -p "$root/py"
+  # Google's own profile.proto, as pprof's sources ship it (Debian's golang-github-google-pprof-dev).
+  cp "$proto_src" "$root/profile.proto"
   grep -q '^package perftools.profiles;' "$root/profile.proto"
   grep -q '^  int64 type = 1;' "$root/profile.proto"
-  PYTHONPATH="$root/py" python3 -m grpc_tools.protoc -I "$root" --python_out="$root/py" "$root/profile.proto"
-  touch "$root/py/.profile-proto-2"
+  protoc -I "$root" --python_out="$root/py" "$root/profile.proto"
+  touch "$root/py/.profile-proto-3"
 fi
 
 if [ ! -f "$root/node/node_modules/speedscope/dist/release/index.html" ]; then
@@ -38,9 +48,7 @@ fi
 
 if ! command -v chromium >/dev/null || ! command -v tesseract >/dev/null; then
   echo "flame tools: chromium and tesseract (Debian)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq chromium fonts-dejavu-core tesseract-ocr >/dev/null
+  apt_install chromium fonts-dejavu-core tesseract-ocr
 fi
 
 if [ ! -x "$root/cargo/bin/inferno-flamegraph" ]; then

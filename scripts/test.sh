@@ -9,21 +9,32 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 
-echo "== install real runtimes"
+echo "== cargo without the crates registry where it cannot be reached (vendored crates)"
+if [ -f ../shared/cargo-vendor/use-if-offline.sh ]; then
+  bash ../shared/cargo-vendor/use-if-offline.sh
+fi
+echo "== install real runtimes (the SDK's NuGet packs, or PyPI without an SDK)"
 bash scripts/install-dotnet.sh
 echo "== install Roslyn csc 2.10 (portable PDBs)"
 bash scripts/install-roslyn.sh
-echo "== install 3.1.23's win-x86 and win-x64 frameworks (ReadyToRun images of other machines)"
+echo "== install win-x86 and win-x64 frameworks (ReadyToRun images of other machines)"
 bash scripts/install-r2r-images.sh
 
 echo "== install Linux perf (perf tests)"
 bash scripts/install-perf.sh
+echo "== install the service's load-test tools (wrk, nginx, curl)"
+bash scripts/install-serve-tools.sh
 echo "== install the flame tests' independent readers (protoc, speedscope, chromium, inferno)"
 bash scripts/install-flame-tools.sh
 
 echo "== the committed Frames and Hot fixtures are what Roslyn builds from tests/dotnet (byte for byte)"
 bash scripts/build-frame-fixtures.sh --check
 bash scripts/build-perf-fixture.sh --check
+if command -v dotnet >/dev/null 2>&1; then
+  bash scripts/build-r2r-fixture.sh --check
+else
+  echo "== not checked: tests/fixtures/r2r/Frames.dll needs the .NET SDK's Crossgen2 to rebuild"
+fi
 
 echo "== build"
 cargo build --workspace --all-targets --locked
@@ -49,11 +60,13 @@ prefix="$PWD/target/install-check"
 rm -rf "$prefix"
 bash scripts/install.sh "$prefix" >/dev/null
 env -u CLRMAP_PROFILER_PATH "$prefix/bin/clrmap" profile -o "$prefix/frames.capture" -- \
-  "${CLRMAP_DOTNET_HOME:-$PWD/.dotnet}/8.0/dnv/net/runtime/.net/dotnet" tests/fixtures/frames/release-portable/Frames.dll >/dev/null
+  "$(root="$PWD"; . scripts/lib/runtimes.sh; runtime_field "$(runtime_channels | tail -n1)" dotnet)" tests/fixtures/frames/release-portable/Frames.dll >/dev/null
 "$prefix/bin/clrmap" il dump "$prefix/frames.capture" --module Frames.dll | grep -q "Frames.Nested::Inner"
 
 if [ -x scripts/fuzz.sh ]; then
   echo "== fuzz (${FUZZ_SECONDS}s per target)"
   bash scripts/fuzz.sh "$FUZZ_SECONDS"
 fi
+echo "== clean the tests' scratch (target/tmp, the fixtures they built and the runs they recorded)"
+rm -rf target/tmp target/install-check target/c-tests
 echo "== all tests passed"

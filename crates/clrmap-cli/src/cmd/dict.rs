@@ -92,9 +92,8 @@ pub enum DictCommand {
     /// per GENERICINST TypeSpec (its argument list); identical instantiations share one item.
     /// RVAs are synthetic: 0x01000000 + 16·row for TypeSpecs, 0x02000000 + 16·row for MethodSpecs.
     ///
-    /// Example: `clrmap dict from-assembly .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Linq.dll -o /tmp/linq.gdmap`, then
-    /// `clrmap dict show /tmp/linq.gdmap --metadata .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Linq.dll`
-    /// (FW=.dotnet/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23)
+    /// Example: `clrmap dict from-assembly tests/fixtures/frames/release-portable/Frames.dll -o /tmp/frames.gdmap`, then
+    /// `clrmap dict show /tmp/frames.gdmap --metadata tests/fixtures/frames/release-portable/Frames.dll`
     #[command(verbatim_doc_comment)]
     FromAssembly {
         /// The assembly.

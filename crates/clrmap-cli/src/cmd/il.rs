@@ -25,7 +25,7 @@ pub enum IlCommand {
     /// Print every code body's map exactly as GetILToNativeMapping returns it: PROLOG first, IL
     /// ascending, EPILOG, NO_MAPPING; ranges [start, end) in native offsets from the code start.
     ///
-    /// Example: `clrmap il dump .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Linq.dll --method 'System.Linq.Enumerable::Count' --json`
+    /// Example: `clrmap il dump tests/fixtures/r2r/Frames.dll --method Frames.Nested::Inner --json`
     #[command(verbatim_doc_comment)]
     Dump {
         /// A ReadyToRun image, an EventPipe trace (.nettrace), or a capture written by `clrmap profile`.
@@ -54,7 +54,7 @@ pub enum IlCommand {
     /// Which method, and which IL offset, is the code at this address? For an image the address is
     /// an RVA; for a trace or a capture it is an absolute address in the traced process.
     ///
-    /// Example: `clrmap il at .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll 0x39349C --return-address`
+    /// Example: `clrmap il at tests/fixtures/r2r/Frames.dll 0x11948 --return-address`
     #[command(verbatim_doc_comment, override_usage = "clrmap il at [OPTIONS] SOURCE ADDRESS\n       clrmap il at [OPTIONS] --pid PID ADDRESS")]
     At {
         /// A ReadyToRun image, a .nettrace, or a capture (not given with --pid).
@@ -74,7 +74,7 @@ pub enum IlCommand {
     /// that holds the RVA (the method's, or the funclet's) and, for a funclet, its parent method's
     /// start (0 otherwise).
     ///
-    /// Example: `clrmap il frame .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Private.CoreLib.dll 0x39349C`
+    /// Example: `clrmap il frame tests/fixtures/r2r/Frames.dll 0x11948`
     #[command(verbatim_doc_comment)]
     Frame {
         /// A ReadyToRun image.
@@ -88,7 +88,7 @@ pub enum IlCommand {
     },
     /// Print a method's variable locations (R2R debug info, majors below 16).
     ///
-    /// Example: `clrmap il vars .dotnet/8.0/dnv/net/runtime/.net/shared/Microsoft.NETCore.App/8.0.4/System.Linq.dll --method System.Linq.Enumerable::Count`
+    /// Example: `clrmap il vars .dotnet/8.0/shared/Microsoft.NETCore.App/*/System.Linq.dll --method System.Linq.Enumerable::Count`
     #[command(verbatim_doc_comment)]
     Vars {
         /// A ReadyToRun image.

@@ -25,7 +25,7 @@ pub enum MetaCommand {
     /// `too_deep` for a TypeSpec that contains itself or nests past 64, `bad_metadata` for a
     /// method that no type owns or a name that cannot be read.
     ///
-    /// Example: `clrmap meta specs .dotnet/3.1/dotnetcore2/bin/shared/Microsoft.NETCore.App/3.1.23/System.Linq.dll`
+    /// Example: `clrmap meta specs tests/fixtures/frames/debug-portable/Frames.dll`
     #[command(verbatim_doc_comment)]
     Specs {
         /// The assembly (PE32 or PE32+, ReadyToRun images included).

@@ -146,7 +146,7 @@ fn hot_line_in_every_format(trace: &Path, what: &str) {
     let t = flame_tools();
     let pb = trace.with_extension("pb.gz");
     std::fs::write(&pb, flame(trace, "pprof")).unwrap();
-    let o = Command::new("python3").arg(repo_root().join("tests/flame/read_pprof.py")).arg(&pb).env("PYTHONPATH", t.join("py")).output().unwrap();
+    let o = Command::new("python3").arg(repo_root().join("tests/flame/read_pprof.py")).arg(&pb).env("PYTHONPATH", crate::support::flame_pythonpath(&t)).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     // The top leaf location of the program's own code (Cpu.cs) by cpu: the framework loop's
@@ -222,7 +222,8 @@ fn attach_cpu_netcore31() {
 fn framework_leaves_are_named_on_both_runtimes() {
     framework_leaves_are_named(&attach(DOTNET80, "framework"), "attached on 8.0.4");
     framework_leaves_are_named(&attach(DOTNET31, "framework"), "attached on 3.1.23");
-    framework_leaves_are_named(&launch("2", "launch-80-framework"), "launched on 8.0.4");
+    framework_leaves_are_named(&launch("2", "launch-80-framework"), "launched on 8.0");
+    framework_leaves_are_named(&attach("10.0", "framework"), "attached on 10.0");
 }
 
 /// Without --cpu there is no sampler: the flag is what adds it.
@@ -248,7 +249,12 @@ fn attach_without_cpu_has_no_samples() {
 /// Cpu.dll's load events are only sent at start-up, never by a rundown) and its samples, and
 /// ends at the exit, complete.
 pub(crate) fn launch(seconds: &str, dir_name: &str) -> PathBuf {
-    let dotnet = host(DOTNET80);
+    launch_on(DOTNET80, seconds, dir_name)
+}
+
+/// `launch` on the runtime of a channel.
+pub(crate) fn launch_on(channel: &str, seconds: &str, dir_name: &str) -> PathBuf {
+    let dotnet = host(channel);
     let dir = fresh_dir(dir_name);
     let trace = dir.join("cpu.nettrace");
     let o = clrmap_within(&["trace", "collect", "--cpu", "-o", trace.to_str().unwrap(), "--", &dotnet, &cpu_dll(), seconds], 60);
@@ -268,7 +274,25 @@ pub(crate) fn launch(seconds: &str, dir_name: &str) -> PathBuf {
 #[test]
 #[ignore = "needs .NET"]
 fn launch_cpu_net80() {
-    hot_line_in_every_format(&launch("2", "launch-80"), "launched on 8.0.4");
+    hot_line_in_every_format(&launch("2", "launch-80"), "launched on 8.0");
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn launch_cpu_net90() {
+    hot_line_in_every_format(&launch_on("9.0", "2", "launch-90"), "launched on 9.0");
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn launch_cpu_net100() {
+    hot_line_in_every_format(&launch_on("10.0", "2", "launch-100"), "launched on 10.0");
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn attach_cpu_net100() {
+    hot_line_in_every_format(&attach("10.0", "hot"), "attached on 10.0");
 }
 
 /// 3.1.23 does not read DOTNET_DiagnosticPorts (it came with .NET 5; 3.1's libcoreclr.so has no

@@ -102,7 +102,7 @@ fn pprof_read_by_googles_profile_proto() {
     let out = d.join("hot.pb.gz");
     let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "--format", "pprof", "-o", out.to_str().unwrap()]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
-    let o = Command::new("python3").arg(repo_root().join("tests/flame/read_pprof.py")).arg(&out).env("PYTHONPATH", t.join("py")).output().unwrap();
+    let o = Command::new("python3").arg(repo_root().join("tests/flame/read_pprof.py")).arg(&out).env("PYTHONPATH", crate::support::flame_pythonpath(&t)).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["sample_types"], serde_json::json!([["samples", "count"], ["cpu", "nanoseconds"]]));
@@ -146,7 +146,7 @@ fn speedscope_draws_the_flame_graph_in_chromium() {
     let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "--format", "speedscope", "-o", file.to_str().unwrap()]);
     assert_eq!(code(&o), Some(0));
     let png = d.join("hot.png");
-    let o = Command::new("python3").arg(repo_root().join("tests/flame/speedscope_screenshot.py")).arg(&file).arg(&png).env("FLAME_TOOLS", &t).env("PYTHONPATH", t.join("py")).output().unwrap();
+    let o = Command::new("python3").arg(repo_root().join("tests/flame/speedscope_screenshot.py")).arg(&file).arg(&png).env("FLAME_TOOLS", &t).env("PYTHONPATH", crate::support::flame_pythonpath(&t)).output().unwrap();
     assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     // OCR of the screenshot: the hot method's name is drawn, no error page.
     let text = String::from_utf8_lossy(&o.stdout).to_string();
@@ -256,7 +256,7 @@ fn pprof_inlined_frames_are_lines_of_one_location_innermost_first() {
     let out = d.join("samples.pb.gz");
     let o = clrmap(&["flame", trace.to_str().unwrap(), "--format", "pprof", "-o", out.to_str().unwrap()]);
     assert_eq!(code(&o), Some(0));
-    let o = Command::new("python3").arg(repo_root().join("tests/flame/read_pprof.py")).arg(&out).env("PYTHONPATH", t.join("py")).output().unwrap();
+    let o = Command::new("python3").arg(repo_root().join("tests/flame/read_pprof.py")).arg(&out).env("PYTHONPATH", crate::support::flame_pythonpath(&t)).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     // pprof's stacks as collapsed text: locations root first, each location's lines outermost

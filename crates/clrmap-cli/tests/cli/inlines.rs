@@ -30,7 +30,7 @@ const RUNTIMECONFIG: &str = r#"{
   "runtimeOptions": {
     "tfm": "netcoreapp3.1",
     "rollForward": "LatestMajor",
-    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
+    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.0" },
     "configProperties": {
       "System.Globalization.Invariant": true,
       "System.Runtime.TieredCompilation": false
@@ -580,9 +580,25 @@ fn check_trace(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], addresses: &s
 #[test]
 #[ignore = "needs .NET"]
 fn on_8_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_run() {
-    let r = run8();
+    trees_match_what_the_programs_force(run8(), 8);
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn on_9_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_run() {
+    trees_match_what_the_programs_force(&run("v9", &host("9.0"), false), 9);
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn on_10_the_trees_match_what_the_programs_force_in_a_capture_and_a_trace_of_one_run() {
+    trees_match_what_the_programs_force(&run("v10", &host("10.0"), false), 10);
+}
+
+/// The forced inlining programs' trees, on one runtime: in a capture and a trace of one run.
+fn trees_match_what_the_programs_force(r: &Run, major: u16) {
     let c = read_capture(&std::fs::read(&r.capture).unwrap()).unwrap();
-    assert_eq!(c.runtime_major, Some(8));
+    assert_eq!(c.runtime_major, Some(major));
     let bodies = our_bodies(&c);
     let trees = raw_trees(&c);
     // Every body of ours has a tree (tiering is off: each is jitted once, optimized).

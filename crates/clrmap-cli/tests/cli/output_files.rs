@@ -263,11 +263,11 @@ fn perf_files_never_write_through_a_planted_temporary_name_and_clean_up_on_failu
     assert_eq!(others(&d, &["victim", "perf-1.map", ".perf-1.map.clrmap-tmp", "jit-1.dump", ".jit-1.dump.clrmap-tmp", "sub"]), Vec::<String>::new(), "a temporary file left behind");
 }
 
-// ---- With a real runtime: both 3.1.23 and 8.0.4. ----
+// ---- With a real runtime: every installed one. ----
 
-/// The `dotnet` hosts of both runtimes.
-fn hosts() -> [(&'static str, String); 2] {
-    [("3.1.23", host("3.1")), ("8.0.4", host("8.0"))]
+/// The version and `dotnet` host of every installed runtime.
+fn hosts() -> Vec<(String, String)> {
+    all_runtimes().into_iter().map(|r| (r.version.clone(), r.dotnet.to_string_lossy().into_owned())).collect()
 }
 
 /// Hot.dll (a fixture that rolls forward to either runtime) running for `seconds`, once its
@@ -369,7 +369,7 @@ fn profile_pid_does_not_block_on_a_fifo_planted_at_the_capture_on_both_runtimes(
     // Opening a FIFO with no writer for reading blocks for ever, and SIGTERM only sets a flag.
     for (version, dotnet) in hosts() {
         let d = dir(&format!("plant-fifo-{version}"));
-        let o = profile_with(version, &dotnet, &d, "2s", |cap| {
+        let o = profile_with(&version, &dotnet, &d, "2s", |cap| {
             std::fs::remove_file(cap).unwrap();
             mkfifo(cap);
         });
@@ -385,7 +385,7 @@ fn profile_pid_does_not_follow_a_link_to_dev_zero_planted_at_the_capture_on_both
     // Read through the link, /dev/zero never ends: memory runs out (under the test's limit).
     for (version, dotnet) in hosts() {
         let d = dir(&format!("plant-zero-{version}"));
-        let o = profile_with(version, &dotnet, &d, "2s", |cap| {
+        let o = profile_with(&version, &dotnet, &d, "2s", |cap| {
             std::fs::remove_file(cap).unwrap();
             std::os::unix::fs::symlink("/dev/zero", cap).unwrap();
         });
@@ -401,7 +401,7 @@ fn profile_pid_does_not_open_a_fifo_planted_at_the_stop_file_on_both_runtimes() 
     // something is at the name, so it detaches all the same.
     for (version, dotnet) in hosts() {
         let d = dir(&format!("plant-stop-fifo-{version}"));
-        let o = profile_with(version, &dotnet, &d, "2s", |cap| mkfifo(&stop_file(cap)));
+        let o = profile_with(&version, &dotnet, &d, "2s", |cap| mkfifo(&stop_file(cap)));
         assert_eq!(code(&o), Some(0), "{version}: {}", stderr(&o));
         assert!(stderr(&o).contains("detached; wrote"), "{version}: {}", stderr(&o));
     }
@@ -414,7 +414,7 @@ fn profile_pid_does_not_write_through_a_link_planted_at_the_stop_file_on_both_ru
         let d = dir(&format!("plant-stop-link-{version}"));
         let victim = d.join("victim");
         std::fs::write(&victim, b"precious").unwrap();
-        let o = profile_with(version, &dotnet, &d, "2s", |cap| std::os::unix::fs::symlink(&victim, stop_file(cap)).unwrap());
+        let o = profile_with(&version, &dotnet, &d, "2s", |cap| std::os::unix::fs::symlink(&victim, stop_file(cap)).unwrap());
         assert_eq!(code(&o), Some(0), "{version}: {}", stderr(&o));
         assert!(std::fs::read(&victim).unwrap() == b"precious", "{version}: the user's file was truncated through the link");
         let c = clrmap::capture::read_capture(&std::fs::read(d.join("app.capture")).unwrap()).unwrap();
@@ -430,7 +430,7 @@ fn profile_pid_says_one_true_thing_when_the_capture_is_gone_on_both_runtimes() {
     // old code also said "detached; wrote" the missing file).
     for (version, dotnet) in hosts() {
         let d = dir(&format!("gone-{version}"));
-        let o = profile_with(version, &dotnet, &d, "1s", |cap| std::fs::remove_file(cap).unwrap());
+        let o = profile_with(&version, &dotnet, &d, "1s", |cap| std::fs::remove_file(cap).unwrap());
         let err = stderr(&o);
         assert_eq!(code(&o), Some(8), "{version}: {err}");
         assert!(err.contains("timeout: ") && err.contains(&format!("no capture was written at {}", d.join("app.capture").display())), "{version}: {err}");

@@ -293,12 +293,12 @@ fn stub_kind(name: &str) -> &str {
     name.split_once("> ").map_or(name, |(_, k)| k)
 }
 
-/// On 8.0.4 the live jitdump names the runtime's stubs (precode blocks, virtual stub dispatch)
-/// with the kinds the runtime's own perf map gives in a run of its own (DOTNET_PerfMapEnabled=3
-/// into a directory of this test's); none overlaps a method's code. 3.1.23 has none (it never
-/// reads DOTNET_ settings, and its COMPlus_ perf map would be written to /tmp).
+/// On 8.0 and later the live jitdump names the runtime's stubs (precode blocks, virtual stub
+/// dispatch) with the kinds the runtime's own perf map gives in a run of its own
+/// (DOTNET_PerfMapEnabled=3 into a directory of this test's); none overlaps a method's code. 3.1
+/// has none (it never reads DOTNET_ settings, and its COMPlus_ perf map would be written to /tmp).
 fn assert_stubs_named_as_the_runtime_does(version: &str, dn: &Path, stubs: &[Seen], methods: &[Seen]) {
-    if version != "8.0" {
+    if version == "3.1" {
         assert!(stubs.is_empty(), "{version}: stubs named: {:?}", &stubs[..stubs.len().min(3)]);
         return;
     }
@@ -316,7 +316,10 @@ fn assert_stubs_named_as_the_runtime_does(version: &str, dn: &Path, stubs: &[See
     }
     assert!(stubs.len() >= 100, "{version}: {} stubs", stubs.len());
     let kinds: std::collections::HashSet<&str> = stubs.iter().map(|s| stub_kind(&s.name)).collect();
-    assert!(kinds.contains("AllocateTemporaryEntryPoints<PRECODE_STUB>"), "{kinds:?}");
+    if version == "8.0" {
+        assert!(kinds.contains("AllocateTemporaryEntryPoints<PRECODE_STUB>"), "{kinds:?}");
+    }
+    println!("{version}: {} stubs named, of the kinds {kinds:?}", stubs.len());
     for k in &kinds {
         assert!(runtime_kinds.contains(*k), "{version}: stub kind {k} is not the runtime's ({runtime_kinds:?})");
     }
@@ -334,8 +337,54 @@ fn live_route_on_real_perf_net80() {
 
 #[test]
 #[ignore = "needs .NET"]
+fn live_route_on_real_perf_net90() {
+    live_route("9.0");
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn live_route_on_real_perf_net100() {
+    live_route("10.0");
+}
+
+#[test]
+#[ignore = "needs .NET"]
 fn live_route_on_real_perf_netcore31() {
     live_route("3.1");
+}
+
+/// On 10.0 the runtime's own jitdump (DOTNET_PerfMapEnabled=1) misses the program's methods: in a
+/// run of Hot.dll its jitdump holds no code load of Hot's methods, though its perf map of the same
+/// run names all three (measured on 10.0.12: a 33 KB jitdump beside 8.0's 647 KB; the runtime's
+/// issue is dotnet/runtime#132935). clrmap's jitdump of a run on the same runtime has them, with
+/// Hot.cs's lines, read back by the `linux-perf-data` crate. (perf report's lines from clrmap's
+/// jitdump on 10.0: `live_route_on_real_perf_net100`.)
+#[test]
+#[ignore = "needs .NET"]
+fn on_10_the_runtimes_jitdump_misses_the_programs_methods_and_clrmaps_has_them() {
+    let dn = dotnet("on_10_the_runtimes_jitdump", "10.0").unwrap();
+    let dir = fresh_dir("perf-runtime-jitdump-10");
+    let o = Command::new(&dn).arg(hot_dll()).arg("1").env("DOTNET_PerfMapEnabled", "1").env("DOTNET_PerfMapJitDumpPath", &dir).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let find = |prefix: &str| -> PathBuf {
+        let e = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix));
+        e.unwrap_or_else(|| panic!("no {prefix}* written in {}", dir.display()))
+    };
+    let map = std::fs::read_to_string(find("perf-")).unwrap();
+    for m in ["Hot::Main", "Hot::OwnLoop", "Hot::FrameworkLoop"] {
+        assert!(map.lines().any(|l| l.contains(m)), "10.0's perf map lacks {m}:\n{map}");
+    }
+    let (_, runtime) = read_independently(&find("jit-"));
+    assert!(!runtime.iter().any(|r| r.name.contains("Hot::")), "10.0's own jitdump now names Hot's methods: {:?}", runtime.iter().filter(|r| r.name.contains("Hot::")).collect::<Vec<_>>());
+    // clrmap's jitdump, on the same runtime.
+    let ours = fresh_dir("perf-clrmap-jitdump-10");
+    let cap = ours.join("app.cap");
+    run_ok(profile_hot(&mut Command::new(env!("CARGO_BIN_EXE_clrmap")), Some(&ours), Some(&cap), &dn, "1"));
+    let pid = capture_pid(&cap);
+    let (_, seen) = read_independently(&ours.join(format!("jit-{pid}.dump")));
+    let own = seen.iter().find(|r| r.name == OWN_LOOP).unwrap_or_else(|| panic!("clrmap's jitdump lacks {OWN_LOOP}"));
+    assert!(own.lines.iter().any(|e| e.line == marker_line("HOT-OWN") && e.file == "/_/src/Hot.cs"), "{own:?}");
+    println!("10.0: the runtime's jitdump has {} records, none of Hot's; clrmap's has {}", runtime.len(), seen.len());
 }
 
 /// The runtime's own jitdump (DOTNET_PerfMapEnabled=1) has no lines and no ReadyToRun method;

@@ -143,6 +143,12 @@ fn planted_perf_files_are_never_written_through_net80() {
 
 #[test]
 #[ignore = "needs .NET"]
+fn planted_perf_files_are_never_written_through_net100() {
+    planted_files_are_never_written_through("10.0");
+}
+
+#[test]
+#[ignore = "needs .NET"]
 fn planted_perf_files_are_never_written_through_netcore31() {
     planted_files_are_never_written_through("3.1");
 }

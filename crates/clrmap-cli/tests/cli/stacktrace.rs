@@ -25,7 +25,7 @@ const RUNTIMECONFIG: &str = r#"{
   "runtimeOptions": {
     "tfm": "netcoreapp3.1",
     "rollForward": "LatestMajor",
-    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
+    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.0" },
     "configProperties": {
       "System.Globalization.Invariant": true,
       "Switch.System.Diagnostics.StackTrace.ShowILOffsets": true

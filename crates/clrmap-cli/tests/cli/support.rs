@@ -52,3 +52,10 @@ pub fn dotnet_file(rel: &str) -> String {
     assert!(p.is_file(), "{} is missing: run scripts/install-dotnet.sh", p.display());
     p.to_string_lossy().into_owned()
 }
+
+/// PYTHONPATH for the flame tools' Python readers (scripts/install-flame-tools.sh): the compiled
+/// profile.proto in `tools/py`, then Debian's packages (python3-protobuf, python3-jsonschema), so
+/// that any python3 on PATH finds them.
+pub fn flame_pythonpath(tools: &Path) -> String {
+    format!("{}:/usr/lib/python3/dist-packages", tools.join("py").display())
+}

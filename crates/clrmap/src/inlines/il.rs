@@ -18,6 +18,12 @@ pub enum IlCallSite {
     Call {
         /// The opcode.
         opcode: u8,
+        /// Prefixed by `constrained.` (ECMA-335 III.2.1): the runtime resolves the method through
+        /// the constraint type, so a `call` of a static abstract interface member
+        /// (`IMinMaxValue<T>.get_MaxValue`) runs, and is inlined as, the type's implementation, whose
+        /// name differs (`System.Numerics.IMinMaxValue<System.Char>.get_MaxValue`, seen in 9.0.20's
+        /// trees).
+        constrained: bool,
         /// The method token, a MethodSpec resolved to its method (II.22.29): a MethodDef of the
         /// caller's module or a MemberRef.
         token: u32,
@@ -68,12 +74,12 @@ impl IlCallSite {
     /// - `Some(true)`: a call of that very method: the same MethodDef of the caller's module, or
     ///   a MemberRef on another module's type whose namespace, name and method name are the
     ///   callee's, where its owner has no other method of that name;
-    /// - `Some(false)`: no call instruction there, or a plain `call` (neither virtual nor a
-    ///   constructor) of a member with another name;
+    /// - `Some(false)`: no call instruction there, or a plain `call` (neither virtual, nor
+    ///   `constrained.`, nor a constructor) of a member with another name;
     /// - `None` otherwise (another method the JIT may have substituted, or an overload that only
     ///   a signature could tell): recovery never guesses.
     pub fn calls(&self, callee: &Callee) -> Option<bool> {
-        let IlCallSite::Call { opcode, name, def, ext, .. } = self else { return Some(false) };
+        let IlCallSite::Call { opcode, constrained, name, def, ext, .. } = self else { return Some(false) };
         if callee.in_callers_module && *def == Some(callee.token) {
             return Some(true);
         }
@@ -84,7 +90,7 @@ impl IlCallSite {
             }
         }
         match name {
-            Some(n) if *opcode == 0x28 && *n != key.name => Some(false),
+            Some(n) if *opcode == 0x28 && !*constrained && *n != key.name => Some(false),
             _ => None,
         }
     }
@@ -207,6 +213,8 @@ pub fn call_site<'a>(pe: &PeImage<'a>, md: &Metadata<'a>, method: u32, il_offset
     let code = il_code(pe, md, method)?;
     let start = code.offset();
     let mut r = code;
+    // Whether the instruction before is the `constrained.` prefix (0xFE 0x16).
+    let mut constrained = false;
     loop {
         let at = r.offset().saturating_sub(start);
         if at > u64::from(il_offset) || r.is_empty() {
@@ -225,15 +233,16 @@ pub fn call_site<'a>(pe: &PeImage<'a>, md: &Metadata<'a>, method: u32, il_offset
                 _ => return Ok(IlCallSite::NotACall),
             };
             let token = r.u32("a call's method token").map_err(|e| e.with_kind(ErrorKind::BadImage))?;
-            return resolve(md, opcode, token);
+            return resolve(md, opcode, constrained, token);
         }
+        constrained = op == 0xFE16;
         r.skip(size, "an instruction's operand").map_err(|e| e.with_kind(ErrorKind::BadImage))?;
     }
 }
 
 /// A call's token as a site: a MethodSpec goes to its method (II.22.29); a MethodDef or
 /// MemberRef (II.22.25: Class, Name, Signature) is named.
-fn resolve(md: &Metadata<'_>, opcode: u8, token: u32) -> Result<IlCallSite> {
+fn resolve(md: &Metadata<'_>, opcode: u8, constrained: bool, token: u32) -> Result<IlCallSite> {
     let token = if token >> 24 == u32::from(table::METHOD_SPEC) { md.method_spec(token & 0x00FF_FFFF)?.method } else { token };
     let (name, def) = match (token >> 24) as u8 {
         table::METHOD_DEF => (method_simple_name(md, token), Some(token)),
@@ -247,7 +256,7 @@ fn resolve(md: &Metadata<'_>, opcode: u8, token: u32) -> Result<IlCallSite> {
         _ => return Ok(IlCallSite::NotACall),
     };
     let ext = if token >> 24 == u32::from(table::MEMBER_REF) { member_ref_type_ref(md, token) } else { None };
-    Ok(IlCallSite::Call { opcode, token, name, def, ext })
+    Ok(IlCallSite::Call { opcode, constrained, token, name, def, ext })
 }
 
 /// A MemberRef's parent as a TypeDefOrRef token: directly (MemberRefParent tags 0 TypeDef, 1
@@ -385,4 +394,25 @@ pub fn recover_tree(tree: &mut super::InlineTree, modules: &IlModules<'_>, metho
         let key = modules.get(&callee_path).and_then(|(_, md)| method_key(md, callee_token));
         site.calls(&Callee { in_callers_module: caller_path == callee_path, token: callee_token, key })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(constrained: bool) -> IlCallSite {
+        let ext = Some(("System.Numerics".to_owned(), "IMinMaxValue`1".to_owned()));
+        IlCallSite::Call { opcode: 0x28, constrained, token: 0x0A00_11D9, name: Some("get_MaxValue".to_owned()), def: None, ext }
+    }
+
+    /// 9.0.20's CoreLib: `constrained. !!T call IMinMaxValue<T>::get_MaxValue` inlined as Char's
+    /// explicit implementation. A plain `call` of another name is certainly not the callee; a
+    /// constrained one may be its implementation, so it cannot be told.
+    #[test]
+    fn a_constrained_call_may_run_an_implementation_of_another_name() {
+        let key = MethodKey { namespace: "System".into(), type_name: "Char".into(), name: "System.Numerics.IMinMaxValue<System.Char>.get_MaxValue".into(), overloaded: false };
+        let callee = Callee { in_callers_module: true, token: 0x0600_0001, key: Some(key) };
+        assert_eq!(site(false).calls(&callee), Some(false));
+        assert_eq!(site(true).calls(&callee), None);
+    }
 }

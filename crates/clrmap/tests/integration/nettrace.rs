@@ -76,7 +76,9 @@ fn trace_maps_equal_the_live_runtime_on_both_runtimes() {
         }
         println!("{}: {} trace bodies with maps; {equal} equal to the live runtime's, by tier {tiers:?}", rt.version, bodies.len());
         assert!(equal >= 20, "{}: only {equal} bodies compared", rt.version);
-        assert!(tiers.contains_key("tier0") && tiers.contains_key("tier1"), "{}: tier-0 and tier-1 bodies told apart: {tiers:?}", rt.version);
+        // 9.0's tier-1 bodies of this program are instrumented (tier1-instrumented, for dynamic PGO)
+        // or OSR (tier1-osr): every tier-1 kind counts.
+        assert!(tiers.contains_key("tier0") && tiers.keys().any(|k| k.starts_with("tier1")), "{}: tier-0 and tier-1 bodies told apart: {tiers:?}", rt.version);
 
         // A trace cut at 50 points never panics and delivers every whole event before the cut.
         let mut full = Vec::new();

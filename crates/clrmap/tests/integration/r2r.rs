@@ -112,23 +112,28 @@ fn every_runtime_function_is_claimed_by_exactly_one_method() {
     }
 }
 
-/// A 3.1.23 Windows framework installed by `scripts/install-r2r-images.sh`.
+/// A Windows framework installed by `scripts/install-r2r-images.sh`: 10.0.12's from NuGet on the SDK
+/// machine, 3.1.23's from PyPI elsewhere.
 struct WindowsFramework {
     arch: &'static str,
     machine: Machine,
+    version: String,
     dir: PathBuf,
 }
 
-/// The win-x86 and win-x64 frameworks of 3.1.23; a missing one fails the test (which is
+/// The win-x86 and win-x64 frameworks of one version; a missing one fails the test (which is
 /// `#[ignore = "needs .NET"]`, run by scripts/test.sh).
 fn windows_frameworks(test: &str) -> Vec<WindowsFramework> {
     let home = std::env::var_os("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".dotnet"));
     let found: Vec<WindowsFramework> = [("x86", Machine::X86), ("x64", Machine::X64)]
         .into_iter()
-        .map(|(arch, machine)| WindowsFramework { arch, machine, dir: home.join("win").join(arch).join("3.1.23") })
+        .flat_map(|(arch, machine)| {
+            let versions = std::fs::read_dir(home.join("win").join(arch)).into_iter().flatten().flatten();
+            versions.map(move |v| WindowsFramework { arch, machine, version: v.file_name().to_string_lossy().into_owned(), dir: v.path() })
+        })
         .filter(|f| f.dir.join(".complete").is_file() && f.dir.join("System.Private.CoreLib.dll").is_file())
         .collect();
-    assert!(found.len() == 2, "{test}: a Windows ReadyToRun framework is missing: run scripts/install-r2r-images.sh");
+    assert!(found.len() == 2 && found[0].version == found[1].version, "{test}: a Windows ReadyToRun framework is missing: run scripts/install-r2r-images.sh");
     found
 }
 
@@ -209,11 +214,12 @@ fn check_structure(f: &Path, image: &ReadyToRunImage<'_>) -> (Counts, Vec<u32>) 
     (counts, gaps)
 }
 
-/// The acceptance test of the per-machine layouts: 3.1.23's win-x86 framework (8-byte
-/// RUNTIME_FUNCTIONs, lengths from the x86 GC info) and win-x64 framework (12-byte) decode every
-/// body and pass the structural checks. Their counts agree image by image, except in two
-/// assemblies whose x86 and x64 compilations differ by a few methods; and the x86 images hold no
-/// funclets (3.1's x86 code has none: R2R 14 brought them).
+/// The acceptance test of the per-machine layouts: a win-x86 framework (8-byte RUNTIME_FUNCTIONs,
+/// lengths from the x86 GC info) and a win-x64 framework (12-byte) decode every body and pass the
+/// structural checks. On 3.1.23 their counts agree image by image, except in two assemblies whose
+/// x86 and x64 compilations differ by a few methods, and the x86 images hold no funclets (3.1's x86
+/// code has none: R2R 14 brought them). On 10.0.12 both have funclets, and the images carry the
+/// ReadyToRun version of the Linux 10.0 framework.
 ///
 /// The code lengths are right, not merely inside bounds: code is packed, each function starting
 /// at the next multiple of the code alignment (4 bytes on x86, 16 on x64) nearly always, so the
@@ -224,6 +230,16 @@ fn check_structure(f: &Path, image: &ReadyToRunImage<'_>) -> (Counts, Vec<u32>) 
 #[ignore = "needs .NET"]
 fn windows_x86_and_x64_frameworks_decode_and_pass_the_structural_checks() {
     let frameworks = windows_frameworks("r2r::windows_x86_and_x64_frameworks_decode_and_pass_the_structural_checks");
+    let old = frameworks[0].version.starts_with("3.");
+    // 3.1's images are R2R 3.1; newer ones carry the version of the same release's Linux images.
+    let expected_version = if old {
+        (3, 1)
+    } else {
+        let channel = frameworks[0].version.rsplit_once('.').unwrap().0.to_owned();
+        let linux = std::fs::read(crate::support::runtime(&channel).corelib()).unwrap();
+        let image = ReadyToRunImage::parse(&linux).unwrap();
+        (image.major, image.minor)
+    };
     let mut per_arch: Vec<BTreeMap<String, Counts>> = Vec::new();
     for fw in &frameworks {
         let mut images = BTreeMap::new();
@@ -237,7 +253,7 @@ fn windows_x86_and_x64_frameworks_decode_and_pass_the_structural_checks() {
                 Err(e) => panic!("{}: {e}", f.display()),
             };
             assert_eq!((image.machine(), image.os()), (fw.machine, Os::Windows), "{}", f.display());
-            assert_eq!((image.major, image.minor), (3, 1), "{}", f.display());
+            assert_eq!((image.major, image.minor), expected_version, "{}", f.display());
             let (counts, g) = check_structure(&f, &image);
             gaps.extend(g);
             images.insert(f.file_name().unwrap().to_string_lossy().into_owned(), counts);
@@ -247,8 +263,9 @@ fn windows_x86_and_x64_frameworks_decode_and_pass_the_structural_checks() {
         let unaligned = gaps.iter().filter(|&&g| g >= alignment).count();
         let max_gap = gaps.iter().copied().max().unwrap_or(0);
         println!(
-            "win-{} 3.1.23: {} R2R images, {} RUNTIME_FUNCTIONs ({} funclets), {} methods + {} instantiations, {} bodies with debug info; {unaligned} of {} gaps between functions of {alignment} bytes or more, the largest {max_gap}",
+            "win-{} {}: {} R2R images, {} RUNTIME_FUNCTIONs ({} funclets), {} methods + {} instantiations, {} bodies with debug info; {unaligned} of {} gaps between functions of {alignment} bytes or more, the largest {max_gap}",
             fw.arch,
+            fw.version,
             images.len(),
             total(|c| c.functions),
             total(|c| c.funclets),
@@ -259,14 +276,14 @@ fn windows_x86_and_x64_frameworks_decode_and_pass_the_structural_checks() {
         );
         assert!(images.len() > 150 && total(|c| c.bodies) > 130_000, "win-{}: too little data", fw.arch);
         assert!(unaligned * 100 < gaps.len() && max_gap < 64, "win-{}: code lengths that leave gaps", fw.arch);
-        if fw.machine == Machine::X86 {
+        if fw.machine == Machine::X86 && old {
             assert_eq!(total(|c| c.funclets), 0, "3.1's x86 code has no funclets");
         } else {
             assert!(total(|c| c.funclets) > 1_000, "too few x64 funclets");
         }
         per_arch.push(images);
     }
-    if let [x86, x64] = &per_arch[..] {
+    if let ([x86, x64], true) = (&per_arch[..], old) {
         assert_eq!(x86.keys().collect::<Vec<_>>(), x64.keys().collect::<Vec<_>>(), "the same R2R assemblies");
         let key = |c: &Counts| (c.methods, c.instantiations, c.bodies);
         let differ: Vec<&String> = x86.keys().filter(|k| key(&x86[*k]) != key(&x64[*k])).collect();

@@ -1,7 +1,7 @@
 //! `clrmap::stacktrace` (contract §6): printed stack traces turned into source lines.
 //!
 //! The oracle is the runtime itself: tests/dotnet/stacktrace/Shop.cs, compiled here by Roslyn csc
-//! (scripts/install-roslyn.sh) with a portable PDB, runs on 8.0.4 with ShowILOffsets on, once
+//! (scripts/install-roslyn.sh) with a portable PDB, runs on each current runtime (8.0, 9.0, 10.0) with ShowILOffsets on, once
 //! with the PDB beside it and once without. Rewriting the second text with a folder that holds
 //! only the PDB must give the first, byte for byte. The hand-made PDB tests need no runtime.
 
@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use clrmap::pdb::writer::{PdbWriter, Point};
 use clrmap::stacktrace::{Notice, Options, Rewriter, Stats};
 
-use crate::support::{repo_root, runtime31, runtime80, runtimes};
+use crate::support::{current_runtimes, repo_root, runtime};
 
 /// Rewrite `text` with these symbol directories: the output, the notices as text, the stats.
 fn rewrite(text: &[u8], dirs: &[&Path]) -> (Vec<u8>, Vec<String>, Stats) {
@@ -37,21 +37,30 @@ pub struct Shop {
     pub embedded: PathBuf,
     /// Shop.dll of the debug build beside the Shop.pdb of a release build.
     pub other: PathBuf,
-    /// 8.0.4's output with the PDB, and without.
-    pub text80_with: String,
-    pub text80_without: String,
-    /// 3.1.23's output with the PDB, and without.
+    /// Each current runtime's output (8.0, 9.0, 10.0) with the PDB, and without.
+    pub current: Vec<Texts>,
+    /// 3.1's output with the PDB, and without.
     pub text31_with: String,
     pub text31_without: String,
 }
 
-/// The runtimeconfig of every build: the 3.1.23 framework rolled forward (so one file runs on
+/// What one runtime printed.
+pub struct Texts {
+    /// Its version.
+    pub version: String,
+    /// The output with the PDB beside Shop.dll.
+    pub with: String,
+    /// The output without it.
+    pub without: String,
+}
+
+/// The runtimeconfig of every build: the 3.1 framework rolled forward (so one file runs on
 /// both runtimes), invariant globalization, and the switch that prints IL offsets.
 const RUNTIMECONFIG: &str = r#"{
   "runtimeOptions": {
     "tfm": "netcoreapp3.1",
     "rollForward": "LatestMajor",
-    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.23" },
+    "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.0" },
     "configProperties": {
       "System.Globalization.Invariant": true,
       "Switch.System.Diagnostics.StackTrace.ShowILOffsets": true
@@ -73,7 +82,7 @@ fn run_ok(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Compile `sources` (in tests/dotnet/stacktrace) into `out` with Roslyn csc against the 3.1.23
+/// Compile `sources` (in tests/dotnet/stacktrace) into `out` with Roslyn csc against the 3.1
 /// framework, deterministically, with the source folder mapped to /_/src/.
 fn compile(framework: &Path, out: &Path, extra: &[&str], sources: &[&str]) {
     let src = repo_root().join("tests/dotnet/stacktrace");
@@ -91,8 +100,7 @@ fn compile(framework: &Path, out: &Path, extra: &[&str], sources: &[&str]) {
 pub fn shop() -> &'static Shop {
     static SHOP: OnceLock<Shop> = OnceLock::new();
     SHOP.get_or_init(|| {
-        runtimes("stacktrace");
-        let (rt31, rt80) = (runtime31().unwrap(), runtime80().unwrap());
+        let rt31 = runtime("3.1");
         let fw = &rt31.framework;
         let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("stacktrace");
         let _ = std::fs::remove_dir_all(&base);
@@ -116,8 +124,7 @@ pub fn shop() -> &'static Shop {
         std::fs::copy(release.join("Shop.pdb"), other.join("Shop.pdb")).unwrap();
         let run = |dotnet: &Path, dir: &Path| run_ok(Command::new(dotnet).arg(dir.join("Shop.dll")));
         Shop {
-            text80_with: run(&rt80.dotnet, &with),
-            text80_without: run(&rt80.dotnet, &without),
+            current: current_runtimes().iter().map(|rt| Texts { version: rt.version.clone(), with: run(&rt.dotnet, &with), without: run(&rt.dotnet, &without) }).collect(),
             text31_with: run(&rt31.dotnet, &with),
             text31_without: run(&rt31.dotnet, &without),
             with,
@@ -137,103 +144,112 @@ fn token_frames(text: &str) -> Vec<&str> {
 #[ignore = "needs .NET"]
 fn the_text_without_the_pdb_becomes_the_text_with_it() {
     let s = shop();
-    // What the runtime printed: every kind of frame the test is about, in both forms.
-    for want in ["g__Local|", "<Report>b__", "Convert[U]", "Nested.Deeper.Fail", "Items()+MoveNext()", "Pricing.Inner(Int32 n)", "Pricing.LoadAsync(Int32 n)", "AsyncMethodBuilderCore.Start", "(Inner Exception #1)", "<---"] {
-        assert!(s.text80_with.contains(want) && s.text80_without.contains(want), "{want} missing:\n{}", s.text80_without);
-    }
-    assert!(s.text80_with.contains(" in /_/src/Shop.cs:line "), "{}", s.text80_with);
-    assert!(!s.text80_without.contains("Shop.cs"), "{}", s.text80_without);
-    // Tokens and offsets with a-f digits among the frames to rewrite.
-    let shop_frames: Vec<&str> = token_frames(&s.text80_without).into_iter().filter(|l| l.contains(" in Shop.dll:token ")).collect();
-    let hex_letters = |l: &&str| l.rsplit(":token 0x").next().unwrap().bytes().any(|b| (b'a'..=b'f').contains(&b));
-    assert!(shop_frames.iter().filter(|l| hex_letters(l)).count() >= 5, "{shop_frames:#?}");
-    // Lib.dll (no PDB) and framework frames keep their tokens in both runs; so do the kickoff
-    // methods of async methods run synchronously (the compiler gives them no sequence points).
-    for kept in [" in Lib.dll:token 0x6000001+0x1", " in System.Private.CoreLib.dll:token 0x", "SyncPart(Int32 depth) in Shop.dll:token 0x"] {
-        assert!(s.text80_with.contains(kept), "{kept}:\n{}", s.text80_with);
-    }
+    for t in &s.current {
+        // What the runtime printed: every kind of frame the test is about, in both forms.
+        for want in ["g__Local|", "<Report>b__", "Convert[U]", "Nested.Deeper.Fail", "Items()+MoveNext()", "Pricing.Inner(Int32 n)", "Pricing.LoadAsync(Int32 n)", "AsyncMethodBuilderCore.Start", "(Inner Exception #1)", "<---"] {
+            assert!(t.with.contains(want) && t.without.contains(want), "{want} missing:\n{}", t.without);
+        }
+        assert!(t.with.contains(" in /_/src/Shop.cs:line "), "{}", t.with);
+        assert!(!t.without.contains("Shop.cs"), "{}", t.without);
+        // Tokens and offsets with a-f digits among the frames to rewrite.
+        let shop_frames: Vec<&str> = token_frames(&t.without).into_iter().filter(|l| l.contains(" in Shop.dll:token ")).collect();
+        let hex_letters = |l: &&str| l.rsplit(":token 0x").next().unwrap().bytes().any(|b| (b'a'..=b'f').contains(&b));
+        assert!(shop_frames.iter().filter(|l| hex_letters(l)).count() >= 5, "{shop_frames:#?}");
+        // Lib.dll (no PDB) and framework frames keep their tokens in both runs; so do the kickoff
+        // methods of async methods run synchronously (the compiler gives them no sequence points).
+        for kept in [" in Lib.dll:token 0x6000001+0x1", " in System.Private.CoreLib.dll:token 0x", "SyncPart(Int32 depth) in Shop.dll:token 0x"] {
+            assert!(t.with.contains(kept), "{kept}:\n{}", t.with);
+        }
 
-    let (out, notices, stats) = rewrite(s.text80_without.as_bytes(), &[&s.pdbs]);
-    assert_eq!(String::from_utf8(out).unwrap(), s.text80_with);
-    assert!(notices.is_empty(), "{notices:?}");
-    assert_eq!(stats.frames as usize, token_frames(&s.text80_without).len());
-    assert_eq!(stats.rewritten as usize, token_frames(&s.text80_without).len() - token_frames(&s.text80_with).len());
-    assert!(stats.rewritten >= 30, "{stats:?}");
+        let (out, notices, stats) = rewrite(t.without.as_bytes(), &[&s.pdbs]);
+        assert_eq!(String::from_utf8(out).unwrap(), t.with);
+        assert!(notices.is_empty(), "{notices:?}");
+        assert_eq!(stats.frames as usize, token_frames(&t.without).len());
+        assert_eq!(stats.rewritten as usize, token_frames(&t.without).len() - token_frames(&t.with).len());
+        assert!(stats.rewritten >= 30, "{}: {stats:?}", t.version);
+        println!("{}: {} frames, {} rewritten, equal to the runtime's own text with the PDB", t.version, stats.frames, stats.rewritten);
+    }
 }
 
 #[test]
 #[ignore = "needs .NET"]
 fn upper_case_hex_crlf_and_one_byte_reads_give_the_same_lines() {
     let s = shop();
-    // Hex digits upper-cased in every frame (as another printer might write them); the frames
-    // left as they are keep their upper case.
-    let upper = |text: &str| -> String {
-        text.lines()
-            .map(|l| match l.rfind(":token 0x") {
-                Some(i) => format!("{}:token 0x{}\n", &l[..i], l[i + 9..].to_ascii_uppercase().replace("+0X", "+0x")),
-                None => format!("{l}\n"),
-            })
-            .collect()
-    };
-    let text = upper(&s.text80_without);
-    assert_ne!(text, s.text80_without);
-    assert!(text.contains("+0xDB"), "{text}");
-    let (out, _, _) = rewrite(text.as_bytes(), &[&s.pdbs]);
-    assert_eq!(String::from_utf8(out).unwrap(), upper(&s.text80_with));
-    // CRLF line endings are kept, and lines split across reads are whole again.
-    let crlf = s.text80_without.replace('\n', "\r\n");
-    let options = Options { dirs: vec![s.pdbs.clone()], pdbs: Vec::new(), servers: None };
-    let (out, _, _) = rewrite_with(crlf.as_bytes(), options.clone(), 1);
-    assert_eq!(String::from_utf8(out).unwrap(), s.text80_with.replace('\n', "\r\n"));
-    // No final newline.
-    let cut = s.text80_without.trim_end_matches('\n');
-    let (out, _, _) = rewrite_with(cut.as_bytes(), options, 3);
-    assert_eq!(String::from_utf8(out).unwrap(), s.text80_with.trim_end_matches('\n'));
+    for t in &s.current {
+        // Hex digits upper-cased in every frame (as another printer might write them); the frames
+        // left as they are keep their upper case.
+        let upper = |text: &str| -> String {
+            text.lines()
+                .map(|l| match l.rfind(":token 0x") {
+                    Some(i) => format!("{}:token 0x{}\n", &l[..i], l[i + 9..].to_ascii_uppercase().replace("+0X", "+0x")),
+                    None => format!("{l}\n"),
+                })
+                .collect()
+        };
+        let text = upper(&t.without);
+        assert_ne!(text, t.without);
+        assert!(text.contains("+0xDB"), "{text}");
+        let (out, _, _) = rewrite(text.as_bytes(), &[&s.pdbs]);
+        assert_eq!(String::from_utf8(out).unwrap(), upper(&t.with));
+        // CRLF line endings are kept, and lines split across reads are whole again.
+        let crlf = t.without.replace('\n', "\r\n");
+        let options = Options { dirs: vec![s.pdbs.clone()], pdbs: Vec::new(), servers: None };
+        let (out, _, _) = rewrite_with(crlf.as_bytes(), options.clone(), 1);
+        assert_eq!(String::from_utf8(out).unwrap(), t.with.replace('\n', "\r\n"));
+        // No final newline.
+        let cut = t.without.trim_end_matches('\n');
+        let (out, _, _) = rewrite_with(cut.as_bytes(), options, 3);
+        assert_eq!(String::from_utf8(out).unwrap(), t.with.trim_end_matches('\n'));
+    }
 }
 
 #[test]
 #[ignore = "needs .NET"]
 fn an_assembly_found_gives_its_own_pdb_embedded_or_beside_it() {
     let s = shop();
-    // The assembly and its PDB, as the runtime had them. Lib.dll is found too, and said to
-    // have no PDB.
-    let (out, notices, _) = rewrite(s.text80_without.as_bytes(), &[&s.with]);
-    assert_eq!(String::from_utf8(out).unwrap(), s.text80_with);
-    assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].starts_with("Lib.dll: found ") && notices[0].contains("names no PDB"), "{notices:?}");
-    // The same source built with its PDB embedded: the same tokens, offsets and lines.
-    let (out, notices, _) = rewrite(s.text80_without.as_bytes(), &[&s.embedded]);
-    assert_eq!(String::from_utf8(out).unwrap(), s.text80_with);
-    assert!(notices.is_empty(), "{notices:?}");
-    // The assembly beside a PDB of another build: its own PDB is looked for in every symbol
-    // directory, and found in the second.
-    let (out, notices, _) = rewrite(s.text80_without.as_bytes(), &[&s.other, &s.pdbs]);
-    assert_eq!(String::from_utf8(out).unwrap(), s.text80_with);
-    assert!(notices.is_empty(), "{notices:?}");
-    // Alone, the assembly decides: the PDB beside it, which a lookup by name would take as is,
-    // is of another build. Nothing changes, and the notice names the file passed over.
-    let (out, notices, stats) = rewrite(s.text80_without.as_bytes(), &[&s.other]);
-    assert_eq!(String::from_utf8(out).unwrap(), s.text80_without);
-    assert_eq!(stats.rewritten, 0);
-    assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].starts_with("Shop.dll: found ") && notices[0].contains("another build"), "{notices:?}");
-    assert!(notices[0].contains(&s.other.join("Shop.pdb").display().to_string()), "{notices:?}");
+    for t in &s.current {
+        // The assembly and its PDB, as the runtime had them. Lib.dll is found too, and said to
+        // have no PDB.
+        let (out, notices, _) = rewrite(t.without.as_bytes(), &[&s.with]);
+        assert_eq!(String::from_utf8(out).unwrap(), t.with);
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(notices[0].starts_with("Lib.dll: found ") && notices[0].contains("names no PDB"), "{notices:?}");
+        // The same source built with its PDB embedded: the same tokens, offsets and lines.
+        let (out, notices, _) = rewrite(t.without.as_bytes(), &[&s.embedded]);
+        assert_eq!(String::from_utf8(out).unwrap(), t.with);
+        assert!(notices.is_empty(), "{notices:?}");
+        // The assembly beside a PDB of another build: its own PDB is looked for in every symbol
+        // directory, and found in the second.
+        let (out, notices, _) = rewrite(t.without.as_bytes(), &[&s.other, &s.pdbs]);
+        assert_eq!(String::from_utf8(out).unwrap(), t.with);
+        assert!(notices.is_empty(), "{notices:?}");
+        // Alone, the assembly decides: the PDB beside it, which a lookup by name would take as is,
+        // is of another build. Nothing changes, and the notice names the file passed over.
+        let (out, notices, stats) = rewrite(t.without.as_bytes(), &[&s.other]);
+        assert_eq!(String::from_utf8(out).unwrap(), t.without);
+        assert_eq!(stats.rewritten, 0);
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(notices[0].starts_with("Shop.dll: found ") && notices[0].contains("another build"), "{notices:?}");
+        assert!(notices[0].contains(&s.other.join("Shop.pdb").display().to_string()), "{notices:?}");
+    }
 }
 
 #[test]
 #[ignore = "needs .NET"]
 fn a_named_pdb_stands_for_its_module() {
     let s = shop();
-    let options = Options { dirs: Vec::new(), pdbs: vec![s.pdbs.join("Shop.pdb")], servers: None };
-    let (out, _, _) = rewrite_with(s.text80_without.as_bytes(), options, 4096);
-    assert_eq!(String::from_utf8(out).unwrap(), s.text80_with);
+    for t in &s.current {
+        let options = Options { dirs: Vec::new(), pdbs: vec![s.pdbs.join("Shop.pdb")], servers: None };
+        let (out, _, _) = rewrite_with(t.without.as_bytes(), options, 4096);
+        assert_eq!(String::from_utf8(out).unwrap(), t.with);
+    }
 }
 
 #[test]
 #[ignore = "needs .NET"]
 fn what_31_prints_passes_through() {
     let s = shop();
-    // 3.1.23 has no ShowILOffsets: without the PDB, a frame is just `at METHOD`, with nothing to
+    // 3.1 has no ShowILOffsets: without the PDB, a frame is just `at METHOD`, with nothing to
     // look up, and with it, the line (its own rule for return addresses, not 8.0's).
     assert!(!s.text31_without.contains(":token"), "{}", s.text31_without);
     assert!(s.text31_without.contains("   at Shop.Pricing.Report(String where)\n"), "{}", s.text31_without);

@@ -77,7 +77,9 @@ pub fn mcs_compile(mcs: &Path, out: &Path, args: &[&str], sources: &[PathBuf]) {
 }
 
 /// The System.Reflection.Metadata oracle (tests/dotnet/srm-oracle), compiled once per test run
-/// against the 3.1 framework's own SRM, and a function running it with the 3.1 host.
+/// against the 3.1 framework's own SRM. Its runtimeconfig rolls forward from 3.1.0, so each
+/// runtime's host runs it with that runtime's own SRM (a newer framework's metadata may need a
+/// newer reader: 3.1's SRM fails on 10.0.12's CoreLib).
 pub fn srm_oracle(rt31: &Runtime, mcs: &Path) -> PathBuf {
     static ORACLE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     ORACLE
@@ -97,7 +99,8 @@ pub fn srm_oracle(rt31: &Runtime, mcs: &Path) -> PathBuf {
             let mut args = vec!["-nostdlib", "-noconfig", "-target:exe", "-nowarn:1702"];
             args.extend(refs.iter().map(String::as_str));
             mcs_compile(mcs, &dll, &args, &[repo_root().join("tests/dotnet/srm-oracle/SrmOracle.cs")]);
-            std::fs::write(dir.join("SrmOracle.runtimeconfig.json"), rt31.runtimeconfig()).unwrap();
+            let config = r#"{ "runtimeOptions": { "tfm": "netcoreapp3.1", "rollForward": "LatestMajor", "framework": { "name": "Microsoft.NETCore.App", "version": "3.1.0" }, "configProperties": { "System.Globalization.Invariant": true } } }"#;
+            std::fs::write(dir.join("SrmOracle.runtimeconfig.json"), config).unwrap();
             dll
         })
         .clone()
