@@ -314,7 +314,10 @@ fn assert_stubs_named_as_the_runtime_does(version: &str, dn: &Path, stubs: &[See
             }
         }
     }
-    assert!(stubs.len() >= 100, "{version}: {} stubs", stubs.len());
+    // 8.0's and 10.0's runtimes log hundreds of stubs in this run; 9.0.20's perf map logs far fewer
+    // (25 measured), all of them named here.
+    let least = if version == "9.0" { 10 } else { 100 };
+    assert!(stubs.len() >= least, "{version}: {} stubs", stubs.len());
     let kinds: std::collections::HashSet<&str> = stubs.iter().map(|s| stub_kind(&s.name)).collect();
     if version == "8.0" {
         assert!(kinds.contains("AllocateTemporaryEntryPoints<PRECODE_STUB>"), "{kinds:?}");

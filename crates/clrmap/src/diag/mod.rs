@@ -281,13 +281,33 @@ impl Client {
     }
 }
 
+/// The runtime's answer to a request it cannot serve yet (DS_IPC_E_NOT_YET_AVAILABLE, the value of
+/// CORPROF_E_NOT_YET_AVAILABLE; dotnet/runtime's ds-protocol.h).
+const NOT_YET_AVAILABLE: u32 = 0x8013_135B;
+
 impl Client {
     /// AttachProfiler (command set 0x03, id 0x01; ipc-protocol.md): load the profiler at `path`
     /// (a path as the target process sees it) with COM class `clsid` (a GUID in its in-memory
     /// layout) into the running process, which calls its `InitializeForAttach` with
     /// `client_data`. `attach_timeout` is how long the runtime may wait for that; the reply is
     /// awaited that long plus this client's timeout. The reply's HRESULT is the runtime's answer.
+    ///
+    /// A runtime still starting answers NOT_YET_AVAILABLE (0x8013135B, measured on 8.0.31 and
+    /// 9.0.20 right after their diagnostics socket appears): the request is sent again every
+    /// 100 ms until this client's timeout has passed, then that answer is the error.
     pub fn attach_profiler(&self, attach_timeout: Duration, clsid: [u8; 16], path: &str, client_data: &[u8]) -> Result<(), DiagError> {
+        let deadline = std::time::Instant::now().checked_add(self.timeout);
+        loop {
+            match self.attach_profiler_once(attach_timeout, clsid, path, client_data) {
+                Err(e) if e.hresult == Some(NOT_YET_AVAILABLE) && deadline.is_some_and(|d| std::time::Instant::now() < d) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn attach_profiler_once(&self, attach_timeout: Duration, clsid: [u8; 16], path: &str, client_data: &[u8]) -> Result<(), DiagError> {
         let mut payload = ipc::Payload::default();
         let ms = u32::try_from(attach_timeout.as_millis()).unwrap_or(u32::MAX);
         payload.u32(ms).raw(&clsid).string(path).array(client_data);

@@ -259,7 +259,9 @@ fn windows_x86_and_x64_frameworks_decode_and_pass_the_structural_checks() {
             images.insert(f.file_name().unwrap().to_string_lossy().into_owned(), counts);
         }
         let total = |g: fn(&Counts) -> usize| images.values().map(g).sum::<usize>();
-        let alignment = if fw.machine == Machine::X86 { 4 } else { 16 };
+        // 3.1's x86 code is packed at 4 bytes; 10.0's x86 code, like all x64 code, at 16 (measured:
+        // no gap of 16 bytes or more between 10.0.12's win-x86 functions).
+        let alignment = if fw.machine == Machine::X86 && old { 4 } else { 16 };
         let unaligned = gaps.iter().filter(|&&g| g >= alignment).count();
         let max_gap = gaps.iter().copied().max().unwrap_or(0);
         println!(
@@ -274,7 +276,8 @@ fn windows_x86_and_x64_frameworks_decode_and_pass_the_structural_checks() {
             total(|c| c.bodies),
             gaps.len(),
         );
-        assert!(images.len() > 150 && total(|c| c.bodies) > 130_000, "win-{}: too little data", fw.arch);
+        // 10.0's framework has fewer ReadyToRun images (91 on win-x86; its facades are IL only).
+        assert!(images.len() > if old { 150 } else { 80 } && total(|c| c.bodies) > 130_000, "win-{}: too little data", fw.arch);
         assert!(unaligned * 100 < gaps.len() && max_gap < 64, "win-{}: code lengths that leave gaps", fw.arch);
         if fw.machine == Machine::X86 && old {
             assert_eq!(total(|c| c.funclets), 0, "3.1's x86 code has no funclets");
