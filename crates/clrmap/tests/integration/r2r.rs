@@ -278,3 +278,95 @@ fn windows_x86_and_x64_frameworks_decode_and_pass_the_structural_checks() {
         assert!(differ.len() <= 2, "x86 and x64 counts differ in {differ:?}");
     }
 }
+
+/// What decoding every method's whole debug info found in one set of images.
+#[derive(Debug, Default)]
+struct Whole {
+    images: usize,
+    versions: std::collections::BTreeSet<(u16, u16)>,
+    methods: usize,
+    bounds: usize,
+    async_bounds: usize,
+    vars: usize,
+    call_returns: usize,
+    fat: usize,
+    async_points: usize,
+}
+
+/// Decode every entry point's debug info whole (bounds, variables, and the fat header's chunks),
+/// each chunk ending exactly where its last entry does (`r2r::debuginfo`), and every code body.
+fn decode_whole(files: &[PathBuf]) -> Whole {
+    let mut w = Whole::default();
+    for f in files {
+        let bytes = std::fs::read(f).unwrap();
+        let image = match ReadyToRunImage::parse(&bytes) {
+            Ok(i) => i,
+            Err(e) if e.kind == clrmap::ErrorKind::BadReadyToRun && e.offset().unwrap() == 0 => continue, // IL-only
+            Err(e) => panic!("{}: {e}", f.display()),
+        };
+        w.images += 1;
+        w.versions.insert((image.major, image.minor));
+        image.code_bodies().unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for e in image.entry_points().unwrap() {
+            let Some(d) = image.debug_info(e.runtime_function).unwrap_or_else(|err| panic!("{} 0x{:08X}: {err}", f.display(), e.token)) else { continue };
+            w.methods += 1;
+            w.bounds += d.bounds.len();
+            w.async_bounds += d.bounds.iter().filter(|b| b.source.0 & clrmap::ilmap::SourceTypes::ASYNC != 0).count();
+            w.vars += d.vars.len();
+            w.call_returns += d.vars.iter().filter(|v| v.call_return_il.is_some()).count();
+            w.async_points += d.async_points.len();
+            if !d.uninstrumented_bounds.is_empty() || !d.async_points.is_empty() || d.opaque_sizes != (0, 0) {
+                w.fat += 1;
+            }
+            for v in &d.vars {
+                assert!(v.start <= v.end, "{} 0x{:08X}: {v:?}", f.display(), e.token);
+                // Arguments and locals, or one of the special numbers -1 to -5.
+                assert!(v.number >= -5, "{} 0x{:08X}: {v:?}", f.display(), e.token);
+            }
+        }
+    }
+    w
+}
+
+/// Every method's whole debug info on every installed runtime: bounds, and the variables that
+/// 3.1 to 10.0 store start-first (10.0.12's R2R 16 included, whose bounds are bit-packed).
+#[test]
+#[ignore = "needs .NET"]
+fn every_method_of_every_r2r_assembly_decodes_whole_with_its_variables() {
+    for rt in runtimes("r2r::every_method_of_every_r2r_assembly_decodes_whole_with_its_variables") {
+        let w = decode_whole(&rt.assemblies());
+        println!("{}: {w:?}", rt.version);
+        assert!(w.images > 80 && w.methods > 50_000 && w.vars > 100_000, "{}: too little data", rt.version);
+        assert_eq!((w.fat, w.async_bounds, w.call_returns), (0, 0, 0), "{}: only .NET 11 has these", rt.version);
+    }
+}
+
+/// The images of .NET 11.0.0's runtime packs (linux-x64, linux-arm64, win-x64), laid out by
+/// scripts/install-dotnet.sh; a missing pack fails the test.
+fn net11_packs() -> Vec<(&'static str, Vec<PathBuf>)> {
+    let home = std::env::var_os("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".dotnet"));
+    ["linux-x64", "linux-arm64", "win-x64"]
+        .into_iter()
+        .map(|rid| {
+            let dir = home.join("packs").join(rid).join("11.0.0");
+            assert!(dir.is_dir(), "{}: the 11.0.0 {rid} pack is missing: run scripts/install-dotnet.sh", dir.display());
+            let files = dlls(&dir);
+            assert!(files.len() > 150, "{}: the 11.0.0 {rid} pack is missing: run scripts/install-dotnet.sh", dir.display());
+            (rid, files)
+        })
+        .collect()
+}
+
+/// Every method of every ReadyToRun image of the three 11.0.0 packs decodes whole in R2R 26's
+/// layout: bit-packed bounds with 3 source bits (Async=4 included), number-first variables.
+#[test]
+#[ignore = "needs .NET"]
+fn every_method_of_the_net11_packs_decodes_whole() {
+    for (rid, files) in net11_packs() {
+        let w = decode_whole(&files);
+        println!("11.0.0 {rid}: {w:?}");
+        assert_eq!(w.versions.iter().copied().collect::<Vec<_>>(), [(26, 1)], "{rid}: 11.0.0's images are R2R 26.1");
+        assert!(w.images > 90 && w.methods > 100_000 && w.vars > 200_000, "{rid}: too little data");
+        assert!(w.async_bounds > 100, "{rid}: runtime-async methods' bounds carry the Async source bit");
+    }
+}
