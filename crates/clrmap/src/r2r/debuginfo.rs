@@ -1,10 +1,10 @@
 //! Debug info blobs (ilmap.md §2.3-2.6): bounds, variables and the fat header's extra chunks of
 //! one method, read in the [`DebugInfoLayout`] that the image's ReadyToRun major selects.
 //!
-//! The layouts were measured on the real framework images (docs/rich-debug-info.md, "ReadyToRun
-//! versions"): R2R 10.1 (.NET 9.0.20) nibble bounds; 16.0 (10.0.12) bit-packed bounds with 2
-//! source bits; 26.1 (11.0.0) bit-packed bounds with 3 source bits, the fat-or-slim header and
-//! variables with their number first.
+//! The layouts were measured on the real framework images (docs/readytorun.md): R2R 10.1 (.NET
+//! 9.0.20) nibble bounds; 16.0 (10.0.12) bit-packed bounds with 2 source bits; 26.1 (11.0.0)
+//! bit-packed bounds with 3 source bits, the fat-or-slim header and variables with their number
+//! first.
 
 use super::native::Nibbles;
 use crate::ilmap::{Bound, IlOffset, SourceTypes};

@@ -306,9 +306,11 @@ fn decode_whole(files: &[PathBuf]) -> Whole {
         };
         w.images += 1;
         w.versions.insert((image.major, image.minor));
-        image.code_bodies().unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let sizes: std::collections::HashMap<u32, u32> =
+            image.code_bodies().unwrap_or_else(|e| panic!("{}: {e}", f.display())).iter().map(|b| (b.rva.unwrap(), b.code_size)).collect();
         for e in image.entry_points().unwrap() {
             let Some(d) = image.debug_info(e.runtime_function).unwrap_or_else(|err| panic!("{} 0x{:08X}: {err}", f.display(), e.token)) else { continue };
+            let code_size = sizes[&image.runtime_functions()[e.runtime_function as usize].begin];
             w.methods += 1;
             w.bounds += d.bounds.len();
             w.async_bounds += d.bounds.iter().filter(|b| b.source.0 & clrmap::ilmap::SourceTypes::ASYNC != 0).count();
@@ -319,7 +321,9 @@ fn decode_whole(files: &[PathBuf]) -> Whole {
                 w.fat += 1;
             }
             for v in &d.vars {
-                assert!(v.start <= v.end, "{} 0x{:08X}: {v:?}", f.display(), e.token);
+                // Live ranges inside the method's code: read in the wrong layout (a number taken
+                // for a start, a start for a length) they are not.
+                assert!(v.start <= v.end && v.end <= code_size, "{} 0x{:08X} (code 0x{code_size:X}): {v:?}", f.display(), e.token);
                 // Arguments and locals, or one of the special numbers -1 to -5.
                 assert!(v.number >= -5, "{} 0x{:08X}: {v:?}", f.display(), e.token);
             }
