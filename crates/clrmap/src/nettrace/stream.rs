@@ -484,7 +484,7 @@ mod tests {
         let mut v = b"Nettrace".to_vec();
         v.extend_from_slice(&20i32.to_le_bytes());
         v.extend_from_slice(SERIALIZATION);
-        let mut object = |v: &mut Vec<u8>, name: &[u8], version: i32| {
+        let object = |v: &mut Vec<u8>, name: &[u8], version: i32| {
             v.extend_from_slice(&[5, 5, 1]);
             v.extend_from_slice(&version.to_le_bytes());
             v.extend_from_slice(&version.min(4).to_le_bytes());
