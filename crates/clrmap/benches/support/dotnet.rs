@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+// Test support, shared with the test crates: a missing runtime fails loudly (panic, indexing).
+#[allow(clippy::panic, clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
 #[path = "../../../../tests/support/runtimes.rs"]
 mod runtimes_list;
 

@@ -147,8 +147,10 @@ impl Out<'_> {
     /// 4-byte stream offset and body; for `Trace`, the 48-byte Trace body.
     fn object(&mut self, name: &[u8], body: &[u8]) -> bool {
         let mut v = vec![5u8, 5, 1];
-        v.extend_from_slice(&4i32.to_le_bytes());
-        v.extend_from_slice(&4i32.to_le_bytes());
+        // The versions the runtimes write (and the newest read): Trace 4, blocks 2.
+        let version: i32 = if name == b"Trace" { 4 } else { 2 };
+        v.extend_from_slice(&version.to_le_bytes());
+        v.extend_from_slice(&version.to_le_bytes());
         v.extend_from_slice(&i32::try_from(name.len()).unwrap_or(0).to_le_bytes());
         v.extend_from_slice(name);
         v.push(6);
@@ -167,6 +169,10 @@ impl Out<'_> {
     fn stream_start(&mut self) -> bool {
         self.offset = 0;
         let mut trace = [0u8; 48];
+        // pointerSize 8, processId.
+        if let Some(size) = trace.get_mut(32..36) {
+            size.copy_from_slice(&8i32.to_le_bytes());
+        }
         if let Some(pid) = trace.get_mut(36..40) {
             pid.copy_from_slice(&std::process::id().to_le_bytes());
         }

@@ -392,8 +392,9 @@ enum Phase {
     Tag,
     /// The type: BeginPrivateObject, NullReference, i32 version, i32 min version, i32 name length.
     TypeFixed,
-    /// The type's name and its EndObject.
-    TypeName(usize),
+    /// The type's name and its EndObject; the type's version and minimum reader version, and the
+    /// offset of the version.
+    TypeName(usize, i32, i32, u64),
     /// The Trace object's 48 bytes and EndObject.
     TraceBody,
     /// A block's i32 size.
@@ -423,7 +424,7 @@ impl Framer {
             Phase::Prelude => PRELUDE.len(),
             Phase::Tag | Phase::End => 1,
             Phase::TypeFixed => 14,
-            Phase::TypeName(n) => n.saturating_add(1),
+            Phase::TypeName(n, ..) => n.saturating_add(1),
             Phase::TraceBody => 49,
             Phase::BlockSize => 4,
             Phase::Skip(_) | Phase::Done | Phase::Broken => 0,
@@ -485,18 +486,28 @@ impl Framer {
                 _ => self.fail("BeginPrivateObject or NullReference"),
             },
             Phase::TypeFixed => {
-                let len = match part.as_slice() {
-                    [5, 1, _, _, _, _, _, _, _, _, a, b, c, d] => i32::from_le_bytes([*a, *b, *c, *d]),
+                let (version, min_reader, len) = match part.as_slice() {
+                    [5, 1, v0, v1, v2, v3, m0, m1, m2, m3, a, b, c, d] => {
+                        (i32::from_le_bytes([*v0, *v1, *v2, *v3]), i32::from_le_bytes([*m0, *m1, *m2, *m3]), i32::from_le_bytes([*a, *b, *c, *d]))
+                    }
                     _ => return self.fail("a type header"),
                 };
+                // The version is 12 bytes before the end of this part.
+                let version_at = self.offset.saturating_sub(12);
                 match usize::try_from(len).ok().filter(|&n| n <= 64) {
-                    Some(n) => self.phase = Phase::TypeName(n),
+                    Some(n) => self.phase = Phase::TypeName(n, version, min_reader, version_at),
                     None => self.fail("a type name of at most 64 bytes"),
                 }
             }
-            Phase::TypeName(n) => {
+            Phase::TypeName(n, version, min_reader, version_at) => {
                 if part.get(n) != Some(&6) {
                     return self.fail("the type's EndObject");
+                }
+                // The same version rule as the file reader's (`nettrace::stream`).
+                if let Err(e) = crate::nettrace::check_type_version(part.get(..n).unwrap_or(&[]), version, min_reader, version_at) {
+                    self.fault = Some(e.to_string());
+                    self.phase = Phase::Broken;
+                    return;
                 }
                 self.phase = if part.get(..n) == Some(b"Trace".as_slice()) { Phase::TraceBody } else { Phase::BlockSize };
             }
@@ -561,8 +572,10 @@ mod tests {
 
     fn object(name: &[u8], body: &[u8], at: usize) -> Vec<u8> {
         let mut v = vec![5, 5, 1];
-        v.extend_from_slice(&4i32.to_le_bytes());
-        v.extend_from_slice(&4i32.to_le_bytes());
+        // As the runtimes write: Trace 4 (min reader 4), blocks 2 (min reader 2).
+        let version: i32 = if name == b"Trace" { 4 } else { 2 };
+        v.extend_from_slice(&version.to_le_bytes());
+        v.extend_from_slice(&version.to_le_bytes());
         v.extend_from_slice(&(name.len() as i32).to_le_bytes());
         v.extend_from_slice(name);
         v.push(6);
@@ -576,6 +589,23 @@ mod tests {
         }
         v.push(6);
         v
+    }
+
+    #[test]
+    fn the_framer_refuses_a_version_above_the_newest_known() {
+        // The same rule as the file reader's: a Trace object of version 5 stops the framer.
+        let mut t = PRELUDE.to_vec();
+        t.extend_from_slice(&[5, 5, 1]);
+        t.extend_from_slice(&5i32.to_le_bytes());
+        t.extend_from_slice(&4i32.to_le_bytes());
+        t.extend_from_slice(&5i32.to_le_bytes());
+        t.extend_from_slice(b"Trace\x06");
+        let mut f = Framer::default();
+        f.feed(&t);
+        let fault = f.fault().unwrap();
+        assert!(fault.starts_with("unsupported_version at offset 35"), "{fault}");
+        assert!(fault.contains("found version 5, the newest known is 4"), "{fault}");
+        assert!(!f.complete());
     }
 
     #[test]

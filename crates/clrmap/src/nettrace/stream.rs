@@ -52,6 +52,41 @@ fn bad(at: u64, expected: &'static str) -> Error {
     Error::new(ErrorKind::BadTrace, at, expected)
 }
 
+/// The newest `Trace` object version read here: 4, what 3.1.23, 8.0.4 and the SDK machine's
+/// runtimes write (measured on the committed traces: `Trace` 4, min reader 4).
+pub const NEWEST_TRACE_VERSION: u32 = 4;
+/// The newest block version read here (EventBlock, MetadataBlock, StackBlock, SPBlock: 2, min
+/// reader 2, in the same traces).
+pub const NEWEST_BLOCK_VERSION: u32 = 2;
+
+/// How a stream is encoded, read once from its header (the `Trace` object's type and body) and
+/// branched on by the readers of its blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoding {
+    /// The `Trace` object's type version (the format version).
+    pub version: u32,
+    /// The oldest reader version that can read it, as the writer says.
+    pub min_reader_version: u32,
+    /// The traced process's pointer size (4 or 8): stack blocks hold addresses of this size.
+    pub pointer_size: u32,
+}
+
+/// Check an object's type header before reading its body: a version, or a minimum reader
+/// version, above the newest known is `unsupported_version` naming both numbers (`at` is the
+/// version field). FastSerialization lets a newer writer change a type's layout with its
+/// version, so reading on would misread. One rule for both readers of the container
+/// (this module and `diag::session`'s framer).
+pub fn check_type_version(name: &[u8], version: i32, min_reader: i32, at: u64) -> Result<()> {
+    let newest = if name == b"Trace" { NEWEST_TRACE_VERSION } else { NEWEST_BLOCK_VERSION };
+    let found = u32::try_from(version.max(min_reader)).unwrap_or(u32::MAX);
+    if found > newest {
+        // The minimum reader version follows the version: name the field that is too new.
+        let at = if version < min_reader { at.saturating_add(4) } else { at };
+        return Err(Error::unsupported_version(at, found, newest, "a nettrace object version this reader knows"));
+    }
+    Ok(())
+}
+
 /// What a metadata record says about an event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventMeta {
@@ -96,6 +131,8 @@ pub struct Stats {
     pub process_id: Option<u32>,
     /// The traced process's pointer size in bytes (4 or 8), from the Trace object.
     pub pointer_size: Option<u32>,
+    /// The stream's encoding, from its Trace object.
+    pub encoding: Option<Encoding>,
     /// The sample profiler's interval in nanoseconds (`expectedCPUSamplingRate`), from the
     /// Trace object; 0 or absent when the trace does not say.
     pub sampling_rate_ns: Option<u32>,
@@ -248,13 +285,15 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
         }
         input.tag(TAG_BEGIN_PRIVATE_OBJECT, "the type's BeginPrivateObject")?;
         input.tag(TAG_NULL, "the type's NullReference")?;
-        let _version = input.i32("the type version")?;
-        let _min_reader = input.i32("the minimum reader version")?;
+        let version_at = input.offset;
+        let version = input.i32("the type version")?;
+        let min_reader = input.i32("the minimum reader version")?;
         let name_at = input.offset;
         let name_len = input.i32("the type name length")?;
         let name_len = usize::try_from(name_len).ok().filter(|&n| n <= 64).ok_or(bad(name_at, "a type name of at most 64 bytes"))?;
         let mut name = vec![0u8; name_len];
         input.exact(&mut name, "the type name")?;
+        check_type_version(&name, version, min_reader, version_at)?;
         let name = String::from_utf8_lossy(&name).into_owned();
         input.tag(TAG_END_OBJECT, "the type's EndObject")?;
         if name == "Trace" {
@@ -264,7 +303,11 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
             let mut q = [0u8; 8];
             input.exact(&mut q, "the Trace object's QPC frequency")?;
             stats.qpc_frequency = Some(u64::from_le_bytes(q));
-            stats.pointer_size = u32::try_from(input.i32("the Trace object's pointer size")?).ok();
+            let pointer_size_at = input.offset;
+            let pointer_size = input.i32("the Trace object's pointer size")?;
+            let pointer_size = u32::try_from(pointer_size).ok().filter(|p| matches!(p, 4 | 8)).ok_or(bad(pointer_size_at, "a pointer size of 4 or 8"))?;
+            stats.pointer_size = Some(pointer_size);
+            stats.encoding = Some(Encoding { version: version as u32, min_reader_version: min_reader as u32, pointer_size });
             stats.process_id = u32::try_from(input.i32("the Trace object's process id")?).ok();
             input.skip(4, "the Trace object")?;
             stats.sampling_rate_ns = u32::try_from(input.i32("the Trace object's sampling rate")?).ok();
@@ -299,7 +342,8 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
                         done?;
                     }
                 }
-                "StackBlock" => side(Side::Stacks { body: r, pointer_size: if stats.pointer_size == Some(4) { 4 } else { 8 } }),
+                // Addresses of the encoding's pointer size (8 when no Trace object came first).
+                "StackBlock" => side(Side::Stacks { body: r, pointer_size: stats.encoding.map_or(8, |e| e.pointer_size as usize) }),
                 "SPBlock" => side(Side::SequencePoint),
                 _ => {} // Unknown blocks are skipped.
             }
@@ -428,4 +472,59 @@ fn block_events(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Nettrace`, the serialization signature, a Trace object of type version `trace`, an
+    /// SPBlock of version `block` with an empty body, and the closing NullReference.
+    fn trace(trace: i32, block: i32) -> Vec<u8> {
+        let mut v = b"Nettrace".to_vec();
+        v.extend_from_slice(&20i32.to_le_bytes());
+        v.extend_from_slice(SERIALIZATION);
+        let object = |v: &mut Vec<u8>, name: &[u8], version: i32| {
+            v.extend_from_slice(&[5, 5, 1]);
+            v.extend_from_slice(&version.to_le_bytes());
+            v.extend_from_slice(&version.min(4).to_le_bytes());
+            v.extend_from_slice(&(name.len() as i32).to_le_bytes());
+            v.extend_from_slice(name);
+            v.push(6);
+        };
+        object(&mut v, b"Trace", trace);
+        // SYSTEMTIME, syncTimeQPC, qpcFrequency, pointerSize, processId, numProcessors, rate.
+        v.extend_from_slice(&[0; 24]);
+        v.extend_from_slice(&1_000_000u64.to_le_bytes());
+        for x in [8i32, 42, 2, 1_000_000] {
+            v.extend_from_slice(&x.to_le_bytes());
+        }
+        v.push(6);
+        object(&mut v, b"SPBlock", block);
+        v.extend_from_slice(&0i32.to_le_bytes());
+        while v.len() % 4 != 0 {
+            v.push(0);
+        }
+        v.push(6);
+        v.push(1);
+        v
+    }
+
+    #[test]
+    fn the_header_is_read_once_into_an_encoding() {
+        let stats = read_events(&trace(4, 2)[..], |_| {}).unwrap();
+        assert_eq!(stats.encoding, Some(Encoding { version: 4, min_reader_version: 4, pointer_size: 8 }));
+    }
+
+    #[test]
+    fn a_version_above_the_newest_known_is_refused() {
+        // Issue #31's acceptance: the Trace object one version above, at its version field
+        // (after the 8 + 4 + 20 bytes of the prelude and the 3 tags).
+        let e = read_events(&trace(5, 2)[..], |_| {}).unwrap_err();
+        assert_eq!((e.kind, e.offset(), e.versions), (ErrorKind::UnsupportedVersion, Some(35), Some((5, NEWEST_TRACE_VERSION))));
+        assert!(e.to_string().contains("found version 5, the newest known is 4"), "{e}");
+        // A block one version above.
+        let e = read_events(&trace(4, 3)[..], |_| {}).unwrap_err();
+        assert_eq!((e.kind, e.versions), (ErrorKind::UnsupportedVersion, Some((3, NEWEST_BLOCK_VERSION))));
+    }
 }

@@ -1,4 +1,10 @@
-//! Debug info blobs (ilmap.md §2.3-2.6): bounds and variables of one method, by R2R major.
+//! Debug info blobs (ilmap.md §2.3-2.6): bounds, variables and the fat header's extra chunks of
+//! one method, read in the [`DebugInfoLayout`] that the image's ReadyToRun major selects.
+//!
+//! The layouts were measured on the real framework images (docs/readytorun.md): R2R 10.1 (.NET
+//! 9.0.20) nibble bounds; 16.0 (10.0.12) bit-packed bounds with 2 source bits; 26.1 (11.0.0)
+//! bit-packed bounds with 3 source bits, the fat-or-slim header and variables with their number
+//! first.
 
 use super::native::Nibbles;
 use crate::ilmap::{Bound, IlOffset, SourceTypes};
@@ -40,15 +46,141 @@ pub struct Var {
     pub number: i32,
     /// Where it lives.
     pub loc: VarLoc,
+    /// For a call's return value (number −5, `CALL_RETURN_ILNUM`, layout `number_first` only):
+    /// the IL offset of the call. Its range is then `[start, start + 1)`.
+    pub call_return_il: Option<u32>,
 }
 
-/// The bounds and variables of one method, as stored (native order).
+/// How a method's blob starts (ilmap.md §2.3-2.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HeaderLayout {
+    /// `cbBounds, cbVars` (majors 3-16).
+    Slim,
+    /// Majors ≥ 17: a first value 0 marks the fat header (six sizes: bounds, vars,
+    /// uninstrumented bounds, patchpoint info, rich debug info, async info; the cDAC's
+    /// `DebugInfo.md`, "Header Encoding"); any other first value is the slim header's cbBounds.
+    FatOrSlim,
+}
+
+/// How the bounds are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BoundsLayout {
+    /// §2.3: count, then (native delta, IL + 3, raw `SourceTypes`) as nibble values (majors 3-15).
+    Nibble,
+    /// §2.5: fixed-width records of `source_bits` + N + I bits: 2 source bits at major 16 (0, 1
+    /// CALL_INSTRUCTION, 2 STACK_EMPTY, 3 both), 3 independent ones from 17 (bit 0
+    /// CALL_INSTRUCTION, bit 1 STACK_EMPTY, bit 2 ASYNC; `DebugInfo.md`, "Bounds Entry Encoding").
+    BitPacked {
+        /// 2 or 3.
+        source_bits: u32,
+    },
+}
+
+/// How the variables are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VarsLayout {
+    /// §2.3: start, length, number + 4 (`MAX_ILNUM` −4), location (majors 3-16; on 10.0.12's
+    /// images the first value is 0, a prolog start, for most variables).
+    StartFirst,
+    /// `DebugInfo.md`, "Vars Data Encoding": number + 6 (`MAX_ILNUM` −6), start, then the length,
+    /// or for number −5 (`CALL_RETURN_ILNUM`) the call's IL offset; then the location. Measured
+    /// on 11.0.0 (R2R 26): the first value is never below 2 and is mostly 6-8 (arguments 0-2), so
+    /// it is the number, not a start offset.
+    NumberFirst,
+    /// Not known for this major (17-25, .NET 11 previews: the layout changed in one of them and
+    /// no image of theirs was read): variables are not decoded.
+    Unknown,
+}
+
+/// The layout of a method's debug info for one ReadyToRun major: the one place that turns a
+/// major into decoding decisions (the reader and the synthetic-image writer both use it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DebugInfoLayout {
+    /// The header.
+    pub header: HeaderLayout,
+    /// The bounds.
+    pub bounds: BoundsLayout,
+    /// The variables.
+    pub vars: VarsLayout,
+}
+
+/// The newest ReadyToRun major whose images were read here (11.0.0's, R2R 26.1): images above
+/// it are `unsupported_version` unless the user assumes a layout.
+pub const NEWEST_PROVEN_MAJOR: u16 = 26;
+
+impl DebugInfoLayout {
+    /// Majors 3-15 (3.1 is R2R 3.1, .NET 8 9.1, .NET 9 10.1).
+    pub const NIBBLE: Self = DebugInfoLayout { header: HeaderLayout::Slim, bounds: BoundsLayout::Nibble, vars: VarsLayout::StartFirst };
+    /// Major 16 (.NET 10): `readytorun.h` "R2R Version 16 replaces the compression format for
+    /// debug boundaries".
+    pub const BITPACKED2: Self = DebugInfoLayout { header: HeaderLayout::Slim, bounds: BoundsLayout::BitPacked { source_bits: 2 }, vars: VarsLayout::StartFirst };
+    /// Majors 17-25 (.NET 11 previews): the fat header and 3 source bits (dotnet/runtime#120303,
+    /// #121418); variables unknown.
+    pub const FAT3_PREVIEW: Self = DebugInfoLayout { header: HeaderLayout::FatOrSlim, bounds: BoundsLayout::BitPacked { source_bits: 3 }, vars: VarsLayout::Unknown };
+    /// Major 26 (.NET 11.0.0), measured.
+    pub const FAT3: Self = DebugInfoLayout { header: HeaderLayout::FatOrSlim, bounds: BoundsLayout::BitPacked { source_bits: 3 }, vars: VarsLayout::NumberFirst };
+
+    /// The layout of `major`; `None` below 3 (2.x images predate the format of §2.3) and above
+    /// [`NEWEST_PROVEN_MAJOR`] (a future major may change it again: refused, never misread).
+    pub const fn for_major(major: u16) -> Option<Self> {
+        match major {
+            3..=15 => Some(Self::NIBBLE),
+            16 => Some(Self::BITPACKED2),
+            17..=25 => Some(Self::FAT3_PREVIEW),
+            26 => Some(Self::FAT3),
+            _ => None,
+        }
+    }
+
+    /// The layout a user names with `--assume-layout`: a major's number (`26`) whose layout is
+    /// known.
+    pub fn parse(text: &str) -> Option<Self> {
+        text.trim().parse::<u16>().ok().and_then(Self::for_major)
+    }
+}
+
+/// The bounds, variables and extra chunks of one method, as stored (native order).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DebugInfo {
     /// Raw bounds, native order.
     pub bounds: Vec<Bound>,
-    /// Variables.
+    /// Variables (empty where the layout's variables are [`VarsLayout::Unknown`]).
     pub vars: Vec<Var>,
+    /// The fat header's uninstrumented bounds (same encoding as the bounds), if any.
+    pub uninstrumented_bounds: Vec<Bound>,
+    /// The fat header's async suspension points, if any.
+    pub async_points: Vec<AsyncSuspension>,
+    /// The sizes of the fat header's opaque chunks: patchpoint info and rich debug info (their
+    /// bytes are inside the blob, checked to fit; their contents are not read).
+    pub opaque_sizes: (u32, u32),
+}
+
+/// A native offset where an async method may suspend, and the locals its continuation keeps
+/// (`DebugInfo.md`, "AsyncInfo Data Encoding").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct AsyncSuspension {
+    /// The diagnostic native offset.
+    pub native_offset: i64,
+    /// (IL variable number, offset in the continuation's data).
+    pub locals: Vec<(i32, u32)>,
+}
+
+/// A method's blob cut into its chunks, after its header (absent chunks are empty).
+#[derive(Clone, Copy, Debug)]
+pub struct Chunks<'a> {
+    /// The bounds.
+    pub bounds: Reader<'a>,
+    /// The variables.
+    pub vars: Reader<'a>,
+    /// Uninstrumented bounds (fat only).
+    pub uninstrumented: Reader<'a>,
+    /// Patchpoint info (fat only).
+    pub patchpoint: Reader<'a>,
+    /// Rich debug info (fat only).
+    pub rich: Reader<'a>,
+    /// Async info (fat only).
+    pub async_info: Reader<'a>,
 }
 
 /// The IL field as stored: EPILOG 0, PROLOG 1, NO_MAPPING 2, IL n as n + 3 (§2.3).
@@ -56,60 +188,85 @@ fn il_from_biased(v: u32) -> IlOffset {
     IlOffset::from_raw(v.wrapping_add(0xFFFF_FFFD))
 }
 
-/// Decode a method's blob for R2R `major`, starting at `blob` (bounded by the section).
-pub fn decode(blob: Reader<'_>, major: u16) -> Result<DebugInfo> {
-    decode_parts(blob, major, true)
+/// Decode a whole blob in `layout`, starting at `blob` (bounded by the section).
+pub fn decode(blob: Reader<'_>, layout: DebugInfoLayout) -> Result<DebugInfo> {
+    decode_parts(blob, layout, true)
 }
 
-/// Like [`decode`], but variables are decoded only when `with_vars`.
-pub fn decode_parts(blob: Reader<'_>, major: u16, with_vars: bool) -> Result<DebugInfo> {
-    let (bounds_bytes, vars_bytes) = split(blob, major)?;
-    let mut bounds = Vec::new();
-    bounds_into(bounds_bytes, major, &mut bounds)?;
-    let vars = if !with_vars || vars_bytes.is_empty() || major >= 16 { Vec::new() } else { nibble_vars(vars_bytes)? };
-    Ok(DebugInfo { bounds, vars })
+/// Like [`decode`], but variables and the extra chunks are decoded only when `with_vars`.
+pub fn decode_parts(blob: Reader<'_>, layout: DebugInfoLayout, with_vars: bool) -> Result<DebugInfo> {
+    let chunks = split(blob, layout)?;
+    let mut info = DebugInfo::default();
+    bounds_into(chunks.bounds, layout.bounds, &mut info.bounds)?;
+    if !with_vars {
+        return Ok(info);
+    }
+    info.vars = vars(chunks.vars, layout.vars)?;
+    bounds_into(chunks.uninstrumented, layout.bounds, &mut info.uninstrumented_bounds)?;
+    info.async_points = async_info(chunks.async_info)?;
+    info.opaque_sizes = (chunks.patchpoint.len() as u32, chunks.rich.len() as u32);
+    Ok(info)
 }
 
-/// A method's blob split into its bounds and its variables, after the header of sizes (§2.3;
-/// the fat header of majors ≥ 17, §2.4).
-pub fn split(blob: Reader<'_>, major: u16) -> Result<(Reader<'_>, Reader<'_>)> {
+/// A method's blob split into its chunks, after the header of sizes (§2.3; the fat header,
+/// §2.4). Chunks follow the header in the header's order (`DebugInfo.md`: "chunk start addresses
+/// are computed by linear accumulation").
+pub fn split(blob: Reader<'_>, layout: DebugInfoLayout) -> Result<Chunks<'_>> {
     let mut header = Nibbles::new(blob);
     let at = blob.offset();
-    let (cb_bounds, cb_vars) = if major >= 17 {
-        // §2.4: a first value 0 marks the fat header (six sizes); otherwise the slim one.
-        let first = header.unsigned()?;
-        if first == 0 {
-            let bounds = header.unsigned()?;
-            let vars = header.unsigned()?;
-            for _ in 0..4 {
-                header.unsigned()?;
-            }
-            (bounds, vars)
-        } else {
-            (first, header.unsigned()?)
+    let mut sizes = [0u32; 6];
+    let first = header.unsigned()?;
+    if layout.header == HeaderLayout::FatOrSlim && first == 0 {
+        // `DEBUG_INFO_FAT`: six sizes follow.
+        for s in &mut sizes {
+            *s = header.unsigned()?;
         }
-    } else if major >= 3 {
-        (header.unsigned()?, header.unsigned()?)
     } else {
-        return Err(Error::new(ErrorKind::UnsupportedVersion, at, "a ReadyToRun major of 3 or more"));
-    };
+        sizes[0] = first;
+        sizes[1] = header.unsigned()?;
+    }
     let mut r = blob;
     r.skip(usize::try_from(header.next_byte().saturating_sub(at)).unwrap_or(usize::MAX), "the debug info header")?;
-    let bounds = r.split(cb_bounds as usize, "the bounds").map_err(|_| bad(at, "bounds inside the section"))?;
-    let vars = r.split(cb_vars as usize, "the variables").map_err(|_| bad(at, "variables inside the section"))?;
-    Ok((bounds, vars))
+    let [b, v, u, p, rich, a] = sizes;
+    let mut take = |n: u32, what: &'static str| r.split(n as usize, what).map_err(|_| bad(at, what));
+    Ok(Chunks {
+        bounds: take(b, "bounds inside the section")?,
+        vars: take(v, "variables inside the section")?,
+        uninstrumented: take(u, "uninstrumented bounds inside the section")?,
+        patchpoint: take(p, "patchpoint info inside the section")?,
+        rich: take(rich, "rich debug info inside the section")?,
+        async_info: take(a, "async info inside the section")?,
+    })
 }
 
-/// Decode the bounds part of a blob for R2R `major` into `out` (cleared first), so that a caller
-/// decoding many methods reuses one buffer.
-pub fn bounds_into(bytes: Reader<'_>, major: u16, out: &mut Vec<Bound>) -> Result<()> {
+/// Decode a bounds chunk in `layout` into `out` (cleared first), so that a caller decoding many
+/// methods reuses one buffer. The chunk must be exactly the entries its count announces.
+pub fn bounds_into(bytes: Reader<'_>, layout: BoundsLayout, out: &mut Vec<Bound>) -> Result<()> {
     out.clear();
-    if bytes.is_empty() {
+    match layout {
+        _ if bytes.is_empty() => Ok(()),
+        BoundsLayout::Nibble => nibble_bounds_into(bytes, out),
+        BoundsLayout::BitPacked { source_bits } => bitpacked_bounds_into(bytes, source_bits, out),
+    }
+}
+
+/// Decode a variables chunk in `layout`; empty for an empty chunk or an unknown layout.
+pub fn vars(bytes: Reader<'_>, layout: VarsLayout) -> Result<Vec<Var>> {
+    match layout {
+        _ if bytes.is_empty() => Ok(Vec::new()),
+        VarsLayout::StartFirst => nibble_vars(bytes),
+        VarsLayout::NumberFirst => number_first_vars(bytes),
+        VarsLayout::Unknown => Ok(Vec::new()),
+    }
+}
+
+/// A nibble-coded chunk must end where its last value ends, but for the flush's padding nibble.
+fn whole(n: &Nibbles<'_>, bytes: Reader<'_>, what: &'static str) -> Result<()> {
+    let end = bytes.offset().saturating_add(bytes.len() as u64);
+    if n.next_byte() == end {
         Ok(())
-    } else if major >= 16 {
-        bitpacked_bounds_into(bytes, if major >= 17 { 3 } else { 2 }, out)
     } else {
-        nibble_bounds_into(bytes, out)
+        Err(bad(n.next_byte(), what))
     }
 }
 
@@ -134,7 +291,9 @@ fn nibble_bounds_into(bytes: Reader<'_>, out: &mut Vec<Bound>) -> Result<()> {
         let source = SourceTypes(n.unsigned()?);
         out.push(Bound { native_offset: native, il_offset: il, source });
     }
-    Ok(())
+    // The writer (`CompressBoundaries`) writes exactly cbBounds bytes: anything after the last
+    // entry means the count or the sizes are wrong.
+    whole(&n, bytes, "the end of the bounds after their last entry")
 }
 
 /// §2.5: count, N−1, I−1 as nibbles, then count records of S+N+I bits, LSB first.
@@ -157,8 +316,14 @@ fn bitpacked_bounds_into(bytes: Reader<'_>, source_bits: u32, out: &mut Vec<Boun
     r.skip(usize::try_from(n.next_byte().saturating_sub(at)).unwrap_or(usize::MAX), "the bounds header")?;
     let record = source_bits.saturating_add(native_bits).saturating_add(il_bits);
     let needed = u64::from(count).saturating_mul(u64::from(record)).div_ceil(8);
-    if needed > r.len() as u64 {
-        return Err(bad(r.offset(), "bit-packed records inside the bounds"));
+    // The records fill the chunk, the last byte zero-padded. Measured: 10.0.12's crossgen2 wrote
+    // 32 more zero bytes after the records of 273 of CoreLib's 48,655 bounds (never 11.0.0's), so
+    // what follows the records must be zeros; anything else is a wrong count or width.
+    let rest = usize::try_from(needed).ok().and_then(|n| r.as_slice().get(n..));
+    match rest {
+        Some(tail) if tail.iter().all(|&b| b == 0) => {}
+        Some(_) => return Err(bad(r.offset(), "zeros after the bit-packed records")),
+        None => return Err(bad(r.offset(), "bit-packed records inside the bounds")),
     }
     let data = r.as_slice();
     out.reserve(count as usize);
@@ -197,9 +362,28 @@ fn bitpacked_bounds_into(bytes: Reader<'_>, source_bits: u32, out: &mut Vec<Boun
     Ok(())
 }
 
-/// §2.3 vars (3.1 layout): start, length, number + 4, location kind and its fields.
+/// A location kind and its fields (§2.3 `VarLocType`; the same in both variable layouts).
+fn var_loc(n: &mut Nibbles<'_>) -> Result<VarLoc> {
+    let at = n.next_byte();
+    Ok(match n.unsigned()? {
+        0 => VarLoc::Reg { reg: n.unsigned()? },
+        1 => VarLoc::RegByRef { reg: n.unsigned()? },
+        2 => VarLoc::RegFp { reg: n.unsigned()? },
+        3 => VarLoc::Stack { base_reg: n.unsigned()?, offset: n.signed()? },
+        4 => VarLoc::StackByRef { base_reg: n.unsigned()?, offset: n.signed()? },
+        5 => VarLoc::RegReg { reg1: n.unsigned()?, reg2: n.unsigned()? },
+        6 => VarLoc::RegStack { reg: n.unsigned()?, base_reg: n.unsigned()?, offset: n.signed()? },
+        7 => VarLoc::StackReg { offset: n.signed()?, base_reg: n.unsigned()?, reg: n.unsigned()? },
+        8 => VarLoc::Stack2 { base_reg: n.unsigned()?, offset: n.signed()? },
+        9 => VarLoc::FpStack { reg: n.unsigned()? },
+        10 => VarLoc::FixedVa { offset: n.unsigned()? },
+        _ => return Err(bad(at, "a variable location kind 0-10")),
+    })
+}
+
+/// §2.3 vars ([`VarsLayout::StartFirst`]): start, length, number + 4, location kind and its
+/// fields.
 pub fn nibble_vars(bytes: Reader<'_>) -> Result<Vec<Var>> {
-    let at = bytes.offset();
     let mut n = Nibbles::new(bytes);
     let count = n.unsigned()?;
     let mut out = Vec::with_capacity((count as usize).min(bytes.len().saturating_mul(2) / 4));
@@ -207,22 +391,77 @@ pub fn nibble_vars(bytes: Reader<'_>) -> Result<Vec<Var>> {
         let start = n.unsigned()?;
         let end = start.wrapping_add(n.unsigned()?);
         let number = (n.unsigned()? as i32).wrapping_sub(4);
-        let loc = match n.unsigned()? {
-            0 => VarLoc::Reg { reg: n.unsigned()? },
-            1 => VarLoc::RegByRef { reg: n.unsigned()? },
-            2 => VarLoc::RegFp { reg: n.unsigned()? },
-            3 => VarLoc::Stack { base_reg: n.unsigned()?, offset: n.signed()? },
-            4 => VarLoc::StackByRef { base_reg: n.unsigned()?, offset: n.signed()? },
-            5 => VarLoc::RegReg { reg1: n.unsigned()?, reg2: n.unsigned()? },
-            6 => VarLoc::RegStack { reg: n.unsigned()?, base_reg: n.unsigned()?, offset: n.signed()? },
-            7 => VarLoc::StackReg { offset: n.signed()?, base_reg: n.unsigned()?, reg: n.unsigned()? },
-            8 => VarLoc::Stack2 { base_reg: n.unsigned()?, offset: n.signed()? },
-            9 => VarLoc::FpStack { reg: n.unsigned()? },
-            10 => VarLoc::FixedVa { offset: n.unsigned()? },
-            _ => return Err(bad(at, "a variable location kind 0-10")),
-        };
-        out.push(Var { start, end, number, loc });
+        let loc = var_loc(&mut n)?;
+        out.push(Var { start, end, number, loc, call_return_il: None });
     }
+    whole(&n, bytes, "the end of the variables after their last entry")?;
+    Ok(out)
+}
+
+/// `MAX_ILNUM` of [`VarsLayout::NumberFirst`] (`DebugInfo.md`, constants): numbers are stored
+/// biased by 6.
+const NUMBER_FIRST_BIAS: i32 = 6;
+/// `CALL_RETURN_ILNUM`: a call's return value.
+const CALL_RETURN_ILNUM: i32 = -5;
+
+/// [`VarsLayout::NumberFirst`] (`DebugInfo.md`, "Vars Data Encoding"): number + 6, start, then
+/// the length or (a call's return value) the call's IL offset, then the location.
+pub fn number_first_vars(bytes: Reader<'_>) -> Result<Vec<Var>> {
+    let mut n = Nibbles::new(bytes);
+    let count = n.unsigned()?;
+    let mut out = Vec::with_capacity((count as usize).min(bytes.len().saturating_mul(2) / 4));
+    for _ in 0..count {
+        let number = (n.unsigned()? as i32).wrapping_sub(NUMBER_FIRST_BIAS);
+        let start = n.unsigned()?;
+        let (end, call_return_il) = if number == CALL_RETURN_ILNUM {
+            // "endOffset is implicit and equals startOffset + 1".
+            (start.wrapping_add(1), Some(n.unsigned()?))
+        } else {
+            (start.wrapping_add(n.unsigned()?), None)
+        };
+        let loc = var_loc(&mut n)?;
+        out.push(Var { start, end, number, loc, call_return_il });
+    }
+    whole(&n, bytes, "the end of the variables after their last entry")?;
+    Ok(out)
+}
+
+/// The async info chunk (`DebugInfo.md`, "AsyncInfo Data Encoding"): the suspension-point count,
+/// the total variable count, per point a signed native-offset delta and its variable count, then
+/// every variable as (number + 6, offset in the continuation's data).
+pub fn async_info(bytes: Reader<'_>) -> Result<Vec<AsyncSuspension>> {
+    if bytes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut n = Nibbles::new(bytes);
+    let count_at = n.next_byte();
+    let points = n.unsigned()?;
+    let total = n.unsigned()?;
+    // Each point takes at least two nibbles, each variable two: bounded by the chunk's size.
+    let room = bytes.len().saturating_mul(2) as u64;
+    if u64::from(points).saturating_mul(2) > room || u64::from(total).saturating_mul(2) > room {
+        return Err(bad(count_at, "async counts whose entries fit in the chunk"));
+    }
+    let mut out = Vec::with_capacity(points as usize);
+    let mut counts = Vec::with_capacity(points as usize);
+    let mut native = 0i64;
+    for _ in 0..points {
+        // "Deltas are not required to be monotonic".
+        native = native.saturating_add(i64::from(n.signed()?));
+        counts.push(n.unsigned()?);
+        out.push(AsyncSuspension { native_offset: native, locals: Vec::new() });
+    }
+    let sum: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    if sum != u64::from(total) {
+        return Err(bad(count_at, "a total variable count equal to the sum of the points' counts"));
+    }
+    for (point, &c) in out.iter_mut().zip(&counts) {
+        for _ in 0..c {
+            let number = (n.unsigned()? as i32).wrapping_sub(NUMBER_FIRST_BIAS);
+            point.locals.push((number, n.unsigned()?));
+        }
+    }
+    whole(&n, bytes, "the end of the async info after its last variable")?;
     Ok(out)
 }
 
@@ -253,6 +492,12 @@ impl NibbleWriter {
             let data = ((v >> i.saturating_mul(3)) & 7) as u8;
             self.nibble(if i > 0 { data | 8 } else { data });
         }
+    }
+
+    /// Append a signed value: x ≥ 0 as 2x, x < 0 as 2(−x)+1.
+    pub fn signed(&mut self, v: i32) {
+        let mag = v.unsigned_abs();
+        self.unsigned(if v < 0 { mag.wrapping_shl(1) | 1 } else { mag.wrapping_shl(1) });
     }
 
     /// The bytes, the last half byte padded with 0 (`Flush`).
@@ -324,6 +569,124 @@ pub fn encode_bitpacked_bounds(bounds: &[Bound], source_bits: u32) -> Vec<u8> {
     out
 }
 
+fn encode_loc(w: &mut NibbleWriter, loc: &VarLoc) {
+    match *loc {
+        VarLoc::Reg { reg } => [0, reg].iter().for_each(|&v| w.unsigned(v)),
+        VarLoc::RegByRef { reg } => [1, reg].iter().for_each(|&v| w.unsigned(v)),
+        VarLoc::RegFp { reg } => [2, reg].iter().for_each(|&v| w.unsigned(v)),
+        VarLoc::Stack { base_reg, offset } => {
+            w.unsigned(3);
+            w.unsigned(base_reg);
+            w.signed(offset);
+        }
+        VarLoc::StackByRef { base_reg, offset } => {
+            w.unsigned(4);
+            w.unsigned(base_reg);
+            w.signed(offset);
+        }
+        VarLoc::RegReg { reg1, reg2 } => [5, reg1, reg2].iter().for_each(|&v| w.unsigned(v)),
+        VarLoc::RegStack { reg, base_reg, offset } => {
+            [6, reg, base_reg].iter().for_each(|&v| w.unsigned(v));
+            w.signed(offset);
+        }
+        VarLoc::StackReg { offset, base_reg, reg } => {
+            w.unsigned(7);
+            w.signed(offset);
+            w.unsigned(base_reg);
+            w.unsigned(reg);
+        }
+        VarLoc::Stack2 { base_reg, offset } => {
+            w.unsigned(8);
+            w.unsigned(base_reg);
+            w.signed(offset);
+        }
+        VarLoc::FpStack { reg } => [9, reg].iter().for_each(|&v| w.unsigned(v)),
+        VarLoc::FixedVa { offset } => [10, offset].iter().for_each(|&v| w.unsigned(v)),
+    }
+}
+
+/// Encode variables in `layout` (the inverse of [`vars`]); nothing for [`VarsLayout::Unknown`].
+pub fn encode_vars(vars: &[Var], layout: VarsLayout) -> Vec<u8> {
+    if vars.is_empty() || layout == VarsLayout::Unknown {
+        return Vec::new();
+    }
+    let mut w = NibbleWriter::default();
+    w.unsigned(u32::try_from(vars.len()).unwrap_or(u32::MAX));
+    for v in vars {
+        if layout == VarsLayout::StartFirst {
+            w.unsigned(v.start);
+            w.unsigned(v.end.wrapping_sub(v.start));
+            w.unsigned(v.number.wrapping_add(4) as u32);
+        } else {
+            w.unsigned(v.number.wrapping_add(NUMBER_FIRST_BIAS) as u32);
+            w.unsigned(v.start);
+            match v.call_return_il {
+                Some(il) if v.number == CALL_RETURN_ILNUM => w.unsigned(il),
+                _ => w.unsigned(v.end.wrapping_sub(v.start)),
+            }
+        }
+        encode_loc(&mut w, &v.loc);
+    }
+    w.finish()
+}
+
+/// Encode async suspension points (the inverse of [`async_info`]).
+pub fn encode_async_info(points: &[AsyncSuspension]) -> Vec<u8> {
+    if points.is_empty() {
+        return Vec::new();
+    }
+    let mut w = NibbleWriter::default();
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    w.unsigned(count(points.len()));
+    w.unsigned(count(points.iter().map(|p| p.locals.len()).sum()));
+    let mut prev = 0i64;
+    for p in points {
+        w.signed(i32::try_from(p.native_offset.saturating_sub(prev)).unwrap_or(0));
+        prev = p.native_offset;
+        w.unsigned(count(p.locals.len()));
+    }
+    for &(number, offset) in points.iter().flat_map(|p| &p.locals) {
+        w.unsigned(number.wrapping_add(NUMBER_FIRST_BIAS) as u32);
+        w.unsigned(offset);
+    }
+    w.finish()
+}
+
+impl DebugInfoLayout {
+    /// Encode a whole blob in this layout (the writer of synthetic images and tests): the slim
+    /// header, or the fat one where the layout has it and `info` needs it (an extra chunk, or no
+    /// bounds: a slim cbBounds of 0 would read as the fat marker). Opaque chunks are zeros.
+    pub fn encode(&self, info: &DebugInfo) -> Vec<u8> {
+        let bounds = |b: &[Bound]| match self.bounds {
+            _ if b.is_empty() => Vec::new(),
+            BoundsLayout::Nibble => encode_nibble_bounds(b),
+            BoundsLayout::BitPacked { source_bits } => encode_bitpacked_bounds(b, source_bits),
+        };
+        let chunks = [
+            bounds(&info.bounds),
+            encode_vars(&info.vars, self.vars),
+            bounds(&info.uninstrumented_bounds),
+            vec![0; info.opaque_sizes.0 as usize],
+            vec![0; info.opaque_sizes.1 as usize],
+            encode_async_info(&info.async_points),
+        ];
+        let size = |c: &Vec<u8>| u32::try_from(c.len()).unwrap_or(u32::MAX);
+        let mut w = NibbleWriter::default();
+        let fat = self.header == HeaderLayout::FatOrSlim && (chunks[0].is_empty() || chunks.iter().skip(2).any(|c| !c.is_empty()));
+        if fat {
+            w.unsigned(0);
+            chunks.iter().for_each(|c| w.unsigned(size(c)));
+        } else {
+            w.unsigned(size(&chunks[0]));
+            w.unsigned(size(&chunks[1]));
+        }
+        let mut out = w.finish();
+        let used = if fat { 6 } else { 2 };
+        chunks.iter().take(used).for_each(|c| out.extend_from_slice(c));
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,7 +704,7 @@ mod tests {
     #[test]
     fn worked_blob_of_section_2_3() {
         let blob = [0x19, 0x00, 0x04, 0x01, 0x09, 0x23, 0x49, 0x19, 0x90, 0x04, 0x02];
-        let d = decode(Reader::new(&blob, 100), 3).unwrap();
+        let d = decode(Reader::new(&blob, 100), DebugInfoLayout::NIBBLE).unwrap();
         assert_eq!(d.bounds, prolog_example());
         assert!(d.vars.is_empty());
     }
@@ -349,7 +712,7 @@ mod tests {
     #[test]
     fn worked_blob_of_section_2_5() {
         let blob = [0x07, 0x34, 0x03, 0x40, 0x88, 0x03, 0xa7, 0x0c];
-        let d = decode(Reader::new(&blob, 0), 16).unwrap();
+        let d = decode(Reader::new(&blob, 0), DebugInfoLayout::BITPACKED2).unwrap();
         assert_eq!(d.bounds, prolog_example());
     }
 
@@ -387,7 +750,84 @@ mod tests {
     #[test]
     fn truncated_and_unknown() {
         let blob = [0x19, 0x00, 0x04, 0x01];
-        assert!(decode(Reader::new(&blob, 0), 3).is_err());
-        assert_eq!(decode(Reader::new(&[0x00], 0), 2).unwrap_err().kind, ErrorKind::UnsupportedVersion);
+        assert!(decode(Reader::new(&blob, 0), DebugInfoLayout::NIBBLE).is_err());
+        // Below 3 and above the newest proven major there is no layout: the image is refused.
+        assert_eq!(DebugInfoLayout::for_major(2), None);
+        assert_eq!(DebugInfoLayout::for_major(NEWEST_PROVEN_MAJOR + 1), None);
+        assert_eq!(DebugInfoLayout::parse("26"), Some(DebugInfoLayout::FAT3));
+        assert_eq!(DebugInfoLayout::parse("new"), None);
+    }
+
+    fn sample(layout: DebugInfoLayout, fat: bool) -> DebugInfo {
+        let var = |number, start, end, loc| Var { start, end, number, loc, call_return_il: None };
+        let mut vars = vec![
+            var(0, 0, 0x20, VarLoc::Reg { reg: 7 }),
+            var(-3, 4, 0x20, VarLoc::Stack { base_reg: 5, offset: -24 }),
+            var(2, 8, 0x14, VarLoc::StackReg { offset: 16, base_reg: 4, reg: 1 }),
+        ];
+        if layout.vars == VarsLayout::NumberFirst {
+            vars.push(Var { start: 0x10, end: 0x11, number: CALL_RETURN_ILNUM, loc: VarLoc::Reg { reg: 0 }, call_return_il: Some(6) });
+        }
+        if layout.vars == VarsLayout::Unknown {
+            vars.clear();
+        }
+        let mut info = DebugInfo { bounds: prolog_example(), vars, ..DebugInfo::default() };
+        if fat {
+            info.uninstrumented_bounds = prolog_example();
+            info.opaque_sizes = (3, 5);
+            info.async_points = vec![
+                AsyncSuspension { native_offset: 0x14, locals: vec![(1, 0), (-3, 8)] },
+                AsyncSuspension { native_offset: 0x10, locals: vec![] },
+                AsyncSuspension { native_offset: 0x1C, locals: vec![(4, 16)] },
+            ];
+        }
+        info
+    }
+
+    #[test]
+    fn every_layout_round_trips_its_whole_blob() {
+        for major in 3..=NEWEST_PROVEN_MAJOR {
+            let layout = DebugInfoLayout::for_major(major).unwrap();
+            let fats: &[bool] = if layout.header == HeaderLayout::FatOrSlim { &[false, true] } else { &[false] };
+            for &fat in fats {
+                let info = sample(layout, fat);
+                let blob = layout.encode(&info);
+                assert_eq!(decode(Reader::new(&blob, 40), layout).unwrap(), info, "major {major} fat {fat}");
+                // A byte after a chunk's last entry is not a whole chunk (bit-packed bounds: unless
+                // it is zero padding, as 10.0.12's crossgen2 wrote).
+                let chunks = split(Reader::new(&blob, 0), layout).unwrap();
+                let mut longer = chunks.bounds.as_slice().to_vec();
+                longer.push(0x11);
+                let mut out = Vec::new();
+                assert_eq!(bounds_into(Reader::new(&longer, 0), layout.bounds, &mut out).unwrap_err().kind, ErrorKind::BadDebugInfo);
+            }
+        }
+    }
+
+    #[test]
+    fn the_fat_header_of_the_cdac_contract() {
+        // `DebugInfo.md`: a first value 0, then six sizes; chunks in that order.
+        let info = sample(DebugInfoLayout::FAT3, true);
+        let blob = DebugInfoLayout::FAT3.encode(&info);
+        let mut n = Nibbles::new(Reader::new(&blob, 0));
+        assert_eq!(n.unsigned().unwrap(), 0);
+        let sizes: Vec<u32> = (0..6).map(|_| n.unsigned().unwrap()).collect();
+        assert_eq!(sizes[3..5], [3, 5]);
+        let chunks = split(Reader::new(&blob, 0), DebugInfoLayout::FAT3).unwrap();
+        assert_eq!(async_info(chunks.async_info).unwrap(), info.async_points);
+        // Read as major 16, the same bytes are a slim header of cbBounds 0 and a bad rest.
+        assert!(decode(Reader::new(&blob, 0), DebugInfoLayout::BITPACKED2).is_err());
+    }
+
+    #[test]
+    fn number_first_vars_differ_from_start_first_ones() {
+        // The same variable, arg 0 in RAX from 0 to 0x20: 0, 0x20, 4, kind 0, reg 0 (3.1 order)
+        // and 6, 0, 0x20, kind 0, reg 0 (11.0.0 order).
+        let v = [Var { start: 0, end: 0x20, number: 0, loc: VarLoc::Reg { reg: 0 }, call_return_il: None }];
+        let old = encode_vars(&v, VarsLayout::StartFirst);
+        let new = encode_vars(&v, VarsLayout::NumberFirst);
+        assert_eq!(nibble_vars(Reader::new(&old, 0)).unwrap(), v);
+        assert_eq!(number_first_vars(Reader::new(&new, 0)).unwrap(), v);
+        assert_ne!(number_first_vars(Reader::new(&old, 0)).ok(), Some(v.to_vec()));
     }
 }

@@ -1,7 +1,7 @@
 //! A ReadyToRun image (ilmap.md §3): READYTORUN_HEADER, sections, RUNTIME_FUNCTIONs, method
 //! entry points (103 by MethodDef, 109 for instantiations), and each method's debug info (105).
 
-use super::debuginfo::{self, DebugInfo};
+use super::debuginfo::{self, DebugInfo, DebugInfoLayout, NEWEST_PROVEN_MAJOR};
 use super::machine::{Machine, Os};
 use super::native::{self, NativeArray, NativeHashtable};
 use crate::ilmap::{public_map, CodeBody};
@@ -28,9 +28,6 @@ pub mod section {
     pub const DEBUG_INFO: u32 = 105;
     pub const INSTANCE_METHOD_ENTRY_POINTS: u32 = 109;
 }
-
-/// The highest major this reader knows; images above it are `unsupported_version`.
-pub const MAX_KNOWN_MAJOR: u16 = 27;
 
 fn bad(at: u64, expected: &'static str) -> Error {
     Error::new(ErrorKind::BadReadyToRun, at, expected)
@@ -71,6 +68,7 @@ pub struct ReadyToRunImage<'a> {
     pub minor: u16,
     /// Flags.
     pub flags: u32,
+    layout: DebugInfoLayout,
     machine: Machine,
     os: Os,
     sections: Vec<(u32, u32, u32)>,
@@ -78,8 +76,17 @@ pub struct ReadyToRunImage<'a> {
 }
 
 impl<'a> ReadyToRunImage<'a> {
-    /// Parse an R2R image from its file bytes.
+    /// Parse an R2R image from its file bytes. Its major selects the debug info layout
+    /// ([`DebugInfoLayout::for_major`]); a major above [`NEWEST_PROVEN_MAJOR`] is
+    /// `unsupported_version`, naming both numbers.
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
+        Self::parse_assuming(bytes, None)
+    }
+
+    /// Like [`ReadyToRunImage::parse`], but with `assume` the debug info is read in that layout
+    /// whatever the major (3 or more) says: the user's way to try an image newer than this
+    /// reader (`--assume-layout`).
+    pub fn parse_assuming(bytes: &'a [u8], assume: Option<DebugInfoLayout>) -> Result<Self> {
         let pe = PeImage::parse(bytes)?;
         let cor20 = *pe.require_cor20()?;
         let dir = cor20.managed_native_header;
@@ -93,9 +100,21 @@ impl<'a> ReadyToRunImage<'a> {
         }
         let major = r.u16("MajorVersion")?;
         let minor = r.u16("MinorVersion")?;
-        if !(3..=MAX_KNOWN_MAJOR).contains(&major) {
-            return Err(Error::new(ErrorKind::UnsupportedVersion, at.saturating_add(4), "a ReadyToRun major from 3 to 27"));
-        }
+        // readytorun.h: each major is a breaking change, so a major above the newest one read
+        // here may lay its debug info out anew. 2.x predates the debug info format of 3.x.
+        let layout = match (assume, DebugInfoLayout::for_major(major)) {
+            (_, _) if major < 3 => return Err(Error::new(ErrorKind::UnsupportedVersion, at.saturating_add(4), "a ReadyToRun major of 3 or more")),
+            (Some(assumed), _) => assumed,
+            (None, Some(layout)) => layout,
+            (None, None) => {
+                return Err(Error::unsupported_version(
+                    at.saturating_add(4),
+                    u32::from(major),
+                    u32::from(NEWEST_PROVEN_MAJOR),
+                    "a ReadyToRun major this reader knows (--assume-layout MAJOR reads it as an older major's)",
+                ))
+            }
+        };
         let Some((machine, os)) = Machine::from_pe(pe.machine()) else {
             return Err(Error::new(ErrorKind::UnsupportedMachine, machine_field_offset(&pe), "a PE Machine of x86, x64, ARM64 or ARM"));
         };
@@ -105,7 +124,7 @@ impl<'a> ReadyToRunImage<'a> {
         for _ in 0..count {
             sections.push((r.u32("a section type")?, r.u32("a section RVA")?, r.u32("a section size")?));
         }
-        let mut image = ReadyToRunImage { pe, major, minor, flags, machine, os, sections, functions: Vec::new() };
+        let mut image = ReadyToRunImage { pe, major, minor, flags, layout, machine, os, sections, functions: Vec::new() };
         if let Some(rf) = image.section(section::RUNTIME_FUNCTIONS)? {
             image.functions = image.read_runtime_functions(rf)?;
         }
@@ -136,6 +155,11 @@ impl<'a> ReadyToRunImage<'a> {
             out.push(RuntimeFunction { begin, end });
         }
         Ok(out)
+    }
+
+    /// The debug info layout this image is read in (its major's, or the one assumed).
+    pub fn layout(&self) -> DebugInfoLayout {
+        self.layout
     }
 
     /// The target machine.
@@ -223,7 +247,7 @@ impl<'a> ReadyToRunImage<'a> {
 
     fn debug_info_in(&self, sec: Reader<'a>, arr: &NativeArray<'a>, index: u32, with_vars: bool) -> Result<Option<DebugInfo>> {
         match self.debug_blob(sec, arr, index)? {
-            Some(blob) => debuginfo::decode_parts(blob, self.major, with_vars).map(Some),
+            Some(blob) => debuginfo::decode_parts(blob, self.layout, with_vars).map(Some),
             None => Ok(None),
         }
     }
@@ -269,7 +293,7 @@ impl<'a> ReadyToRunImage<'a> {
             let code_size = end.saturating_sub(entry.begin);
             let Some((sec, arr)) = &debug else { continue };
             let Some(blob) = self.debug_blob(*sec, arr, e.runtime_function)? else { continue };
-            debuginfo::bounds_into(debuginfo::split(blob, self.major)?.0, self.major, &mut bounds)?;
+            debuginfo::bounds_into(debuginfo::split(blob, self.layout)?.bounds, self.layout.bounds, &mut bounds)?;
             // Bounds lie inside the body (offsets from its start, funclets included); anything
             // past its code is corrupt debug info (found by the r2r fuzz target). Native offsets
             // only grow, so the last one is the largest.

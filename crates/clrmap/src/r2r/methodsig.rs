@@ -19,6 +19,9 @@ const MEMBER_REF_TOKEN: u32 = 0x10;
 const CONSTRAINED: u32 = 0x20;
 const OWNER_TYPE: u32 = 0x40;
 const UPDATE_CONTEXT: u32 = 0x80;
+/// The runtime-async variant of a method (.NET 11; R2R 26.1's images carry it in section 109,
+/// e.g. System.ComponentModel.Annotations). A marker with no field of its own, like UnboxingStub.
+pub const ASYNC_VARIANT: u32 = 0x100;
 
 /// One READYTORUN method signature, its types read through a provider.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,7 +44,7 @@ pub struct MethodSig<T> {
 pub fn read_method_signature<P: ZapsigProvider>(r: &mut Reader<'_>, provider: &mut P) -> Result<MethodSig<P::Type>> {
     let at = r.offset();
     let flags = r.compressed_u32("READYTORUN_METHOD_SIG flags")?;
-    let known = UNBOXING_STUB | INSTANTIATING_STUB | METHOD_INSTANTIATION | SLOT_INSTEAD_OF_TOKEN | MEMBER_REF_TOKEN | CONSTRAINED | OWNER_TYPE | UPDATE_CONTEXT;
+    let known = UNBOXING_STUB | INSTANTIATING_STUB | METHOD_INSTANTIATION | SLOT_INSTEAD_OF_TOKEN | MEMBER_REF_TOKEN | CONSTRAINED | OWNER_TYPE | UPDATE_CONTEXT | ASYNC_VARIANT;
     if flags & !known != 0 {
         return Err(Error::new(ErrorKind::BadReadyToRun, at, "known READYTORUN_METHOD_SIG flags"));
     }
@@ -153,8 +156,10 @@ mod tests {
 
     #[test]
     fn unknown_flags_and_bad_types_are_faults() {
-        let e = skip_method_signature(&mut Reader::new(&[0x81, 0x00, 0x01], 0)).unwrap_err();
+        // 0x200 is no flag; 0x100 is AsyncVariant, a marker alone (11.0.0's `81 00 ...`).
+        let e = skip_method_signature(&mut Reader::new(&[0x82, 0x00, 0x01], 0)).unwrap_err();
         assert_eq!((e.kind, e.offset()), (ErrorKind::BadReadyToRun, Some(0)));
+        assert_eq!(skip_method_signature(&mut Reader::new(&[0x81, 0x00, 0x01], 0)).unwrap(), 0x0600_0001);
         // An owner type with VOID in it.
         let e = skip_method_signature(&mut Reader::new(&[0x40, 0x01, 0x01], 0)).unwrap_err();
         assert_eq!((e.kind, e.offset()), (ErrorKind::BadElementType, Some(1)));

@@ -1,9 +1,11 @@
 //! ReadyToRun images: where the runtime gets the IL-to-native maps of precompiled code
 //! (ilmap.md §2-3; dotnet/runtime `docs/design/coreclr/botr/readytorun-format.md`).
 //!
-//! Supported: majors 3 (3.1) to 15 with nibble-encoded bounds (3.x and 9.x are tested on real
-//! framework images), 16 with bit-packed bounds and 2-bit sources, 17+ with 3-bit sources and the
-//! fat header. Variables are decoded for majors below 16 (their layout changed later).
+//! Supported: majors 3 to 26, each read in the [`DebugInfoLayout`] its major selects: nibble
+//! bounds to 15 (3.1, 9.1 and 10.1 tested on real frameworks), bit-packed bounds with 2 source
+//! bits at 16 (10.0.12), the fat-or-slim header, 3 source bits and number-first variables at 26
+//! (11.0.0's packs). 17-25 (previews, never read) decode bounds but not variables. A newer major is
+//! `unsupported_version` unless the caller assumes a layout ([`ReadyToRunImage::parse_assuming`]).
 //!
 //! Machines: x86, x64, ARM64 and ARM (Thumb-2), on Windows and with any OS override
 //! (`machine`); 3.1's win-x86, win-x64 and linux-x64 frameworks are tested. Any other PE
@@ -20,9 +22,10 @@ pub mod native;
 mod synthetic;
 
 pub use debuginfo::{
-    bitpacked_bounds, decode as decode_debug_info, encode_bitpacked_bounds, encode_nibble_bounds, nibble_bounds, nibble_vars, DebugInfo,
-    NibbleWriter, Var, VarLoc,
+    async_info, bitpacked_bounds, decode as decode_debug_info, encode_async_info, encode_bitpacked_bounds, encode_nibble_bounds, encode_vars, nibble_bounds,
+    nibble_vars, number_first_vars, split as split_debug_info, AsyncSuspension, BoundsLayout, Chunks, DebugInfo, DebugInfoLayout, HeaderLayout, NibbleWriter, Var,
+    VarLoc, VarsLayout, NEWEST_PROVEN_MAJOR,
 };
 pub use methodsig::{instantiation_name, read_method_signature, MethodSig};
-pub use image::{section, EntryPoint, ReadyToRunImage, RuntimeFunction, MAX_KNOWN_MAJOR, READYTORUN_SIGNATURE};
+pub use image::{section, EntryPoint, ReadyToRunImage, RuntimeFunction, READYTORUN_SIGNATURE};
 pub use machine::{Machine, Os};

@@ -163,17 +163,12 @@ fn build(machine: Machine, pe_machine: u16, major: u16, funclet: Length) -> (Vec
         entries.push((i as u32, native_unsigned(rf << 1)));
         // Every length is a multiple of 16, so the funclets follow their entry without padding.
         let code_size = entry + funclets.iter().sum::<u32>();
-        let bounds = match major {
-            ..=15 => super::encode_nibble_bounds(&bounds(code_size)),
-            16 => super::encode_bitpacked_bounds(&bounds(code_size), 2),
-            _ => super::encode_bitpacked_bounds(&bounds(code_size), 3),
-        };
-        let mut header = super::NibbleWriter::default();
-        header.unsigned(bounds.len() as u32);
-        header.unsigned(0);
+        // The blob in the layout the reader will choose for this major.
+        // A major above the newest known is written in the newest layout (the refusal test).
+        let layout = super::DebugInfoLayout::for_major(major).unwrap_or(super::DebugInfoLayout::FAT3);
+        let info = super::DebugInfo { bounds: bounds(code_size), ..super::DebugInfo::default() };
         let mut blob = native_unsigned(0); // lookback 0: the blob follows
-        blob.extend(header.finish());
-        blob.extend(bounds);
+        blob.extend(layout.encode(&info));
         debug.push((rf, blob));
         rf += 1 + funclets.len() as u32;
     }
@@ -243,7 +238,10 @@ fn pe(machine: u16, pe64: bool, cor20: u32, text: &[u8]) -> Vec<u8> {
 /// The checks every synthetic image passes: machine and OS, each RUNTIME_FUNCTION's code bounds,
 /// and the two code bodies (the first including its funclet) with their debug info.
 fn check(bytes: &[u8], expected: &[(u32, u32)], machine: Machine, os: Os) {
-    let image = ReadyToRunImage::parse(bytes).unwrap();
+    check_image(&ReadyToRunImage::parse(bytes).unwrap(), expected, machine, os);
+}
+
+fn check_image(image: &ReadyToRunImage<'_>, expected: &[(u32, u32)], machine: Machine, os: Os) {
     assert_eq!((image.machine(), image.os()), (machine, os));
     let got: Vec<(u32, u32)> = image.runtime_functions().iter().map(|f| (f.begin, f.end)).collect();
     assert_eq!(got, expected, "{machine:?}");
@@ -288,7 +286,7 @@ fn arm_layout_from_the_spec() {
 #[test]
 fn x86_layouts_before_and_after_r2r_14() {
     // Before 14: UnwindData is the GC info, headed by the method size; from 14: UNWIND_INFO.
-    for major in [3u16, 9, 13, 14, 16, 17] {
+    for major in [3u16, 9, 13, 14, 16, 17, 26] {
         let (bytes, expected) = build(Machine::X86, 0x014C, major, Length::Record);
         check(&bytes, &expected, Machine::X86, Os::Windows);
     }
@@ -363,4 +361,34 @@ fn packed_unwind_data_lengths() {
     // An .xdata RVA outside the image.
     assert_eq!(Machine::Arm64.code_length(pe, 0x00F0_0000, 9).unwrap_err().kind, ErrorKind::BadReadyToRun);
     assert_eq!(Machine::X86.code_length(pe, 0x00F0_0000, 3).unwrap_err().kind, ErrorKind::BadReadyToRun);
+}
+
+#[test]
+fn every_known_major_reads_its_own_layout() {
+    for major in 3..=super::NEWEST_PROVEN_MAJOR {
+        let (bytes, expected) = build(Machine::X64, 0x8664, major, Length::Record);
+        let image = ReadyToRunImage::parse(&bytes).unwrap();
+        assert_eq!(Some(image.layout()), super::DebugInfoLayout::for_major(major));
+        check_image(&image, &expected, Machine::X64, Os::Windows);
+    }
+}
+
+#[test]
+fn an_image_one_major_above_the_newest_is_refused_unless_a_layout_is_assumed() {
+    // Issue #31's acceptance: never misread a future layout. The major field is 4 bytes into
+    // READYTORUN_HEADER; the error names the major found and the newest known.
+    let above = super::NEWEST_PROVEN_MAJOR + 1;
+    let (bytes, expected) = build(Machine::X64, 0x8664, above, Length::Record);
+    let e = ReadyToRunImage::parse(&bytes).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::UnsupportedVersion);
+    assert_eq!(e.kind.as_str(), "unsupported_version");
+    assert_eq!(e.versions, Some((u32::from(above), u32::from(super::NEWEST_PROVEN_MAJOR))));
+    let at = e.offset().unwrap() as usize;
+    assert_eq!(&bytes[at - 4..at + 2], &[b'R', b'T', b'R', 0, above as u8, 0], "the offset is the MajorVersion field");
+    let text = e.to_string();
+    assert!(text.contains(&format!("found version {above}, the newest known is {}", super::NEWEST_PROVEN_MAJOR)), "{text}");
+    // --assume-layout 26: read anyway, in 26's layout (the image was written in it).
+    let image = ReadyToRunImage::parse_assuming(&bytes, Some(super::DebugInfoLayout::FAT3)).unwrap();
+    assert_eq!(image.major, above);
+    check_image(&image, &expected, Machine::X64, Os::Windows);
 }

@@ -202,27 +202,36 @@ pub struct Error {
     pub location: Location,
     /// What the reader expected, in a few words (static: errors never allocate).
     pub expected: &'static str,
+    /// For `unsupported_version`: the version found and the newest this reader knows, so that
+    /// the message names both (a major for ReadyToRun, the format version for nettrace).
+    pub versions: Option<(u32, u32)>,
 }
 
 impl Error {
     /// An error at an absolute byte offset of the input.
     pub const fn new(kind: ErrorKind, offset: u64, expected: &'static str) -> Self {
-        Error { kind, location: Location::Offset(offset), expected }
+        Error { kind, location: Location::Offset(offset), expected, versions: None }
     }
 
     /// An error about an RVA that is not a byte offset of the input.
     pub const fn at_rva(kind: ErrorKind, rva: u32, expected: &'static str) -> Self {
-        Error { kind, location: Location::Rva(rva), expected }
+        Error { kind, location: Location::Rva(rva), expected, versions: None }
     }
 
     /// An error about an absolute address in a traced process.
     pub const fn at_address(kind: ErrorKind, address: u64, expected: &'static str) -> Self {
-        Error { kind, location: Location::Address(address), expected }
+        Error { kind, location: Location::Address(address), expected, versions: None }
     }
 
     /// An error with no place in any input (a writer's value, a look-up by name).
     pub const fn nowhere(kind: ErrorKind, expected: &'static str) -> Self {
-        Error { kind, location: Location::Nowhere, expected }
+        Error { kind, location: Location::Nowhere, expected, versions: None }
+    }
+
+    /// `unsupported_version` at `offset`: version `found` is newer than `newest`, the newest this
+    /// reader knows.
+    pub const fn unsupported_version(offset: u64, found: u32, newest: u32, expected: &'static str) -> Self {
+        Error { kind: ErrorKind::UnsupportedVersion, location: Location::Offset(offset), expected, versions: Some((found, newest)) }
     }
 
     /// The byte offset, when the location is one.
@@ -242,13 +251,20 @@ impl Error {
 
     /// A human-readable message, as printed after the kind and location.
     pub fn message(&self) -> String {
-        format!("expected {}", self.expected)
+        match self.versions {
+            Some((found, newest)) => format!("expected {}; found version {found}, the newest known is {newest}", self.expected),
+            None => format!("expected {}", self.expected),
+        }
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}: expected {}", self.kind, self.location, self.expected)
+        write!(f, "{}{}: expected {}", self.kind, self.location, self.expected)?;
+        match self.versions {
+            Some((found, newest)) => write!(f, "; found version {found}, the newest known is {newest}"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -47,7 +47,7 @@ use crate::read::{Error, ErrorKind};
 use lines::ModuleLines;
 pub use crate::fs::OpenError;
 pub use inlined::{bulk_type_modules, InlinedFrame, InlineeMethod, SourceInlines};
-pub use source::{note_recorded_pdb, open_source, read_trace, OpenedSource, RecordedPdbs, SourceKind};
+pub use source::{note_recorded_pdb, open_source, open_source_assuming, read_trace, OpenedSource, RecordedPdbs, SourceKind};
 pub use vars::{name_var, LocalNames, VarKind, VarName};
 
 /// How the address of a frame is to be read.
@@ -245,7 +245,14 @@ impl Symbolizer {
     /// Open a source file and index its bodies. A PDB the user named is checked now: if it
     /// belongs to no module of the source, this fails with `pdb_mismatch`.
     pub fn open(path: &Path, options: Options) -> Result<Self, OpenError> {
-        let opened = open_source(path)?;
+        Self::open_assuming(path, options, None)
+    }
+
+    /// Like [`Symbolizer::open`], but a ReadyToRun image is read in the debug info layout
+    /// `assume` when one is given, whatever its major says (the user's `--assume-layout`): for an
+    /// image newer than this reader, which is otherwise `unsupported_version`.
+    pub fn open_assuming(path: &Path, options: Options, assume: Option<crate::r2r::DebugInfoLayout>) -> Result<Self, OpenError> {
+        let opened = open_source_assuming(path, assume)?;
         Self::from_opened(opened, Some(path), options)
     }
 

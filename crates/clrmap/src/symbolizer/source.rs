@@ -135,6 +135,12 @@ fn name_body(md: &Metadata<'_>, body: &mut CodeBody) {
 
 /// Read and decode a source file.
 pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
+    open_source_assuming(path, None)
+}
+
+/// Like [`open_source`], but a ReadyToRun image is read in the debug info layout `assume` when one
+/// is given, whatever its major ([`ReadyToRunImage::parse_assuming`], `--assume-layout`).
+pub fn open_source_assuming(path: &Path, assume: Option<crate::r2r::DebugInfoLayout>) -> Result<OpenedSource, OpenError> {
     let io = |error: std::io::Error| OpenError::Io { path: path.to_owned(), error };
     let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
     // A trace is streamed (memory follows its events, not its size); the others are read whole.
@@ -164,7 +170,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs, mvids, inlines, named: Vec::new() });
     }
     if bytes.starts_with(b"MZ") {
-        let image = ReadyToRunImage::parse(&bytes).map_err(input)?;
+        let image = ReadyToRunImage::parse_assuming(&bytes, assume).map_err(input)?;
         let mut bodies = image.code_bodies().map_err(input)?;
         if let Ok(md) = Metadata::parse(&bytes) {
             for b in &mut bodies {

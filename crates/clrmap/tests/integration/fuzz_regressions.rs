@@ -87,8 +87,9 @@ fn r2r_inputs() {
 #[test]
 fn bounds_inputs() {
     for data in inputs("bounds") {
-        for major in [3u16, 9, 16, 17] {
-            let _ = clrmap::r2r::decode_debug_info(clrmap::read::Reader::new(&data, 0), major);
+        for major in [3u16, 9, 16, 17, 26] {
+            let layout = clrmap::r2r::DebugInfoLayout::for_major(major).unwrap();
+            let _ = clrmap::r2r::decode_debug_info(clrmap::read::Reader::new(&data, 0), layout);
         }
     }
 }

@@ -90,50 +90,67 @@ fn live_runtime_maps_equal_clrmaps_maps_on_both_runtimes() {
     let (rts, mcs) = support::runtimes_and_mcs("profiler::live_runtime_maps_equal_clrmaps_maps");
     let so = profiler_path();
     for rt in &rts {
-        let dll = workload(rt, &mcs, "equal");
-        let bodies = capture(rt, &dll, &so, false);
-        let mut cache = HashMap::new();
-        let (mut equal, mut modules) = (0usize, std::collections::BTreeSet::new());
-        for b in bodies.iter().filter(|b| b.kind == CodeKind::R2r) {
-            let rva = b.body.rva.expect("an R2R body has an RVA in its module");
-            let maps = image_maps(&mut cache, &b.module_path);
-            let ours = maps.get(&(b.body.token, rva)).unwrap_or_else(|| {
-                panic!("{}: the runtime ran 0x{:08X} at RVA 0x{rva:X} of {}, clrmap has no such body", rt.version, b.body.token, b.module_path)
-            });
-            assert_eq!(ours, &b.body.map, "{} 0x{:08X} @0x{rva:X} in {}", rt.version, b.body.token, b.module_path);
-            equal += 1;
-            modules.insert(b.body.module.clone().unwrap_or_default());
-        }
-        println!("{}: {equal} ReadyToRun maps equal to the live runtime's, across {modules:?}", rt.version);
-        // An RVA only for ReadyToRun code inside its module's image; never for jitted code, even
-        // when the JIT's code heap lies within 4 GiB of a module's base (issue 14).
-        let mut sizes: HashMap<String, u32> = HashMap::new();
-        for b in &bodies {
-            match (b.kind, b.body.rva) {
-                (CodeKind::Jit, rva) => assert_eq!(rva, None, "{}: jitted 0x{:08X} in {} has an RVA", rt.version, b.body.token, b.module_path),
-                (_, Some(rva)) => {
-                    let size = *sizes.entry(b.module_path.clone()).or_insert_with(|| size_of_image(&b.module_path));
-                    assert!(rva < size, "{}: RVA 0x{rva:X} past SizeOfImage 0x{size:X} of {}", rt.version, b.module_path);
-                }
-                (_, None) => panic!("{}: an R2R body without an RVA", rt.version),
-            }
-        }
-        assert!(equal > 300, "{}: only {equal} R2R methods compared", rt.version);
-
-        // Tiering (ilmap.md §1.5): a method with two bodies has two maps, and GetILToNativeMapping
-        // by FunctionID answers with the first body's.
-        let jit: Vec<&CapturedBody> = bodies.iter().filter(|b| b.kind == CodeKind::Jit).collect();
-        let mut tiered = 0;
-        for later in jit.iter().filter(|b| b.index >= 1) {
-            let Some(first) = jit.iter().find(|b| b.body.function_id == later.body.function_id && b.index == 0) else { continue };
-            assert_eq!(later.map1.as_ref(), Some(&first.body.map), "{}: Map1 must answer with the first body", rt.version);
-            if later.body.map != first.body.map {
-                tiered += 1;
-            }
-        }
-        println!("{}: {} jitted bodies; {tiered} tier-1 bodies with a map unlike their tier-0 body's", rt.version, jit.len());
-        assert!(tiered > 0, "{}: no method reached tier 1 with a different map", rt.version);
+        live_maps_equal_clrmaps(rt, &mcs, &so);
     }
+}
+
+/// .NET 11.0.0 (R2R 26.1: bit-packed bounds with 3 source bits), run from its linux-x64 runtime
+/// pack laid out by scripts/install-dotnet.sh with the SDK's host: the runtime's own maps of the
+/// framework's ReadyToRun methods equal clrmap's.
+#[test]
+#[ignore = "needs .NET"]
+fn live_runtime_maps_equal_clrmaps_maps_on_net11() {
+    let (_, mcs) = support::runtimes_and_mcs("profiler::live_runtime_maps_equal_clrmaps_maps_on_net11");
+    let rt = support::net11_runtime();
+    live_maps_equal_clrmaps(&rt, &mcs, &profiler_path());
+}
+
+/// Run the workload on `rt` under the profiler: every ReadyToRun body the runtime ran has the map
+/// clrmap reads from its image; jitted code has no RVA; tiering gives later bodies their own maps.
+fn live_maps_equal_clrmaps(rt: &Runtime, mcs: &Path, so: &Path) {
+    let dll = workload(rt, mcs, "equal");
+    let bodies = capture(rt, &dll, so, false);
+    let mut cache = HashMap::new();
+    let (mut equal, mut modules) = (0usize, std::collections::BTreeSet::new());
+    for b in bodies.iter().filter(|b| b.kind == CodeKind::R2r) {
+        let rva = b.body.rva.expect("an R2R body has an RVA in its module");
+        let maps = image_maps(&mut cache, &b.module_path);
+        let ours = maps.get(&(b.body.token, rva)).unwrap_or_else(|| {
+            panic!("{}: the runtime ran 0x{:08X} at RVA 0x{rva:X} of {}, clrmap has no such body", rt.version, b.body.token, b.module_path)
+        });
+        assert_eq!(ours, &b.body.map, "{} 0x{:08X} @0x{rva:X} in {}", rt.version, b.body.token, b.module_path);
+        equal += 1;
+        modules.insert(b.body.module.clone().unwrap_or_default());
+    }
+    println!("{}: {equal} ReadyToRun maps equal to the live runtime's, across {modules:?}", rt.version);
+    // An RVA only for ReadyToRun code inside its module's image; never for jitted code, even
+    // when the JIT's code heap lies within 4 GiB of a module's base (issue 14).
+    let mut sizes: HashMap<String, u32> = HashMap::new();
+    for b in &bodies {
+        match (b.kind, b.body.rva) {
+            (CodeKind::Jit, rva) => assert_eq!(rva, None, "{}: jitted 0x{:08X} in {} has an RVA", rt.version, b.body.token, b.module_path),
+            (_, Some(rva)) => {
+                let size = *sizes.entry(b.module_path.clone()).or_insert_with(|| size_of_image(&b.module_path));
+                assert!(rva < size, "{}: RVA 0x{rva:X} past SizeOfImage 0x{size:X} of {}", rt.version, b.module_path);
+            }
+            (_, None) => panic!("{}: an R2R body without an RVA", rt.version),
+        }
+    }
+    assert!(equal > 300, "{}: only {equal} R2R methods compared", rt.version);
+
+    // Tiering (ilmap.md §1.5): a method with two bodies has two maps, and GetILToNativeMapping
+    // by FunctionID answers with the first body's.
+    let jit: Vec<&CapturedBody> = bodies.iter().filter(|b| b.kind == CodeKind::Jit).collect();
+    let mut tiered = 0;
+    for later in jit.iter().filter(|b| b.index >= 1) {
+        let Some(first) = jit.iter().find(|b| b.body.function_id == later.body.function_id && b.index == 0) else { continue };
+        assert_eq!(later.map1.as_ref(), Some(&first.body.map), "{}: Map1 must answer with the first body", rt.version);
+        if later.body.map != first.body.map {
+            tiered += 1;
+        }
+    }
+    println!("{}: {} jitted bodies; {tiered} tier-1 bodies with a map unlike their tier-0 body's", rt.version, jit.len());
+    assert!(tiered > 0, "{}: no method reached tier 1 with a different map", rt.version);
 }
 
 #[test]

@@ -298,3 +298,168 @@ fn windows_x86_and_x64_frameworks_decode_and_pass_the_structural_checks() {
         assert!(differ.len() <= 2, "x86 and x64 counts differ in {differ:?}");
     }
 }
+
+/// What decoding every method's whole debug info found in one set of images.
+#[derive(Debug, Default)]
+struct Whole {
+    images: usize,
+    versions: std::collections::BTreeSet<(u16, u16)>,
+    methods: usize,
+    bounds: usize,
+    async_bounds: usize,
+    vars: usize,
+    call_returns: usize,
+    fat: usize,
+    async_points: usize,
+    numbers_checked: usize,
+}
+
+/// The IL argument and local counts of a MethodDef, from its signature and its IL header's
+/// LocalVarSig (ECMA-335 II.22.26, II.25.4, II.23.2.6): an independent bound on variable numbers.
+fn args_and_locals(pe: &clrmap::pe::PeImage<'_>, md: &Metadata<'_>, token: u32) -> Option<u32> {
+    use clrmap::metadata::table;
+    if token >> 24 != 0x06 {
+        return None;
+    }
+    let row = md.tables().row(table::METHOD_DEF, token & 0x00FF_FFFF).ok()?;
+    // ImplFlags 0x2000 (MethodImplAttributes.Async, .NET 11's runtime-async methods): the body
+    // crossgen2 compiled has more locals than the method's own IL (on 11.0.0, every variable
+    // numbered past the metadata's counts, 2,318 of 815,076 on linux-x64, is in such a method).
+    if row.get(1).ok()? & 0x2000 != 0 {
+        return None;
+    }
+    let mut sig = md.blobs().get(row.get(4).ok()?).ok()?;
+    let conv = sig.u8("").ok()?;
+    if conv & 0x10 != 0 {
+        sig.compressed_u32("").ok()?; // GenParamCount
+    }
+    // HASTHIS (0x20): `this` is argument 0.
+    let args = sig.compressed_u32("").ok()? + u32::from(conv & 0x20 != 0);
+    let rva = row.get(0).ok()?;
+    let mut body = pe.reader_from(rva).ok()?;
+    let first = body.u8("").ok()?;
+    if first & 3 == 2 {
+        return Some(args); // tiny header: no locals
+    }
+    body.skip(7, "").ok()?; // flags/size byte, MaxStack, CodeSize
+    let local_sig = body.u32("").ok()?;
+    if local_sig == 0 {
+        return Some(args);
+    }
+    let row = md.tables().row(table::STAND_ALONE_SIG, local_sig & 0x00FF_FFFF).ok()?;
+    let mut locals = md.blobs().get(row.get(0).ok()?).ok()?;
+    (locals.u8("").ok()? == 0x07).then_some(())?;
+    Some(args + locals.compressed_u32("").ok()?)
+}
+
+/// Decode every entry point's debug info whole (bounds, variables, and the fat header's chunks),
+/// each chunk ending exactly where its last entry does (`r2r::debuginfo`), and every code body.
+fn decode_whole(files: &[PathBuf]) -> Whole {
+    let mut w = Whole::default();
+    for f in files {
+        let bytes = std::fs::read(f).unwrap();
+        let image = match ReadyToRunImage::parse(&bytes) {
+            Ok(i) => i,
+            Err(e) if e.kind == clrmap::ErrorKind::BadReadyToRun && e.offset().unwrap() == 0 => continue, // IL-only
+            Err(e) => panic!("{}: {e}", f.display()),
+        };
+        w.images += 1;
+        w.versions.insert((image.major, image.minor));
+        let md = Metadata::parse(&bytes).unwrap();
+        let sizes: std::collections::HashMap<u32, u32> =
+            image.code_bodies().unwrap_or_else(|e| panic!("{}: {e}", f.display())).iter().map(|b| (b.rva.unwrap(), b.code_size)).collect();
+        for e in image.entry_points().unwrap() {
+            let Some(d) = image.debug_info(e.runtime_function).unwrap_or_else(|err| panic!("{} 0x{:08X}: {err}", f.display(), e.token)) else { continue };
+            let code_size = sizes[&image.runtime_functions()[e.runtime_function as usize].begin];
+            w.methods += 1;
+            w.bounds += d.bounds.len();
+            w.async_bounds += d.bounds.iter().filter(|b| b.source.0 & clrmap::ilmap::SourceTypes::ASYNC != 0).count();
+            w.vars += d.vars.len();
+            w.call_returns += d.vars.iter().filter(|v| v.call_return_il.is_some()).count();
+            w.async_points += d.async_points.len();
+            if !d.uninstrumented_bounds.is_empty() || !d.async_points.is_empty() || d.opaque_sizes != (0, 0) {
+                w.fat += 1;
+            }
+            // Argument and local numbers below the method's own counts, from its metadata and IL
+            // header: read in the wrong layout (a start or a length taken for a number) they are not.
+            if let Some(n) = args_and_locals(image.pe(), &md, e.token) {
+                w.numbers_checked += d.vars.len();
+                for v in d.vars.iter().filter(|v| v.number >= 0) {
+                    assert!((v.number as u32) < n, "{} 0x{:08X} ({n} args and locals): {v:?}", f.display(), e.token);
+                }
+            }
+            for v in &d.vars {
+                // Live ranges inside the method's code: read in the wrong layout (a number taken
+                // for a start, a start for a length) they are not.
+                assert!(v.start <= v.end && v.end <= code_size, "{} 0x{:08X} (code 0x{code_size:X}): {v:?}", f.display(), e.token);
+                // Arguments and locals, or one of the special numbers -1 to -5.
+                assert!(v.number >= -5, "{} 0x{:08X}: {v:?}", f.display(), e.token);
+            }
+        }
+    }
+    w
+}
+
+/// Every method's whole debug info on every installed runtime: bounds, and the variables that
+/// 3.1 to 10.0 store start-first (10.0.12's R2R 16 included, whose bounds are bit-packed).
+#[test]
+#[ignore = "needs .NET"]
+fn every_method_of_every_r2r_assembly_decodes_whole_with_its_variables() {
+    for rt in runtimes("r2r::every_method_of_every_r2r_assembly_decodes_whole_with_its_variables") {
+        let w = decode_whole(&rt.assemblies());
+        println!("{}: {w:?}", rt.version);
+        assert!(w.images > 80 && w.methods > 50_000 && w.vars > 100_000 && w.numbers_checked > 100_000, "{}: too little data", rt.version);
+        assert_eq!((w.fat, w.async_bounds, w.call_returns), (0, 0, 0), "{}: only .NET 11 has these", rt.version);
+    }
+}
+
+/// The images of .NET 11.0.0's runtime packs (linux-x64, linux-arm64, win-x64), laid out by
+/// scripts/install-dotnet.sh; a missing pack fails the test.
+fn net11_packs() -> Vec<(&'static str, Vec<PathBuf>)> {
+    let home = std::env::var_os("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".dotnet"));
+    ["linux-x64", "linux-arm64", "win-x64"]
+        .into_iter()
+        .map(|rid| {
+            let dir = home.join("packs").join(rid).join("11.0.0");
+            assert!(dir.is_dir(), "{}: the 11.0.0 {rid} pack is missing: run scripts/install-dotnet.sh", dir.display());
+            let files = dlls(&dir);
+            assert!(files.len() > 150, "{}: the 11.0.0 {rid} pack is missing: run scripts/install-dotnet.sh", dir.display());
+            (rid, files)
+        })
+        .collect()
+}
+
+/// Every method of every ReadyToRun image of the three 11.0.0 packs decodes whole in R2R 26's
+/// layout: bit-packed bounds with 3 source bits (Async=4 included), number-first variables.
+#[test]
+#[ignore = "needs .NET"]
+fn every_method_of_the_net11_packs_decodes_whole() {
+    for (rid, files) in net11_packs() {
+        let w = decode_whole(&files);
+        println!("11.0.0 {rid}: {w:?}");
+        assert_eq!(w.versions.iter().copied().collect::<Vec<_>>(), [(26, 1)], "{rid}: 11.0.0's images are R2R 26.1");
+        assert!(w.images > 90 && w.methods > 100_000 && w.vars > 200_000 && w.numbers_checked > 200_000, "{rid}: too little data");
+        assert!(w.async_bounds > 100, "{rid}: runtime-async methods' bounds carry the Async source bit");
+        // The numbers check tells the layouts apart: read start-first (10.0's variables), most of
+        // 11.0.0's CoreLib variables fall past their method's argument and local counts.
+        let corelib = files.iter().find(|f| f.ends_with("System.Private.CoreLib.dll")).unwrap();
+        let bytes = std::fs::read(corelib).unwrap();
+        let md = Metadata::parse(&bytes).unwrap();
+        let wrong = clrmap::r2r::DebugInfoLayout { vars: clrmap::r2r::VarsLayout::StartFirst, ..clrmap::r2r::DebugInfoLayout::FAT3 };
+        let (mut checked, mut past) = (0usize, 0usize);
+        for layout in [clrmap::r2r::DebugInfoLayout::FAT3, wrong] {
+            let image = ReadyToRunImage::parse_assuming(&bytes, Some(layout)).unwrap();
+            (checked, past) = (0, 0);
+            for e in image.entry_points().unwrap() {
+                let (Some(n), Ok(Some(d))) = (args_and_locals(image.pe(), &md, e.token), image.debug_info(e.runtime_function)) else { continue };
+                checked += d.vars.len();
+                past += d.vars.iter().filter(|v| v.number >= 0 && v.number as u32 >= n).count();
+            }
+            if layout == clrmap::r2r::DebugInfoLayout::FAT3 {
+                assert_eq!(past, 0, "{rid}");
+            }
+        }
+        println!("11.0.0 {rid}: read start-first, {past} of {checked} CoreLib variables are past their method's counts");
+        assert!(past * 4 > checked, "{rid}: the wrong layout should fail the numbers check");
+    }
+}
