@@ -409,9 +409,18 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
     let stack = path == "/stacktrace";
     let job = tokio::task::spawn_blocking(move || {
         // The answer's bytes are taken from the budget as it grows, and held until it is sent.
-        let Some(mut answer_held) = worker.budget.take(0) else { return (Err(ServiceError { status: 503, kind: "busy", message: String::new() }), None) };
+        let Some(mut answer_held) = worker.budget.take(0) else {
+            return (Err(ServiceError { status: 503, kind: "busy", message: "the service holds as many buffered bytes as it may (--max-buffered-mb); retry later".to_owned() }), None);
+        };
         let result = if stack {
-            worker.service.stacktrace(&body)
+            // A rewritten stack trace is about its body's size: held as one piece.
+            worker.service.stacktrace(&body).and_then(|a| {
+                if answer_held.grow(u64::try_from(a.body.capacity()).unwrap_or(u64::MAX)) {
+                    Ok(a)
+                } else {
+                    Err(ServiceError { status: 503, kind: "busy", message: "the service holds as many buffered bytes as it may (--max-buffered-mb); retry later".to_owned() })
+                }
+            })
         } else {
             worker.service.symbolicate_within(&body, &mut |n| answer_held.grow(n))
         };

@@ -73,7 +73,7 @@ pub const ANSWER_STEP: u64 = 64 << 10;
 
 /// What one LRU entry costs besides its key and its contents: the map's slot, the entry, the
 /// recency queue's slots and the allocations' headers (measured: see docs/service.md).
-pub const ENTRY_OVERHEAD: u64 = 320;
+pub const ENTRY_OVERHEAD: u64 = 640;
 
 /// A request that cannot be answered: the HTTP status, a stable kind and a message naming where.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -357,12 +357,20 @@ impl std::io::Write for Bounded<'_> {
             self.stop = Some(Stop::TooLarge);
             return Err(std::io::Error::other("answer too large"));
         }
-        while want > self.granted {
-            if !(self.room)(ANSWER_STEP) {
-                self.stop = Some(Stop::Busy);
-                return Err(std::io::Error::other("no room"));
+        // The room asked for is the buffer's capacity (what it really holds), grown by doubling
+        // up to the bound.
+        let cap = u64::try_from(self.buf.capacity()).unwrap_or(u64::MAX);
+        if want > cap {
+            let target = want.max(cap.saturating_mul(2)).max(ANSWER_STEP).min(self.max);
+            while target > self.granted {
+                if !(self.room)(ANSWER_STEP) {
+                    self.stop = Some(Stop::Busy);
+                    return Err(std::io::Error::other("no room"));
+                }
+                self.granted = self.granted.saturating_add(ANSWER_STEP);
             }
-            self.granted = self.granted.saturating_add(ANSWER_STEP);
+            let extra = usize::try_from(target).unwrap_or(usize::MAX).saturating_sub(self.buf.len());
+            self.buf.reserve_exact(extra);
         }
         self.buf.extend_from_slice(data);
         Ok(data.len())
