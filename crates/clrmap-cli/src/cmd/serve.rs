@@ -95,8 +95,12 @@ pub struct ServeArgs {
     pub negative_ttl: Duration,
 }
 
-/// What the work on a body may hold, as a multiple of its size (the parsed frames and modules).
+/// What the work on a body may hold, as a multiple of its size (the parsed frames and modules)...
 const WORK_PER_BODY_BYTE: u64 = 10;
+/// ... and at most: the body's strings again, this much per frame the request may have, and
+/// this much for its modules (at most 10,000, a few hundred bytes each).
+const WORK_PER_FRAME: u64 = 256;
+const WORK_FOR_MODULES: u64 = 16 << 20;
 
 /// The bytes all requests hold at once, bounded.
 #[derive(Debug)]
@@ -282,6 +286,7 @@ struct State {
     max_body: u64,
     request_timeout: Duration,
     budget: Arc<Budget>,
+    max_frames: u64,
 }
 
 /// What one request came to, for its log line and the metrics.
@@ -401,7 +406,8 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
     };
     let bytes_in = u64::try_from(body.len()).unwrap_or(u64::MAX);
     // The work on the body (its parsed frames and modules) is held too, until it is done.
-    if !held.grow(bytes_in.saturating_mul(WORK_PER_BODY_BYTE)) {
+    let work = bytes_in.saturating_mul(WORK_PER_BODY_BYTE).min(bytes_in.saturating_add(state.max_frames.saturating_mul(WORK_PER_FRAME)).saturating_add(WORK_FOR_MODULES));
+    if !held.grow(work) {
         return Outcome { bytes_in, ..busy("the work on this body") };
     }
     let left = state.request_timeout.saturating_sub(started.elapsed());
@@ -545,7 +551,7 @@ pub fn run(a: ServeArgs) -> Result<(), CliError> {
     config.max_answer = a.max_answer;
     config.missing_ttl = a.negative_ttl;
     let budget = Arc::new(Budget { held: AtomicU64::new(0), max: a.max_buffered_mb.saturating_mul(1 << 20), peak: AtomicU64::new(0) });
-    let state = Arc::new(State { service: Service::new(config), metrics: Metrics::new(), max_body: a.max_body, request_timeout: a.request_timeout, budget });
+    let state = Arc::new(State { service: Service::new(config), metrics: Metrics::new(), max_body: a.max_body, request_timeout: a.request_timeout, budget, max_frames: u64::try_from(a.max_frames).unwrap_or(u64::MAX) });
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(64).build().map_err(CliError::Io)?;
     let result = runtime.block_on(serve(state, &a));
     runtime.shutdown_timeout(Duration::from_secs(1));

@@ -899,8 +899,9 @@ mod tests {
         }
         assert!(l.order.len() <= 2 * l.map.len() + 65, "{}", l.order.len());
         // A missing entry past its time is gone.
-        assert!(l.get("a", Duration::ZERO).is_none());
         assert_eq!(l.bytes, 80);
+        assert!(l.get("a", Duration::ZERO).is_none());
+        assert_eq!(l.bytes, 40);
         assert_eq!(parse_code_id("542D574232000"), Some((0x542d_5742, 0x32000)));
     }
 }
