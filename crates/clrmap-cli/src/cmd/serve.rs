@@ -339,7 +339,10 @@ const LINGER: Duration = Duration::from_secs(2);
 async fn read_body(mut body: Incoming, limit: u64, deadline: Duration, held: &mut Held) -> Result<Bytes, Outcome> {
     let started = Instant::now();
     let mut data = bytes::BytesMut::new();
+    // Over the limit, or over the budget: the rest is read and thrown away (for at most LINGER)
+    // so that the client sees the answer.
     let mut over = false;
+    let mut refused = false;
     loop {
         let left = if over { LINGER.saturating_sub(started.elapsed()).min(deadline) } else { deadline.saturating_sub(started.elapsed()) };
         let frame = match tokio::time::timeout(left, body.frame()).await {
@@ -363,9 +366,16 @@ async fn read_body(mut body: Incoming, limit: u64, deadline: Duration, held: &mu
             continue;
         }
         if !held.grow(u64::try_from(chunk.len()).unwrap_or(u64::MAX)) {
-            return Err(busy("this body"));
+            (over, refused) = (true, true);
+            data = bytes::BytesMut::new();
+            continue;
         }
         data.extend_from_slice(&chunk);
+    }
+    if refused {
+        let mut o = busy("this body");
+        o.response.headers_mut().insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+        return Err(o);
     }
     if over {
         let mut o = error(StatusCode::PAYLOAD_TOO_LARGE, "too_large", &format!("the body is over {limit} bytes"));
