@@ -91,6 +91,11 @@ pub struct ServerArgs {
 impl ServerArgs {
     /// The servers the flags (or the environment) ask for; `None` when there are none.
     pub fn servers(&self) -> Option<std::sync::Arc<clrmap::symsrv::SymbolServers>> {
+        self.config().map(|config| std::sync::Arc::new(clrmap::symsrv::SymbolServers::new(config)))
+    }
+
+    /// The servers' configuration from the flags (or the environment); `None` when there are none.
+    pub fn config(&self) -> Option<clrmap::symsrv::Config> {
         let mut urls = self.symbol_server.clone();
         if urls.is_empty() {
             if let Some(env) = std::env::var_os("CLRMAP_SYMBOL_SERVER") {
@@ -107,7 +112,7 @@ impl ServerArgs {
         if let Some(t) = self.symbol_timeout {
             config.timeout = t;
         }
-        Some(std::sync::Arc::new(clrmap::symsrv::SymbolServers::new(config)))
+        Some(config)
     }
 }
 

@@ -6,26 +6,35 @@
 //! one that trickles its body meets the request timeout, and neither holds anyone else up.
 //! SIGTERM (or Ctrl-C) stops accepting, lets the requests in flight finish (up to the grace
 //! period), and exits 0. One JSON line per request goes to stderr.
+//!
+//! What the process holds is bounded: at most `--max-connections` connections (one more is
+//! answered 503 and closed), the bytes of request bodies, of the work on them and of answers not
+//! yet written within `--max-buffered-mb` (past it: 503 `busy`), and a connection whose client
+//! reads nothing for `--write-timeout` is closed, freeing its answer.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::Args;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 
 use clrmap::pdb::locate::SymbolPaths;
 use clrmap::service::{error_json, Config, Service, ServiceError};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::args::parse_duration;
 use crate::output::CliError;
@@ -65,6 +74,163 @@ pub struct ServeArgs {
     /// After SIGTERM, how long requests in flight may still take before the process exits.
     #[arg(long = "shutdown-grace", value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub shutdown_grace: Duration,
+    /// The largest answer one request may have, in bytes; a larger one is 413
+    /// `answer_too_large`.
+    #[arg(long = "max-answer", value_name = "BYTES", default_value_t = clrmap::service::DEFAULT_MAX_ANSWER)]
+    pub max_answer: u64,
+    /// The most bytes all requests together may hold at once, in MiB: bodies being read, the
+    /// work on them (ten times a body's size) and answers not yet written. Past it: 503 `busy`.
+    #[arg(long = "max-buffered-mb", value_name = "MIB", default_value_t = 256)]
+    pub max_buffered_mb: u64,
+    /// The most connections open at once; one more is answered 503 and closed.
+    #[arg(long = "max-connections", value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+    /// How long a client may leave an answer unread (no byte of it taken) before its connection
+    /// is closed and the answer freed.
+    #[arg(long = "write-timeout", value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub write_timeout: Duration,
+    /// How long a module not found (in the symbol paths, or a 404 or a dead symbol server) is
+    /// remembered before it is looked for again.
+    #[arg(long = "negative-ttl", value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub negative_ttl: Duration,
+}
+
+/// What the work on a body may hold, as a multiple of its size (the parsed frames and modules)...
+const WORK_PER_BODY_BYTE: u64 = 10;
+/// ... and at most: the body's strings again, this much per frame the request may have, and
+/// this much for its modules (at most 10,000, a few hundred bytes each).
+const WORK_PER_FRAME: u64 = 256;
+const WORK_FOR_MODULES: u64 = 16 << 20;
+
+/// The bytes all requests hold at once, bounded.
+#[derive(Debug)]
+struct Budget {
+    held: AtomicU64,
+    max: u64,
+    peak: AtomicU64,
+}
+
+impl Budget {
+    fn take(self: &Arc<Self>, n: u64) -> Option<Held> {
+        let mut now = self.held.load(Ordering::Relaxed);
+        loop {
+            let next = now.checked_add(n).filter(|t| *t <= self.max)?;
+            match self.held.compare_exchange_weak(now, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => {
+                    self.peak.fetch_max(next, Ordering::Relaxed);
+                    return Some(Held { budget: self.clone(), n });
+                }
+                Err(actual) => now = actual,
+            }
+        }
+    }
+}
+
+/// Bytes taken from the budget, given back when dropped.
+#[derive(Debug)]
+struct Held {
+    budget: Arc<Budget>,
+    n: u64,
+}
+
+impl Held {
+    fn grow(&mut self, n: u64) -> bool {
+        match self.budget.take(n) {
+            Some(mut more) => {
+                self.n = self.n.saturating_add(more.n);
+                more.n = 0;
+                drop(more);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.held.fetch_sub(self.n, Ordering::AcqRel);
+    }
+}
+
+/// An answer's body: its bytes, sent in pieces, and the budget they hold until the body is
+/// dropped (sent, or its connection closed).
+struct AnswerBody {
+    data: Bytes,
+    _held: Option<Held>,
+}
+
+impl Body for AnswerBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.data.is_empty() {
+            return Poll::Ready(None);
+        }
+        let n = self.data.len().min(256 << 10);
+        let piece = self.data.split_to(n);
+        Poll::Ready(Some(Ok(Frame::data(piece))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(u64::try_from(self.data.len()).unwrap_or(u64::MAX))
+    }
+}
+
+/// A connection whose writes fail once none has made progress for `timeout` (a client that
+/// reads nothing), so that hyper closes it and drops what it held.
+struct WriteTimeout<T> {
+    inner: T,
+    timeout: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WriteTimeout<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> WriteTimeout<T> {
+    fn stall(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let timeout = self.timeout;
+        let sleep = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the client read nothing within the write timeout"))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write(cx, buf) {
+            Poll::Pending => self.stall(cx).map(|r| r.map(|()| 0)),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match Pin::new(&mut self.inner).poll_flush(cx) {
+            Poll::Pending => self.stall(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 /// Latency histogram bounds, in seconds.
@@ -84,6 +250,8 @@ struct Metrics {
     latency: BTreeMap<&'static str, Histogram>,
     frames: AtomicU64,
     in_flight: AtomicU64,
+    connections: AtomicU64,
+    refused: AtomicU64,
 }
 
 const ENDPOINTS: [&str; 5] = ["symbolicate", "stacktrace", "healthz", "metrics", "other"];
@@ -117,25 +285,39 @@ struct State {
     metrics: Metrics,
     max_body: u64,
     request_timeout: Duration,
+    budget: Arc<Budget>,
+    max_frames: u64,
 }
 
 /// What one request came to, for its log line and the metrics.
 struct Outcome {
-    response: Response<Full<Bytes>>,
+    response: Response<AnswerBody>,
     frames: u64,
     error: Option<&'static str>,
     bytes_in: u64,
 }
 
-fn respond(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(body.into()));
+fn respond(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<AnswerBody> {
+    respond_held(status, content_type, body.into(), None)
+}
+
+fn respond_held(status: StatusCode, content_type: &'static str, data: Bytes, held: Option<Held>) -> Response<AnswerBody> {
+    let mut r = Response::new(AnswerBody { data, _held: held });
     *r.status_mut() = status;
     r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
 fn error(status: StatusCode, kind: &'static str, message: &str) -> Outcome {
-    Outcome { response: respond(status, "application/json", error_json(kind, message)), frames: 0, error: Some(kind), bytes_in: 0 }
+    let mut response = respond(status, "application/json", error_json(kind, message));
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response.headers_mut().insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    Outcome { response, frames: 0, error: Some(kind), bytes_in: 0 }
+}
+
+fn busy(what: &str) -> Outcome {
+    error(StatusCode::SERVICE_UNAVAILABLE, "busy", &format!("the service holds as many buffered bytes as it may (--max-buffered-mb) and cannot take {what}; retry later"))
 }
 
 fn endpoint_of(path: &str) -> &'static str {
@@ -154,10 +336,13 @@ fn endpoint_of(path: &str) -> &'static str {
 const LINGER: Duration = Duration::from_secs(2);
 
 /// Read a body of at most `limit` bytes within `deadline`.
-async fn read_body(mut body: Incoming, limit: u64, deadline: Duration) -> Result<Bytes, Outcome> {
+async fn read_body(mut body: Incoming, limit: u64, deadline: Duration, held: &mut Held) -> Result<Bytes, Outcome> {
     let started = Instant::now();
     let mut data = bytes::BytesMut::new();
+    // Over the limit, or over the budget: the rest is read and thrown away (for at most LINGER)
+    // so that the client sees the answer.
     let mut over = false;
+    let mut refused = false;
     loop {
         let left = if over { LINGER.saturating_sub(started.elapsed()).min(deadline) } else { deadline.saturating_sub(started.elapsed()) };
         let frame = match tokio::time::timeout(left, body.frame()).await {
@@ -180,7 +365,17 @@ async fn read_body(mut body: Incoming, limit: u64, deadline: Duration) -> Result
             data = bytes::BytesMut::new();
             continue;
         }
+        if !held.grow(u64::try_from(chunk.len()).unwrap_or(u64::MAX)) {
+            (over, refused) = (true, true);
+            data = bytes::BytesMut::new();
+            continue;
+        }
         data.extend_from_slice(&chunk);
+    }
+    if refused {
+        let mut o = busy("this body");
+        o.response.headers_mut().insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+        return Err(o);
     }
     if over {
         let mut o = error(StatusCode::PAYLOAD_TOO_LARGE, "too_large", &format!("the body is over {limit} bytes"));
@@ -214,24 +409,51 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
         return error(StatusCode::PAYLOAD_TOO_LARGE, "too_large", &format!("the body is over {} bytes", state.max_body));
     }
     let started = Instant::now();
-    let body = match read_body(req.into_body(), state.max_body, state.request_timeout).await {
+    let Some(mut held) = state.budget.take(0) else { return busy("a request") };
+    let body = match read_body(req.into_body(), state.max_body, state.request_timeout, &mut held).await {
         Ok(b) => b,
         Err(o) => return o,
     };
     let bytes_in = u64::try_from(body.len()).unwrap_or(u64::MAX);
+    // The work on the body (its parsed frames and modules) is held too, until it is done.
+    let work = bytes_in.saturating_mul(WORK_PER_BODY_BYTE).min(bytes_in.saturating_add(state.max_frames.saturating_mul(WORK_PER_FRAME)).saturating_add(WORK_FOR_MODULES));
+    if !held.grow(work) {
+        return Outcome { bytes_in, ..busy("the work on this body") };
+    }
     let left = state.request_timeout.saturating_sub(started.elapsed());
     let worker = state.clone();
     let stack = path == "/stacktrace";
-    let job = tokio::task::spawn_blocking(move || if stack { worker.service.stacktrace(&body) } else { worker.service.symbolicate(&body) });
+    let job = tokio::task::spawn_blocking(move || {
+        // The answer's bytes are taken from the budget as it grows, and held until it is sent.
+        let Some(mut answer_held) = worker.budget.take(0) else {
+            return (Err(ServiceError { status: 503, kind: "busy", message: "the service holds as many buffered bytes as it may (--max-buffered-mb); retry later".to_owned() }), None);
+        };
+        let result = if stack {
+            // A rewritten stack trace is about its body's size: held as one piece.
+            worker.service.stacktrace(&body).and_then(|a| {
+                if answer_held.grow(u64::try_from(a.body.capacity()).unwrap_or(u64::MAX)) {
+                    Ok(a)
+                } else {
+                    Err(ServiceError { status: 503, kind: "busy", message: "the service holds as many buffered bytes as it may (--max-buffered-mb); retry later".to_owned() })
+                }
+            })
+        } else {
+            worker.service.symbolicate_within(&body, &mut |n| answer_held.grow(n))
+        };
+        drop(body);
+        drop(held);
+        (result, Some(answer_held))
+    });
     let result = match tokio::time::timeout(left, job).await {
         Err(_) => return Outcome { bytes_in, ..error(StatusCode::SERVICE_UNAVAILABLE, "timeout", &format!("the answer took over {:?}", state.request_timeout)) },
         Ok(Err(e)) => return Outcome { bytes_in, ..error(StatusCode::INTERNAL_SERVER_ERROR, "internal", &format!("the request's worker failed: {e}")) },
         Ok(Ok(r)) => r,
     };
+    let (result, answer_held) = result;
     match result {
         Ok(answer) => {
             let content_type = if stack { "text/plain; charset=utf-8" } else { "application/json" };
-            Outcome { response: respond(StatusCode::OK, content_type, answer.body), frames: answer.frames, error: None, bytes_in }
+            Outcome { response: respond_held(StatusCode::OK, content_type, Bytes::from(answer.body), answer_held), frames: answer.frames, error: None, bytes_in }
         }
         Err(ServiceError { status, kind, message }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
@@ -267,6 +489,10 @@ fn metrics_text(state: &State) -> String {
         ("clrmap_symbol_lru_bytes", "gauge", "Bytes of parsed symbols the LRU holds.", c.lru_bytes),
         ("clrmap_symbol_lru_entries", "gauge", "Entries the LRU holds.", c.lru_entries),
         ("clrmap_requests_in_flight", "gauge", "Requests being answered now.", m.in_flight.load(Ordering::Relaxed)),
+        ("clrmap_connections", "gauge", "Connections open now.", m.connections.load(Ordering::Relaxed)),
+        ("clrmap_connections_refused_total", "counter", "Connections answered 503 and closed: --max-connections were open.", m.refused.load(Ordering::Relaxed)),
+        ("clrmap_buffered_bytes", "gauge", "Bytes held now for bodies, the work on them and answers not yet written.", state.budget.held.load(Ordering::Relaxed)),
+        ("clrmap_buffered_bytes_peak", "gauge", "The most bytes held at once since the start.", state.budget.peak.load(Ordering::Relaxed)),
     ];
     for (name, kind, help, v) in lines {
         let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
@@ -285,7 +511,7 @@ fn now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-async fn serve_one(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn serve_one(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) -> Result<Response<AnswerBody>, Infallible> {
     let started = Instant::now();
     let method = req.method().to_string();
     let path = req.uri().path().to_owned();
@@ -296,7 +522,7 @@ async fn serve_one(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) 
     let elapsed = started.elapsed();
     let status = outcome.response.status().as_u16();
     state.metrics.record(endpoint, status, elapsed, outcome.frames);
-    let bytes_out = outcome.response.body().clone().collect().await.map(|b| b.to_bytes().len()).unwrap_or(0);
+    let bytes_out = outcome.response.body().data.len();
     log(serde_json::json!({
         "ts": now(), "event": "request", "method": method, "path": path, "status": status,
         "ms": elapsed.as_secs_f64() * 1000.0, "frames": outcome.frames, "bytes_in": outcome.bytes_in,
@@ -305,9 +531,25 @@ async fn serve_one(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) 
     Ok(outcome.response)
 }
 
+/// A connection over `--max-connections`: a 503 written (within a second) and closed.
+async fn refuse(mut stream: tokio::net::TcpStream, max: usize) {
+    use tokio::io::AsyncWriteExt;
+    let body = error_json("too_many_connections", &format!("{max} connections are open (--max-connections); retry later"));
+    let head = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n", body.len());
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = stream.write_all(head.as_bytes()).await;
+        let _ = stream.write_all(body.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
 /// Run the service until SIGTERM or Ctrl-C.
 pub fn run(a: ServeArgs) -> Result<(), CliError> {
-    let servers = a.servers.servers();
+    let servers = a.servers.config().map(|mut c| {
+        c.forget_after = a.negative_ttl;
+        Arc::new(clrmap::symsrv::SymbolServers::new(c))
+    });
     let mut dirs = a.symbol_path.clone();
     // With no server to fill it, a cache folder (SSQP layout) is still read, as one more symbol
     // path: replicas can share one filled elsewhere.
@@ -315,8 +557,11 @@ pub fn run(a: ServeArgs) -> Result<(), CliError> {
         dirs.push(cache.clone());
     }
     let paths = SymbolPaths { pdb: None, dirs, servers };
-    let config = Config { paths, lru_bytes: a.lru_mb.saturating_mul(1 << 20), max_frames: a.max_frames };
-    let state = Arc::new(State { service: Service::new(config), metrics: Metrics::new(), max_body: a.max_body, request_timeout: a.request_timeout });
+    let mut config = Config::new(paths, a.lru_mb.saturating_mul(1 << 20), a.max_frames);
+    config.max_answer = a.max_answer;
+    config.missing_ttl = a.negative_ttl;
+    let budget = Arc::new(Budget { held: AtomicU64::new(0), max: a.max_buffered_mb.saturating_mul(1 << 20), peak: AtomicU64::new(0) });
+    let state = Arc::new(State { service: Service::new(config), metrics: Metrics::new(), max_body: a.max_body, request_timeout: a.request_timeout, budget, max_frames: u64::try_from(a.max_frames).unwrap_or(u64::MAX) });
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(64).build().map_err(CliError::Io)?;
     let result = runtime.block_on(serve(state, &a));
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -332,7 +577,8 @@ async fn serve(state: Arc<State>, a: &ServeArgs) -> Result<(), CliError> {
     log(serde_json::json!({"ts": now(), "event": "listening", "listen": local.to_string(), "symbol_paths": a.symbol_path, "lru_mb": a.lru_mb, "max_body": a.max_body, "max_frames": a.max_frames}));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(a.header_timeout).keep_alive(true);
+    builder.timer(TokioTimer::new()).header_read_timeout(a.header_timeout).keep_alive(true).max_buf_size(64 << 10);
+    let slots = Arc::new(tokio::sync::Semaphore::new(a.max_connections));
     let signal_name = loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -342,10 +588,22 @@ async fn serve(state: Arc<State>, a: &ServeArgs) -> Result<(), CliError> {
                     Err(_) => { tokio::time::sleep(Duration::from_millis(20)).await; continue; }
                 };
                 let _ = stream.set_nodelay(true);
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    state.metrics.refused.fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(refuse(stream, a.max_connections));
+                    continue;
+                };
                 let state = state.clone();
+                let counted = state.clone();
                 let service = hyper::service::service_fn(move |req| serve_one(state.clone(), peer, req));
-                let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
-                tokio::spawn(async move { let _ = conn.await; });
+                let io = WriteTimeout { inner: stream, timeout: a.write_timeout, stalled: None };
+                let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), service));
+                counted.metrics.connections.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                    counted.metrics.connections.fetch_sub(1, Ordering::Relaxed);
+                    drop(slot);
+                });
             }
             _ = term.recv() => break "SIGTERM",
             _ = interrupt.recv() => break "SIGINT",

@@ -30,6 +30,7 @@ mod stacktrace;
 mod symbol_server;
 mod cpu;
 mod serve;
+mod serve_hostile;
 mod flame;
 mod attach_inlines;
 mod pdb_only;

@@ -366,11 +366,12 @@ fn from_servers(paths: &SymbolPaths, name: &str, guid: &[u8; 16], checksums: &[S
     let servers = paths.servers.as_ref()?;
     let key = crate::symsrv::key::portable_pdb(name, guid)?;
     let headers: Vec<(&str, String)> = if checksums.is_empty() { Vec::new() } else { vec![("SymbolChecksum", checksums.join(";"))] };
-    // The header's id first (a few KiB), so junk or another build costs nothing; then the whole
-    // PDB must parse with that id.
+    // Whether a file is the one the key names: the header's id first (a few KiB), so junk or
+    // another build costs nothing; then the whole PDB must parse with that GUID. What the caller
+    // asks beyond the key (the stamp) is checked after: a PDB of the key is never junk.
     let good = |p: &Path| {
-        let id_ok = crate::fs::open_regular(p).ok().and_then(|mut f| super::peek_id(&mut f)).is_some_and(|id| check(&id));
-        id_ok && read_candidate(p).is_some_and(|b| PortablePdb::parse(&b).is_ok_and(|pdb| check(&pdb.id())))
+        let id_ok = crate::fs::open_regular(p).ok().and_then(|mut f| super::peek_id(&mut f)).is_some_and(|id| &id.guid() == guid);
+        id_ok && read_candidate(p).is_some_and(|b| PortablePdb::parse(&b).is_ok_and(|pdb| &pdb.id().guid() == guid))
     };
     let entry = servers.fetch(&key, &headers, &good)?;
     let bytes = read_candidate(&entry)?;

@@ -47,14 +47,41 @@ pub struct Config {
     pub lru_bytes: u64,
     /// At most this many frames in one request (more: 413 `too_many_frames`).
     pub max_frames: usize,
+    /// The largest answer one request may have, in bytes (larger: 413 `answer_too_large`).
+    pub max_answer: u64,
+    /// How long a module whose symbols were not found is remembered as missing.
+    pub missing_ttl: Duration,
 }
+
+impl Config {
+    /// A configuration with the service's defaults ([`DEFAULT_MAX_ANSWER`], [`MISSING_TTL`]).
+    pub fn new(paths: SymbolPaths, lru_bytes: u64, max_frames: usize) -> Config {
+        Config { paths, lru_bytes, max_frames, max_answer: DEFAULT_MAX_ANSWER, missing_ttl: MISSING_TTL }
+    }
+}
+
+/// The default bound on one answer: 64 MiB.
+pub const DEFAULT_MAX_ANSWER: u64 = 64 << 20;
+
+/// The longest module, assembly or PDB name a request may give (a file name's limit on the file
+/// systems clrmap reads). A module with a longer one is not looked up, and its frames answer
+/// `bad_module` with a null `module`: a long name is never repeated in an answer.
+pub const MAX_NAME: usize = 255;
+
+/// How much the answer grows between two asks for room (see [`Service::symbolicate_within`]).
+pub const ANSWER_STEP: u64 = 64 << 10;
+
+/// What one LRU entry costs besides its key and its contents: the map's slot, the entry, the
+/// recency queue's slots and the allocations' headers (measured: see docs/service.md).
+pub const ENTRY_OVERHEAD: u64 = 640;
 
 /// A request that cannot be answered: the HTTP status, a stable kind and a message naming where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServiceError {
-    /// 400 or 413.
+    /// 400, 413 or 503.
     pub status: u16,
-    /// `bad_json`, `bad_utf8`, `missing_field`, `bad_value`, `too_many_frames`.
+    /// `bad_json`, `bad_utf8`, `missing_field`, `bad_value`, `too_many_frames`,
+    /// `answer_too_large`, `busy`.
     pub kind: &'static str,
     /// What and where.
     pub message: String,
@@ -149,48 +176,63 @@ struct Entry {
     at: Instant,
 }
 
+/// Parsed symbols by key, least recently used out first, bounded by the bytes its entries hold.
+/// Recency is a queue of (tick, key): a use pushes a new one, and eviction pops from the front,
+/// skipping those a later use made stale; the queue is rebuilt when stale ones outnumber live
+/// ones. Every operation is O(1) amortized, whatever the number of entries.
 #[derive(Debug, Default)]
 struct Lru {
     map: HashMap<String, Entry>,
+    order: std::collections::VecDeque<(u64, String)>,
     bytes: u64,
     tick: u64,
 }
 
 impl Lru {
-    fn get(&mut self, key: &str) -> Option<Slot> {
+    fn touch(&mut self, key: &str) -> u64 {
         self.tick = self.tick.wrapping_add(1);
-        let tick = self.tick;
-        let expired = match self.map.get_mut(key) {
-            Some(e) if matches!(e.slot, Slot::Missing(_)) && e.at.elapsed() > MISSING_TTL => true,
-            Some(e) => {
-                e.used = tick;
-                return Some(e.slot.clone());
-            }
+        self.order.push_back((self.tick, key.to_owned()));
+        if self.order.len() > self.map.len().saturating_mul(2).saturating_add(64) {
+            let map = &self.map;
+            self.order.retain(|(tick, key)| map.get(key).is_some_and(|e| e.used == *tick));
+        }
+        self.tick
+    }
+
+    fn get(&mut self, key: &str, missing_ttl: Duration) -> Option<Slot> {
+        let expired = match self.map.get(key) {
+            Some(e) => matches!(e.slot, Slot::Missing(_)) && e.at.elapsed() >= missing_ttl,
             None => return None,
         };
         if expired {
             if let Some(e) = self.map.remove(key) {
                 self.bytes = self.bytes.saturating_sub(e.size);
             }
+            return None;
         }
-        None
+        let tick = self.touch(key);
+        let e = self.map.get_mut(key)?;
+        e.used = tick;
+        Some(e.slot.clone())
     }
 
     fn put(&mut self, key: String, slot: Slot, size: u64, cap: u64) {
-        self.tick = self.tick.wrapping_add(1);
         if let Some(old) = self.map.remove(&key) {
             self.bytes = self.bytes.saturating_sub(old.size);
         }
         // Least recently used first, until the new entry fits (an entry larger than the whole
         // budget is still kept alone: the request that loaded it is using it anyway).
         while self.bytes.saturating_add(size) > cap {
-            let Some(victim) = self.map.iter().min_by_key(|(_, e)| e.used).map(|(k, _)| k.clone()) else { break };
-            if let Some(e) = self.map.remove(&victim) {
-                self.bytes = self.bytes.saturating_sub(e.size);
+            let Some((tick, victim)) = self.order.pop_front() else { break };
+            if self.map.get(&victim).is_some_and(|e| e.used == tick) {
+                if let Some(e) = self.map.remove(&victim) {
+                    self.bytes = self.bytes.saturating_sub(e.size);
+                }
             }
         }
         self.bytes = self.bytes.saturating_add(size);
-        self.map.insert(key, Entry { slot, size, used: self.tick, at: Instant::now() });
+        let tick = self.touch(&key);
+        self.map.insert(key, Entry { slot, size, used: tick, at: Instant::now() });
     }
 }
 
@@ -207,13 +249,22 @@ struct Ident {
     mvid: Option<[u8; 16]>,
     /// The SSQP PE key: TimeDateStamp, SizeOfImage.
     pe_key: Option<(u32, u32)>,
+    /// Why the module is not looked up (a name over [`MAX_NAME`] bytes).
+    bad: Option<Arc<str>>,
 }
 
 impl Ident {
     fn from_module(m: &ModuleIn, at: usize) -> Result<Ident, ServiceError> {
         let bad = |field: &str, what: &str| ServiceError::new(400, "bad_value", format!("modules[{at}].{field}: {what}"));
         let name = m.name.clone().or_else(|| m.code_file.as_deref().map(|p| file_name(p).to_owned())).filter(|n| !n.is_empty());
-        let pdb = m.pdb.clone().or_else(|| m.debug_file.as_deref().map(|p| file_name(p).to_owned())).filter(|n| !n.is_empty());
+        // A PDB is named by its file name alone (a path's directories are never read): only the
+        // symbol paths, the cache and the servers are searched.
+        let pdb = m.pdb.as_deref().or(m.debug_file.as_deref()).map(|p| file_name(p).to_owned()).filter(|n| !n.is_empty());
+        let long = [("name", &name), ("pdb", &pdb)].into_iter().find_map(|(field, v)| v.as_ref().filter(|v| v.len() > MAX_NAME).map(|v| (field, v.len())));
+        if let Some((field, len)) = long {
+            let why = format!("modules[{at}]: its {field} is {len} bytes, over the {MAX_NAME} a file name may have; not looked up");
+            return Ok(Ident { bad: Some(Arc::from(why)), ..Ident::default() });
+        }
         let (guid, stamp) = match (&m.pdb_id, &m.debug_id) {
             (Some(id), _) => (Some(parse_guid(id).ok_or_else(|| bad("pdb_id", "not a GUID of 32 hex digits"))?), None),
             (None, Some(id)) => {
@@ -231,7 +282,7 @@ impl Ident {
             (Some(code_id), _, _) if m.kind.as_deref().is_none_or(|k| k.starts_with("pe")) => parse_code_id(code_id),
             _ => None,
         };
-        Ok(Ident { name, pdb, guid, stamp, mvid, pe_key })
+        Ok(Ident { name, pdb, guid, stamp, mvid, pe_key, bad: None })
     }
 
     /// The PDB's name: as given, else the assembly's with `.pdb`.
@@ -281,6 +332,53 @@ fn pe_key_of(bytes: &[u8]) -> Option<(u32, u32)> {
 /// A module's MVID, from its metadata.
 fn mvid_of(bytes: &[u8]) -> Option<[u8; 16]> {
     PeImage::parse(bytes).ok().and_then(|pe| Metadata::from_pe(&pe).ok()).and_then(|md| md.mvid())
+}
+
+/// Why an answer stopped being written.
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    TooLarge,
+    Busy,
+}
+
+/// An answer's bytes, bounded by [`Config::max_answer`] and by the room its server grants.
+struct Bounded<'a> {
+    buf: Vec<u8>,
+    max: u64,
+    granted: u64,
+    room: &'a mut dyn FnMut(u64) -> bool,
+    stop: Option<Stop>,
+}
+
+impl std::io::Write for Bounded<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let want = u64::try_from(self.buf.len().saturating_add(data.len())).unwrap_or(u64::MAX);
+        if want > self.max {
+            self.stop = Some(Stop::TooLarge);
+            return Err(std::io::Error::other("answer too large"));
+        }
+        // The room asked for is the buffer's capacity (what it really holds), grown by doubling
+        // up to the bound.
+        let cap = u64::try_from(self.buf.capacity()).unwrap_or(u64::MAX);
+        if want > cap {
+            let target = want.max(cap.saturating_mul(2)).max(ANSWER_STEP).min(self.max);
+            while target > self.granted {
+                if !(self.room)(ANSWER_STEP) {
+                    self.stop = Some(Stop::Busy);
+                    return Err(std::io::Error::other("no room"));
+                }
+                self.granted = self.granted.saturating_add(ANSWER_STEP);
+            }
+            let extra = usize::try_from(target).unwrap_or(usize::MAX).saturating_sub(self.buf.len());
+            self.buf.reserve_exact(extra);
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// One frame's answer: §5's fields but `address`, and an `error` where the module's symbols were
@@ -353,16 +451,26 @@ impl Service {
 
     /// Answer a `POST /symbolicate` body.
     pub fn symbolicate(&self, body: &[u8]) -> Result<Answer, ServiceError> {
+        self.symbolicate_within(body, &mut |_| true)
+    }
+
+    /// [`Service::symbolicate`], asking `room` before the answer grows by each [`ANSWER_STEP`]
+    /// bytes (a server's bound on the bytes all answers hold at once): a `false` stops the answer
+    /// with 503 `busy`. The answer is written frame by frame as each is answered, and stops with
+    /// 413 `answer_too_large` past [`Config::max_answer`].
+    pub fn symbolicate_within(&self, body: &[u8], room: &mut dyn FnMut(u64) -> bool) -> Result<Answer, ServiceError> {
         let text = std::str::from_utf8(body).map_err(|e| ServiceError::new(400, "bad_utf8", format!("the body is not UTF-8: at byte {}", e.valid_up_to())))?;
         let max = self.config.max_frames;
         let request: Request = request::with_frame_budget(max, || serde_json::from_str(text)).map_err(|e| {
             if e.to_string().starts_with(request::TOO_MANY_FRAMES) {
                 ServiceError::new(413, "too_many_frames", format!("more than {max} frames in one request (stopped at line {} column {})", e.line(), e.column()))
+            } else if e.to_string().starts_with(request::TOO_MANY_MODULES) {
+                ServiceError::new(413, "too_many_modules", format!("more than {} modules in one request (stopped at line {} column {})", request::MAX_MODULES, e.line(), e.column()))
             } else {
                 json_error(e)
             }
         })?;
-        let modules = request.modules.or(request.debug_meta.and_then(|d| d.images)).unwrap_or_default();
+        let modules = request.modules.or(request.debug_meta.and_then(|d| d.images)).unwrap_or_default().0;
         let idents = modules.iter().enumerate().map(|(i, m)| Ident::from_module(m, i)).collect::<Result<Vec<_>, _>>()?;
         let (groups, nested) = match (request.frames, request.stacktraces) {
             (Some(frames), _) => (vec![frames.0], false),
@@ -385,37 +493,52 @@ impl Service {
         }
         let mut pdbs: Vec<Option<Slot>> = vec![None; idents.len()];
         let mut images: Vec<Option<Slot>> = vec![None; idents.len()];
-        let mut out_groups = Vec::with_capacity(asks.len());
-        for group in asks {
-            let mut out = Vec::with_capacity(group.len());
-            for (module, ask) in group {
+        let mut out = Bounded { buf: Vec::new(), max: self.config.max_answer, granted: 0, room, stop: None };
+        let written = self.write_answer(&mut out, &idents, asks, nested, &mut pdbs, &mut images);
+        match (written, out.stop) {
+            (Ok(()), _) => Ok(Answer { body: out.buf, frames: u64::try_from(total).unwrap_or(u64::MAX) }),
+            (Err(_), Some(Stop::TooLarge)) => Err(ServiceError::new(
+                413,
+                "answer_too_large",
+                format!("the answer is over {} bytes (the service's --max-answer); send fewer frames in one request", self.config.max_answer),
+            )),
+            (Err(_), Some(Stop::Busy)) => Err(ServiceError::new(503, "busy", "the service holds as many answer bytes as it may; retry later")),
+            (Err(e), None) => Err(ServiceError::new(500, "internal", e.to_string())),
+        }
+    }
+
+    /// Answer each frame and write it at once: `{"frames":[...]}`, or `{"stacktraces":[{"frames":
+    /// [...]},...]}` when `nested`.
+    fn write_answer(&self, out: &mut Bounded<'_>, idents: &[Ident], asks: Vec<Vec<(usize, Ask)>>, nested: bool, pdbs: &mut [Option<Slot>], images: &mut [Option<Slot>]) -> std::io::Result<()> {
+        use std::io::Write;
+        out.write_all(if nested { b"{\"stacktraces\":[" } else { b"{" })?;
+        for (g, group) in asks.into_iter().enumerate() {
+            if g > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(if nested { b"{\"frames\":[" } else { b"\"frames\":[" })?;
+            for (i, (module, ask)) in group.into_iter().enumerate() {
                 let Some(ident) = idents.get(module) else { continue };
-                let answer = match ask {
-                    Ask::Il { token, il } => {
+                let answer = match (ask, &ident.bad) {
+                    (_, Some(why)) => FrameOut { error: Some(FrameError { kind: "bad_module", message: why.clone() }), ..FrameOut::default() },
+                    (Ask::Il { token, il }, None) => {
                         let slot = cached(pdbs.get_mut(module), || self.lookup(ident.pdb_key(), || self.load_pdb(ident)));
                         answer_il(ident, &slot, token, il)
                     }
-                    Ask::Rva { rva, kind } => {
+                    (Ask::Rva { rva, kind }, None) => {
                         let slot = cached(images.get_mut(module), || self.lookup(ident.image_key(), || self.load_image(ident)));
                         answer_rva(ident, &slot, rva, kind)
                     }
                 };
-                out.push(answer);
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                serde_json::to_writer(&mut *out, &answer).map_err(std::io::Error::other)?;
             }
-            out_groups.push(out);
+            out.write_all(if nested { b"]}" } else { b"]" })?;
         }
-        #[derive(Serialize)]
-        struct Frames {
-            frames: Vec<FrameOut>,
-        }
-        #[derive(Serialize)]
-        struct Traces {
-            stacktraces: Vec<Frames>,
-        }
-        let mut traces: Vec<Frames> = out_groups.into_iter().map(|frames| Frames { frames }).collect();
-        let body = if nested { serde_json::to_vec(&Traces { stacktraces: traces }) } else { serde_json::to_vec(&traces.pop().unwrap_or(Frames { frames: Vec::new() })) }
-        .map_err(|e| ServiceError::new(500, "internal", e.to_string()))?;
-        Ok(Answer { body, frames: u64::try_from(total).unwrap_or(u64::MAX) })
+        out.write_all(if nested { b"]}" } else { b"}" })?;
+        out.flush()
     }
 
     /// Answer a `POST /stacktrace` body (§6): the text with each frame whose PDB is found
@@ -432,7 +555,7 @@ impl Service {
     /// The LRU's slot for `key`, loading it on a miss.
     fn lookup(&self, key: Option<String>, load: impl FnOnce() -> Result<(Slot, u64), String>) -> Slot {
         let Some(key) = key else { return Slot::Missing(Arc::from("the module names neither an assembly nor a PDB with an id")) };
-        if let Some(slot) = self.lru.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        if let Some(slot) = self.lru.lock().unwrap_or_else(PoisonError::into_inner).get(&key, self.config.missing_ttl) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return slot;
         }
@@ -441,10 +564,14 @@ impl Service {
             Ok(found) => found,
             Err(why) => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
-                let size = u64::try_from(why.len()).unwrap_or(0).saturating_add(64);
+                // The message's bytes and its Arc's two counts.
+                let size = u64::try_from(why.len()).unwrap_or(u64::MAX).saturating_add(16);
                 (Slot::Missing(Arc::from(why)), size)
             }
         };
+        // The key is held twice (the map and the recency queue), and every entry has its fixed
+        // overhead.
+        let size = size.saturating_add(u64::try_from(key.len()).unwrap_or(u64::MAX).saturating_mul(2)).saturating_add(ENTRY_OVERHEAD);
         self.lru.lock().unwrap_or_else(PoisonError::into_inner).put(key, slot.clone(), size, self.config.lru_bytes);
         slot
     }
@@ -454,9 +581,13 @@ impl Service {
         let paths = &self.config.paths;
         let (found, assembly) = if let Some(guid) = ident.guid {
             let name = ident.pdb_name().ok_or("the module names no PDB file (pdb, debug_file or name)")?;
+            // A plain file name: never a path of its own to read (find_recorded_pdb reads an
+            // absolute recorded path as the build's).
+            let name = plain(&name).ok_or_else(|| format!("the PDB name {name:?} is not a file name"))?.to_owned();
             let recorded = RecordedPdb { guid, age: 1, path: name.clone(), checksums: Vec::new() };
             let found = find_recorded_pdb_noting(&recorded, None, paths, &mut Vec::new()).map_err(|e| e.to_string())?;
-            let found = found.ok_or_else(|| format!("no PDB {name} with id {} in the symbol paths or on a symbol server{}", crate::symsrv::key::guid_n(&guid), server_notes(paths, &crate::symsrv::key::guid_n(&guid))))?;
+            let key = crate::symsrv::key::portable_pdb(&name, &guid);
+            let found = found.ok_or_else(|| format!("no PDB {name} with id {} in the symbol paths or on a symbol server{}", crate::symsrv::key::guid_n(&guid), server_notes(paths, key.as_ref())))?;
             if let Some(stamp) = ident.stamp {
                 let id = PortablePdb::parse(&found.bytes).map_err(|e| e.to_string())?.id();
                 if id.stamp() != stamp {
@@ -489,7 +620,7 @@ impl Service {
     /// symbol server by its CodeView id).
     fn pdb_by_assembly(&self, ident: &Ident, name: &str) -> Result<(FoundPdb, Option<Vec<u8>>), String> {
         let paths = &self.config.paths;
-        let (path, bytes) = self.find_image(ident, name, false).ok_or_else(|| format!("no assembly {name}{} in the symbol paths", ident_note(ident)))?;
+        let (path, bytes) = self.find_image(ident, name).map_err(|why| why.unwrap_or_else(|| format!("no assembly {name}{} in the symbol paths", ident_note(ident))))?;
         let image = PeImage::parse(&bytes).map_err(|e| format!("{}: {}{}: {}", path.display(), e.kind, e.location, e.message()))?;
         let found = locate_pdb(&image, Some(&path), paths).map_err(|e| e.to_string())?;
         let found = found.ok_or_else(|| format!("{} was found, but no PDB of its build", path.display()))?;
@@ -498,12 +629,13 @@ impl Service {
 
     /// Find an image: each symbol path, flat (`DIR/name`) and in the SSQP layout under its PE key,
     /// then the symbol servers by that key. Only a file whose MVID and PE key match what the
-    /// module gives is taken. With `need_key`, a server is asked only when the key is known.
-    fn find_image(&self, ident: &Ident, name: &str, need_key: bool) -> Option<(PathBuf, Vec<u8>)> {
-        let name = plain(name)?;
-        let good = |bytes: &[u8]| {
-            bytes.starts_with(b"MZ") && ident.mvid.is_none_or(|m| mvid_of(bytes) == Some(m)) && ident.pe_key.is_none_or(|k| pe_key_of(bytes) == Some(k))
-        };
+    /// module gives is taken. A server's file (and the cache's) is checked against its key alone,
+    /// so a client's wrong MVID never makes a good cache entry junk: it is this module's answer
+    /// (`Err(Some(why))`). `Err(None)`: nothing found.
+    fn find_image(&self, ident: &Ident, name: &str) -> Result<(PathBuf, Vec<u8>), Option<String>> {
+        let name = plain(name).ok_or(None)?;
+        let of_key = |bytes: &[u8]| bytes.starts_with(b"MZ") && ident.pe_key.is_none_or(|k| pe_key_of(bytes) == Some(k));
+        let of_mvid = |bytes: &[u8]| ident.mvid.is_none_or(|m| mvid_of(bytes) == Some(m));
         let key = ident.pe_key.and_then(|(t, s)| crate::symsrv::key::pe_image(name, t, s));
         for dir in &self.config.paths.dirs {
             let mut candidates = vec![dir.join(name)];
@@ -513,27 +645,31 @@ impl Service {
             }
             for c in candidates {
                 if let Ok(bytes) = read_regular(&c, MAX_FILE) {
-                    if good(&bytes) {
-                        return Some((c, bytes));
+                    if of_key(&bytes) && of_mvid(&bytes) {
+                        return Ok((c, bytes));
                     }
                 }
             }
         }
-        let _ = need_key;
-        let servers = self.config.paths.servers.as_ref()?;
-        let key = key?;
-        let check = |p: &Path| read_regular(p, MAX_FILE).is_ok_and(|b| good(&b));
-        let entry = servers.fetch(&key, &[], &check)?;
-        let bytes = read_regular(&entry, MAX_FILE).ok().filter(|b| good(b))?;
-        Some((entry, bytes))
+        let (Some(servers), Some(key)) = (self.config.paths.servers.as_ref(), key) else { return Err(None) };
+        let check = |p: &Path| read_regular(p, MAX_FILE).is_ok_and(|b| of_key(&b));
+        let entry = servers.fetch(&key, &[], &check).ok_or(None)?;
+        let bytes = read_regular(&entry, MAX_FILE).ok().filter(|b| of_key(b)).ok_or(None)?;
+        if !of_mvid(&bytes) {
+            let has = mvid_of(&bytes).map_or_else(|| "none".to_owned(), |m| crate::metadata::mvid_text(&m));
+            return Err(Some(format!("the image {name} under PE key {} has MVID {has}, not the{} the module gives", key.as_str(), ident_note(ident))));
+        }
+        Ok((entry, bytes))
     }
 
     /// Find a module's image (for ReadyToRun frames) and index its bodies.
     fn load_image(&self, ident: &Ident) -> Result<(Slot, u64), String> {
         let name = ident.name.as_deref().ok_or("the module names no assembly (name or code_file)")?;
-        let (path, bytes) = self.find_image(ident, name, true).ok_or_else(|| {
-            let key = ident.pe_key.map(|(t, s)| format!("{t:08x}{s:x}")).unwrap_or_else(|| "\u{0}".to_owned());
-            format!("no image {name}{} in the symbol paths or on a symbol server{}", ident_note(ident), server_notes(&self.config.paths, &key))
+        let (path, bytes) = self.find_image(ident, name).map_err(|why| {
+            why.unwrap_or_else(|| {
+                let key = ident.pe_key.and_then(|(t, s)| crate::symsrv::key::pe_image(name, t, s));
+                format!("no image {name}{} in the symbol paths or on a symbol server{}", ident_note(ident), server_notes(&self.config.paths, key.as_ref()))
+            })
         })?;
         let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX).saturating_mul(3);
         drop(bytes);
@@ -542,11 +678,12 @@ impl Service {
     }
 }
 
-/// What the symbol servers said about keys containing `needle` (a 404, a 500, a timeout), as
-/// `; symbol server URL: KEY: WHAT` each (at most 4), so a frame's error says why.
-fn server_notes(paths: &SymbolPaths, needle: &str) -> String {
-    let Some(servers) = &paths.servers else { return String::new() };
-    servers.notes().iter().filter(|n| n.contains(needle)).take(4).map(|n| format!("; {n}")).collect()
+/// What the symbol servers said about `key` (a 404, a 500, a timeout), as `; symbol server
+/// URL: KEY: WHAT` each (at most 4), so a frame's error says why: looked up by key, at a cost
+/// that does not grow with the number of failures.
+fn server_notes(paths: &SymbolPaths, key: Option<&crate::symsrv::Key>) -> String {
+    let (Some(servers), Some(key)) = (&paths.servers, key) else { return String::new() };
+    servers.notes_for(key).iter().take(4).map(|n| format!("; {n}")).collect()
 }
 
 /// `name` when it is a plain file name (no directory parts), so it cannot leave a symbol path.
@@ -704,7 +841,7 @@ mod tests {
     use super::*;
 
     fn service() -> Service {
-        Service::new(Config { paths: SymbolPaths::default(), lru_bytes: 1 << 20, max_frames: 3 })
+        Service::new(Config::new(SymbolPaths::default(), 1 << 20, 3))
     }
 
     #[test]
@@ -752,10 +889,19 @@ mod tests {
         let m = |s: &str| Slot::Missing(Arc::from(s));
         l.put("a".into(), m("a"), 40, 100);
         l.put("b".into(), m("b"), 40, 100);
-        assert!(l.get("a").is_some());
+        let ttl = Duration::from_secs(30);
+        assert!(l.get("a", ttl).is_some());
         l.put("c".into(), m("c"), 40, 100);
-        assert!(l.get("b").is_none() && l.get("a").is_some() && l.get("c").is_some());
+        assert!(l.get("b", ttl).is_none() && l.get("a", ttl).is_some() && l.get("c", ttl).is_some());
+        // Uses past eviction keep the recency queue bounded.
+        for _ in 0..1000 {
+            assert!(l.get("a", ttl).is_some());
+        }
+        assert!(l.order.len() <= 2 * l.map.len() + 65, "{}", l.order.len());
+        // A missing entry past its time is gone.
         assert_eq!(l.bytes, 80);
+        assert!(l.get("a", Duration::ZERO).is_none());
+        assert_eq!(l.bytes, 40);
         assert_eq!(parse_code_id("542D574232000"), Some((0x542d_5742, 0x32000)));
     }
 }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 pub struct Request {
     /// The modules frames refer to by index (`images` and Sentry's `debug_meta.images` too).
     #[serde(default, alias = "images")]
-    pub modules: Option<Vec<ModuleIn>>,
+    pub modules: Option<Modules>,
     /// Sentry's event form: `{"debug_meta":{"images":[...]}}`.
     #[serde(default)]
     pub debug_meta: Option<DebugMeta>,
@@ -28,7 +28,7 @@ pub struct Request {
 pub struct DebugMeta {
     /// Its debug images.
     #[serde(default)]
-    pub images: Option<Vec<ModuleIn>>,
+    pub images: Option<Modules>,
 }
 
 /// One stack trace of symbolicator's form.
@@ -83,8 +83,8 @@ pub struct ModuleIn {
 /// `0xf` tag, method index and IL offset, or a ReadyToRun frame's RVA).
 #[derive(Debug, Default, Deserialize)]
 pub struct FrameIn {
-    /// The module's index (a string here, as Sentry's own `module` field is, is not an index
-    /// and is ignored).
+    /// The module's index: a JSON number. A string here (as Sentry's own `module` field is, a
+    /// module's name) is never an index, even one of digits, and is ignored.
     #[serde(default)]
     pub module: Option<Index>,
     /// Sentry: `rel:N`, the module's index.
@@ -116,6 +116,44 @@ pub struct FrameIn {
 thread_local! {
     /// How many more frames the request being parsed on this thread may hold.
     static BUDGET: core::cell::Cell<usize> = const { core::cell::Cell::new(usize::MAX) };
+    /// How many more modules it may hold.
+    static MODULE_BUDGET: core::cell::Cell<usize> = const { core::cell::Cell::new(usize::MAX) };
+}
+
+/// The most modules one request may list (each module in memory is some hundred bytes, ten
+/// times what its JSON may take): more stops parsing with [`TOO_MANY_MODULES`].
+pub const MAX_MODULES: usize = 10_000;
+
+/// The message of the error a module list over [`MAX_MODULES`] stops parsing with.
+pub const TOO_MANY_MODULES: &str = "clrmap: over the module limit";
+
+/// A module list, counted as it is read.
+#[derive(Debug, Default)]
+pub struct Modules(pub Vec<ModuleIn>);
+
+struct ModulesVisitor;
+
+impl<'de> Visitor<'de> for ModulesVisitor {
+    type Value = Modules;
+    fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("an array of modules")
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Modules, A::Error> {
+        let mut out = Vec::new();
+        while let Some(module) = seq.next_element::<ModuleIn>()? {
+            let left = MODULE_BUDGET.with(|b| b.get());
+            let Some(left) = left.checked_sub(1) else { return Err(de::Error::custom(TOO_MANY_MODULES)) };
+            MODULE_BUDGET.with(|b| b.set(left));
+            out.push(module);
+        }
+        Ok(Modules(out))
+    }
+}
+
+impl<'de> Deserialize<'de> for Modules {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Modules, D::Error> {
+        d.deserialize_seq(ModulesVisitor)
+    }
 }
 
 /// The message of the error a frame list over its budget stops parsing with.
@@ -126,8 +164,10 @@ pub const TOO_MANY_FRAMES: &str = "clrmap: over the frame limit";
 /// the memory of `max`, not of a million.
 pub fn with_frame_budget<T>(max: usize, parse: impl FnOnce() -> T) -> T {
     BUDGET.with(|b| b.set(max));
+    MODULE_BUDGET.with(|b| b.set(MAX_MODULES));
     let r = parse();
     BUDGET.with(|b| b.set(usize::MAX));
+    MODULE_BUDGET.with(|b| b.set(usize::MAX));
     r
 }
 
@@ -215,8 +255,8 @@ impl<'de> Visitor<'de> for IndexVisitor {
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Index, E> {
         u64::try_from(v).map(|v| Index(Some(v))).map_err(|_| E::invalid_value(de::Unexpected::Signed(v), &self))
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Index, E> {
-        Ok(Index(v.parse().ok()))
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Index, E> {
+        Ok(Index(None))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Index, E> {
         Ok(Index(None))
@@ -279,6 +319,9 @@ mod tests {
         assert_eq!(f.module, Some(Index(None)));
         assert_eq!(f.function_id, Some(Num(2)));
         assert_eq!(f.instruction_addr, Some(Num(0x1a)));
+        // A string of digits is not an index either.
+        let f: FrameIn = serde_json::from_str(r#"{"module":"1"}"#).unwrap();
+        assert_eq!(f.module, Some(Index(None)));
         assert!(serde_json::from_str::<FrameIn>(r#"{"token":-1}"#).is_err());
         assert!(serde_json::from_str::<FrameIn>(r#"{"token":"0x"}"#).is_err());
         assert!(serde_json::from_str::<FrameIn>(r#"{"token":1.5}"#).is_err());

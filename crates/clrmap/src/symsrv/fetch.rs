@@ -37,22 +37,44 @@ fn url(server: &str, key: &Key) -> String {
 
 pub(super) fn download(server: &str, key: &Key, headers: &[(&str, String)], entry: &Path, config: &Config, check: Check<'_>) -> Result<(), Failure> {
     let started = Instant::now();
+    // Redirects are followed here, not by the HTTP client: only to http(s) URLs with a host, at
+    // most MAX_REDIRECTS times, each within the same time bound.
     let agent = ureq::AgentBuilder::new()
         .timeout(config.timeout)
         .timeout_connect(config.timeout)
-        .redirects(4)
+        .redirects(0)
         .user_agent(concat!("clrmap/", env!("CARGO_PKG_VERSION")))
         .build();
-    let mut request = agent.get(&url(server, key));
-    for (name, value) in headers {
-        request = request.set(name, value);
-    }
-    let response = match request.call() {
-        Ok(r) => r,
-        Err(ureq::Error::Status(404 | 410, _)) => return Err(Failure::NotFound),
-        Err(ureq::Error::Status(code, r)) => return Err(Failure::Bad(format!("HTTP {code} {}", r.status_text()))),
-        Err(ureq::Error::Transport(t)) => return Err(Failure::Unreachable(transport(&t, started, config))),
+    let mut at = url(server, key);
+    let mut hops = 0usize;
+    let response = loop {
+        let left = config.timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Err(Failure::Unreachable(format!("no answer within {:?}", config.timeout)));
+        }
+        let mut request = agent.get(&at).timeout(left);
+        for (name, value) in headers {
+            request = request.set(name, value);
+        }
+        let response = match request.call() {
+            Ok(r) => r,
+            Err(ureq::Error::Status(404 | 410, _)) => return Err(Failure::NotFound),
+            Err(ureq::Error::Status(code, r)) => return Err(Failure::Bad(format!("HTTP {code} {}", r.status_text()))),
+            Err(ureq::Error::Transport(t)) => return Err(Failure::Unreachable(transport(&t, started, config))),
+        };
+        if !matches!(response.status(), 301 | 302 | 303 | 307 | 308) {
+            break response;
+        }
+        hops = hops.saturating_add(1);
+        if hops > super::MAX_REDIRECTS {
+            return Err(Failure::Bad(format!("more than {} redirects; nothing fetched", super::MAX_REDIRECTS)));
+        }
+        let location = response.header("Location").unwrap_or("");
+        at = redirect_target(&at, location).map_err(|why| Failure::Bad(format!("HTTP {} to {}: {why}; not followed", response.status(), shorten(location))))?;
     };
+    if !(200..300).contains(&response.status()) {
+        return Err(Failure::Bad(format!("HTTP {} {}", response.status(), response.status_text())));
+    }
     // A declared length over the bound is refused before a byte is read.
     if let Some(len) = response.header("Content-Length").and_then(|l| l.trim().parse::<u64>().ok()) {
         if len > config.max_bytes && response.header("Content-Encoding").is_none() {
@@ -105,6 +127,31 @@ pub(super) fn download(server: &str, key: &Key, headers: &[(&str, String)], entr
     out.commit().map_err(|e| Failure::Bad(format!("cannot write the cache entry {}: {e}", entry.display())))
 }
 
+/// Where a redirect from `from` to `location` leads: an http or https URL with a host, or why not.
+fn redirect_target(from: &str, location: &str) -> Result<String, &'static str> {
+    if location.trim().is_empty() {
+        return Err("no Location");
+    }
+    let base = url::Url::parse(from).map_err(|_| "the URL redirected from does not parse")?;
+    let to = base.join(location.trim()).map_err(|_| "the Location is not a URL")?;
+    if !matches!(to.scheme(), "http" | "https") {
+        return Err("only http and https URLs are followed");
+    }
+    if to.host_str().is_none_or(str::is_empty) {
+        return Err("the URL names no host");
+    }
+    Ok(to.into())
+}
+
+/// At most 200 characters of `text` (a server's Location header, in a note).
+fn shorten(text: &str) -> String {
+    let mut s: String = text.chars().take(200).collect();
+    if s.len() < text.len() {
+        s.push_str("...");
+    }
+    format!("{s:?}")
+}
+
 /// What a transport error says, in a few words.
 fn transport(t: &ureq::Transport, started: Instant, config: &Config) -> String {
     if started.elapsed() >= config.timeout {
@@ -114,5 +161,20 @@ fn transport(t: &ureq::Transport, started: Instant, config: &Config) -> String {
         ureq::ErrorKind::Dns => "the host name does not resolve".to_owned(),
         ureq::ErrorKind::ConnectionFailed => "the connection was refused or failed".to_owned(),
         _ => t.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redirect_target;
+
+    #[test]
+    fn redirects_go_only_to_http_urls_with_a_host() {
+        let from = "http://127.0.0.1:9/a/b.pdb";
+        assert_eq!(redirect_target(from, "/c/d.pdb").as_deref(), Ok("http://127.0.0.1:9/c/d.pdb"));
+        assert_eq!(redirect_target(from, "https://example.invalid/x").as_deref(), Ok("https://example.invalid/x"));
+        for bad in ["file:///etc/passwd", "data:text/plain,hi", "unix:/run/x.sock", "mailto:a@b", "about:blank", "ftp://h/x", ""] {
+            assert!(redirect_target(from, bad).is_err(), "{bad}");
+        }
     }
 }
