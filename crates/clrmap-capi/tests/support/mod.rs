@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+// Shared test support: a missing runtime fails loudly.
+#[allow(clippy::panic, clippy::indexing_slicing)]
 #[path = "../../../../tests/support/runtimes.rs"]
 mod runtimes_list;
 pub use runtimes_list::*;

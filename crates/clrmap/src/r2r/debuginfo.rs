@@ -398,6 +398,21 @@ pub fn nibble_vars(bytes: Reader<'_>) -> Result<Vec<Var>> {
     Ok(out)
 }
 
+/// x86 stores stack offsets divided by 4 (`DoEncodedStackOffset`: "Stack offsets are aligned on
+/// a DWORD boundary"; `DebugInfo.md`: "x86: ×4"): restore them, for an x86 image's variables.
+pub fn scale_x86_stack_offsets(vars: &mut [Var]) {
+    for v in vars {
+        match &mut v.loc {
+            VarLoc::Stack { offset, .. }
+            | VarLoc::StackByRef { offset, .. }
+            | VarLoc::RegStack { offset, .. }
+            | VarLoc::StackReg { offset, .. }
+            | VarLoc::Stack2 { offset, .. } => *offset = offset.wrapping_mul(4),
+            _ => {}
+        }
+    }
+}
+
 /// `MAX_ILNUM` of [`VarsLayout::NumberFirst`] (`DebugInfo.md`, constants): numbers are stored
 /// biased by 6.
 const NUMBER_FIRST_BIAS: i32 = 6;
@@ -817,6 +832,17 @@ mod tests {
         assert_eq!(async_info(chunks.async_info).unwrap(), info.async_points);
         // Read as major 16, the same bytes are a slim header of cbBounds 0 and a bad rest.
         assert!(decode(Reader::new(&blob, 0), DebugInfoLayout::BITPACKED2).is_err());
+    }
+
+    #[test]
+    fn x86_stack_offsets_are_stored_in_dwords() {
+        let mut v = [
+            Var { start: 0, end: 4, number: 1, loc: VarLoc::Stack { base_reg: 5, offset: -3 }, call_return_il: None },
+            Var { start: 0, end: 4, number: 2, loc: VarLoc::Reg { reg: 1 }, call_return_il: None },
+        ];
+        scale_x86_stack_offsets(&mut v);
+        assert_eq!(v[0].loc, VarLoc::Stack { base_reg: 5, offset: -12 });
+        assert_eq!(v[1].loc, VarLoc::Reg { reg: 1 });
     }
 
     #[test]

@@ -247,7 +247,13 @@ impl<'a> ReadyToRunImage<'a> {
 
     fn debug_info_in(&self, sec: Reader<'a>, arr: &NativeArray<'a>, index: u32, with_vars: bool) -> Result<Option<DebugInfo>> {
         match self.debug_blob(sec, arr, index)? {
-            Some(blob) => debuginfo::decode_parts(blob, self.layout, with_vars).map(Some),
+            Some(blob) => {
+                let mut info = debuginfo::decode_parts(blob, self.layout, with_vars)?;
+                if self.machine == Machine::X86 {
+                    debuginfo::scale_x86_stack_offsets(&mut info.vars);
+                }
+                Ok(Some(info))
+            }
             None => Ok(None),
         }
     }
