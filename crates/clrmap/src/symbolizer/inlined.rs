@@ -75,8 +75,10 @@ impl SourceInlines {
 impl SourceInlines {
     /// A capture's trees and inlinees: the profiler recorded each event 189 payload with its
     /// body's code start, and each MethodDetails with the inlinee's module and token as the
-    /// runtime answered `GetFunctionInfo` (so the defining module, whatever loaded it).
-    pub fn from_capture(recorded: &[crate::capture::CapturedInline]) -> SourceInlines {
+    /// runtime answered `GetFunctionInfo` (so the defining module, whatever loaded it). On a
+    /// runtime whose JIT does not fill in the call sites (`runtime_major`, the capture's:
+    /// [`crate::inlines::call_sites_known`]) the trees come with them forgotten.
+    pub fn from_capture(recorded: &[crate::capture::CapturedInline], runtime_major: Option<u16>) -> SourceInlines {
         use crate::capture::InlineEventKind;
         use crate::read::Reader;
         let mut out = SourceInlines::default();
@@ -108,7 +110,17 @@ impl SourceInlines {
                 }
             }
         }
-        let finished: HashMap<u32, crate::inlines::Inlines> = collectors.into_iter().map(|(pid, c)| (pid, c.finish())).collect();
+        let known = crate::inlines::call_sites_known(runtime_major);
+        let finished: HashMap<u32, crate::inlines::Inlines> = collectors
+            .into_iter()
+            .map(|(pid, c)| {
+                let mut inlines = c.finish();
+                if !known {
+                    inlines.forget_call_sites();
+                }
+                (pid, inlines)
+            })
+            .collect();
         for ((pid, start), (method_id, code_id)) in starts {
             if let Some(tree) = finished.get(&pid).and_then(|i| i.tree(method_id, code_id)) {
                 out.trees.insert((Some(pid), start), Arc::new(tree.clone()));
@@ -157,7 +169,8 @@ pub struct InlinedFrame<'s> {
     /// `Ns.Type::Method`.
     pub method: Option<&'s str>,
     /// The IL offset in the inlinee: the mapping's for the innermost, the call site of the frame
-    /// inside it for the others.
+    /// inside it for the others (`None` where the runtime did not give that call site:
+    /// [`crate::inlines::call_sites_known`]).
     pub il_offset: Option<u32>,
     /// The document name exactly as the PDB stores it.
     pub file: Option<&'s str>,

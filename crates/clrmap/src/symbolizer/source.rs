@@ -160,7 +160,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
         crate::capture::name_captured(&mut captured);
         let mvids: HashMap<String, [u8; 16]> = captured.iter().filter_map(|c| Some((c.module_path.clone(), c.mvid?))).collect();
         let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
-        let inlines = SourceInlines::from_capture(&capture.inlines);
+        let inlines = SourceInlines::from_capture(&capture.inlines, capture.runtime_major);
         return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs, mvids, inlines, named: Vec::new() });
     }
     if bytes.starts_with(b"MZ") {
