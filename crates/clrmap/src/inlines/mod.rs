@@ -48,7 +48,8 @@ use crate::read::{Error, Reader, Result};
 /// 0x48484848, the low half of the JIT's own heap addresses, and plausible ones such as 4 for
 /// `Enumerable.Aggregate`'s call to `TryGetSpan` at 0x18); on 9.0.20, 61 confirmed and none
 /// wrong of 98. The tree's shape (`Child`, `Sibling`), its methods and its rich mappings are
-/// sound on 10.0.12: only the call sites are forgotten ([`Inlines::forget_call_sites`]).
+/// sound on 10.0.12: only the call sites are forgotten ([`Inlines::forget_call_sites`]); the
+/// symbolizer gives back those the IL settles (`SourceInlines::recover_call_sites`).
 pub fn call_sites_known(runtime_major: Option<u16>) -> bool {
     runtime_major.is_none_or(|m| m < 10)
 }

@@ -274,6 +274,35 @@ impl InlineTree {
         forgotten
     }
 
+    /// Give back forgotten call sites ([`Self::forget_call_sites`]) where the parent's IL settles
+    /// them: `sites(parent, callee)` answers the IL offsets in the parent's method of the calls
+    /// the IL reader accepts as calls to `callee` (`None`: it cannot tell, e.g. a call it cannot
+    /// decide or no IL at hand). A node gets an offset only when its parent is known, no sibling
+    /// has the same method, and the answer is exactly one offset; otherwise it stays unknown.
+    /// Returns how many nodes got one.
+    pub fn recover_call_sites(&mut self, mut sites: impl FnMut(u64, u64) -> Option<Vec<u32>>) -> usize {
+        let mut recovered = 0usize;
+        for i in 1..self.nodes.len() {
+            let Some(&n) = self.nodes.get(i) else { break };
+            let Parent::Node(p) = n.parent else { continue };
+            if n.call_site().is_some() {
+                continue;
+            }
+            let twins = self.nodes.iter().filter(|m| m.parent == n.parent && m.method_id == n.method_id).count();
+            let Some(&parent) = self.nodes.get(p as usize) else { continue };
+            if twins != 1 {
+                continue;
+            }
+            if let Some([at]) = sites(parent.method_id, n.method_id).as_deref() {
+                if let Some(slot) = self.nodes.get_mut(i) {
+                    slot.il_offset = *at;
+                    recovered = recovered.saturating_add(1);
+                }
+            }
+        }
+        recovered
+    }
+
     /// How many nodes have an unknown parent.
     pub fn unknown_parents(&self) -> usize {
         self.nodes.iter().filter(|n| n.parent == Parent::Unknown).count()

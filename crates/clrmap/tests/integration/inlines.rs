@@ -243,6 +243,34 @@ fn forgotten_call_sites_give_chains_without_outer_offsets_and_no_recovery() {
 }
 
 #[test]
+fn forgotten_call_sites_come_back_only_where_the_parents_il_has_one_call() {
+    let (nodes, maps) = sample();
+    let mut t = parse(&nodes, &maps);
+    t.forget_call_sites();
+    // The root calls A (0x200) once at 0x0A; A calls B (0x300) twice; C (0x400) cannot be told.
+    let got = t.recover_call_sites(|parent, callee| match (parent, callee) {
+        (0x100, 0x200) => Some(vec![0x0A]),
+        (0x200, 0x300) => Some(vec![5, 9]),
+        _ => None,
+    });
+    assert_eq!(got, 1);
+    assert_eq!(t.nodes().iter().map(|n| n.call_site()).collect::<Vec<_>>(), [None, Some(0x0A), None, None]);
+    assert_eq!(t.chain(0x17).steps, [step(2, 0x300, 3), step(1, 0x200, NO_CALL_SITE), step(0, 0x100, 0x0A)]);
+    // Two siblings with one method: neither is given the one call the IL has.
+    let twins = [node(0x100, ROOT_IL, 2, 0), node(0x200, NO_CALL_SITE, 0, 0), node(0x200, NO_CALL_SITE, 0, 1)];
+    let mut t = parse(&twins, &[]);
+    assert_eq!(t.recover_call_sites(|_, _| Some(vec![4])), 0);
+    // A known call site is never asked about, nor an orphan's.
+    let mut t = parse(&orphans(), &[]);
+    let mut asked = Vec::new();
+    t.recover_call_sites(|p, c| {
+        asked.push((p, c));
+        None
+    });
+    assert!(asked.is_empty(), "{asked:x?}");
+}
+
+#[test]
 fn recovery_never_hangs_a_run_below_one_of_its_own() {
     // Found by the fuzzer: the orphan run is 2 -> 3 (Sibling); node 1 hangs below 3. Node 1 has
     // a lower index than 2, so it looked like a candidate parent for the run; giving the run
