@@ -134,7 +134,7 @@ fn symbolize_a_trace() {
 /// method's code, map and variables are the same in both.
 const SETUP_RVAS: [(&str, &str); 4] = [("0x392C90", "$SETUP_RVA"), ("3746960", "$SETUP_RVA"), ("0x393480", "$SETUP_RVA"), ("3748992", "$SETUP_RVA")];
 
-fn with_setup_rvas<'a>(corelib: &'a str) -> Vec<(&'a str, &'a str)> {
+fn with_setup_rvas(corelib: &str) -> Vec<(&str, &str)> {
     let mut r = vec![(corelib, "$CORELIB31")];
     r.extend(SETUP_RVAS);
     r

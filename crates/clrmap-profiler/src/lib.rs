@@ -297,6 +297,16 @@ unsafe extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -
 /// The path of the runtime library this process runs (`libcoreclr.so`, from /proc/self/maps): in
 /// a shared framework it names the version (`.../Microsoft.NETCore.App/3.1.23/libcoreclr.so`),
 /// which CoreCLR before .NET 5 does not report (GetRuntimeInformation answers 4.0.30319).
+/// Whether this runtime's JIT fills in the inline trees' call sites
+/// ([`clrmap::inlines::call_sites_known`]: not on .NET 10), asked once.
+fn call_sites_known(info: &Info) -> bool {
+    static KNOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *KNOWN.get_or_init(|| {
+        let reported = info.runtime_information().map(|(_, text)| text).unwrap_or_default();
+        clrmap::inlines::call_sites_known(clrmap::nettrace::runtime_major(&reported, runtime_library_path().as_deref()))
+    })
+}
+
 fn runtime_library_path() -> Option<String> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.ends_with("/libcoreclr.so")).map(str::to_owned)
@@ -692,7 +702,10 @@ unsafe extern "system" fn jit_compilation_finished(_this: *mut c_void, fid: usiz
         drain_r2r(&mut s);
         // The runtime sent this body's inline tree just before, on this thread.
         let pending = inlines::take_pending();
-        let tree = if s.perf.is_some() && !pending.is_empty() { inlines::tree_of(fid as u64, &pending) } else { None };
+        let mut tree = if s.perf.is_some() && !pending.is_empty() { inlines::tree_of(fid as u64, &pending) } else { None };
+        if let Some(t) = tree.as_mut().filter(|_| !call_sites_known(&info)) {
+            t.forget_call_sites();
+        }
         let body = record_jitted(&mut s, info, fid, 0, false, tree.as_ref());
         inlines::body_finished(fid as u64, body.map(|start| start as u64), pending);
         S_OK

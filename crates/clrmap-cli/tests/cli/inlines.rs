@@ -470,8 +470,9 @@ fn without_trees(capture: &Path) -> PathBuf {
 
 /// (a) The answers' chains against what the program forces: its IL (each call's offset), its
 /// sources (each call's line, each method's lines), its attributes, and the raw trees.
-fn check_forced(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], trees: &HashMap<u64, Vec<u64>>) {
+fn check_forced(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], trees: &HashMap<u64, Vec<u64>>, major: u16) {
     let mut pairs = BTreeSet::new();
+    let (mut settled, mut unsettled) = (0, 0);
     let mut chains = BTreeSet::new();
     for v in cap {
         let f = frames(v);
@@ -490,6 +491,18 @@ fn check_forced(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], trees: &Hash
             pairs.insert((parent_name.clone(), callee_name.clone()));
             // The parent is at the call's IL offset (from the IL bytes) and on the call's line.
             let at = r.callsites.get(&(short(parent_name), short(callee_name))).unwrap_or_else(|| panic!("{parent_name} never calls {callee_name}: {v}"));
+            if major >= 10 && parent["il_offset"].as_u64() != Some(*at) {
+                // .NET 10 gives no call sites (clrmap::inlines::call_sites_known); clrmap gives
+                // back those the IL settles (one call to the callee: not Choose<T>'s two
+                // instantiations) and leaves the others unknown: an inner frame then has no IL
+                // offset and no line, the physical frame the flat map's answer.
+                if k + 1 < f.len() - 1 {
+                    assert!(parent["il_offset"].is_null() && parent["line"].is_null(), "{v}");
+                }
+                unsettled += 1;
+                continue;
+            }
+            settled += 1;
             assert_eq!(parent["il_offset"].as_u64(), Some(*at), "{parent_name} calls {callee_name} at IL {at}: {v}");
             let file = file_of(parent["module"].as_str().unwrap());
             assert_eq!(parent["file"].as_str(), Some(format!("/_/src/{file}").as_str()), "{v}");
@@ -520,6 +533,8 @@ fn check_forced(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], trees: &Hash
     for (parent, callee) in FORCED {
         assert!(pairs.contains(&(parent.to_string(), callee.to_string())), "{callee} is never an inlinee of {parent}: {pairs:#?}");
     }
+    eprintln!("{major}: {settled} call sites at the call, {unsettled} unknown");
+    assert!(settled > 0 && (major >= 10 || unsettled == 0), "{settled} settled, {unsettled} unknown");
     // Three levels and two modules, innermost first.
     let three: Vec<String> = ["Inlining.Prog::Level3", "Inlining.Prog::Level2", "Inlining.Prog::Level1", "Inlining.Prog::Chain3"].map(String::from).to_vec();
     assert!(chains.contains(&three), "{chains:#?}");
@@ -615,7 +630,7 @@ fn trees_match_what_the_programs_force(r: &Run, major: u16) {
     only_notes(&cap_err);
     let cap = json_lines(&cap_json);
     assert_eq!(cap.len(), count);
-    check_forced(r, &cap, &bodies, &trees);
+    check_forced(r, &cap, &bodies, &trees, major);
     // --return-address answers for the call before (address - 1), its chain included: a
     // return address one past each address gets that address's answer.
     let after: String = bodies.iter().flat_map(|&(start, size, _)| (start + 1..=start + size).map(|a| format!("{a:#x}\n"))).collect();
@@ -676,7 +691,7 @@ fn on_8_with_tiering_the_osr_bodies_chains_match_too_in_capture_and_trace() {
     let (json, err) = symbolize(&r.capture, &["--inlines", "--json"], &addresses);
     only_notes(&err);
     let cap = json_lines(&json);
-    check_forced(&r, &cap, &bodies, &trees);
+    check_forced(&r, &cap, &bodies, &trees, 8);
     check_trace(&r, &cap, &bodies, &addresses);
     // The chains are in the second bodies (OSR) only.
     let mut i = 0;

@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
-// Test support, shared with the test crates: a missing runtime fails loudly (panic, indexing).
-#[allow(clippy::panic, clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+// The tests' reader of the installed list: a missing or broken install is a setup error it
+// panics on, as in the tests.
 #[path = "../../../../tests/support/runtimes.rs"]
+#[allow(clippy::panic, clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used, clippy::arithmetic_side_effects)]
 mod runtimes_list;
 
 fn list() -> Vec<runtimes_list::Runtime> {

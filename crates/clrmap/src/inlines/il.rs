@@ -396,6 +396,46 @@ pub fn recover_tree(tree: &mut super::InlineTree, modules: &IlModules<'_>, metho
     })
 }
 
+/// The IL offsets of the `call`, `callvirt` and `newobj` instructions of `method` that call
+/// `callee` by [`IlCallSite::calls`]; `None` when any such instruction cannot be decided, or the
+/// IL cannot be read.
+pub fn calls_to(pe: &PeImage<'_>, md: &Metadata<'_>, method: u32, callee: &Callee) -> Option<Vec<u32>> {
+    let code = il_code(pe, md, method).ok()?;
+    let start = code.offset();
+    let mut r = code;
+    let mut offsets = Vec::new();
+    while !r.is_empty() {
+        let at = u32::try_from(r.offset().saturating_sub(start)).ok()?;
+        let (op, size) = opcode(&mut r).ok()??;
+        if matches!(op, 0x28 | 0x6F | 0x73) {
+            offsets.push(at);
+        }
+        r.skip(size, "").ok()?;
+    }
+    let mut found = Vec::new();
+    for at in offsets {
+        match call_site(pe, md, method, at).ok()?.calls(callee) {
+            Some(true) => found.push(at),
+            Some(false) => {}
+            None => return None,
+        }
+    }
+    Some(found)
+}
+
+/// Give `tree` back the call sites its runtime did not fill in
+/// ([`super::InlineTree::recover_call_sites`] with [`calls_to`] as the evidence); `method_at` as
+/// for [`recover_tree`]. Returns how many nodes got one.
+pub fn recover_call_sites(tree: &mut super::InlineTree, modules: &IlModules<'_>, method_at: impl Fn(u64) -> Option<(std::path::PathBuf, u32)>) -> usize {
+    tree.recover_call_sites(|caller, callee| {
+        let (caller_path, caller_token) = method_at(caller)?;
+        let (callee_path, callee_token) = method_at(callee)?;
+        let (pe, md) = modules.get(&caller_path)?;
+        let key = modules.get(&callee_path).and_then(|(_, md)| method_key(md, callee_token));
+        calls_to(pe, md, caller_token, &Callee { in_callers_module: caller_path == callee_path, token: callee_token, key })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,16 +29,29 @@ pub enum Parent {
     Unknown,
 }
 
+/// A node's `il_offset` when its call site is not known: the JIT's `BAD_IL_OFFSET`, what node 0
+/// carries, and what [`InlineTree::forget_call_sites`] writes where the runtime's values cannot be
+/// trusted (see [`super::call_sites_known`]).
+pub const NO_CALL_SITE: u32 = u32::MAX;
+
 /// One inline context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InlineNode {
     /// The method (the runtime's MethodDesc, the MethodID of method events; name it through
     /// [`super::MethodDetails`]).
     pub method_id: u64,
-    /// The IL offset of the call instruction in the parent's method (`0xFFFFFFFF` on node 0).
+    /// The IL offset of the call instruction in the parent's method; [`NO_CALL_SITE`] on node 0
+    /// and wherever the call site is not known.
     pub il_offset: u32,
     /// The parent.
     pub parent: Parent,
+}
+
+impl InlineNode {
+    /// The IL offset of the call in the parent's method, if known.
+    pub fn call_site(&self) -> Option<u32> {
+        (self.il_offset != NO_CALL_SITE).then_some(self.il_offset)
+    }
 }
 
 /// One rich mapping: from `native_offset` on (up to the next mapping, clipped by the flat map's
@@ -65,8 +78,16 @@ pub struct ChainStep {
     /// The node's method (MethodID).
     pub method_id: u64,
     /// For the innermost step, the mapping's IL offset; for each outer step, the call site of
-    /// the step before it (the child's `il_offset`).
+    /// the step before it (the child's `il_offset`: [`NO_CALL_SITE`] when not known, and then
+    /// the step has no line).
     pub il_offset: u32,
+}
+
+impl ChainStep {
+    /// The IL offset, unless it is [`NO_CALL_SITE`] (a call site not known).
+    pub fn known_il_offset(&self) -> Option<u32> {
+        (self.il_offset != NO_CALL_SITE).then_some(self.il_offset)
+    }
 }
 
 /// The inline chain at one native offset, innermost first.
@@ -237,6 +258,51 @@ impl InlineTree {
         self.mappings.get(i.checked_sub(1)?)
     }
 
+    /// Forget every call site (each node's `il_offset` but node 0's becomes [`NO_CALL_SITE`]):
+    /// for a tree from a runtime whose JIT does not fill them in ([`super::call_sites_known`]).
+    /// Chains then still name every inlinee and its own IL offset, but an outer step's IL offset
+    /// (and so its line) is unknown, and [`Self::recover_parents`] leaves the orphans alone.
+    /// Returns how many nodes had one.
+    pub fn forget_call_sites(&mut self) -> usize {
+        let mut forgotten = 0usize;
+        for n in self.nodes.iter_mut().skip(1) {
+            if n.il_offset != NO_CALL_SITE {
+                n.il_offset = NO_CALL_SITE;
+                forgotten = forgotten.saturating_add(1);
+            }
+        }
+        forgotten
+    }
+
+    /// Give back forgotten call sites ([`Self::forget_call_sites`]) where the parent's IL settles
+    /// them: `sites(parent, callee)` answers the IL offsets in the parent's method of the calls
+    /// the IL reader accepts as calls to `callee` (`None`: it cannot tell, e.g. a call it cannot
+    /// decide or no IL at hand). A node gets an offset only when its parent is known, no sibling
+    /// has the same method, and the answer is exactly one offset; otherwise it stays unknown.
+    /// Returns how many nodes got one.
+    pub fn recover_call_sites(&mut self, mut sites: impl FnMut(u64, u64) -> Option<Vec<u32>>) -> usize {
+        let mut recovered = 0usize;
+        for i in 1..self.nodes.len() {
+            let Some(&n) = self.nodes.get(i) else { break };
+            let Parent::Node(p) = n.parent else { continue };
+            if n.call_site().is_some() {
+                continue;
+            }
+            let twins = self.nodes.iter().filter(|m| m.parent == n.parent && m.method_id == n.method_id).count();
+            let Some(&parent) = self.nodes.get(p as usize) else { continue };
+            if twins != 1 {
+                continue;
+            }
+            if let Some([at]) = sites(parent.method_id, n.method_id).as_deref() {
+                if let Some(slot) = self.nodes.get_mut(i) {
+                    slot.il_offset = *at;
+                    recovered = recovered.saturating_add(1);
+                }
+            }
+        }
+        recovered
+    }
+
     /// How many nodes have an unknown parent.
     pub fn unknown_parents(&self) -> usize {
         self.nodes.iter().filter(|n| n.parent == Parent::Unknown).count()
@@ -290,7 +356,8 @@ impl InlineTree {
     /// says yes and none cannot tell; otherwise it stays [`Parent::Unknown`]. Candidates inside
     /// the orphan run's own subtrees are skipped (no cycle can arise). The work is bounded: at most
     /// `64 · nodes + 4096` questions and steps up the tree in all, after which the rest stay
-    /// unknown. Returns how many nodes got a parent.
+    /// unknown, as does a run whose head has no call site ([`NO_CALL_SITE`]). Returns how many
+    /// nodes got a parent.
     pub fn recover_parents(&mut self, mut is_call: impl FnMut(u64, u32, u64) -> Option<bool>) -> usize {
         let mut budget = self.nodes.len().saturating_mul(64).saturating_add(4096);
         let mut recovered: usize = 0;
@@ -299,7 +366,8 @@ impl InlineTree {
                 continue;
             }
             let Some(&orphan) = self.nodes.get(head as usize) else { continue };
-            if orphan.parent != Parent::Unknown {
+            // Without its call site there is no evidence to weigh: the run stays unknown.
+            if orphan.parent != Parent::Unknown || orphan.call_site().is_none() {
                 continue;
             }
             let mut found: Option<u32> = None;

@@ -407,7 +407,7 @@ impl MethodTable {
         let inlines = std::mem::take(&mut self.inlines).finish();
         let bodies = self.bodies.iter().zip(&self.body_code_id);
         let code_ids = bodies.filter_map(|(b, &id)| Some((b.start?, (b.function_id?, id)))).collect();
-        TraceInlines { inlines, code_ids, modules: self.modules.clone(), named_r2r: Vec::new() }
+        TraceInlines { inlines, code_ids, modules: self.modules.clone(), named_r2r: Vec::new(), runtime_major: None }
     }
 
     /// The bodies that have a map (jitted code; R2R methods get no map events).
@@ -464,6 +464,11 @@ pub struct TraceInlines {
     /// The ReadyToRun methods the trace names (load and rundown events: start, size, token,
     /// module), which have no map in it: named from their modules, with an empty map.
     pub named_r2r: Vec<CodeBody>,
+    /// The traced runtime's major version, as it reported it (RuntimeInformation) or as its
+    /// framework modules' directory says. On a runtime whose JIT does not fill in the call sites
+    /// ([`crate::inlines::call_sites_known`], .NET 10) the trees come with them forgotten
+    /// ([`crate::inlines::NO_CALL_SITE`]).
+    pub runtime_major: Option<u16>,
 }
 
 impl TraceInlines {
@@ -558,7 +563,9 @@ pub fn read_code_bodies_partial_with<R: std::io::Read>(r: R, also: impl FnMut(&E
 /// The one pass behind [`read_code_bodies_partial_with`] and [`read_code_bodies_and_inlines`].
 fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::read::Error>)> {
     let mut table = MethodTable::default();
+    let mut reported_major = None;
     let (stats, fault) = super::stream::read_events_partial(r, |e| {
+        reported_major = reported_major.or_else(|| runtime_information(e).and_then(|i| i.major()));
         table.event(e);
         also(e);
     });
@@ -566,6 +573,12 @@ fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<
         return Err(*e);
     }
     let mut inlines = table.take_inlines();
+    // The runtime's version: as it reported it, else from a framework module's directory
+    // (`.../Microsoft.NETCore.App/10.0.12/System.Private.CoreLib.dll`).
+    inlines.runtime_major = reported_major.or_else(|| inlines.modules.values().find_map(|p| runtime_major("", Some(p))));
+    if !crate::inlines::call_sites_known(inlines.runtime_major) {
+        inlines.inlines.forget_call_sites();
+    }
     // Every body ran in the traced process (the Trace object's process id).
     let (mut bodies, owners, modules) = table.into_bodies_and_owners();
     naming::name_from_modules(&mut bodies, &owners, &modules);

@@ -71,12 +71,58 @@ impl SourceInlines {
     }
 }
 
+impl SourceInlines {
+    /// Give back, from the IL, the call sites a runtime did not fill in
+    /// ([`crate::inlines::call_sites_known`]): where a node's parent's IL has exactly one call to
+    /// the node's method ([`crate::inlines::il::recover_call_sites`]). Each tree's root is placed
+    /// by its body (`bodies`: module path and token), each inlinee by what the source recorded.
+    /// Returns how many call sites were recovered.
+    pub fn recover_call_sites(&mut self, bodies: &[crate::ilmap::CodeBody]) -> usize {
+        use crate::inlines::il::{read_modules, recover_call_sites, IlModules};
+        use std::path::PathBuf;
+        let forgotten = |t: &InlineTree| t.nodes().iter().skip(1).any(|n| n.call_site().is_none() && n.parent != crate::inlines::Parent::Unknown);
+        let mut roots: HashMap<(Option<u32>, u64), (u64, PathBuf, u32)> = HashMap::new();
+        for b in bodies {
+            let (Some(start), Some(fid), Some(path)) = (b.start, b.function_id, b.module_path.as_ref()) else { continue };
+            if self.trees.get(&(b.pid, start)).is_some_and(|t| forgotten(t)) {
+                roots.insert((b.pid, start), (fid, PathBuf::from(path), b.token));
+            }
+        }
+        if roots.is_empty() {
+            return 0;
+        }
+        let mut paths: Vec<PathBuf> = roots.values().map(|(_, p, _)| p.clone()).collect();
+        for (key, _) in roots.iter() {
+            let Some(t) = self.trees.get(key) else { continue };
+            paths.extend(t.nodes().iter().skip(1).filter_map(|n| self.methods.get(&(key.0, n.method_id))?.module_path.as_ref().map(PathBuf::from)));
+        }
+        let bytes = read_modules(paths.iter().map(PathBuf::as_path), 1 << 30);
+        let modules = IlModules::new(&bytes);
+        let mut recovered = 0usize;
+        for (key, (root_id, root_path, root_token)) in roots {
+            let methods = &self.methods;
+            let Some(tree) = self.trees.get_mut(&key) else { continue };
+            let got = recover_call_sites(Arc::make_mut(tree), &modules, |mid| {
+                if mid == root_id {
+                    return Some((root_path.clone(), root_token));
+                }
+                let m = methods.get(&(key.0, mid))?;
+                Some((PathBuf::from(m.module_path.as_ref()?), m.token))
+            });
+            recovered = recovered.saturating_add(got);
+        }
+        recovered
+    }
+}
+
 #[cfg(feature = "serde")]
 impl SourceInlines {
     /// A capture's trees and inlinees: the profiler recorded each event 189 payload with its
     /// body's code start, and each MethodDetails with the inlinee's module and token as the
-    /// runtime answered `GetFunctionInfo` (so the defining module, whatever loaded it).
-    pub fn from_capture(recorded: &[crate::capture::CapturedInline]) -> SourceInlines {
+    /// runtime answered `GetFunctionInfo` (so the defining module, whatever loaded it). On a
+    /// runtime whose JIT does not fill in the call sites (`runtime_major`, the capture's:
+    /// [`crate::inlines::call_sites_known`]) the trees come with them forgotten.
+    pub fn from_capture(recorded: &[crate::capture::CapturedInline], runtime_major: Option<u16>) -> SourceInlines {
         use crate::capture::InlineEventKind;
         use crate::read::Reader;
         let mut out = SourceInlines::default();
@@ -108,7 +154,17 @@ impl SourceInlines {
                 }
             }
         }
-        let finished: HashMap<u32, crate::inlines::Inlines> = collectors.into_iter().map(|(pid, c)| (pid, c.finish())).collect();
+        let known = crate::inlines::call_sites_known(runtime_major);
+        let finished: HashMap<u32, crate::inlines::Inlines> = collectors
+            .into_iter()
+            .map(|(pid, c)| {
+                let mut inlines = c.finish();
+                if !known {
+                    inlines.forget_call_sites();
+                }
+                (pid, inlines)
+            })
+            .collect();
         for ((pid, start), (method_id, code_id)) in starts {
             if let Some(tree) = finished.get(&pid).and_then(|i| i.tree(method_id, code_id)) {
                 out.trees.insert((Some(pid), start), Arc::new(tree.clone()));
@@ -157,7 +213,8 @@ pub struct InlinedFrame<'s> {
     /// `Ns.Type::Method`.
     pub method: Option<&'s str>,
     /// The IL offset in the inlinee: the mapping's for the innermost, the call site of the frame
-    /// inside it for the others.
+    /// inside it for the others (`None` where the runtime did not give that call site:
+    /// [`crate::inlines::call_sites_known`]).
     pub il_offset: Option<u32>,
     /// The document name exactly as the PDB stores it.
     pub file: Option<&'s str>,

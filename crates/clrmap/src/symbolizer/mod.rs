@@ -486,22 +486,23 @@ impl Symbolizer {
                 module: module.and_then(|m| m.name.as_deref()),
                 token: who.map(|w| w.token),
                 method: who.and_then(|w| w.name.as_deref()),
-                il_offset: Some(step.il_offset),
+                il_offset: step.known_il_offset(),
                 ..InlinedFrame::default()
             };
-            if let (Some(w), Some(lines)) = (who, module.and_then(|m| self.lines(m))) {
-                if let Some((p, file)) = lines.line(w.token, step.il_offset) {
+            if let (Some(w), Some(lines), Some(il)) = (who, module.and_then(|m| self.lines(m)), step.known_il_offset()) {
+                if let Some((p, file)) = lines.line(w.token, il) {
                     (f.file, f.line, f.column, f.end_line, f.end_column) = (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column));
                 }
             }
             inlined.push(f);
         }
-        // The physical method: at the outermost call site when the chain reaches it, else (no
-        // chain, or one cut by an unknown parent) exactly the flat answer.
-        match root {
-            Some(root) => {
-                frame.il_offset = Some(root.il_offset);
-                self.set_line(&mut frame, index, root.il_offset);
+        // The physical method: at the outermost call site when the chain reaches it and the
+        // call site is known, else (no chain, one cut by an unknown parent, or a call site the
+        // runtime did not give: crate::inlines::call_sites_known) exactly the flat answer.
+        match root.and_then(|r| r.known_il_offset()) {
+            Some(root_il) => {
+                frame.il_offset = Some(root_il);
+                self.set_line(&mut frame, index, root_il);
             }
             // A body answered without an IL offset (a ReadyToRun method a trace names without
             // its map) gets no line.

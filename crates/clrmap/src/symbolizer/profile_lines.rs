@@ -119,12 +119,14 @@ fn position_at(map: &[MapEntry], code_size: u32, tree: Option<&InlineTree>, offs
         if let Some((last, inner)) = chain.steps.split_last() {
             let (inner, root) = if chain.parent_unknown { (chain.steps.as_slice(), None) } else { (inner, Some(last)) };
             for step in inner {
-                if let Some(p) = line_of(Who::Inlinee(step.method_id), step.il_offset) {
+                // A call site the runtime did not give has no line (crate::inlines::NO_CALL_SITE).
+                if let Some(p) = step.known_il_offset().and_then(|il| line_of(Who::Inlinee(step.method_id), il)) {
                     return Some(p);
                 }
             }
-            if let Some(root) = root {
-                return line_of(Who::Body, root.il_offset);
+            // The outermost call site, when known; else the flat map's answer below.
+            if let Some(root_il) = root.and_then(|r| r.known_il_offset()) {
+                return line_of(Who::Body, root_il);
             }
         } else if let Some(m) = tree.mapping_at(offset).filter(|m| m.inlinee == 0) {
             // The physical method's own code, at the IL offset the JIT knows for it.

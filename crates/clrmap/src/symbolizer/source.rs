@@ -89,7 +89,9 @@ pub fn read_trace<R: Read>(reader: R) -> Result<OpenedSource, Error> {
     if trace_inlines.inlines.trees().any(|(_, t)| t.nodes().iter().any(|n| n.parent == crate::inlines::Parent::Unknown)) {
         trace_inlines.recover_parents_from_il(&bodies, &type_modules);
     }
-    let inlines = SourceInlines::from_trace(&bodies, &trace_inlines, &type_modules);
+    let mut inlines = SourceInlines::from_trace(&bodies, &trace_inlines, &type_modules);
+    // .NET 10 gives no call sites; the IL settles those it can (crate::inlines::call_sites_known).
+    inlines.recover_call_sites(&bodies);
     let named = std::mem::take(&mut trace_inlines.named_r2r);
     Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: HashMap::new(), inlines, named })
 }
@@ -166,7 +168,8 @@ pub fn open_source_assuming(path: &Path, assume: Option<crate::r2r::DebugInfoLay
         crate::capture::name_captured(&mut captured);
         let mvids: HashMap<String, [u8; 16]> = captured.iter().filter_map(|c| Some((c.module_path.clone(), c.mvid?))).collect();
         let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
-        let inlines = SourceInlines::from_capture(&capture.inlines);
+        let mut inlines = SourceInlines::from_capture(&capture.inlines, capture.runtime_major);
+        inlines.recover_call_sites(&bodies);
         return Ok(OpenedSource { kind: SourceKind::Capture, bodies, image: None, warnings, runtime_major: capture.runtime_major, pdbs, mvids, inlines, named: Vec::new() });
     }
     if bytes.starts_with(b"MZ") {
