@@ -620,7 +620,7 @@ fn encode_loc(w: &mut NibbleWriter, loc: &VarLoc) {
     }
 }
 
-/// Encode variables in `layout` (the inverse of [`vars`]); nothing for [`VarsLayout::Unknown`].
+/// Encode variables in `layout` (the inverse of the reader's `vars`); nothing for [`VarsLayout::Unknown`].
 pub fn encode_vars(vars: &[Var], layout: VarsLayout) -> Vec<u8> {
     if vars.is_empty() || layout == VarsLayout::Unknown {
         return Vec::new();
