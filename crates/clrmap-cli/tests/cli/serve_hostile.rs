@@ -817,8 +817,9 @@ fn clients_that_never_read_hold_bounded_memory_and_are_cut_off() {
     assert!(held_peak <= 256 << 20, "{held_peak}");
     let peak = svc.peak_rss();
     assert!(peak < limit / 2, "peak RSS {peak}");
-    // Past the write timeout, every unread answer is dropped and its connection closed.
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // Past the write timeout, every unread answer is dropped and its connection closed (the
+    // deadline leaves room for a loaded machine).
+    let deadline = Instant::now() + Duration::from_secs(90);
     while (svc.metric("clrmap_buffered_bytes") > 0 || svc.metric("clrmap_connections") > 1)
         && Instant::now() < deadline
     {
