@@ -37,6 +37,7 @@ pub mod fuzzcheck;
 pub mod locate;
 mod scope;
 mod sequence;
+pub mod sources;
 #[doc(hidden)]
 pub mod writer;
 

@@ -266,9 +266,9 @@ impl Ident {
             return Ok(Ident { bad: Some(Arc::from(why)), ..Ident::default() });
         }
         let (guid, stamp) = match (&m.pdb_id, &m.debug_id) {
-            (Some(id), _) => (Some(parse_guid(id).ok_or_else(|| bad("pdb_id", "not a GUID of 32 hex digits"))?), None),
-            (None, Some(id)) => {
-                let (g, s) = parse_debug_id(id).ok_or_else(|| bad("debug_id", "not a GUID, or a GUID and a hex stamp"))?;
+            (Some(id), _) | (None, Some(id)) => {
+                let field = if m.pdb_id.is_some() { "pdb_id" } else { "debug_id" };
+                let (g, s) = parse_debug_id(id).ok_or_else(|| bad(field, "not a PDB id: a GUID (dashed or 32 hex digits), optionally with an age of 1 to 8 hex digits (after a dash, or appended: 40 hex digits)"))?;
                 (Some(g), s)
             }
             (None, None) => (None, None),
@@ -590,8 +590,10 @@ impl Service {
             let found = found.ok_or_else(|| format!("no PDB {name} with id {} in the symbol paths or on a symbol server{}", crate::symsrv::key::guid_n(&guid), server_notes(paths, key.as_ref())))?;
             if let Some(stamp) = ident.stamp {
                 let id = PortablePdb::parse(&found.bytes).map_err(|e| e.to_string())?.id();
-                if id.stamp() != stamp {
-                    return Err(format!("the PDB found for {name} has stamp {:08x}, not {stamp:08x}", id.stamp()));
+                // Sentry's rule: the age asked for is a lower bound (a symbol server may hold a
+                // later age of the same GUID), and a portable PDB's age is its stamp.
+                if id.stamp() < stamp {
+                    return Err(format!("the PDB found for {name} has stamp {:08x}, below the age {stamp:x} the module gives", id.stamp()));
                 }
             }
             let assembly = assembly_of(&found, paths);
