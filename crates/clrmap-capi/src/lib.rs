@@ -118,7 +118,7 @@ pub const CLRMAP_E_BAD_TRACE: HRESULT = 0x8004_C010_u32 as HRESULT;
 pub const CLRMAP_E_BAD_CAPTURE: HRESULT = 0x8004_C011_u32 as HRESULT;
 /// `bad_pdb`: a portable PDB is malformed.
 pub const CLRMAP_E_BAD_PDB: HRESULT = 0x8004_C012_u32 as HRESULT;
-/// `unsupported_pdb`: a Windows (MSF) PDB or another symbol format.
+/// `unsupported_pdb`: a symbol file of an unknown format.
 pub const CLRMAP_E_UNSUPPORTED_PDB: HRESULT = 0x8004_C013_u32 as HRESULT;
 /// `not_found`: a look-up found nothing, where no runtime answer applies (where one does, as
 /// for an unknown RVA or FunctionID, the answer is the runtime's E_INVALIDARG).
@@ -127,6 +127,8 @@ pub const CLRMAP_E_NOT_FOUND: HRESULT = 0x8004_C014_u32 as HRESULT;
 pub const CLRMAP_E_OUT_OF_RANGE: HRESULT = 0x8004_C015_u32 as HRESULT;
 /// `bad_notation`: text in the type notation does not parse.
 pub const CLRMAP_E_BAD_NOTATION: HRESULT = 0x8004_C016_u32 as HRESULT;
+/// `unsupported_pdb_format`: a Windows (MSF) PDB, where only a portable PDB can be read.
+pub const CLRMAP_E_UNSUPPORTED_PDB_FORMAT: HRESULT = 0x8004_C018_u32 as HRESULT;
 /// A file that is none of the sources clrmap reads (no library kind: `ClrmapError::kind` is NULL).
 pub const CLRMAP_E_UNRECOGNIZED_FILE: HRESULT = 0x8004_C017_u32 as HRESULT;
 
@@ -185,6 +187,7 @@ pub fn hresult_of_kind(kind: ErrorKind) -> HRESULT {
         ErrorKind::BadCapture => CLRMAP_E_BAD_CAPTURE,
         ErrorKind::BadPdb => CLRMAP_E_BAD_PDB,
         ErrorKind::UnsupportedPdb => CLRMAP_E_UNSUPPORTED_PDB,
+        ErrorKind::UnsupportedPdbFormat => CLRMAP_E_UNSUPPORTED_PDB_FORMAT,
         ErrorKind::PdbMismatch => CLRMAP_E_PDB_MISMATCH,
         ErrorKind::NotFound => CLRMAP_E_NOT_FOUND,
         ErrorKind::OutOfRange => CLRMAP_E_OUT_OF_RANGE,
@@ -368,6 +371,7 @@ fn kind_c_str(kind: ErrorKind) -> &'static CStr {
         ErrorKind::BadCapture => c"bad_capture",
         ErrorKind::BadPdb => c"bad_pdb",
         ErrorKind::UnsupportedPdb => c"unsupported_pdb",
+        ErrorKind::UnsupportedPdbFormat => c"unsupported_pdb_format",
         ErrorKind::PdbMismatch => c"pdb_mismatch",
         ErrorKind::NotFound => c"not_found",
         ErrorKind::OutOfRange => c"out_of_range",

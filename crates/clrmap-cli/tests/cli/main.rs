@@ -31,6 +31,7 @@ mod symbol_server;
 mod cpu;
 mod serve;
 mod serve_hostile;
+mod sentry;
 mod flame;
 mod attach_inlines;
 mod pdb_only;

@@ -104,7 +104,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-fn post_json(s: &Serve, path: &str, body: &str) -> (u16, serde_json::Value) {
+pub(crate) fn post_json(s: &Serve, path: &str, body: &str) -> (u16, serde_json::Value) {
     let (status, _, b) = curl(&["-H", "Content-Type: application/json", "--data-binary", body, &s.url(path)]);
     (status, serde_json::from_slice(&b).unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&b))))
 }

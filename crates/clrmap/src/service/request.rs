@@ -21,6 +21,9 @@ pub struct Request {
     /// Symbolicator's form: `{"stacktraces":[{"frames":[...]}]}`, answered in the same shape.
     #[serde(default)]
     pub stacktraces: Option<Vec<StacktraceIn>>,
+    /// How many context lines on each side of a frame's line (0: none; at most 20; default 5).
+    #[serde(default)]
+    pub context_lines: Option<Num>,
 }
 
 /// Sentry's `debug_meta`.

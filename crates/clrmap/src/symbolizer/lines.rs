@@ -64,6 +64,11 @@ impl ModuleLines {
         Ok(ModuleLines { pdb, documents, decoded: Mutex::new(Decoded::default()) })
     }
 
+    /// The portable PDB's bytes.
+    pub fn pdb_bytes(&self) -> &[u8] {
+        &self.pdb
+    }
+
     /// A method's points, decoding its blob if no earlier method named it.
     fn method(&self, rid: u32) -> Option<MethodPoints> {
         let mut decoded = self.decoded.lock().unwrap_or_else(PoisonError::into_inner);

@@ -178,6 +178,16 @@ impl ModuleSymbols {
     pub fn span(&self, token: u32, il: u32) -> Option<(u32, u32, u32, u32, Option<&str>)> {
         self.lines.line(token, il).map(|(p, file)| (p.line, p.column, p.end_line, p.end_column, file))
     }
+
+    /// The Document row of a method's line at an IL offset (by [`ModuleSymbols::line`]'s rule).
+    pub fn document(&self, token: u32, il: u32) -> Option<u32> {
+        self.lines.line(token, il).map(|(p, _)| p.document)
+    }
+
+    /// The portable PDB's bytes.
+    pub fn pdb_bytes(&self) -> &[u8] {
+        self.lines.pdb_bytes()
+    }
 }
 
 /// One module of the source: where its file is, the PDB the recording names for it, and its line
