@@ -29,10 +29,9 @@ use serde::Serialize;
 use crate::fs::{read_regular, MAX_FILE};
 use crate::metadata::Metadata;
 use crate::pdb::locate::{find_recorded_pdb_noting, locate_pdb_noting, open_pdb_with, FoundPdb, PdbOrigin, RecordedPdb, SymbolPaths};
-use crate::pdb::sources::SourceLink;
 use crate::pdb::{PortablePdb, WINDOWS_PDB_MESSAGE};
 use crate::pe::PeImage;
-use crate::symbolizer::{FrameKind, ModuleSymbols, Options, Symbolizer};
+use crate::symbolizer::{FrameKind, ModuleSymbols, Options, Symbolizer, MAX_CONTEXT_LINE};
 use request::{file_name, parse_debug_id, parse_guid, parse_num, FrameIn, ModuleIn, Num, Request};
 
 /// How long a module whose symbols were not found is remembered as missing (so a flood of frames
@@ -145,8 +144,6 @@ struct PdbModule {
     lines: ModuleSymbols,
     assembly: Option<Vec<u8>>,
     names: Mutex<HashMap<u32, Option<Arc<str>>>>,
-    /// The PDB's SourceLink map (none, or one that does not parse: no URLs).
-    source_link: Option<SourceLink>,
     /// Embedded source texts by Document row, inflated once (`None`: none, or unreadable), within
     /// [`SOURCE_CACHE`] bytes per module.
     sources: Mutex<(HashMap<u32, Option<Arc<[u8]>>>, usize)>,
@@ -163,13 +160,10 @@ pub const MAX_CONTEXT_SOURCE: usize = 16 << 20;
 pub const DEFAULT_CONTEXT: u32 = 5;
 /// See [`DEFAULT_CONTEXT`].
 pub const MAX_CONTEXT: u32 = 20;
-/// The longest context line given, in bytes (a longer one is cut).
-pub const MAX_CONTEXT_LINE: usize = 1024;
 
 impl PdbModule {
     fn new(lines: ModuleSymbols, assembly: Option<Vec<u8>>) -> PdbModule {
-        let source_link = PortablePdb::parse(lines.pdb_bytes()).ok().and_then(|p| p.source_link().ok().flatten());
-        PdbModule { lines, assembly, names: Mutex::new(HashMap::new()), source_link, sources: Mutex::new((HashMap::new(), 0)) }
+        PdbModule { lines, assembly, names: Mutex::new(HashMap::new()), sources: Mutex::new((HashMap::new(), 0)) }
     }
 
     /// The embedded source of Document row `rid`, inflated.
@@ -884,7 +878,7 @@ fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32, context: u32) -> F
         out.column = Some(column);
         out.end_line = Some(end_line);
         out.end_column = Some(end_column);
-        out.source_link = file.and_then(|f| pdb.source_link.as_ref()?.url(f));
+        out.source_link = pdb.lines.source_link(token, il).map(str::to_owned);
         let text = pdb.lines.document(token, il).filter(|_| context > 0).and_then(|rid| pdb.source(rid));
         if let Some((pre, this, post)) = text.and_then(|t| crate::pdb::sources::context(&t, line, context, context, MAX_CONTEXT_LINE)) {
             out.pre_context = (!pre.is_empty()).then_some(pre);
