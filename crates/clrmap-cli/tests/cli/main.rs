@@ -32,6 +32,7 @@ mod cpu;
 mod serve;
 mod serve_hostile;
 mod sentry;
+mod sources;
 mod flame;
 mod attach_inlines;
 mod pdb_only;
