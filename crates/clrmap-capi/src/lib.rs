@@ -1347,6 +1347,43 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolize
     })
 }
 
+/// The SourceLink URL of the document of the line `clrmap_symbolizer_symbolize` gives `address`
+/// (the PDB's SourceLink map applied to the document's name), by the two-call protocol of
+/// `clrmap_dict_lookup`: `*pcb` always receives the size needed, NUL included; with `buf` NULL
+/// or `cb` too small nothing is written and the result is S_FALSE. `CLRMAP_E_NOT_FOUND` (and
+/// `*pcb` 0) when the frame has no line, or its PDB no URL for the document.
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_symbolizer_source_link(sym: *const ClrmapSymbolizer, address: u64, kind: u32, buf: *mut c_char, cb: u32, pcb: *mut u32) -> HRESULT {
+    guard(|| {
+        // SAFETY: `sym` is null or live.
+        let Some(s) = (unsafe { sym.as_ref() }) else { return null_argument() };
+        if pcb.is_null() {
+            return null_argument();
+        }
+        let kind = match s.frame_kind(kind) {
+            Ok(k) => k,
+            Err(hr) => return hr,
+        };
+        let Some(url) = s.sym.symbolize(address, kind).source_link else {
+            // SAFETY: `pcb` is non-null.
+            unsafe { *pcb = 0 };
+            return fail(CLRMAP_E_NOT_FOUND, None, "a frame whose document has a SourceLink URL");
+        };
+        let need = u32::try_from(url.len().saturating_add(1)).unwrap_or(u32::MAX);
+        // SAFETY: `pcb` is non-null.
+        unsafe { *pcb = need };
+        if buf.is_null() || cb < need {
+            return S_FALSE;
+        }
+        // SAFETY: the caller's buffer holds `cb` ≥ `need` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(url.as_ptr(), buf.cast::<u8>(), url.len());
+            *buf.add(url.len()) = 0;
+        }
+        S_OK
+    })
+}
+
 /// Symbol servers for `clrmap_symbolizer_open_with_servers`: SSQP servers asked, in order, for a
 /// PDB found nowhere on disk, and the cache their files go to (the rules of the CLI's
 /// `--symbol-server`: a cached file is used without asking; a 404 is remembered and a server that
