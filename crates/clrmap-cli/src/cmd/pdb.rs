@@ -520,6 +520,8 @@ fn sources(file: &std::path::Path, symbols: &SymbolPaths, extract: Option<&std::
                 src::relative_path(rest).map(|r| root.join(r))
             });
             let status = match &mapped {
+                // No hash (or one clrmap does not compute): nothing to check the file against.
+                _ if src::hash_name(&doc.hash_algorithm).is_none() => "unknown_hash",
                 None => "missing",
                 Some(p) => match clrmap::fs::read_regular(p, src::MAX_SOURCE as u64) {
                     Err(_) => "missing",
@@ -544,7 +546,11 @@ fn sources(file: &std::path::Path, symbols: &SymbolPaths, extract: Option<&std::
             Some(e) => format!("embedded {} bytes", e.size),
             None => "not embedded".to_owned(),
         };
-        writeln!(out, "       {} {} {}, {embedded_text}", row.language.as_deref().unwrap_or("?"), row.hash_algorithm.as_deref().unwrap_or("no hash"), row.hash)?;
+        let hash = match &row.hash_algorithm {
+            Some(a) => format!("{a} {}", row.hash),
+            None => "no hash".to_owned(),
+        };
+        writeln!(out, "       {} {hash}, {embedded_text}", row.language.as_deref().unwrap_or("?"))?;
         if let Some(url) = &row.source_link {
             writeln!(out, "       source link: {}", Text(url))?;
         }
