@@ -146,8 +146,11 @@ struct PdbModule {
     names: Mutex<HashMap<u32, Option<Arc<str>>>>,
     /// Embedded source texts by Document row, inflated once (`None`: none, or unreadable), within
     /// [`SOURCE_CACHE`] bytes per module.
-    sources: Mutex<(HashMap<u32, Option<Arc<[u8]>>>, usize)>,
+    sources: Mutex<SourceTexts>,
 }
+
+/// Embedded source texts by Document row, and the bytes they hold.
+type SourceTexts = (HashMap<u32, Option<Arc<[u8]>>>, usize);
 
 /// The most bytes of embedded source one module keeps inflated; past it a text is inflated for
 /// each frame that needs it.
