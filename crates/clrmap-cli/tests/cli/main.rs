@@ -33,6 +33,7 @@ mod serve;
 mod serve_hostile;
 mod sentry;
 mod sources;
+mod sdk_sources;
 mod flame;
 mod attach_inlines;
 mod pdb_only;
