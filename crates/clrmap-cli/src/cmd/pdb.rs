@@ -79,7 +79,7 @@ pub enum PdbCommand {
     ///
     /// The exit status is 1 when a document was refused or a file differs or is missing.
     ///
-    /// Example: `clrmap pdb sources App.pdb --verify ~/src/app`
+    /// Example: `clrmap pdb sources tests/fixtures/frames/debug-portable/Frames.pdb --verify tests/dotnet/frames`
     #[command(verbatim_doc_comment)]
     Sources {
         /// An assembly or a portable PDB.

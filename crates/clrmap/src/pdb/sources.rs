@@ -267,15 +267,56 @@ impl<'a> PortablePdb<'a> {
         })
     }
 
-    /// The embedded source of Document row `rid`, if the compiler embedded one.
-    pub fn embedded_source(&self, rid: u32) -> Result<Option<EmbeddedSource<'a>>> {
-        let Some(found) = self
-            .custom_debug_information(EMBEDDED_SOURCE, Some((table::DOCUMENT, rid)))
-            .next()
-        else {
+    /// The value of the CustomDebugInformation row of `kind` whose parent is row `rid` of table
+    /// `parent`: found by binary search, as the table is sorted by its Parent column
+    /// (PortablePdb-Metadata.md), so asking for every document costs O(log rows) each. In a table
+    /// that is not sorted the row may not be found (never a wrong row: parent and kind are checked).
+    fn custom_of(&self, kind: [u8; 16], parent: u8, rid: u32) -> Result<Option<Reader<'a>>> {
+        let tables = Coded::HasCustomDebugInformation.tables();
+        let Some(tag) = tables.iter().position(|t| *t == Some(parent)) else {
             return Ok(None);
         };
-        let (_, _, mut value) = found?;
+        let bits = Coded::HasCustomDebugInformation.tag_bits();
+        let want = u64::from(rid) << bits | tag as u64;
+        let rows = self.tables.rows(table::CUSTOM_DEBUG_INFORMATION);
+        let row = |r: u32| {
+            self.tables
+                .row(table::CUSTOM_DEBUG_INFORMATION, r)
+                .map_err(|e| e.with_kind(ErrorKind::BadPdb))
+        };
+        // The first row whose parent is not below `want`.
+        let (mut lo, mut hi) = (1u32, rows.saturating_add(1));
+        while lo < hi {
+            let mid = lo.saturating_add(hi.saturating_sub(lo) / 2);
+            if u64::from(row(mid)?.get(0)?) < want {
+                lo = mid.saturating_add(1);
+            } else {
+                hi = mid;
+            }
+        }
+        let mut r = lo;
+        while r <= rows {
+            let found = row(r)?;
+            if u64::from(found.get(0)?) != want {
+                break;
+            }
+            if self.guid(found.get(1)?)? == kind {
+                let value = self
+                    .blobs
+                    .get(found.get(2)?)
+                    .map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+                return Ok(Some(value));
+            }
+            r = r.saturating_add(1);
+        }
+        Ok(None)
+    }
+
+    /// The embedded source of Document row `rid`, if the compiler embedded one.
+    pub fn embedded_source(&self, rid: u32) -> Result<Option<EmbeddedSource<'a>>> {
+        let Some(mut value) = self.custom_of(EMBEDDED_SOURCE, table::DOCUMENT, rid)? else {
+            return Ok(None);
+        };
         let at = value.offset();
         let format = value
             .u32("the embedded source's format")
@@ -615,6 +656,38 @@ pub fn context(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn embedded_sources_are_found_by_their_document_and_kind() {
+        use crate::pdb::writer::PdbWriter;
+        let mut w = PdbWriter::new([1; 20]);
+        for name in ["/a.cs", "/b.cs", "/c.cs"] {
+            let n = w.document_name(name);
+            w.document(n);
+        }
+        let deflated = miniz_oxide::deflate::compress_to_vec(b"line one\nline two\n", 6);
+        let mut packed = 18u32.to_le_bytes().to_vec();
+        packed.extend_from_slice(&deflated);
+        // Sorted by parent: document 1 (raw), document 3 (another kind, then deflated), the Module.
+        w.custom_debug_information(1 << 5 | 22, EMBEDDED_SOURCE, b"\0\0\0\0raw text");
+        w.custom_debug_information(3 << 5 | 22, [9; 16], b"other");
+        w.custom_debug_information(3 << 5 | 22, EMBEDDED_SOURCE, &packed);
+        let bytes = w.build();
+        let pdb = PortablePdb::parse(&bytes).unwrap();
+        assert_eq!(
+            pdb.embedded_source(1).unwrap().unwrap().text(100).unwrap(),
+            b"raw text"
+        );
+        assert!(pdb.embedded_source(2).unwrap().is_none());
+        let three = pdb.embedded_source(3).unwrap().unwrap();
+        assert!(three.is_compressed());
+        assert_eq!(three.text(100).unwrap(), b"line one\nline two\n");
+        // Over the caller's bound: refused before inflating.
+        assert_eq!(three.text(10).unwrap_err().kind, ErrorKind::BadPdb);
+        assert!(pdb.embedded_source(4).unwrap().is_none());
+        assert_eq!(pdb.embedded_sources().count(), 2);
+        assert!(pdb.source_link().unwrap().is_none());
+    }
 
     #[test]
     fn sha1_of_known_texts() {
