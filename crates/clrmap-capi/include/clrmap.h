@@ -565,7 +565,7 @@ typedef struct ClrmapSymbolServers {
 #define CLRMAP_E_BAD_PDB (HRESULT)2147794962u
 
 /**
- * `unsupported_pdb`: a Windows (MSF) PDB or another symbol format.
+ * `unsupported_pdb`: a symbol file of an unknown format.
  */
 #define CLRMAP_E_UNSUPPORTED_PDB (HRESULT)2147794963u
 
@@ -584,6 +584,11 @@ typedef struct ClrmapSymbolServers {
  * `bad_notation`: text in the type notation does not parse.
  */
 #define CLRMAP_E_BAD_NOTATION (HRESULT)2147794966u
+
+/**
+ * `unsupported_pdb_format`: a Windows (MSF) PDB, where only a portable PDB can be read.
+ */
+#define CLRMAP_E_UNSUPPORTED_PDB_FORMAT (HRESULT)2147794968u
 
 /**
  * A file that is none of the sources clrmap reads (no library kind: `ClrmapError::kind` is NULL).
@@ -801,6 +806,20 @@ HRESULT clrmap_symbolizer_symbolize(const struct ClrmapSymbolizer *sym,
                                     uint64_t address,
                                     uint32_t kind,
                                     struct ClrmapFrame *out);
+
+/**
+ * The SourceLink URL of the document of the line `clrmap_symbolizer_symbolize` gives `address`
+ * (the PDB's SourceLink map applied to the document's name), by the two-call protocol of
+ * `clrmap_dict_lookup`: `*pcb` always receives the size needed, NUL included; with `buf` NULL
+ * or `cb` too small nothing is written and the result is S_FALSE. `CLRMAP_E_NOT_FOUND` (and
+ * `*pcb` 0) when the frame has no line, or its PDB no URL for the document.
+ */
+HRESULT clrmap_symbolizer_source_link(const struct ClrmapSymbolizer *sym,
+                                      uint64_t address,
+                                      uint32_t kind,
+                                      char *buf,
+                                      uint32_t cb,
+                                      uint32_t *pcb);
 
 /**
  * `clrmap_symbolizer_open` with symbol servers (`servers` may be NULL: none).

@@ -118,7 +118,7 @@ pub const CLRMAP_E_BAD_TRACE: HRESULT = 0x8004_C010_u32 as HRESULT;
 pub const CLRMAP_E_BAD_CAPTURE: HRESULT = 0x8004_C011_u32 as HRESULT;
 /// `bad_pdb`: a portable PDB is malformed.
 pub const CLRMAP_E_BAD_PDB: HRESULT = 0x8004_C012_u32 as HRESULT;
-/// `unsupported_pdb`: a Windows (MSF) PDB or another symbol format.
+/// `unsupported_pdb`: a symbol file of an unknown format.
 pub const CLRMAP_E_UNSUPPORTED_PDB: HRESULT = 0x8004_C013_u32 as HRESULT;
 /// `not_found`: a look-up found nothing, where no runtime answer applies (where one does, as
 /// for an unknown RVA or FunctionID, the answer is the runtime's E_INVALIDARG).
@@ -127,6 +127,8 @@ pub const CLRMAP_E_NOT_FOUND: HRESULT = 0x8004_C014_u32 as HRESULT;
 pub const CLRMAP_E_OUT_OF_RANGE: HRESULT = 0x8004_C015_u32 as HRESULT;
 /// `bad_notation`: text in the type notation does not parse.
 pub const CLRMAP_E_BAD_NOTATION: HRESULT = 0x8004_C016_u32 as HRESULT;
+/// `unsupported_pdb_format`: a Windows (MSF) PDB, where only a portable PDB can be read.
+pub const CLRMAP_E_UNSUPPORTED_PDB_FORMAT: HRESULT = 0x8004_C018_u32 as HRESULT;
 /// A file that is none of the sources clrmap reads (no library kind: `ClrmapError::kind` is NULL).
 pub const CLRMAP_E_UNRECOGNIZED_FILE: HRESULT = 0x8004_C017_u32 as HRESULT;
 
@@ -185,6 +187,7 @@ pub fn hresult_of_kind(kind: ErrorKind) -> HRESULT {
         ErrorKind::BadCapture => CLRMAP_E_BAD_CAPTURE,
         ErrorKind::BadPdb => CLRMAP_E_BAD_PDB,
         ErrorKind::UnsupportedPdb => CLRMAP_E_UNSUPPORTED_PDB,
+        ErrorKind::UnsupportedPdbFormat => CLRMAP_E_UNSUPPORTED_PDB_FORMAT,
         ErrorKind::PdbMismatch => CLRMAP_E_PDB_MISMATCH,
         ErrorKind::NotFound => CLRMAP_E_NOT_FOUND,
         ErrorKind::OutOfRange => CLRMAP_E_OUT_OF_RANGE,
@@ -368,6 +371,7 @@ fn kind_c_str(kind: ErrorKind) -> &'static CStr {
         ErrorKind::BadCapture => c"bad_capture",
         ErrorKind::BadPdb => c"bad_pdb",
         ErrorKind::UnsupportedPdb => c"unsupported_pdb",
+        ErrorKind::UnsupportedPdbFormat => c"unsupported_pdb_format",
         ErrorKind::PdbMismatch => c"pdb_mismatch",
         ErrorKind::NotFound => c"not_found",
         ErrorKind::OutOfRange => c"out_of_range",
@@ -1340,6 +1344,43 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolize
         } else {
             S_FALSE
         }
+    })
+}
+
+/// The SourceLink URL of the document of the line `clrmap_symbolizer_symbolize` gives `address`
+/// (the PDB's SourceLink map applied to the document's name), by the two-call protocol of
+/// `clrmap_dict_lookup`: `*pcb` always receives the size needed, NUL included; with `buf` NULL
+/// or `cb` too small nothing is written and the result is S_FALSE. `CLRMAP_E_NOT_FOUND` (and
+/// `*pcb` 0) when the frame has no line, or its PDB no URL for the document.
+#[no_mangle]
+pub unsafe extern "C" fn clrmap_symbolizer_source_link(sym: *const ClrmapSymbolizer, address: u64, kind: u32, buf: *mut c_char, cb: u32, pcb: *mut u32) -> HRESULT {
+    guard(|| {
+        // SAFETY: `sym` is null or live.
+        let Some(s) = (unsafe { sym.as_ref() }) else { return null_argument() };
+        if pcb.is_null() {
+            return null_argument();
+        }
+        let kind = match s.frame_kind(kind) {
+            Ok(k) => k,
+            Err(hr) => return hr,
+        };
+        let Some(url) = s.sym.symbolize(address, kind).source_link else {
+            // SAFETY: `pcb` is non-null.
+            unsafe { *pcb = 0 };
+            return fail(CLRMAP_E_NOT_FOUND, None, "a frame whose document has a SourceLink URL");
+        };
+        let need = u32::try_from(url.len().saturating_add(1)).unwrap_or(u32::MAX);
+        // SAFETY: `pcb` is non-null.
+        unsafe { *pcb = need };
+        if buf.is_null() || cb < need {
+            return S_FALSE;
+        }
+        // SAFETY: the caller's buffer holds `cb` ≥ `need` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(url.as_ptr(), buf.cast::<u8>(), url.len());
+            *buf.add(url.len()) = 0;
+        }
+        S_OK
     })
 }
 

@@ -253,6 +253,40 @@ pub fn write_frame(f: &clrmap::symbolizer::Frame<'_>, json: bool, out: &mut dyn 
     }
 }
 
+/// Write one answer with the source lines around its line (`symbolize --context`): in JSON the
+/// frame's object with `pre_context`, `context_line` and `post_context`; in text the answer's two
+/// lines, then each source line as `  LINE| text` (the answer's own as `> LINE| text`), then the
+/// empty line that ends the answer.
+pub fn write_frame_with_context(f: &clrmap::symbolizer::Frame<'_>, context: Option<&clrmap::symbolizer::SourceContext>, json: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if json {
+        #[derive(serde::Serialize)]
+        struct WithContext<'a, 's> {
+            #[serde(flatten)]
+            frame: &'a clrmap::symbolizer::Frame<'s>,
+            #[serde(flatten)]
+            context: Option<&'a clrmap::symbolizer::SourceContext>,
+        }
+        serde_json::to_writer(&mut *out, &WithContext { frame: f, context }).map_err(json_io)?;
+        return out.write_all(b"\n");
+    }
+    writeln!(out, "{}", Text(f.method.unwrap_or("??")))?;
+    match (f.file, f.line) {
+        (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}", Text(file), f.column.unwrap_or(0))?,
+        _ => out.write_all(b"??:0:0\n")?,
+    }
+    if let (Some(c), Some(line)) = (context, f.line) {
+        let first = line.saturating_sub(u32::try_from(c.pre_context.len()).unwrap_or(0));
+        for (i, text) in c.pre_context.iter().enumerate() {
+            writeln!(out, "  {}| {}", first.saturating_add(u32::try_from(i).unwrap_or(0)), Text(text))?;
+        }
+        writeln!(out, "> {line}| {}", Text(&c.context_line))?;
+        for (i, text) in c.post_context.iter().enumerate() {
+            writeln!(out, "  {}| {}", line.saturating_add(1).saturating_add(u32::try_from(i).unwrap_or(0)), Text(text))?;
+        }
+    }
+    out.write_all(b"\n")
+}
+
 /// Write one answer with its inlined frames (`symbolize --inlines`, contract §5): in text each
 /// inlined frame, innermost first, as its method line and `file:line:column`, then the physical
 /// frame at the call site and the empty line, as llvm-symbolizer prints inlined code; in JSON the

@@ -11,6 +11,7 @@ use clrmap::pdb::locate::{explain_missing_pdb, open_pdb_with, PdbOrigin, SymbolP
 use clrmap::symbolizer::OpenError;
 use clrmap::ErrorKind;
 use clrmap::pdb::{name_budget, point_budget, DocumentNames, PortablePdb, SequencePoint};
+use clrmap::pdb::sources::{self as src, SourceRoot};
 
 use crate::args::name_matches;
 use crate::open::open_error;
@@ -61,6 +62,54 @@ pub enum PdbCommand {
         #[arg(long)]
         json: bool,
     },
+    /// List a portable PDB's documents: each one's name, language, hash algorithm and hash,
+    /// whether the compiler embedded its text (its size, and its size as stored when deflated),
+    /// and its SourceLink URL. Given an assembly, its PDB is found as `pdb lines` finds it.
+    ///
+    /// --extract DIR writes each embedded text under DIR at the document's name made relative
+    /// (its drive or leading separators dropped): a name with a `..` part, or that would pass
+    /// through a symbolic link, is refused (an error for that document; the others are still
+    /// written), so nothing is written outside DIR. Each text is at most 64 MiB, and all of them
+    /// at most 1 GiB.
+    ///
+    /// --verify ROOT checks the local files against the documents' hashes: each document's name,
+    /// less the directory all the documents share, is looked for under ROOT (or where the first
+    /// matching --source-root PREFIX=DIR puts it), and said to `match`, `differ` or be `missing`
+    /// (`unknown_hash` for a hash algorithm other than SHA-1 and SHA-256).
+    ///
+    /// The exit status is 1 when a document was refused or a file differs or is missing.
+    ///
+    /// Example: `clrmap pdb sources tests/fixtures/frames/debug-portable/Frames.pdb --verify tests/dotnet/frames`
+    #[command(verbatim_doc_comment)]
+    Sources {
+        /// An assembly or a portable PDB.
+        file: PathBuf,
+        /// The PDB to use for the assembly (it must match the assembly's CodeView id).
+        #[arg(long)]
+        pdb: Option<PathBuf>,
+        /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
+        #[arg(long = "symbol-path")]
+        symbol_path: Vec<PathBuf>,
+        /// Symbol servers and their cache.
+        #[command(flatten)]
+        servers: crate::args::ServerArgs,
+        /// Write the embedded source texts under this directory.
+        #[arg(long, value_name = "DIR")]
+        extract: Option<PathBuf>,
+        /// Check the files under this directory against the documents' hashes.
+        #[arg(long, value_name = "ROOT")]
+        verify: Option<PathBuf>,
+        /// For --verify: PREFIX=DIR maps a document named PREFIX/rest to DIR/rest (repeatable).
+        #[arg(long = "source-root", value_name = "PREFIX=DIR", value_parser = parse_source_root)]
+        source_root: Vec<SourceRoot>,
+        /// One JSON object per document.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_source_root(text: &str) -> Result<SourceRoot, String> {
+    SourceRoot::parse(text).ok_or_else(|| format!("{text:?} is not PREFIX=DIR"))
 }
 
 /// One sequence point: a hidden one has only `il`, `document` and `hidden`.
@@ -226,6 +275,9 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
         }
     };
     let count = pdb.document_count();
+    // A map that does not parse gives no URLs (`pdb sources` says why).
+    let links = pdb.source_link().ok().flatten();
+    let mut link_urls: Vec<(u32, Option<String>)> = Vec::new();
     if json {
         write!(out, "{{\"documents\":[")?;
     } else {
@@ -251,10 +303,26 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
             serde_json::to_writer(&mut *out, name).map_err(crate::output::json_io)?;
         } else {
             writeln!(out, "  {:>3}  {}", rid, Text(name))?;
+            if let Some(url) = links.as_ref().and_then(|l| l.url(name)) {
+                writeln!(out, "       source link: {}", Text(&url))?;
+            }
+        }
+        if let Some(l) = links.as_ref() {
+            link_urls.push((rid, l.url(name)));
         }
     }
     if json {
-        writeln!(out, "]}}")?;
+        write!(out, "]")?;
+        // The documents' SourceLink URLs, by row, where the PDB has a map.
+        if links.is_some() {
+            write!(out, ",\"source_links\":{{")?;
+            for (i, (rid, url)) in link_urls.iter().enumerate() {
+                write!(out, "{}\"{rid}\":", if i > 0 { "," } else { "" })?;
+                serde_json::to_writer(&mut *out, url).map_err(crate::output::json_io)?;
+            }
+            write!(out, "}}")?;
+        }
+        writeln!(out, "}}")?;
     }
     let mut found = false;
     for rid in 1..=pdb.method_count() {
@@ -318,5 +386,186 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
 pub fn run(cmd: PdbCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
         PdbCommand::Lines { file, method, pdb, symbol_path, servers, assembly, json } => lines(&file, method.as_deref(), SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, assembly.as_deref(), json, out),
+        PdbCommand::Sources { file, pdb, symbol_path, servers, extract, verify, source_root, json } => {
+            let symbols = SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() };
+            sources(&file, &symbols, extract.as_deref(), verify.as_deref(), &source_root, json, out)
+        }
     }
+}
+
+/// The most bytes `pdb sources --extract` writes in all.
+const MAX_EXTRACT: u64 = 1 << 30;
+
+/// One document, as `pdb sources --json` prints it.
+#[derive(serde::Serialize)]
+struct SourceOut {
+    document: u32,
+    name: String,
+    language: Option<String>,
+    hash_algorithm: Option<String>,
+    hash: String,
+    embedded: Option<EmbeddedOut>,
+    source_link: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extracted: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verify: Option<VerifyOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+struct EmbeddedOut {
+    size: u64,
+    stored: u64,
+    compressed: bool,
+}
+
+#[derive(serde::Serialize)]
+struct VerifyOut {
+    status: &'static str,
+    path: String,
+}
+
+/// The directory every name shares (up to and with its last separator), `""` for one name.
+fn shared_dir(names: &[String]) -> String {
+    let Some(first) = names.first() else { return String::new() };
+    let mut len = first.len();
+    for n in names.iter().skip(1) {
+        len = first.bytes().zip(n.bytes()).take(len).take_while(|(a, b)| a == b).count();
+    }
+    let head = first.get(..len).unwrap_or("");
+    match head.rfind(['/', '\\']) {
+        Some(i) if names.len() > 1 => first.get(..=i).unwrap_or("").to_owned(),
+        _ if names.len() == 1 => first.rfind(['/', '\\']).and_then(|i| first.get(..=i)).unwrap_or("").to_owned(),
+        _ => String::new(),
+    }
+}
+
+/// Write `text` at `dir`/`rel`, refusing a path through a symbolic link.
+fn extract_one(dir: &std::path::Path, rel: &std::path::Path, text: &[u8]) -> Result<PathBuf, String> {
+    let mut at = dir.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        if let Ok(m) = std::fs::symlink_metadata(&at) {
+            if m.file_type().is_symlink() {
+                return Err(format!("{} is a symbolic link: refused", at.display()));
+            }
+        }
+        if i.saturating_add(1) < parts.len() {
+            std::fs::create_dir_all(&at).map_err(|e| format!("cannot create {}: {e}", at.display()))?;
+        }
+    }
+    std::fs::write(&at, text).map_err(|e| format!("cannot write {}: {e}", at.display()))?;
+    Ok(at)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sources(file: &std::path::Path, symbols: &SymbolPaths, extract: Option<&std::path::Path>, verify: Option<&std::path::Path>, roots: &[SourceRoot], json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let opened = open_pdb_with(file, symbols, None).map_err(open_error)?;
+    let embedded = opened.pdb.origin == PdbOrigin::Embedded;
+    let bad = |e: clrmap::Error| CliError::input(if embedded { inflated(e) } else { e });
+    let pdb = PortablePdb::parse(&opened.pdb.bytes).map_err(bad)?;
+    let links = match pdb.source_link() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("warning: {}: {e}: no SourceLink URLs", file.display());
+            None
+        }
+    };
+    let docs = (1..=pdb.document_count()).map(|rid| pdb.document_info(rid)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
+    let shared = shared_dir(&docs.iter().map(|d| d.name.clone()).collect::<Vec<_>>());
+    if !json {
+        writeln!(out, "documents: {}", docs.len())?;
+    }
+    let (mut failed, mut written) = (false, 0u64);
+    for (rid, doc) in (1u32..).zip(&docs) {
+        let source = pdb.embedded_source(rid).map_err(bad)?;
+        let mut row = SourceOut {
+            document: rid,
+            name: doc.name.clone(),
+            language: src::language_name(&doc.language).map(str::to_owned).or_else(|| (doc.language != [0; 16]).then(|| src::guid_text(&doc.language))),
+            hash_algorithm: src::hash_name(&doc.hash_algorithm).map(str::to_owned).or_else(|| (doc.hash_algorithm != [0; 16]).then(|| src::guid_text(&doc.hash_algorithm))),
+            hash: hex(&doc.hash),
+            embedded: source.map(|s| EmbeddedOut { size: s.size(), stored: s.stored_size(), compressed: s.is_compressed() }),
+            source_link: links.as_ref().and_then(|l| l.url(&doc.name)),
+            extracted: None,
+            verify: None,
+            error: None,
+        };
+        if let (Some(dir), Some(s)) = (extract, source) {
+            let result = match src::relative_path(&doc.name) {
+                None => Err(format!("the name {:?} climbs out of the directory (or has no file name): refused", doc.name)),
+                Some(_) if written.saturating_add(s.size()) > MAX_EXTRACT => Err(format!("over the {MAX_EXTRACT} bytes one extraction writes: not written")),
+                Some(rel) => s.text(src::MAX_SOURCE).map_err(|e| e.to_string()).and_then(|text| {
+                    written = written.saturating_add(text.len() as u64);
+                    extract_one(dir, &rel, &text)
+                }),
+            };
+            match result {
+                Ok(p) => row.extracted = Some(p.display().to_string()),
+                Err(e) => {
+                    failed = true;
+                    row.error = Some(e);
+                }
+            }
+        }
+        if let Some(root) = verify {
+            let mapped = roots.iter().find_map(|r| r.local(&doc.name)).or_else(|| {
+                let rest = doc.name.get(shared.len()..).unwrap_or(&doc.name);
+                src::relative_path(rest).map(|r| root.join(r))
+            });
+            let status = match &mapped {
+                // No hash (or one clrmap does not compute): nothing to check the file against.
+                _ if src::hash_name(&doc.hash_algorithm).is_none() => "unknown_hash",
+                None => "missing",
+                Some(p) => match clrmap::fs::read_regular(p, src::MAX_SOURCE as u64) {
+                    Err(_) => "missing",
+                    Ok(bytes) => match src::hash_file(&doc.hash_algorithm, &bytes) {
+                        None => "unknown_hash",
+                        Some(h) if h == doc.hash => "match",
+                        Some(_) => "differ",
+                    },
+                },
+            };
+            failed |= matches!(status, "missing" | "differ");
+            row.verify = Some(VerifyOut { status, path: mapped.map(|p| p.display().to_string()).unwrap_or_default() });
+        }
+        if json {
+            serde_json::to_writer(&mut *out, &row).map_err(crate::output::json_io)?;
+            writeln!(out)?;
+            continue;
+        }
+        writeln!(out, "  {:>3}  {}", rid, Text(&row.name))?;
+        let embedded_text = match &row.embedded {
+            Some(e) if e.compressed => format!("embedded {} bytes (deflated to {})", e.size, e.stored),
+            Some(e) => format!("embedded {} bytes", e.size),
+            None => "not embedded".to_owned(),
+        };
+        let hash = match &row.hash_algorithm {
+            Some(a) => format!("{a} {}", row.hash),
+            None => "no hash".to_owned(),
+        };
+        writeln!(out, "       {} {hash}, {embedded_text}", row.language.as_deref().unwrap_or("?"))?;
+        if let Some(url) = &row.source_link {
+            writeln!(out, "       source link: {}", Text(url))?;
+        }
+        if let Some(p) = &row.extracted {
+            writeln!(out, "       extracted: {}", Text(p))?;
+        }
+        if let Some(v) = &row.verify {
+            writeln!(out, "       verify: {} {}", v.status, Text(&v.path))?;
+        }
+        if let Some(e) = &row.error {
+            writeln!(out, "       error: {}", Text(e))?;
+        }
+    }
+    if failed {
+        return Err(CliError::Message(format!("{}: a document was refused, or a file differs or is missing (see above)", file.display())));
+    }
+    Ok(())
 }

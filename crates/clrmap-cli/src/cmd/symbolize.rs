@@ -10,7 +10,7 @@ use clrmap::read::Location;
 use clrmap::symbolizer::SourceKind;
 
 use crate::args::{parse_address, FrameArgs};
-use crate::output::{write_frame, write_inlined, CliError, TextBytes, TokenError};
+use crate::output::{write_frame, write_frame_with_context, write_inlined, CliError, TextBytes, TokenError};
 
 
 
@@ -39,6 +39,22 @@ pub struct SymbolizeArgs {
     /// "inlined" array). Without it every answer is what the runtime's own StackTrace reports.
     #[arg(long)]
     pub inlines: bool,
+    /// Source lines around each answer's line, N on each side (at most 20): from the source the
+    /// PDB embeds, else from a --source-root file whose hash is the document's (never a file that
+    /// differs). In text they follow the file:line:column line, each as `  LINE| text` (the
+    /// answer's own line as `> LINE| text`), before the empty line that ends the answer; with
+    /// --json they are the fields pre_context, context_line and post_context. Not with --inlines.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=20), conflicts_with = "inlines")]
+    pub context: Option<u32>,
+    /// Where documents are on this machine, for --context: PREFIX=DIR maps a document named
+    /// PREFIX/rest to DIR/rest (for a deterministic build's `/_/src=./src`); repeatable, the
+    /// first that has the file with the document's hash wins.
+    #[arg(long = "source-root", value_name = "PREFIX=DIR", value_parser = parse_source_root)]
+    pub source_root: Vec<clrmap::pdb::sources::SourceRoot>,
+}
+
+fn parse_source_root(text: &str) -> Result<clrmap::pdb::sources::SourceRoot, String> {
+    clrmap::pdb::sources::SourceRoot::parse(text).ok_or_else(|| format!("{text:?} is not PREFIX=DIR"))
 }
 
 /// The longest stdin line read as an address (an address is at most 20 digits; a longer line is
@@ -117,6 +133,9 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 if args.inlines {
                     let (frame, inlined) = sym.symbolize_inlined(a, kind);
                     write_inlined(&frame, &inlined, args.json, out)
+                } else if let Some(n) = args.context.filter(|n| *n > 0) {
+                    let context = sym.context(a, kind, n, &args.source_root);
+                    write_frame_with_context(&sym.symbolize(a, kind), context.as_ref(), args.json, out)
                 } else {
                     write_frame(&sym.symbolize(a, kind), args.json, out)
                 }

@@ -104,7 +104,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-fn post_json(s: &Serve, path: &str, body: &str) -> (u16, serde_json::Value) {
+pub(crate) fn post_json(s: &Serve, path: &str, body: &str) -> (u16, serde_json::Value) {
     let (status, _, b) = curl(&["-H", "Content-Type: application/json", "--data-binary", body, &s.url(path)]);
     (status, serde_json::from_slice(&b).unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&b))))
 }
@@ -278,8 +278,9 @@ fn symbolicate_answers_as_the_runtime_and_the_cli_in_each_form() {
     let (status, v) = post_json(&s, "/symbolicate", &req.to_string());
     assert_eq!(status, 200, "{v}");
     check_answers(v["stacktraces"][0]["frames"].as_array().unwrap(), "Frames.dll", true);
-    // A debug_id of another build (stamp differs): every frame says so, nothing else is guessed.
-    let wrong = serde_json::json!({"modules": [{"type": "pe_dotnet", "debug_id": format!("{d}-{:x}", stamp ^ 1), "debug_file": "Frames.pdb"}], "frames": [{"addr_mode": "rel:0", "function_id": "0x8", "instruction_addr": "0x27"}]});
+    // A debug_id whose age is above the PDB's stamp (Sentry's rule: the age is a lower bound):
+    // every frame says so, nothing else is guessed.
+    let wrong = serde_json::json!({"modules": [{"type": "pe_dotnet", "debug_id": format!("{d}-{:x}", stamp.saturating_add(1)), "debug_file": "Frames.pdb"}], "frames": [{"addr_mode": "rel:0", "function_id": "0x8", "instruction_addr": "0x27"}]});
     let (status, v) = post_json(&s, "/symbolicate", &wrong.to_string());
     assert_eq!(status, 200);
     assert_eq!(v["frames"][0]["error"]["kind"], "not_found", "{v}");

@@ -121,9 +121,14 @@ fn read_candidate(path: &Path) -> Option<Vec<u8>> {
 /// id fails the check is noted in `passed`.
 fn read_candidate_pdb(path: &Path, wanted: [u8; 16], check: impl Fn(&super::PdbId) -> bool, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
     let mut file = crate::fs::open_regular(path).ok()?;
-    let id = super::peek_id(&mut file)?;
+    let Some(id) = super::peek_id(&mut file) else {
+        if is_windows_pdb_file(&mut file) {
+            passed.push(PassedOver { path: path.to_owned(), guid: [0; 16], wanted, windows_pdb: true });
+        }
+        return None;
+    };
     if !check(&id) {
-        passed.push(PassedOver { path: path.to_owned(), guid: id.guid(), wanted });
+        passed.push(PassedOver { path: path.to_owned(), guid: id.guid(), wanted, windows_pdb: false });
         return None;
     }
     read_candidate(path)
@@ -205,14 +210,21 @@ pub fn read_candidate_assembly(path: &Path, guid: &[u8; 16], passed: &mut Vec<Pa
     let mut file = crate::fs::open_regular(path).ok()?;
     let found = peek_codeview_guid(&mut file)?;
     if &found != guid {
-        passed.push(PassedOver { path: path.to_owned(), guid: found, wanted: *guid });
+        passed.push(PassedOver { path: path.to_owned(), guid: found, wanted: *guid, windows_pdb: false });
         return None;
     }
     read_candidate(path)
 }
 
+/// Whether the file starts as a Windows (MSF) PDB.
+fn is_windows_pdb_file<F: std::io::Read + std::io::Seek>(file: &mut F) -> bool {
+    use std::io::{Read, SeekFrom};
+    let mut head = Vec::new();
+    file.seek(SeekFrom::Start(0)).is_ok() && file.by_ref().take(64).read_to_end(&mut head).is_ok() && super::is_windows_pdb(&head)
+}
+
 /// A file found where a module's PDB or assembly was looked for, but of another build (another
-/// PDB GUID), and so not used.
+/// PDB GUID), or a Windows PDB, and so not used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassedOver {
     /// The file.
@@ -221,6 +233,8 @@ pub struct PassedOver {
     pub guid: [u8; 16],
     /// The PDB GUID that was looked for (the assembly's CodeView entry, or the recording's).
     pub wanted: [u8; 16],
+    /// The file is a Windows (MSF) PDB, which clrmap does not read (`guid` is then zero).
+    pub windows_pdb: bool,
 }
 
 impl PassedOver {
@@ -236,6 +250,9 @@ impl PassedOver {
 
     /// [`Self::note`], with fields.
     pub fn why(&self) -> Why {
+        if self.windows_pdb {
+            return Why::WindowsPdbFile { path: self.path.display().to_string() };
+        }
         Why::AnotherBuild { path: self.path.display().to_string(), pdb_id: self.guid_hex(), wanted: guid_hex(&self.wanted) }
     }
 }

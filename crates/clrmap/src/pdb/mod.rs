@@ -37,6 +37,7 @@ pub mod fuzzcheck;
 pub mod locate;
 mod scope;
 mod sequence;
+pub mod sources;
 #[doc(hidden)]
 pub mod writer;
 
@@ -51,7 +52,17 @@ pub use scope::{LocalScope, LocalVariable};
 pub use sequence::{SequencePoint, SequencePoints, HIDDEN_LINE};
 
 /// The start of an MSF (Windows PDB 7.0) file: such a PDB is not read, and says so.
-const MSF_MAGIC: &[u8] = b"Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0";
+pub const MSF_MAGIC: &[u8] = b"Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0";
+
+/// What clrmap says of a Windows PDB found where a module's PDB was looked for (Sentry's words:
+/// only portable PDBs can be used for .NET symbolication). The service's frames answer it with the
+/// kind `unsupported_pdb_format`.
+pub const WINDOWS_PDB_MESSAGE: &str = "unsupported: only portable PDB files can be used for .NET symbolication";
+
+/// Whether `head` (a file's first bytes, at least 32) is a Windows (MSF) PDB's.
+pub fn is_windows_pdb(head: &[u8]) -> bool {
+    head.starts_with(MSF_MAGIC)
+}
 
 fn bad(at: u64, expected: &'static str) -> Error {
     Error::new(ErrorKind::BadPdb, at, expected)
@@ -114,11 +125,11 @@ pub struct PortablePdb<'a> {
 impl<'a> PortablePdb<'a> {
     /// Parse a standalone portable PDB (the bytes of a `.pdb` file, or an inflated embedded one).
     ///
-    /// A Windows PDB (MSF) is `unsupported_pdb`; anything else that is not a metadata root with a
+    /// A Windows PDB (MSF) is `unsupported_pdb_format`; anything else that is not a metadata root with a
     /// `#Pdb` stream is `unsupported_pdb` at offset 0 too, and a malformed portable PDB `bad_pdb`.
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
         if bytes.starts_with(MSF_MAGIC) {
-            return Err(Error::new(ErrorKind::UnsupportedPdb, 0, "a portable PDB, not a Windows (MSF) PDB"));
+            return Err(Error::new(ErrorKind::UnsupportedPdbFormat, 0, "a portable PDB, not a Windows (MSF) PDB: only portable PDB files can be used for .NET symbolication"));
         }
         if !bytes.starts_with(b"BSJB") {
             return Err(Error::new(ErrorKind::UnsupportedPdb, 0, "a portable PDB (metadata signature BSJB)"));

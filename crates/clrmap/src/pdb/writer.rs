@@ -71,6 +71,7 @@ pub struct PdbWriter {
     methods: Vec<[u32; 2]>,
     scopes: Vec<[u32; 6]>,
     variables: Vec<[u32; 3]>,
+    custom: Vec<[u32; 3]>,
 }
 
 fn pad4(v: &mut Vec<u8>) {
@@ -101,7 +102,17 @@ impl PdbWriter {
             methods: Vec::new(),
             scopes: Vec::new(),
             variables: Vec::new(),
+            custom: Vec::new(),
         }
+    }
+
+    /// Add a CustomDebugInformation row: `parent` a HasCustomDebugInformation coded index
+    /// (`row << 5 | tag`; the Module is tag 7, a Document tag 22), `kind` its GUID, `value` the
+    /// blob's bytes. Rows must be added sorted by parent.
+    pub fn custom_debug_information(&mut self, parent: u32, kind: [u8; 16], value: &[u8]) {
+        let kind = self.guid(kind);
+        let value = self.blob(value);
+        self.custom.push([parent, kind, value]);
     }
 
     /// Add a blob; its `#Blob` index.
@@ -213,6 +224,7 @@ impl PdbWriter {
             (table::METHOD_DEBUG_INFORMATION, self.methods.len()),
             (table::LOCAL_SCOPE, self.scopes.len()),
             (table::LOCAL_VARIABLE, self.variables.len()),
+            (table::CUSTOM_DEBUG_INFORMATION, self.custom.len()),
         ];
         let mut t = Vec::new();
         t.extend_from_slice(&0u32.to_le_bytes());
@@ -250,6 +262,13 @@ impl PdbWriter {
             t.extend_from_slice(&(v[0] as u16).to_le_bytes());
             t.extend_from_slice(&(v[1] as u16).to_le_bytes());
             index(&mut t, v[2], string_wide);
+        }
+        // HasCustomDebugInformation: 5 tag bits, so wide from 2^11 rows in any parent table.
+        let parent_wide = [self.documents.len(), method_defs as usize, self.scopes.len(), self.variables.len()].iter().any(|n| *n >= 1 << 11);
+        for c in &self.custom {
+            index(&mut t, c[0], parent_wide);
+            index(&mut t, c[1], guid_wide);
+            index(&mut t, c[2], blob_wide);
         }
         pad4(&mut t);
 

@@ -74,8 +74,10 @@ pub enum ErrorKind {
     /// A portable PDB (its `#Pdb` stream, debug tables, document names or sequence points) is
     /// malformed, or an embedded PDB does not inflate to its declared size.
     BadPdb,
-    /// A symbol file that is not a portable PDB: a Windows (MSF) PDB, or an unknown format.
+    /// A symbol file that is not a portable PDB and not a Windows PDB: an unknown format.
     UnsupportedPdb,
+    /// A Windows (MSF) PDB where a portable PDB is needed: clrmap reads portable PDBs only.
+    UnsupportedPdbFormat,
     /// A PDB whose id is not the one the assembly's CodeView entry asks for.
     PdbMismatch,
 
@@ -116,7 +118,7 @@ impl ErrorKind {
             | ErrorKind::BadArrayShape
             | ErrorKind::BadCallingConvention
             | ErrorKind::BadToken => ErrorFamily::Validity,
-            ErrorKind::NotFound | ErrorKind::UnsupportedVersion | ErrorKind::UnsupportedMachine | ErrorKind::UnsupportedPdb => ErrorFamily::Resolve,
+            ErrorKind::NotFound | ErrorKind::UnsupportedVersion | ErrorKind::UnsupportedMachine | ErrorKind::UnsupportedPdb | ErrorKind::UnsupportedPdbFormat => ErrorFamily::Resolve,
             _ => ErrorFamily::Parse,
         }
     }
@@ -149,6 +151,7 @@ impl ErrorKind {
             ErrorKind::BadCapture => "bad_capture",
             ErrorKind::BadPdb => "bad_pdb",
             ErrorKind::UnsupportedPdb => "unsupported_pdb",
+            ErrorKind::UnsupportedPdbFormat => "unsupported_pdb_format",
             ErrorKind::PdbMismatch => "pdb_mismatch",
             ErrorKind::NotFound => "not_found",
             ErrorKind::OutOfRange => "out_of_range",

@@ -28,10 +28,10 @@ use serde::Serialize;
 
 use crate::fs::{read_regular, MAX_FILE};
 use crate::metadata::Metadata;
-use crate::pdb::locate::{find_recorded_pdb_noting, locate_pdb, open_pdb_with, FoundPdb, PdbOrigin, RecordedPdb, SymbolPaths};
-use crate::pdb::PortablePdb;
+use crate::pdb::locate::{find_recorded_pdb_noting, locate_pdb_noting, open_pdb_with, FoundPdb, PdbOrigin, RecordedPdb, SymbolPaths};
+use crate::pdb::{PortablePdb, WINDOWS_PDB_MESSAGE};
 use crate::pe::PeImage;
-use crate::symbolizer::{FrameKind, ModuleSymbols, Options, Symbolizer};
+use crate::symbolizer::{FrameKind, ModuleSymbols, Options, Symbolizer, MAX_CONTEXT_LINE};
 use request::{file_name, parse_debug_id, parse_guid, parse_num, FrameIn, ModuleIn, Num, Request};
 
 /// How long a module whose symbols were not found is remembered as missing (so a flood of frames
@@ -144,9 +144,46 @@ struct PdbModule {
     lines: ModuleSymbols,
     assembly: Option<Vec<u8>>,
     names: Mutex<HashMap<u32, Option<Arc<str>>>>,
+    /// Embedded source texts by Document row, inflated once (`None`: none, or unreadable), within
+    /// [`SOURCE_CACHE`] bytes per module.
+    sources: Mutex<SourceTexts>,
 }
 
+/// Embedded source texts by Document row, and the bytes they hold.
+type SourceTexts = (HashMap<u32, Option<Arc<[u8]>>>, usize);
+
+/// The most bytes of embedded source one module keeps inflated; past it a text is inflated for
+/// each frame that needs it.
+pub const SOURCE_CACHE: usize = 16 << 20;
+
+/// The largest embedded source read for context lines.
+pub const MAX_CONTEXT_SOURCE: usize = 16 << 20;
+
+/// Context lines by default, and at most, on each side of a frame's line.
+pub const DEFAULT_CONTEXT: u32 = 5;
+/// See [`DEFAULT_CONTEXT`].
+pub const MAX_CONTEXT: u32 = 20;
+
 impl PdbModule {
+    fn new(lines: ModuleSymbols, assembly: Option<Vec<u8>>) -> PdbModule {
+        PdbModule { lines, assembly, names: Mutex::new(HashMap::new()), sources: Mutex::new((HashMap::new(), 0)) }
+    }
+
+    /// The embedded source of Document row `rid`, inflated.
+    fn source(&self, rid: u32) -> Option<Arc<[u8]>> {
+        let mut cache = self.sources.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = cache.0.get(&rid) {
+            return known.clone();
+        }
+        let text: Option<Arc<[u8]>> = PortablePdb::parse(self.lines.pdb_bytes()).ok().and_then(|p| p.embedded_source(rid).ok().flatten()).and_then(|s| s.text(MAX_CONTEXT_SOURCE).ok()).map(Arc::from);
+        let len = text.as_ref().map_or(0, |t| t.len());
+        if cache.1.saturating_add(len) <= SOURCE_CACHE {
+            cache.1 = cache.1.saturating_add(len);
+            cache.0.insert(rid, text.clone());
+        }
+        text
+    }
+
     fn method_name(&self, token: u32) -> Option<Arc<str>> {
         let assembly = self.assembly.as_ref()?;
         let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
@@ -266,9 +303,9 @@ impl Ident {
             return Ok(Ident { bad: Some(Arc::from(why)), ..Ident::default() });
         }
         let (guid, stamp) = match (&m.pdb_id, &m.debug_id) {
-            (Some(id), _) => (Some(parse_guid(id).ok_or_else(|| bad("pdb_id", "not a GUID of 32 hex digits"))?), None),
-            (None, Some(id)) => {
-                let (g, s) = parse_debug_id(id).ok_or_else(|| bad("debug_id", "not a GUID, or a GUID and a hex stamp"))?;
+            (Some(id), _) | (None, Some(id)) => {
+                let field = if m.pdb_id.is_some() { "pdb_id" } else { "debug_id" };
+                let (g, s) = parse_debug_id(id).ok_or_else(|| bad(field, "not a PDB id: a GUID (dashed or 32 hex digits), optionally with an age of 1 to 8 hex digits (after a dash, or appended: 40 hex digits)"))?;
                 (Some(g), s)
             }
             (None, None) => (None, None),
@@ -395,6 +432,16 @@ struct FrameOut {
     column: Option<u32>,
     end_line: Option<u32>,
     end_column: Option<u32>,
+    /// The document's URL by the PDB's SourceLink map.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_link: Option<String>,
+    /// Sentry's context lines, from the source the PDB embeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pre_context: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_line: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    post_context: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<FrameError>,
 }
@@ -470,6 +517,11 @@ impl Service {
                 json_error(e)
             }
         })?;
+        let context = match request.context_lines {
+            Some(Num(n)) if n > u64::from(MAX_CONTEXT) => return Err(ServiceError::new(400, "bad_value", format!("context_lines: {n} is over {MAX_CONTEXT}"))),
+            Some(Num(n)) => u32::try_from(n).unwrap_or(MAX_CONTEXT),
+            None => DEFAULT_CONTEXT,
+        };
         let modules = request.modules.or(request.debug_meta.and_then(|d| d.images)).unwrap_or_default().0;
         let idents = modules.iter().enumerate().map(|(i, m)| Ident::from_module(m, i)).collect::<Result<Vec<_>, _>>()?;
         let (groups, nested) = match (request.frames, request.stacktraces) {
@@ -494,7 +546,7 @@ impl Service {
         let mut pdbs: Vec<Option<Slot>> = vec![None; idents.len()];
         let mut images: Vec<Option<Slot>> = vec![None; idents.len()];
         let mut out = Bounded { buf: Vec::new(), max: self.config.max_answer, granted: 0, room, stop: None };
-        let written = self.write_answer(&mut out, &idents, asks, nested, &mut pdbs, &mut images);
+        let written = self.write_answer(&mut out, &idents, asks, nested, context, &mut pdbs, &mut images);
         match (written, out.stop) {
             (Ok(()), _) => Ok(Answer { body: out.buf, frames: u64::try_from(total).unwrap_or(u64::MAX) }),
             (Err(_), Some(Stop::TooLarge)) => Err(ServiceError::new(
@@ -509,7 +561,8 @@ impl Service {
 
     /// Answer each frame and write it at once: `{"frames":[...]}`, or `{"stacktraces":[{"frames":
     /// [...]},...]}` when `nested`.
-    fn write_answer(&self, out: &mut Bounded<'_>, idents: &[Ident], asks: Vec<Vec<(usize, Ask)>>, nested: bool, pdbs: &mut [Option<Slot>], images: &mut [Option<Slot>]) -> std::io::Result<()> {
+    #[allow(clippy::too_many_arguments)]
+    fn write_answer(&self, out: &mut Bounded<'_>, idents: &[Ident], asks: Vec<Vec<(usize, Ask)>>, nested: bool, context: u32, pdbs: &mut [Option<Slot>], images: &mut [Option<Slot>]) -> std::io::Result<()> {
         use std::io::Write;
         out.write_all(if nested { b"{\"stacktraces\":[" } else { b"{" })?;
         for (g, group) in asks.into_iter().enumerate() {
@@ -523,7 +576,7 @@ impl Service {
                     (_, Some(why)) => FrameOut { error: Some(FrameError { kind: "bad_module", message: why.clone() }), ..FrameOut::default() },
                     (Ask::Il { token, il }, None) => {
                         let slot = cached(pdbs.get_mut(module), || self.lookup(ident.pdb_key(), || self.load_pdb(ident)));
-                        answer_il(ident, &slot, token, il)
+                        answer_il(ident, &slot, token, il, context)
                     }
                     (Ask::Rva { rva, kind }, None) => {
                         let slot = cached(images.get_mut(module), || self.lookup(ident.image_key(), || self.load_image(ident)));
@@ -585,13 +638,21 @@ impl Service {
             // absolute recorded path as the build's).
             let name = plain(&name).ok_or_else(|| format!("the PDB name {name:?} is not a file name"))?.to_owned();
             let recorded = RecordedPdb { guid, age: 1, path: name.clone(), checksums: Vec::new() };
-            let found = find_recorded_pdb_noting(&recorded, None, paths, &mut Vec::new()).map_err(|e| e.to_string())?;
+            let mut passed = Vec::new();
+            let found = find_recorded_pdb_noting(&recorded, None, paths, &mut passed).map_err(|e| e.to_string())?;
             let key = crate::symsrv::key::portable_pdb(&name, &guid);
+            if found.is_none() {
+                if let Some(note) = windows_pdb_note(&passed, paths, key.as_ref()) {
+                    return Err(note);
+                }
+            }
             let found = found.ok_or_else(|| format!("no PDB {name} with id {} in the symbol paths or on a symbol server{}", crate::symsrv::key::guid_n(&guid), server_notes(paths, key.as_ref())))?;
             if let Some(stamp) = ident.stamp {
                 let id = PortablePdb::parse(&found.bytes).map_err(|e| e.to_string())?.id();
-                if id.stamp() != stamp {
-                    return Err(format!("the PDB found for {name} has stamp {:08x}, not {stamp:08x}", id.stamp()));
+                // Sentry's rule: the age asked for is a lower bound (a symbol server may hold a
+                // later age of the same GUID), and a portable PDB's age is its stamp.
+                if id.stamp() < stamp {
+                    return Err(format!("the PDB found for {name} has stamp {:08x}, below the age {stamp:x} the module gives", id.stamp()));
                 }
             }
             let assembly = assembly_of(&found, paths);
@@ -604,7 +665,11 @@ impl Service {
                 PortablePdb::parse(&bytes).ok()?;
                 Some(FoundPdb { bytes, origin: PdbOrigin::SymbolPath(d.join(&pdb)) })
             });
-            let found = found.ok_or_else(|| format!("no PDB {pdb} in the symbol paths"))?;
+            let windows = paths.dirs.iter().find(|d| plain(&pdb).is_some_and(|p| read_regular(&d.join(p), MAX_FILE).is_ok_and(|b| crate::pdb::is_windows_pdb(&b))));
+            let found = found.ok_or_else(|| match windows {
+                Some(d) => format!("{WINDOWS_PDB_MESSAGE}: {} is a Windows (MSF) PDB", d.join(&pdb).display()),
+                None => format!("no PDB {pdb} in the symbol paths"),
+            })?;
             let assembly = assembly_of(&found, paths);
             (found, assembly)
         } else {
@@ -612,7 +677,7 @@ impl Service {
         };
         let size = u64::try_from(found.bytes.len().saturating_mul(2).saturating_add(assembly.as_ref().map_or(0, Vec::len))).unwrap_or(u64::MAX);
         let lines = ModuleSymbols::from_pdb(found.bytes).map_err(|e| format!("{}{}: {}", e.kind, e.location, e.message()))?;
-        Ok((Slot::Pdb(Arc::new(PdbModule { lines, assembly, names: Mutex::new(HashMap::new()) })), size))
+        Ok((Slot::Pdb(Arc::new(PdbModule::new(lines, assembly))), size))
     }
 
     /// A module named by its assembly: the assembly in a symbol path (its MVID or PE key
@@ -622,8 +687,17 @@ impl Service {
         let paths = &self.config.paths;
         let (path, bytes) = self.find_image(ident, name).map_err(|why| why.unwrap_or_else(|| format!("no assembly {name}{} in the symbol paths", ident_note(ident))))?;
         let image = PeImage::parse(&bytes).map_err(|e| format!("{}: {}{}: {}", path.display(), e.kind, e.location, e.message()))?;
-        let found = locate_pdb(&image, Some(&path), paths).map_err(|e| e.to_string())?;
-        let found = found.ok_or_else(|| format!("{} was found, but no PDB of its build", path.display()))?;
+        let mut passed = Vec::new();
+        let found = locate_pdb_noting(&image, Some(&path), paths, &mut passed).map_err(|e| e.to_string())?;
+        let found = found.ok_or_else(|| {
+            let cv = image.codeview().ok().flatten();
+            let key = cv.as_ref().filter(|cv| cv.is_portable()).and_then(|cv| crate::symsrv::key::portable_pdb(cv.file_name(), &cv.guid));
+            match (windows_pdb_note(&passed, paths, key.as_ref()), cv) {
+                (Some(note), _) => note,
+                (None, Some(cv)) if !cv.is_portable() => format!("{WINDOWS_PDB_MESSAGE}: {} names only a Windows PDB, {}", path.display(), cv.path),
+                _ => format!("{} was found, but no PDB of its build", path.display()),
+            }
+        })?;
         Ok((found, Some(bytes)))
     }
 
@@ -779,10 +853,22 @@ fn rva_kind(f: &FrameIn) -> FrameKind {
 }
 
 fn missing(ident: &Ident, why: &Arc<str>) -> FrameOut {
-    FrameOut { module: ident.name.clone(), error: Some(FrameError { kind: "not_found", message: why.clone() }), ..FrameOut::default() }
+    // A Windows PDB where the module's PDB was: its own kind, with Sentry's words first.
+    let kind = if why.starts_with(WINDOWS_PDB_MESSAGE) { "unsupported_pdb_format" } else { "not_found" };
+    FrameOut { module: ident.name.clone(), error: Some(FrameError { kind, message: why.clone() }), ..FrameOut::default() }
 }
 
-fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32) -> FrameOut {
+/// Why a module's PDB was not found, when a Windows PDB stood where it was looked for (a file in
+/// a symbol path, or what a symbol server sent): Sentry's words, then where.
+fn windows_pdb_note(passed: &[crate::pdb::locate::PassedOver], paths: &SymbolPaths, key: Option<&crate::symsrv::Key>) -> Option<String> {
+    if let Some(p) = passed.iter().find(|p| p.windows_pdb) {
+        return Some(format!("{WINDOWS_PDB_MESSAGE}: {} is a Windows (MSF) PDB", p.path.display()));
+    }
+    let (Some(servers), Some(key)) = (&paths.servers, key) else { return None };
+    servers.notes_for(key).into_iter().find(|n| n.contains(WINDOWS_PDB_MESSAGE)).map(|n| format!("{WINDOWS_PDB_MESSAGE}: {n}"))
+}
+
+fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32, context: u32) -> FrameOut {
     let pdb = match slot {
         Slot::Pdb(p) => p,
         Slot::Missing(why) => return FrameOut { token: Some(token), il_offset: Some(il), ..missing(ident, why) },
@@ -795,6 +881,13 @@ fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32) -> FrameOut {
         out.column = Some(column);
         out.end_line = Some(end_line);
         out.end_column = Some(end_column);
+        out.source_link = pdb.lines.source_link(token, il).map(str::to_owned);
+        let text = pdb.lines.document(token, il).filter(|_| context > 0).and_then(|rid| pdb.source(rid));
+        if let Some((pre, this, post)) = text.and_then(|t| crate::pdb::sources::context(&t, line, context, context, MAX_CONTEXT_LINE)) {
+            out.pre_context = (!pre.is_empty()).then_some(pre);
+            out.context_line = Some(this);
+            out.post_context = (!post.is_empty()).then_some(post);
+        }
     }
     out
 }
@@ -820,6 +913,7 @@ fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind) -> FrameOut
         end_line: f.end_line,
         end_column: f.end_column,
         error: None,
+        ..FrameOut::default()
     }
 }
 

@@ -21,6 +21,9 @@ pub struct Request {
     /// Symbolicator's form: `{"stacktraces":[{"frames":[...]}]}`, answered in the same shape.
     #[serde(default)]
     pub stacktraces: Option<Vec<StacktraceIn>>,
+    /// How many context lines on each side of a frame's line (0: none; at most 20; default 5).
+    #[serde(default)]
+    pub context_lines: Option<Num>,
 }
 
 /// Sentry's `debug_meta`.
@@ -289,19 +292,31 @@ pub fn parse_guid(text: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
-/// Sentry's `debug_id`: `GUID-stamp` (36 characters of dashed GUID, then `-` and the stamp in
-/// hex), or a bare GUID. The GUID's bytes and the stamp when given.
+/// A PDB id as Sentry and SSQP write it, in any case: the GUID dashed (`0c1033f7-8632-492e-91c6-c314b72e1920`,
+/// braces allowed) or compact (32 hex digits), then optionally an age: after a `-` (`-1`,
+/// `-e60b819d`) or, in the compact form, appended directly (`...1920e60b819d`, 40 digits; SSQP's
+/// and breakpad's form). The age is 1 to 8 hex digits; for a portable PDB it is the id's stamp.
+/// The GUID's bytes (GUID byte order) and the age when given.
 pub fn parse_debug_id(text: &str) -> Option<([u8; 16], Option<u32>)> {
     let text = text.trim();
-    let (guid, stamp) = match (text.get(..36), text.get(36..)) {
-        (Some(g), Some(rest)) if g.matches('-').count() == 4 => (g, rest.strip_prefix('-')),
-        _ => (text, None),
+    let text = match text.strip_prefix('{') {
+        Some(rest) => rest.replacen('}', "", 1),
+        None => text.to_owned(),
     };
-    let stamp = match stamp.filter(|s| !s.is_empty()) {
-        Some(s) => Some(u32::from_str_radix(s, 16).ok()?),
-        None => None,
+    let dashed = text.len() >= 36 && [8usize, 13, 18, 23].iter().all(|&i| text.as_bytes().get(i) == Some(&b'-'));
+    let cut = if dashed { 36 } else { text.len().min(32) };
+    let (guid, rest) = (text.get(..cut)?, text.get(cut..)?);
+    let age = rest.strip_prefix('-').unwrap_or(rest);
+    // The GUID itself has no dashes in the compact form, and the dashed one has exactly four.
+    if (!dashed && guid.contains('-')) || (rest.starts_with('-') && age.is_empty()) {
+        return None;
+    }
+    let age = match age {
+        "" => None,
+        a if a.len() <= 8 && a.bytes().all(|b| b.is_ascii_hexdigit()) => Some(u32::from_str_radix(a, 16).ok()?),
+        _ => return None,
     };
-    Some((parse_guid(guid)?, stamp))
+    Some((parse_guid(guid)?, age))
 }
 
 /// The last component of a path written on any system.
@@ -334,6 +349,25 @@ mod tests {
         assert_eq!(crate::symsrv::key::guid_n(&bytes), "497b72f6390a44fc878e5a2d63b6cc4b");
         assert_eq!(parse_debug_id("497b72f6-390a-44fc-878e-5a2d63b6cc4b-c0b21b72"), Some((bytes, Some(0xc0b2_1b72))));
         assert_eq!(parse_debug_id("497B72F6-390A-44FC-878E-5A2D63B6CC4B"), Some((bytes, None)));
+        // Every form Sentry and SSQP use: compact 32 and 40 digits, an age suffix, any case.
+        let sentry = [0xf7, 0x33, 0x10, 0x0c, 0x32, 0x86, 0x2e, 0x49, 0x91, 0xc6, 0xc3, 0x14, 0xb7, 0x2e, 0x19, 0x20];
+        for (text, want) in [
+            ("0c1033f78632492e91c6c314b72e1920e60b819d", Some(0xe60b_819d)),
+            ("0C1033F78632492E91C6C314B72E1920E60B819D", Some(0xe60b_819d)),
+            ("0c1033f78632492e91c6c314b72e1920", None),
+            ("0c1033f78632492e91c6c314b72e19201", Some(1)),
+            ("0c1033f78632492e91c6c314b72e1920-1", Some(1)),
+            ("0c1033f7-8632-492e-91c6-c314b72e1920", None),
+            ("0c1033f7-8632-492e-91c6-c314b72e1920-1", Some(1)),
+            ("0c1033f7-8632-492e-91c6-c314b72e1920-e60b819d", Some(0xe60b_819d)),
+            ("{0C1033F7-8632-492E-91C6-C314B72E1920}", None),
+            ("{0C1033F7-8632-492E-91C6-C314B72E1920}-E60B819D", Some(0xe60b_819d)),
+        ] {
+            assert_eq!(parse_debug_id(text), Some((sentry, want)), "{text}");
+        }
+        for bad in ["0c1033f78632492e91c6c314b72e1920e60b819d0", "0c1033f7-8632-492e-91c6-c314b72e1920-", "0c1033f7-8632-492e-91c6-c314b72e1920e60b819dx", "0c1033f78632492e91c6c314b72e192", "0c10-33f78632492e91c6c314b72e1920", ""] {
+            assert_eq!(parse_debug_id(bad), None, "{bad}");
+        }
         assert_eq!(parse_guid("497b72f6390a44fc878e5a2d63b6cc4"), None);
         assert_eq!(parse_guid("497b72f6390a44fc878e5a2d63b6cc4g"), None);
     }

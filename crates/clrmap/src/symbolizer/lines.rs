@@ -13,6 +13,25 @@ use crate::read::Result;
 
 use super::LineRow;
 
+/// The longest context line given, in bytes (a longer one is cut).
+pub const MAX_CONTEXT_LINE: usize = 1024;
+
+/// The lines around a frame's line (Sentry's names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct SourceContext {
+    /// The lines before, in order.
+    pub pre_context: Vec<String>,
+    /// The frame's line.
+    pub context_line: String,
+    /// The lines after.
+    pub post_context: Vec<String>,
+    /// Where the text came from: `embedded` (the PDB) or `local` (a --source-root file whose
+    /// hash is the document's).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub origin: &'static str,
+}
+
 /// A visible sequence point, compact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LinePoint {
@@ -53,6 +72,10 @@ pub(crate) struct ModuleLines {
     /// Document names by row − 1, once asked for (`None`: unreadable or over the budget). The
     /// strings live as long as the table, so frames can borrow them.
     documents: Box<[OnceLock<Option<Arc<str>>>]>,
+    /// Each document's SourceLink URL, once asked for.
+    links: Box<[OnceLock<Option<Arc<str>>>]>,
+    /// The PDB's SourceLink map (`None`: none, or one that does not parse).
+    link_map: OnceLock<Option<crate::pdb::sources::SourceLink>>,
     decoded: Mutex<Decoded>,
 }
 
@@ -60,8 +83,38 @@ impl ModuleLines {
     /// Keep a PDB's bytes; `Err` when they are not a portable PDB. Nothing is decoded yet.
     pub fn new(pdb: Vec<u8>) -> Result<Self> {
         let documents = PortablePdb::parse(&pdb)?.document_count();
+        let links = (0..documents).map(|_| OnceLock::new()).collect();
         let documents = (0..documents).map(|_| OnceLock::new()).collect();
-        Ok(ModuleLines { pdb, documents, decoded: Mutex::new(Decoded::default()) })
+        Ok(ModuleLines { pdb, documents, links, link_map: OnceLock::new(), decoded: Mutex::new(Decoded::default()) })
+    }
+
+    /// The portable PDB's bytes.
+    pub fn pdb_bytes(&self) -> &[u8] {
+        &self.pdb
+    }
+
+    /// Context lines around `line` of Document row `row`: from the source the PDB embeds, else
+    /// from the first of `roots` that maps the document to a local file whose hash is the
+    /// document's.
+    pub fn context(&self, row: u32, line: u32, each_side: u32, roots: &[crate::pdb::sources::SourceRoot]) -> Option<SourceContext> {
+        use crate::pdb::sources;
+        let pdb = PortablePdb::parse(&self.pdb).ok()?;
+        let (text, origin) = match pdb.embedded_source(row).ok().flatten().and_then(|s| s.text(sources::MAX_SOURCE).ok()) {
+            Some(text) => (text, "embedded"),
+            None => (sources::local_source(roots, &pdb.document_info(row).ok()?, sources::MAX_SOURCE as u64)?, "local"),
+        };
+        let (pre_context, context_line, post_context) = sources::context(&text, line, each_side, each_side, MAX_CONTEXT_LINE)?;
+        Some(SourceContext { pre_context, context_line, post_context, origin })
+    }
+
+    /// The SourceLink URL of Document row `row`, by the PDB's map, once computed.
+    pub fn source_link(&self, row: u32) -> Option<&str> {
+        let slot = self.links.get(row.checked_sub(1)? as usize)?;
+        slot.get_or_init(|| {
+            let map = self.link_map.get_or_init(|| PortablePdb::parse(&self.pdb).ok().and_then(|p| p.source_link().ok().flatten())).as_ref()?;
+            map.url(self.document(row)?).map(Arc::from)
+        })
+        .as_deref()
     }
 
     /// A method's points, decoding its blob if no earlier method named it.

@@ -45,6 +45,7 @@ use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind};
 
 use lines::ModuleLines;
+pub use lines::{SourceContext, MAX_CONTEXT_LINE};
 pub use crate::fs::OpenError;
 pub use inlined::{bulk_type_modules, InlinedFrame, InlineeMethod, SourceInlines};
 pub use source::{note_recorded_pdb, open_source, open_source_assuming, read_trace, OpenedSource, RecordedPdbs, SourceKind};
@@ -111,6 +112,9 @@ pub struct Frame<'s> {
     pub end_line: Option<u32>,
     /// End column.
     pub end_column: Option<u32>,
+    /// The document's URL by the PDB's SourceLink map (absent when it has none).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub source_link: Option<&'s str>,
     /// The body's code start (an RVA for an image).
     #[cfg_attr(feature = "serde", serde(skip))]
     pub code_start: Option<u64>,
@@ -177,6 +181,21 @@ impl ModuleSymbols {
     /// column, the document's name where it could be read).
     pub fn span(&self, token: u32, il: u32) -> Option<(u32, u32, u32, u32, Option<&str>)> {
         self.lines.line(token, il).map(|(p, file)| (p.line, p.column, p.end_line, p.end_column, file))
+    }
+
+    /// The SourceLink URL of the document of a method's line at an IL offset.
+    pub fn source_link(&self, token: u32, il: u32) -> Option<&str> {
+        self.lines.source_link(self.document(token, il)?)
+    }
+
+    /// The Document row of a method's line at an IL offset (by [`ModuleSymbols::line`]'s rule).
+    pub fn document(&self, token: u32, il: u32) -> Option<u32> {
+        self.lines.line(token, il).map(|(p, _)| p.document)
+    }
+
+    /// The portable PDB's bytes.
+    pub fn pdb_bytes(&self) -> &[u8] {
+        self.lines.pdb_bytes()
     }
 }
 
@@ -448,10 +467,23 @@ impl Symbolizer {
         if lines.is_none() {
             self.missed_lines.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        (frame.file, frame.line, frame.column, frame.end_line, frame.end_column) = match lines.and_then(|l| l.line(token, il)) {
-            Some((p, file)) => (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column)),
-            None => (None, None, None, None, None),
+        (frame.file, frame.line, frame.column, frame.end_line, frame.end_column, frame.source_link) = match lines.and_then(|l| Some((l, l.line(token, il)?))) {
+            Some((l, (p, file))) => (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column), l.source_link(p.document)),
+            None => (None, None, None, None, None, None),
         };
+    }
+
+    /// Context lines around the line [`Self::symbolize`] gives `address` (`each_side` lines before
+    /// and after): from the source the PDB embeds, else from a `roots` file whose hash is the
+    /// document's. `None` when the frame has no line or no such text.
+    pub fn context(&self, address: u64, kind: FrameKind, each_side: u32, roots: &[crate::pdb::sources::SourceRoot]) -> Option<SourceContext> {
+        let (frame, index) = self.frame(address, kind, false);
+        let index = index?;
+        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m))?;
+        let lines = self.lines(module)?;
+        let token = self.store.bodies().get(index)?.token;
+        let (p, _) = lines.line(token, frame.il_offset?)?;
+        lines.context(p.document, p.line, each_side, roots)
     }
 
     /// True when the source carries the JIT's inline trees for at least one body (a trace or

@@ -107,6 +107,9 @@ pub(super) fn download(server: &str, key: &Key, headers: &[(&str, String)], entr
             let want = magic.get(head..).unwrap_or(&[]);
             let len = got.len().min(want.len());
             if got.get(..len) != want.get(..len) {
+                if head == 0 && crate::pdb::is_windows_pdb(got) {
+                    return Err(Failure::Bad(format!("{}: the server sent a Windows (MSF) PDB; nothing cached", crate::pdb::WINDOWS_PDB_MESSAGE)));
+                }
                 return Err(Failure::Bad("the body does not start as the file the key names does; nothing cached".to_owned()));
             }
         }

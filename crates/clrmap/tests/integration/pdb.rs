@@ -209,7 +209,7 @@ fn a_windows_pdb_is_unsupported() {
     let mut msf = b"Microsoft C/C++ MSF 7.00\r\n\x1aDS\0\0\0".to_vec();
     msf.resize(4096, 0);
     let e = PortablePdb::parse(&msf).unwrap_err();
-    assert_eq!(e.kind, ErrorKind::UnsupportedPdb, "{e}");
+    assert_eq!(e.kind, ErrorKind::UnsupportedPdbFormat, "{e}");
     assert_eq!(e.offset().unwrap(), 0);
     // Garbage and an empty file are not portable PDBs either.
     for junk in [&b""[..], b"BSJ", b"MZ\x90\0garbage garbage", &[0xFFu8; 64]] {
