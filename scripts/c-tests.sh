@@ -45,7 +45,8 @@ fi
 g++ -std=c++11 -pedantic -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_cpp.cpp \
   -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/test_cpp"
 # docs/c-abi.md's example, extracted from the page: it must compile, and answer as the page says.
-awk '/^```c$/ { on = 1; next } /^```$/ { on = 0 } on' docs/c-abi.md > "$out/symbolize.c"
+# The page's first C block is the complete example; later ones are snippets.
+awk '/^```c$/ && !done { on = 1; next } /^```$/ && on { on = 0; done = 1 } on' docs/c-abi.md > "$out/symbolize.c"
 gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include "$out/symbolize.c" \
   -L "$lib" -lclrmap_capi -Wl,-rpath,"$PWD/$lib" -o "$out/symbolize"
 gcc -std=c11 -Wall -Wextra -Werror -I crates/clrmap-capi/include crates/clrmap-capi/c-tests/test_capi.c \

@@ -26,7 +26,7 @@ static const HRESULT hresults[] = {
     CLRMAP_E_BAD_CAPTURE, CLRMAP_E_BAD_PDB, CLRMAP_E_UNSUPPORTED_PDB, CLRMAP_E_NOT_FOUND, CLRMAP_E_OUT_OF_RANGE,
     CLRMAP_E_BAD_NOTATION, CLRMAP_E_UNRECOGNIZED_FILE, CLRMAP_E_NO_SUCH_PROCESS, CLRMAP_E_NOT_DOTNET,
     CLRMAP_E_PERMISSION_DENIED, CLRMAP_E_UNSUPPORTED_COMMAND, CLRMAP_E_SERVER_ERROR, CLRMAP_E_PROTOCOL, CLRMAP_E_TIMEOUT,
-    CLRMAP_E_BAD_ARGUMENT, CLRMAP_E_IO, CLRMAP_E_TARGET_EXITED,
+    CLRMAP_E_BAD_ARGUMENT, CLRMAP_E_IO, CLRMAP_E_TARGET_EXITED, CLRMAP_E_UNSUPPORTED_PDB_FORMAT,
 };
 static const uint32_t flags[] = {
     CLRMAP_LOCATION_NOWHERE, CLRMAP_LOCATION_OFFSET, CLRMAP_LOCATION_RVA, CLRMAP_LOCATION_ADDRESS, CLRMAP_LOCATION_INFLATED,
@@ -63,6 +63,7 @@ struct Exports {
     void (*symbolizer_release)(ClrmapSymbolizer *);
     HRESULT (*symbolizer_open_with_servers)(const char *, const char *, const char *const *, uint32_t, const ClrmapSymbolServers *, ClrmapSymbolizer **);
     HRESULT (*symbolizer_symbolize_inlined)(const ClrmapSymbolizer *, uint64_t, uint32_t, ClrmapFrame *, uint32_t, uint32_t *);
+    HRESULT (*symbolizer_source_link)(const ClrmapSymbolizer *, uint64_t, uint32_t, char *, uint32_t, uint32_t *);
 };
 static const Exports exports = {
     &clrmap_last_error,
@@ -81,6 +82,7 @@ static const Exports exports = {
     &clrmap_symbolizer_release,
     &clrmap_symbolizer_open_with_servers,
     &clrmap_symbolizer_symbolize_inlined,
+    &clrmap_symbolizer_source_link,
 };
 static_assert(sizeof(ClrmapSymbolServers) == 2 * sizeof(void *) + 8, "ClrmapSymbolServers: servers, count, timeout_ms, cache");
 
