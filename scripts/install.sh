@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 prefix="${1:-${CARGO_HOME:-$HOME/.cargo}}"
-cargo install --locked --path crates/clrmap-cli --root "$prefix"
+# The workspace's own target directory: the profiler's release build below shares its dependencies.
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" cargo install --locked --path crates/clrmap-cli --root "$prefix"
 cargo build --locked --release -p clrmap-profiler
 install -m 0755 target/release/libclrmap_profiler.so "$prefix/bin/libclrmap_profiler.so"
 echo "installed $prefix/bin/clrmap and $prefix/bin/libclrmap_profiler.so"
