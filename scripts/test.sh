@@ -37,6 +37,9 @@ else
   echo "== not checked: tests/fixtures/r2r/Frames.dll needs the .NET SDK's Crossgen2 to rebuild"
 fi
 
+echo "== cargo fmt (rustfmt.toml: long lines, as the code was written)"
+cargo fmt --all -- --check
+
 echo "== build"
 cargo build --workspace --all-targets --locked
 

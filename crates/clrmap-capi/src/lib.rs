@@ -37,11 +37,11 @@ use std::time::Duration;
 use clrmap::diag::{self, DiagErrorKind};
 use clrmap::ilmap::{CorDebugIlToNativeMap, IlOffset, MapStore};
 use clrmap::pdb::locate::SymbolPaths;
-use clrmap::symbolizer::{FrameKind, OpenError, Options, Symbolizer};
 use clrmap::r2r::frames::FrameIndex;
 use clrmap::r2r::ReadyToRunImage;
 use clrmap::read::{ErrorFamily, Location};
 use clrmap::signature::HexTokens;
+use clrmap::symbolizer::{FrameKind, OpenError, Options, Symbolizer};
 use clrmap::ErrorKind;
 use std::cell::RefCell;
 
@@ -162,12 +162,9 @@ pub const CLRMAP_E_TARGET_EXITED: HRESULT = 0x8004_C10A_u32 as HRESULT;
 /// E_FAIL for a kind newer than this crate.
 pub fn hresult_of_kind(kind: ErrorKind) -> HRESULT {
     match kind {
-        ErrorKind::BadCompressedInteger
-        | ErrorKind::EmptyInstantiation
-        | ErrorKind::BadElementType
-        | ErrorKind::BadToken
-        | ErrorKind::BadArrayShape
-        | ErrorKind::BadCallingConvention => CLRMAP_META_E_BAD_SIGNATURE,
+        ErrorKind::BadCompressedInteger | ErrorKind::EmptyInstantiation | ErrorKind::BadElementType | ErrorKind::BadToken | ErrorKind::BadArrayShape | ErrorKind::BadCallingConvention => {
+            CLRMAP_META_E_BAD_SIGNATURE
+        }
         ErrorKind::Truncated => CLRMAP_E_TRUNCATED,
         ErrorKind::TruncatedHeader => CLRMAP_E_TRUNCATED_HEADER,
         ErrorKind::TruncatedDirectory => CLRMAP_E_TRUNCATED_DIRECTORY,
@@ -196,8 +193,8 @@ pub fn hresult_of_kind(kind: ErrorKind) -> HRESULT {
     }
 }
 
-use CLRMAP_E_FAIL as E_FAIL;
 use CLRMAP_E_BAD_FILE_TYPE as E_BAD_FILE_TYPE;
+use CLRMAP_E_FAIL as E_FAIL;
 use CLRMAP_E_FILE_NOT_FOUND as E_FILE_NOT_FOUND;
 use CLRMAP_E_INVALIDARG as E_INVALIDARG;
 use CLRMAP_E_NOINTERFACE as E_NOINTERFACE;
@@ -1313,10 +1310,7 @@ impl ClrmapSymbolizer {
         let Some(s) = s else { return std::ptr::null() };
         let Ok(mut strings) = self.strings.lock() else { return std::ptr::null() };
         let key = (s.as_ptr() as usize, s.len());
-        strings
-            .entry(key)
-            .or_insert_with(|| CString::new(s.replace('\0', "")).unwrap_or_default())
-            .as_ptr()
+        strings.entry(key).or_insert_with(|| CString::new(s.replace('\0', "")).unwrap_or_default()).as_ptr()
     }
 }
 
@@ -1526,10 +1520,15 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize_inlined(sym: *const ClrmapS
             Err(hr) => return hr,
         };
         let (f, inlined) = s.sym.symbolize_inlined(address, kind);
-        let all = inlined
-            .iter()
-            .map(|i| s.c_frame(address, i.module, i.token, i.method, i.il_offset, i.file, [i.line, i.column, i.end_line, i.end_column]))
-            .chain(std::iter::once(s.c_frame(address, f.module, f.token, f.method, f.il_offset, f.file, [f.line, f.column, f.end_line, f.end_column])));
+        let all = inlined.iter().map(|i| s.c_frame(address, i.module, i.token, i.method, i.il_offset, i.file, [i.line, i.column, i.end_line, i.end_column])).chain(std::iter::once(s.c_frame(
+            address,
+            f.module,
+            f.token,
+            f.method,
+            f.il_offset,
+            f.file,
+            [f.line, f.column, f.end_line, f.end_column],
+        )));
         let mut n: u32 = 0;
         for (i, frame) in all.enumerate() {
             if (i as u64) < u64::from(capacity) {

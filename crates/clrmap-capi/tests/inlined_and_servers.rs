@@ -101,13 +101,7 @@ fn a_symbolizer_with_a_symbol_server_answers_as_with_the_pdb_on_disk() {
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(root.join(format!("frames.pdb/{n}ffffffff"))).unwrap();
     std::fs::copy(&pdb, root.join(format!("frames.pdb/{n}ffffffff/frames.pdb"))).unwrap();
-    let mut server = Command::new("python3")
-        .arg(repo().join("tests/symsrv/server.py"))
-        .arg("--root")
-        .arg(&root)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 runs tests/symsrv/server.py");
+    let mut server = Command::new("python3").arg(repo().join("tests/symsrv/server.py")).arg("--root").arg(&root).stdout(Stdio::piped()).spawn().expect("python3 runs tests/symsrv/server.py");
     let mut port = String::new();
     BufReader::new(server.stdout.take().unwrap()).read_line(&mut port).unwrap();
     let url = CString::new(format!("http://127.0.0.1:{}", port.trim())).unwrap();

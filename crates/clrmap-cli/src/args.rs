@@ -160,9 +160,7 @@ impl FrameArgs {
 /// a newcomer's first try, with a note on what to give instead.
 pub fn open_failed(source: &std::path::Path, e: OpenError) -> CliError {
     match e {
-        OpenError::Input { error, .. } if error.kind == ErrorKind::BadReadyToRun && error.offset() == Some(0) => {
-            CliError::Noted { error, note: il_only_note(source) }
-        }
+        OpenError::Input { error, .. } if error.kind == ErrorKind::BadReadyToRun && error.offset() == Some(0) => CliError::Noted { error, note: il_only_note(source) },
         e => crate::open::open_error(e),
     }
 }

@@ -10,10 +10,10 @@ use clap::{Parser, Subcommand};
 
 mod args;
 mod cmd;
-mod open;
-mod output;
 #[cfg(test)]
 mod golden;
+mod open;
+mod output;
 
 use output::CliError;
 

@@ -105,8 +105,7 @@ pub struct CallbackVtbl {
 }
 
 /// ICorProfilerCallback10::EventPipeEventDelivered.
-pub type EventDeliveredFn =
-    unsafe extern "system" fn(*mut c_void, usize, u32, u32, u32, *const u8, u32, *const u8, *const Guid, *const Guid, usize, u32, *const usize) -> Hresult;
+pub type EventDeliveredFn = unsafe extern "system" fn(*mut c_void, usize, u32, u32, u32, *const u8, u32, *const u8, *const Guid, *const Guid, usize, u32, *const usize) -> Hresult;
 
 /// ICorProfilerInfo12's IID (corprof.idl; .NET 5 and later: 3.1 has none).
 pub const IID_ICORPROFILERINFO12: Guid = Guid(0x27B2_4CCD, 0x1CB1, 0x47C5, [0x96, 0xEE, 0x98, 0x19, 0x0D, 0xC3, 0x09, 0x59]);
@@ -574,11 +573,8 @@ impl Info12 {
     /// EventPipeStartSession without rundown: `(provider name, keywords, level)` each.
     pub fn start_session(&self, providers: &[(&str, u64, u32)]) -> Result<u64, Hresult> {
         let names: Vec<Vec<u16>> = providers.iter().map(|(n, _, _)| n.encode_utf16().chain(Some(0)).collect()).collect();
-        let configs: Vec<ProviderConfig> = providers
-            .iter()
-            .zip(&names)
-            .map(|(&(_, keywords, logging_level), name)| ProviderConfig { provider_name: name.as_ptr(), keywords, logging_level, filter_data: std::ptr::null() })
-            .collect();
+        let configs: Vec<ProviderConfig> =
+            providers.iter().zip(&names).map(|(&(_, keywords, logging_level), name)| ProviderConfig { provider_name: name.as_ptr(), keywords, logging_level, filter_data: std::ptr::null() }).collect();
         let mut session = 0u64;
         // SAFETY: slot 101 has this signature; `configs` (and the names they point at) outlive
         // the call, which copies them.

@@ -230,7 +230,18 @@ fn body_name(md: Option<&clrmap::metadata::Metadata<'static>>, file_name: Option
 /// it); the lines follow the capture's map over it and the JIT's inline `tree` for the body, by
 /// the profile rule ([`profile_rows`]), as the offline route computes them.
 #[allow(clippy::too_many_arguments)]
-pub fn perf_record(perf: &mut Perf, info: Info, module: &str, token: u32, start: usize, size: usize, first: usize, map: impl FnOnce() -> Option<Vec<IlMap>>, tree: Option<&InlineTree>, timestamp: u64) {
+pub fn perf_record(
+    perf: &mut Perf,
+    info: Info,
+    module: &str,
+    token: u32,
+    start: usize,
+    size: usize,
+    first: usize,
+    map: impl FnOnce() -> Option<Vec<IlMap>>,
+    tree: Option<&InlineTree>,
+    timestamp: u64,
+) {
     let pid = perf.pid;
     if start == 0 || first == 0 {
         return;
@@ -267,13 +278,11 @@ pub fn perf_record(perf: &mut Perf, info: Info, module: &str, token: u32, start:
     // The map is asked for only where there are lines to make of it: a body whose module or one
     // of whose inlinees' modules has a PDB (the framework ships none, so most ReadyToRun methods
     // need no map at all).
-    let inlinee_lines = tree.is_some_and(|t| t.nodes().iter().skip(1).any(|n| inlinees.get(&n.method_id).and_then(Option::as_ref).and_then(|(p, _)| modules.get(p)).is_some_and(|m| m.symbols.is_some())));
+    let inlinee_lines =
+        tree.is_some_and(|t| t.nodes().iter().skip(1).any(|n| inlinees.get(&n.method_id).and_then(Option::as_ref).and_then(|(p, _)| modules.get(p)).is_some_and(|m| m.symbols.is_some())));
     let rows = if m.symbols.is_some() || inlinee_lines {
-        let entries: Vec<clrmap::ilmap::MapEntry> = map()
-            .unwrap_or_default()
-            .iter()
-            .map(|e| clrmap::ilmap::CorDebugIlToNativeMap { il_offset: e.il, native_start_offset: e.start, native_end_offset: e.end }.into())
-            .collect();
+        let entries: Vec<clrmap::ilmap::MapEntry> =
+            map().unwrap_or_default().iter().map(|e| clrmap::ilmap::CorDebugIlToNativeMap { il_offset: e.il, native_start_offset: e.start, native_end_offset: e.end }.into()).collect();
         profile_rows(&entries, code_size, tree, line_of)
     } else {
         Vec::new()
@@ -290,16 +299,7 @@ pub fn perf_record(perf: &mut Perf, info: Info, module: &str, token: u32, start:
     // the module is loaded.
     let code = unsafe { std::slice::from_raw_parts(start as *const u8, first) };
     perf.next_index = perf.next_index.saturating_add(1);
-    let load = clrmap::jitdump::CodeLoad {
-        timestamp,
-        pid,
-        tid: thread_id(),
-        address: start as u64,
-        code_size: first as u64,
-        code_index: perf.next_index,
-        name: &name,
-        code: Some(code),
-    };
+    let load = clrmap::jitdump::CodeLoad { timestamp, pid, tid: thread_id(), address: start as u64, code_size: first as u64, code_index: perf.next_index, name: &name, code: Some(code) };
     let Some(r) = clrmap::jitdump::encode_code_load(&load) else { return };
     out.extend(r);
     // One write per body: a process killed mid-run leaves every whole record.

@@ -10,9 +10,7 @@ mod bigtrace;
 
 fn bench(c: &mut Criterion) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tmp/workload-trace-3.1.23/trace");
-    let real = std::fs::read_dir(&dir).ok().and_then(|d| {
-        d.filter_map(|e| e.ok().map(|e| e.path())).find(|p| p.extension().is_some_and(|x| x == "nettrace"))
-    });
+    let real = std::fs::read_dir(&dir).ok().and_then(|d| d.filter_map(|e| e.ok().map(|e| e.path())).find(|p| p.extension().is_some_and(|x| x == "nettrace")));
     let Some(real) = real else {
         eprintln!("skipping: no trace in {} (run cargo test first)", dir.display());
         return;

@@ -31,8 +31,7 @@ const N: usize = 1_000_000;
 const RA: FrameKind = FrameKind::ReturnAddress;
 
 fn is_frames(b: &CodeBody) -> bool {
-    b.module.as_deref().is_some_and(|m| m.eq_ignore_ascii_case("Frames.dll"))
-        || b.module_path.as_deref().is_some_and(|p| p.ends_with("Frames.dll"))
+    b.module.as_deref().is_some_and(|m| m.eq_ignore_ascii_case("Frames.dll")) || b.module_path.as_deref().is_some_and(|p| p.ends_with("Frames.dll"))
 }
 
 /// `n` return addresses: the call (address − 1) at a uniformly random byte of a random body;
@@ -119,15 +118,9 @@ fn bench(c: &mut Criterion) {
     eprintln!("addresses written to {}", list.display());
 
     let mut g = group_of_n(c, "symbolize");
-    g.bench_function("mixed_1m", |b| {
-        b.iter(|| sum_lines(&sym, &mixed))
-    });
-    g.bench_function("mixed_1m_body_only", |b| {
-        b.iter(|| mixed.iter().filter(|&&a| sym.body(black_box(a), RA).is_some()).count())
-    });
-    g.bench_function("mixed_1m_body_and_il", |b| {
-        b.iter(|| sum_body_and_il(&sym, &mixed))
-    });
+    g.bench_function("mixed_1m", |b| b.iter(|| sum_lines(&sym, &mixed)));
+    g.bench_function("mixed_1m_body_only", |b| b.iter(|| mixed.iter().filter(|&&a| sym.body(black_box(a), RA).is_some()).count()));
+    g.bench_function("mixed_1m_body_and_il", |b| b.iter(|| sum_body_and_il(&sym, &mixed)));
     g.finish();
 
     // IL→line alone, on the (token, IL offset) of 1M addresses in Frames.dll's bodies.
@@ -163,30 +156,15 @@ fn bench(c: &mut Criterion) {
     eprintln!("IL→line: {N} queries in Frames.dll, {agree} with a line, all equal to symbolic-ppdb");
 
     let mut g = group_of_n(c, "il_to_line");
-    g.bench_function("clrmap_symbolize_frames_1m", |b| {
-        b.iter(|| sum_lines(&sym, &in_frames))
-    });
-    g.bench_function("clrmap_body_and_il_frames_1m", |b| {
-        b.iter(|| sum_body_and_il(&sym, &in_frames))
-    });
-    g.bench_function("symbolic_ppdb_cache_1m", |b| {
-        b.iter(|| {
-            queries
-                .iter()
-                .map(|&(t, il)| cache.lookup(black_box(t) & 0x00FF_FFFF, il).map_or(0, |l| l.line))
-                .fold(0u32, u32::wrapping_add)
-        })
-    });
-    g.bench_function("clrmap_pdb_decode_per_query_1m", |b| {
-        b.iter(|| queries.iter().map(|&(t, il)| plain_line(&ours, black_box(t), il).map_or(0, |p| p.1)).fold(0u32, u32::wrapping_add))
-    });
+    g.bench_function("clrmap_symbolize_frames_1m", |b| b.iter(|| sum_lines(&sym, &in_frames)));
+    g.bench_function("clrmap_body_and_il_frames_1m", |b| b.iter(|| sum_body_and_il(&sym, &in_frames)));
+    g.bench_function("symbolic_ppdb_cache_1m", |b| b.iter(|| queries.iter().map(|&(t, il)| cache.lookup(black_box(t) & 0x00FF_FFFF, il).map_or(0, |l| l.line)).fold(0u32, u32::wrapping_add)));
+    g.bench_function("clrmap_pdb_decode_per_query_1m", |b| b.iter(|| queries.iter().map(|&(t, il)| plain_line(&ours, black_box(t), il).map_or(0, |p| p.1)).fold(0u32, u32::wrapping_add)));
     g.finish();
 
     let mut g = c.benchmark_group("pdb_setup");
     g.bench_function("symbolic_ppdb_build_cache", |b| b.iter(|| build_cache().len()));
-    g.bench_function("symbolic_ppdb_cache_parse", |b| {
-        b.iter(|| symbolic_ppdb::PortablePdbCache::parse(black_box(&cache_bytes)).is_ok())
-    });
+    g.bench_function("symbolic_ppdb_cache_parse", |b| b.iter(|| symbolic_ppdb::PortablePdbCache::parse(black_box(&cache_bytes)).is_ok()));
     g.bench_function("clrmap_open_trace_and_index", |b| {
         b.iter(|| {
             let options = Options { symbols: SymbolPaths { pdb: None, dirs: vec![dir.clone()], servers: None } };
@@ -205,12 +183,7 @@ fn bench_inlines(c: &mut Criterion) {
     let sym = Symbolizer::open(&trace, Options::default()).unwrap();
     assert!(sym.has_inline_trees());
     // Bodies whose chains are not all empty: probe each body at every byte once.
-    let with: Vec<&CodeBody> = sym
-        .store()
-        .bodies()
-        .iter()
-        .filter(|b| (0..b.code_size).any(|o| !sym.symbolize_inlined(b.start.unwrap() + u64::from(o), FrameKind::Leaf).1.is_empty()))
-        .collect();
+    let with: Vec<&CodeBody> = sym.store().bodies().iter().filter(|b| (0..b.code_size).any(|o| !sym.symbolize_inlined(b.start.unwrap() + u64::from(o), FrameKind::Leaf).1.is_empty())).collect();
     assert!(!with.is_empty(), "no body with inlined code");
     let mut r = gen::Rng::new(22);
     let addrs: Vec<u64> = (0..N)
@@ -224,9 +197,7 @@ fn bench_inlines(c: &mut Criterion) {
     let mut g = c.benchmark_group("symbolize_inlines");
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(10);
-    g.bench_function("inlined_1m", |b| {
-        b.iter(|| addrs.iter().map(|&a| sym.symbolize_inlined(black_box(a), FrameKind::Leaf).1.len()).sum::<usize>())
-    });
+    g.bench_function("inlined_1m", |b| b.iter(|| addrs.iter().map(|&a| sym.symbolize_inlined(black_box(a), FrameKind::Leaf).1.len()).sum::<usize>()));
     g.bench_function("flat_1m", |b| b.iter(|| addrs.iter().map(|&a| sym.symbolize(black_box(a), FrameKind::Leaf).il_offset.unwrap_or(0) as usize).sum::<usize>()));
     g.finish();
 }

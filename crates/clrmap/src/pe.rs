@@ -6,10 +6,7 @@
 //! Linux ReadyToRun images use 0xFD1D (AMD64 xor the Linux marker), which is not a machine
 //! `object` knows by name.
 
-use object::pe::{
-    ImageCor20Header, ImageDataDirectory, ImageDebugDirectory, ImageDosHeader, ImageNtHeaders32, ImageNtHeaders64, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR,
-    IMAGE_DIRECTORY_ENTRY_DEBUG,
-};
+use object::pe::{ImageCor20Header, ImageDataDirectory, ImageDebugDirectory, ImageDosHeader, ImageNtHeaders32, ImageNtHeaders64, IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR, IMAGE_DIRECTORY_ENTRY_DEBUG};
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, SectionTable};
 use object::LittleEndian as LE;
 
@@ -229,10 +226,7 @@ impl<'a> PeImage<'a> {
     /// A reader over `size` bytes at `rva`, with absolute file offsets. `bad_image` if the range is
     /// not inside one section's raw data.
     pub fn reader_at(&self, rva: u32, size: u32) -> Result<Reader<'a>> {
-        let (offset, len) = self
-            .sections
-            .pe_file_range_at(rva)
-            .ok_or_else(|| Error::at_rva(ErrorKind::BadImage, rva, "an RVA inside a section"))?;
+        let (offset, len) = self.sections.pe_file_range_at(rva).ok_or_else(|| Error::at_rva(ErrorKind::BadImage, rva, "an RVA inside a section"))?;
         if size > len {
             return Err(bad(u64::from(offset), "a range inside one section"));
         }
@@ -245,10 +239,7 @@ impl<'a> PeImage<'a> {
 
     /// A reader from `rva` to the end of its section's raw data.
     pub fn reader_from(&self, rva: u32) -> Result<Reader<'a>> {
-        let (_, len) = self
-            .sections
-            .pe_file_range_at(rva)
-            .ok_or_else(|| Error::at_rva(ErrorKind::BadImage, rva, "an RVA inside a section"))?;
+        let (_, len) = self.sections.pe_file_range_at(rva).ok_or_else(|| Error::at_rva(ErrorKind::BadImage, rva, "an RVA inside a section"))?;
         self.reader_at(rva, len)
     }
 
@@ -265,8 +256,7 @@ impl<'a> PeImage<'a> {
         // built with its `unaligned` feature: its integer fields are byte arrays, of alignment 1,
         // and `slice_from_bytes` reads at any offset (issue 26; `_ALIGN_ONE` below holds it).
         let count = r.len() / DEBUG_ENTRY_SIZE;
-        let (entries, _) = object::pod::slice_from_bytes::<ImageDebugDirectory>(r.as_slice(), count)
-            .map_err(|()| bad(r.offset(), "whole debug directory entries"))?;
+        let (entries, _) = object::pod::slice_from_bytes::<ImageDebugDirectory>(r.as_slice(), count).map_err(|()| bad(r.offset(), "whole debug directory entries"))?;
         Ok(entries
             .iter()
             .map(|e| DebugEntry {
@@ -352,15 +342,7 @@ impl<'a> PeImage<'a> {
 
     /// The sections: (name, virtual address, virtual size, file offset, file size).
     pub fn sections(&self) -> impl Iterator<Item = (&'a [u8], u32, u32, u32, u32)> + '_ {
-        self.sections.iter().map(|s| {
-            (
-                s.raw_name(),
-                s.virtual_address.get(LE),
-                s.virtual_size.get(LE),
-                s.pointer_to_raw_data.get(LE),
-                s.size_of_raw_data.get(LE),
-            )
-        })
+        self.sections.iter().map(|s| (s.raw_name(), s.virtual_address.get(LE), s.virtual_size.get(LE), s.pointer_to_raw_data.get(LE), s.size_of_raw_data.get(LE)))
     }
 }
 

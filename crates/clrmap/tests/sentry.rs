@@ -12,19 +12,12 @@ use clrmap::pe::PeImage;
 use clrmap::symbolizer::ModuleSymbols;
 
 fn read(name: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/../../tests/fixtures/sentry/symbolic/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
+    std::fs::read(format!("{}/../../tests/fixtures/sentry/symbolic/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 /// The embedded sources: (document name, text).
 fn embedded(pdb: &PortablePdb<'_>) -> Vec<(String, Vec<u8>)> {
-    pdb.embedded_sources()
-        .map(|s| s.unwrap())
-        .map(|(rid, s)| (pdb.document(rid).unwrap().name, s.text(1 << 20).unwrap()))
-        .collect()
+    pdb.embedded_sources().map(|s| s.unwrap()).map(|(rid, s)| (pdb.document(rid).unwrap().name, s.text(1 << 20).unwrap())).collect()
 }
 
 fn embedded_pdb_of(dll: &str) -> (Vec<u8>, [u8; 20]) {
@@ -64,31 +57,14 @@ fn symbolic_embedded_sources_names_and_contents() {
         ]
     );
     check_contents(&items[0].1, 204, "Program.cs");
-    check_contents(
-        &items[1].1,
-        295,
-        "Sentry.Samples.Console.Basic.GlobalUsings.g.cs",
-    );
-    check_contents(
-        &items[2].1,
-        198,
-        ".NETCoreApp,Version=v6.0.AssemblyAttributes.cs",
-    );
-    check_contents(
-        &items[3].1,
-        1019,
-        "Sentry.Samples.Console.Basic.AssemblyInfo.cs",
-    );
+    check_contents(&items[1].1, 295, "Sentry.Samples.Console.Basic.GlobalUsings.g.cs");
+    check_contents(&items[2].1, 198, ".NETCoreApp,Version=v6.0.AssemblyAttributes.cs");
+    check_contents(&items[3].1, 1019, "Sentry.Samples.Console.Basic.AssemblyInfo.cs");
     // Each embedded text is the file the document's hash names.
     for rid in 1..=pdb.document_count() {
         let doc = pdb.document_info(rid).unwrap();
         if let Some(source) = pdb.embedded_source(rid).unwrap() {
-            assert_eq!(
-                hash_file(&doc.hash_algorithm, &source.text(1 << 20).unwrap()),
-                Some(doc.hash.clone()),
-                "{}",
-                doc.name
-            );
+            assert_eq!(hash_file(&doc.hash_algorithm, &source.text(1 << 20).unwrap()), Some(doc.hash.clone()), "{}", doc.name);
             assert_eq!(language_name(&doc.language), Some("csharp"));
         }
     }
@@ -121,47 +97,25 @@ fn symbolic_pe_embedded_ppdb_without_sources() {
 
 #[test]
 fn symbolic_pe_embedded_ppdb_with_sources() {
-    let (bytes, id) =
-        embedded_pdb_of("Sentry.Samples.Console.Basic-embedded-ppdb-with-sources.dll");
+    let (bytes, id) = embedded_pdb_of("Sentry.Samples.Console.Basic-embedded-ppdb-with-sources.dll");
     let pdb = PortablePdb::parse(&bytes).unwrap();
     assert_eq!(pdb.id().0, id);
     assert!(pdb.method_count() > 0);
     let items = embedded(&pdb);
     assert_eq!(items.len(), 5);
     check_contents(&items[0].1, 204, "Program.cs");
-    check_contents(
-        &items[1].1,
-        295,
-        "Sentry.Samples.Console.Basic.GlobalUsings.g.cs",
-    );
-    check_contents(
-        &items[2].1,
-        198,
-        ".NETCoreApp,Version=v6.0.AssemblyAttributes.cs",
-    );
+    check_contents(&items[1].1, 295, "Sentry.Samples.Console.Basic.GlobalUsings.g.cs");
+    check_contents(&items[2].1, 198, ".NETCoreApp,Version=v6.0.AssemblyAttributes.cs");
     check_contents(&items[3].1, 610, "Sentry.Attributes.cs");
-    check_contents(
-        &items[4].1,
-        1019,
-        "Sentry.Samples.Console.Basic.AssemblyInfo.cs",
-    );
+    check_contents(&items[4].1, 1019, "Sentry.Samples.Console.Basic.AssemblyInfo.cs");
 }
 
 #[test]
 fn symbolic_source_links() {
     let bytes = read("ppdb-sourcelink-sample.pdb");
     let pdb = PortablePdb::parse(&bytes).unwrap();
-    let names: Vec<String> = embedded(&pdb)
-        .into_iter()
-        .map(|(n, _)| n.rsplit(['\\', '/']).next().unwrap().to_owned())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            ".NETStandard,Version=v2.0.AssemblyAttributes.cs",
-            "ppdb-sourcelink-sample.AssemblyInfo.cs"
-        ]
-    );
+    let names: Vec<String> = embedded(&pdb).into_iter().map(|(n, _)| n.rsplit(['\\', '/']).next().unwrap().to_owned()).collect();
+    assert_eq!(names, [".NETStandard,Version=v2.0.AssemblyAttributes.cs", "ppdb-sourcelink-sample.AssemblyInfo.cs"]);
     let map = pdb.source_link().unwrap().unwrap();
     let src_prefix = "C:\\dev\\symbolic\\";
     let url_prefix = "https://raw.githubusercontent.com/getsentry/symbolic/9f7ceefc29da4c45bc802751916dbb3ea72bf08f/";
@@ -176,17 +130,9 @@ fn symbolic_source_links() {
 #[test]
 fn symbolic_has_source_links() {
     let bytes = read("ppdb-sourcelink-sample.pdb");
-    assert!(PortablePdb::parse(&bytes)
-        .unwrap()
-        .source_link()
-        .unwrap()
-        .is_some());
+    assert!(PortablePdb::parse(&bytes).unwrap().source_link().unwrap().is_some());
     let bytes = read("portable.pdb");
-    assert!(PortablePdb::parse(&bytes)
-        .unwrap()
-        .source_link()
-        .unwrap()
-        .is_none());
+    assert!(PortablePdb::parse(&bytes).unwrap().source_link().unwrap().is_none());
     let bytes = read("source-links-only.pdb");
     let pdb = PortablePdb::parse(&bytes).unwrap();
     assert!(pdb.source_link().unwrap().is_some());

@@ -26,7 +26,6 @@ use clrmap::diag::{self, Client, CollectControl, DiagErrorKind, EndReason, Provi
 use crate::args::parse_duration;
 use crate::open::{exit_status, report, EXIT_TARGET_EXITED};
 
-
 /// `clrmap ps`
 #[derive(Debug, Args)]
 pub struct PsArgs {
@@ -191,7 +190,13 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
     }
     let terminal = std::io::stderr().is_terminal();
     let mut progress = Progress { show: terminal, last: Instant::now() };
-    let until = if args.duration.is_some() { "for the duration" } else if client.is_some() { "until Ctrl-C" } else { "until it exits or Ctrl-C" };
+    let until = if args.duration.is_some() {
+        "for the duration"
+    } else if client.is_some() {
+        "until Ctrl-C"
+    } else {
+        "until it exits or Ctrl-C"
+    };
     let (result, mut launched) = match &client {
         Some(client) => {
             if terminal {
@@ -410,10 +415,9 @@ fn ending(c: &diag::Collected, pid: u32, launched: bool, timeout: Duration) -> (
         EndReason::Stopped => (0, None),
         EndReason::TargetExited if launched => (0, None),
         EndReason::TargetExited => (EXIT_TARGET_EXITED, Some(format!("target_exited: process {pid} exited mid-session"))),
-        EndReason::Closed => (
-            exit_status(DiagErrorKind::Protocol),
-            Some(format!("protocol: process {pid} still runs, but closed the session's stream before the stop (the runtime or another tool ended the session)")),
-        ),
+        EndReason::Closed => {
+            (exit_status(DiagErrorKind::Protocol), Some(format!("protocol: process {pid} still runs, but closed the session's stream before the stop (the runtime or another tool ended the session)")))
+        }
         EndReason::Timeout => (exit_status(DiagErrorKind::Timeout), Some(format!("timeout: the stream did not end within {timeout} after the stop (--timeout); it was cut there"))),
         EndReason::StopFailed => {
             let e = c.stop_error.clone().unwrap_or_else(|| diag::DiagError::new(DiagErrorKind::Io, "StopTracing failed"));

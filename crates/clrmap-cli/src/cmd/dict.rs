@@ -119,11 +119,6 @@ fn with_names<T>(metadata: Option<&PathBuf>, f: impl FnOnce(&dyn TypeNames) -> R
     }
 }
 
-
-
-
-
-
 /// Print the types of one item as `t1, t2` (text) or `"t1","t2"` (JSON), each streamed as it is
 /// decoded. The item must have been validated.
 pub(crate) fn write_types(types: &[u8], count: u32, json: bool, names: &dyn TypeNames, w: &mut dyn core::fmt::Write) -> Result<core::fmt::Result, Error> {
@@ -218,10 +213,7 @@ impl Faults {
         let Some((error, rva)) = self.first else { return Ok(()) };
         let place = if json { "has \"error\":\"<kind>\" in place of \"types\"" } else { "shows `!error <kind>` in place of its types" };
         let source = metadata.map_or_else(|| "the metadata".to_owned(), |p| p.display().to_string());
-        let note = format!(
-            "note: the offset is in {source}; {} of {entries} entries name a type there that cannot be named (the first at RVA 0x{rva:08X}), and each {place}",
-            self.count
-        );
+        let note = format!("note: the offset is in {source}; {} of {entries} entries name a type there that cannot be named (the first at RVA 0x{rva:08X}), and each {place}", self.count);
         Err(CliError::Noted { error, note })
     }
 }
@@ -410,8 +402,7 @@ enum JsonManifest {
 fn read_manifest(text: &str) -> Result<Vec<(u32, String)>, CliError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') || trimmed.starts_with('{') {
-        let m: JsonManifest =
-            serde_json::from_str(text).map_err(|e| CliError::Message(format!("manifest: bad JSON: {e}")))?;
+        let m: JsonManifest = serde_json::from_str(text).map_err(|e| CliError::Message(format!("manifest: bad JSON: {e}")))?;
         let entries = match m {
             JsonManifest::List(l) => l,
             JsonManifest::Map { entries } => entries,
@@ -424,9 +415,7 @@ fn read_manifest(text: &str) -> Result<Vec<(u32, String)>, CliError> {
         if line.is_empty() {
             continue;
         }
-        let (rva, types) = line
-            .split_once(':')
-            .ok_or_else(|| CliError::Message(format!("manifest line {}: expected `RVA: type, ...`", n.saturating_add(1))))?;
+        let (rva, types) = line.split_once(':').ok_or_else(|| CliError::Message(format!("manifest line {}: expected `RVA: type, ...`", n.saturating_add(1))))?;
         let rva = parse_u32(rva.trim()).map_err(|e| CliError::Message(format!("manifest line {}: {e}", n.saturating_add(1))))?;
         out.push((rva, types.trim().to_owned()));
     }
@@ -438,10 +427,8 @@ fn build(manifest: &[u8], sort: bool) -> Result<Vec<u8>, CliError> {
     let mut b = DictionaryMapBuilder::new();
     b.sort_by_rva(sort);
     for (i, (rva, types)) in read_manifest(text)?.into_iter().enumerate() {
-        let parsed = parse_type_list(&types)
-            .map_err(|e| CliError::Message(format!("manifest entry {} (RVA 0x{rva:X}): {e} in `{types}`", i.saturating_add(1))))?;
-        b.add(rva, &parsed)
-            .map_err(|e| CliError::Message(format!("manifest entry {} (RVA 0x{rva:X}): {}: {}", i.saturating_add(1), e.kind, e.message())))?;
+        let parsed = parse_type_list(&types).map_err(|e| CliError::Message(format!("manifest entry {} (RVA 0x{rva:X}): {e} in `{types}`", i.saturating_add(1))))?;
+        b.add(rva, &parsed).map_err(|e| CliError::Message(format!("manifest entry {} (RVA 0x{rva:X}): {}: {}", i.saturating_add(1), e.kind, e.message())))?;
     }
     b.build().map_err(CliError::input)
 }

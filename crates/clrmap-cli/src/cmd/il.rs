@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use clrmap::ilmap::{CodeBody, IlOffset};
 use clrmap::metadata::Metadata;
-use clrmap::r2r::regs::describe_location;
-use clrmap::r2r::ReadyToRunImage;
 use clrmap::pdb::locate::{locate_pdb, SymbolPaths};
 use clrmap::pdb::PortablePdb;
 use clrmap::pe::PeImage;
-use clrmap::symbolizer::{name_var, open_source_assuming, LocalNames, SourceKind, VarKind, VarName};
+use clrmap::r2r::regs::describe_location;
+use clrmap::r2r::ReadyToRunImage;
 use clrmap::read::Location;
+use clrmap::symbolizer::{name_var, open_source_assuming, LocalNames, SourceKind, VarKind, VarName};
 use clrmap::{Error, ErrorKind};
 
 use crate::args::{name_matches, parse_address, parse_u32, FrameArgs, LayoutArgs};
@@ -131,7 +131,6 @@ pub fn il_text(il: IlOffset) -> String {
     }
 }
 
-
 /// Edit distance between two short strings (Levenshtein, one row at a time).
 fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
@@ -171,7 +170,15 @@ fn near_names<'a>(bodies: &'a [CodeBody], filter: &str) -> Vec<&'a str> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn dump(source: Option<&Path>, (pid, timeout): (Option<u32>, Option<std::time::Duration>), method: Option<&str>, module: Option<&str>, json: bool, layout: LayoutArgs, out: &mut dyn Write) -> Result<(), CliError> {
+fn dump(
+    source: Option<&Path>,
+    (pid, timeout): (Option<u32>, Option<std::time::Duration>),
+    method: Option<&str>,
+    module: Option<&str>,
+    json: bool,
+    layout: LayoutArgs,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     let opened = match (pid, source) {
         (Some(pid), _) => crate::open::snapshot(pid, timeout)?,
         // clap lets `requires = "pid"` pass when SOURCE is given (pid conflicts with it).
@@ -251,7 +258,6 @@ fn dump(source: Option<&Path>, (pid, timeout): (Option<u32>, Option<std::time::D
     }
     Ok(())
 }
-
 
 /// `il at`: `input` is the address as given, echoed by its errors.
 fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
@@ -401,9 +407,8 @@ pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
                 (None, _, _) => return Err(CliError::Usage("give SOURCE and ADDRESS".into())),
             };
             let input = address.trim();
-            let address = parse_address(input, frame.hex).map_err(|why| {
-                CliError::Token(TokenError { kind: "bad_address", input: input.to_owned(), location: Location::Nowhere, message: format!("not an address: {why}") })
-            })?;
+            let address = parse_address(input, frame.hex)
+                .map_err(|why| CliError::Token(TokenError { kind: "bad_address", input: input.to_owned(), location: Location::Nowhere, message: format!("not an address: {why}") }))?;
             at(source.as_deref(), input, address, &frame, json, out)
         }
         IlCommand::Frame { source, rva, json, layout } => frame(&source, rva, json, layout, out),

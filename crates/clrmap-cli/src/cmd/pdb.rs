@@ -8,10 +8,10 @@ use clap::Subcommand;
 use clrmap::metadata::Metadata;
 use clrmap::pdb::embedded::inflated;
 use clrmap::pdb::locate::{explain_missing_pdb, open_pdb_with, PdbOrigin, SymbolPaths};
+use clrmap::pdb::sources::{self as src, SourceRoot};
+use clrmap::pdb::{name_budget, point_budget, DocumentNames, PortablePdb, SequencePoint};
 use clrmap::symbolizer::OpenError;
 use clrmap::ErrorKind;
-use clrmap::pdb::{name_budget, point_budget, DocumentNames, PortablePdb, SequencePoint};
-use clrmap::pdb::sources::{self as src, SourceRoot};
 
 use crate::args::name_matches;
 use crate::open::open_error;
@@ -144,7 +144,6 @@ impl From<&SequencePoint> for JsonPoint {
     }
 }
 
-
 /// What one `pdb lines` may still print from one PDB ([`point_budget`], [`name_budget`]), and
 /// where it stopped.
 struct Budget {
@@ -196,16 +195,9 @@ impl Budget {
     fn report(&self, file: &std::path::Path, json: bool, out: &mut dyn Write) -> std::io::Result<()> {
         let Some((limit, method)) = self.stopped else { return Ok(()) };
         let printed = self.points.saturating_sub(self.points_left);
-        let what = if limit == "sequence_points" {
-            format!("{} sequence points", self.points)
-        } else {
-            format!("{} bytes of document names", self.names)
-        };
+        let what = if limit == "sequence_points" { format!("{} sequence points", self.points) } else { format!("{} bytes of document names", self.names) };
         let place = if method == 0 { "in the document list".to_owned() } else { format!("in method 0x{method:08X}") };
-        let message = format!(
-            "output stopped {place} after {printed} sequence points: a PDB of {} bytes prints at most {what} (its sequence points or names are shared by many rows)",
-            self.len
-        );
+        let message = format!("output stopped {place} after {printed} sequence points: a PDB of {} bytes prints at most {what} (its sequence points or names are shared by many rows)", self.len);
         if json {
             let v = serde_json::json!({"warning": {"kind": "output_limit", "limit": limit, "method": (method != 0).then_some(method), "printed_points": printed, "message": message}});
             writeln!(out, "{v}")
@@ -385,7 +377,9 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
 /// Run a `pdb` command.
 pub fn run(cmd: PdbCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        PdbCommand::Lines { file, method, pdb, symbol_path, servers, assembly, json } => lines(&file, method.as_deref(), SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, assembly.as_deref(), json, out),
+        PdbCommand::Lines { file, method, pdb, symbol_path, servers, assembly, json } => {
+            lines(&file, method.as_deref(), SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, assembly.as_deref(), json, out)
+        }
         PdbCommand::Sources { file, pdb, symbol_path, servers, extract, verify, source_root, json } => {
             let symbols = SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() };
             sources(&file, &symbols, extract.as_deref(), verify.as_deref(), &source_root, json, out)
@@ -465,7 +459,15 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn sources(file: &std::path::Path, symbols: &SymbolPaths, extract: Option<&std::path::Path>, verify: Option<&std::path::Path>, roots: &[SourceRoot], json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+fn sources(
+    file: &std::path::Path,
+    symbols: &SymbolPaths,
+    extract: Option<&std::path::Path>,
+    verify: Option<&std::path::Path>,
+    roots: &[SourceRoot],
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     let opened = open_pdb_with(file, symbols, None).map_err(open_error)?;
     let embedded = opened.pdb.origin == PdbOrigin::Embedded;
     let bad = |e: clrmap::Error| CliError::input(if embedded { inflated(e) } else { e });

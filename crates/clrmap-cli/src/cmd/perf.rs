@@ -228,14 +228,7 @@ fn jitdump(a: JitdumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
         if let Some(w) = warning {
             eprintln!("warning: {}: {w}; the torn record was dropped", dump_path.display());
         }
-        writeln!(
-            out,
-            "enriched {} (pid {pid}): kept {} records, added lines to {} code loads, added {} bodies",
-            target.display(),
-            stats.kept,
-            stats.lines_added,
-            stats.loads_added
-        )?;
+        writeln!(out, "enriched {} (pid {pid}): kept {} records, added lines to {} code loads, added {} bodies", target.display(), stats.kept, stats.lines_added, stats.loads_added)?;
         return Ok(());
     }
     let pid = choose_pid(&sym, a.source.pid)?;

@@ -140,12 +140,8 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     if let Some(dir) = &args.perf {
         check_perf_route(dir)?;
     }
-    let profiler = args
-        .profiler
-        .or_else(default_profiler)
-        .ok_or_else(|| CliError::Usage(missing_profiler()))?;
-    let profiler = std::fs::canonicalize(&profiler)
-        .map_err(|e| CliError::Usage(format!("profiler {}: {e}", profiler.display())))?;
+    let profiler = args.profiler.or_else(default_profiler).ok_or_else(|| CliError::Usage(missing_profiler()))?;
+    let profiler = std::fs::canonicalize(&profiler).map_err(|e| CliError::Usage(format!("profiler {}: {e}", profiler.display())))?;
     let output = args.output.as_deref().map(absolute).transpose()?;
     if let Some(output) = &output {
         start_capture(output)?;
@@ -156,10 +152,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     }
     let (program, rest) = args.command.split_first().ok_or_else(|| CliError::Usage("no command given".into()))?;
     let mut c = Command::new(program);
-    c.args(rest)
-        .env("CORECLR_ENABLE_PROFILING", "1")
-        .env("CORECLR_PROFILER", PROFILER_CLSID)
-        .env("CORECLR_PROFILER_PATH", &profiler);
+    c.args(rest).env("CORECLR_ENABLE_PROFILING", "1").env("CORECLR_PROFILER", PROFILER_CLSID).env("CORECLR_PROFILER_PATH", &profiler);
     match &output {
         Some(output) => c.env("CLRMAP_PROFILER_OUTPUT", output),
         None => c.env_remove("CLRMAP_PROFILER_OUTPUT"),
@@ -179,14 +172,10 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         // session the runtime provider would also start its managed EventSource, which costs
         // start-up time (docs/capture-format.md). A user's own settings of these are left as
         // they are, and the profiler then puts the runtime provider on its session.
-        let own = ["EnableEventLog", "LTTngConfig", "EventSourceFilter", "LTTng"]
-            .iter()
-            .any(|n| std::env::var_os(format!("DOTNET_{n}")).is_some() || std::env::var_os(format!("COMPlus_{n}")).is_some());
+        let own =
+            ["EnableEventLog", "LTTngConfig", "EventSourceFilter", "LTTng"].iter().any(|n| std::env::var_os(format!("DOTNET_{n}")).is_some() || std::env::var_os(format!("COMPlus_{n}")).is_some());
         if !own {
-            c.env("DOTNET_EnableEventLog", "1")
-                .env("DOTNET_LTTngConfig", "Microsoft-Windows-DotNETRuntime:10:5")
-                .env("DOTNET_EventSourceFilter", "clrmap:no-event-source")
-                .env("DOTNET_LTTng", "0");
+            c.env("DOTNET_EnableEventLog", "1").env("DOTNET_LTTngConfig", "Microsoft-Windows-DotNETRuntime:10:5").env("DOTNET_EventSourceFilter", "clrmap:no-event-source").env("DOTNET_LTTng", "0");
         }
     } else {
         c.env_remove("CLRMAP_PROFILER_INLINES");
@@ -368,7 +357,9 @@ fn attach(pid: u32, profiler: &Path, output: &Path, duration: Option<std::time::
     }
     // What the capture holds now: one message, true to what is on disk.
     let capture = match clrmap::fs::read_regular_nofollow(output, clrmap::fs::MAX_FILE) {
-        Ok(bytes) => Some(clrmap::capture::read_capture(&bytes).map_err(|e| CliError::Message(format!("the capture {} is not readable: {}{}: {}", output.display(), e.kind, e.location, e.message())))?),
+        Ok(bytes) => {
+            Some(clrmap::capture::read_capture(&bytes).map_err(|e| CliError::Message(format!("the capture {} is not readable: {}{}: {}", output.display(), e.kind, e.location, e.message())))?)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(capture_error(output, &e)),
     };

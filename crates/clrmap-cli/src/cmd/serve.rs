@@ -14,14 +14,14 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -561,7 +561,14 @@ pub fn run(a: ServeArgs) -> Result<(), CliError> {
     config.max_answer = a.max_answer;
     config.missing_ttl = a.negative_ttl;
     let budget = Arc::new(Budget { held: AtomicU64::new(0), max: a.max_buffered_mb.saturating_mul(1 << 20), peak: AtomicU64::new(0) });
-    let state = Arc::new(State { service: Service::new(config), metrics: Metrics::new(), max_body: a.max_body, request_timeout: a.request_timeout, budget, max_frames: u64::try_from(a.max_frames).unwrap_or(u64::MAX) });
+    let state = Arc::new(State {
+        service: Service::new(config),
+        metrics: Metrics::new(),
+        max_body: a.max_body,
+        request_timeout: a.request_timeout,
+        budget,
+        max_frames: u64::try_from(a.max_frames).unwrap_or(u64::MAX),
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(64).build().map_err(CliError::Io)?;
     let result = runtime.block_on(serve(state, &a));
     runtime.shutdown_timeout(Duration::from_secs(1));

@@ -7,8 +7,8 @@ use clrmap::read::Reader;
 use clrmap::signature::{check_names, decode_type, stream_one, HexTokens, TreeProvider, TypeNames};
 use clrmap::ErrorKind;
 
-use crate::output::{IoFmt, JsonEscape, TextEscape};
 use crate::output::CliError;
+use crate::output::{IoFmt, JsonEscape, TextEscape};
 
 /// `clrmap sig ...`
 #[derive(Debug, Subcommand)]

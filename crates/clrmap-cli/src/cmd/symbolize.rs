@@ -12,9 +12,6 @@ use clrmap::symbolizer::SourceKind;
 use crate::args::{parse_address, FrameArgs};
 use crate::output::{write_frame, write_frame_with_context, write_inlined, CliError, TextBytes, TokenError};
 
-
-
-
 /// `clrmap symbolize SOURCE [ADDRESS...]`
 #[derive(Debug, Args)]
 pub struct SymbolizeArgs {
@@ -172,12 +169,7 @@ fn bad_input(input: &Input<'_>, why: &str, json: bool, out: &mut dyn Write) -> s
     let echo = input.bytes.get(..ECHO).unwrap_or(input.bytes);
     let cut = if echo.len() < input.bytes.len() || input.overlong.is_some() { "..." } else { "" };
     if json {
-        let error = TokenError {
-            kind: "bad_address",
-            input: format!("{}{cut}", String::from_utf8_lossy(echo)),
-            location,
-            message: format!("{}: {why}", input.place),
-        };
+        let error = TokenError { kind: "bad_address", input: format!("{}{cut}", String::from_utf8_lossy(echo)), location, message: format!("{}: {why}", input.place) };
         writeln!(out, "{}", error.json())
     } else {
         // stdout first, so that what a reader of both sees is in order.
@@ -190,11 +182,7 @@ fn bad_input(input: &Input<'_>, why: &str, json: bool, out: &mut dyn Write) -> s
 
 /// Read stdin's lines, each bounded by [`MAX_LINE`] (memory does not follow a line's length), and
 /// answer each one that is not blank.
-fn read_lines<R: Read>(
-    input: &mut BufReader<R>,
-    out: &mut dyn Write,
-    answer: &mut dyn FnMut(Input<'_>, &mut dyn Write) -> std::io::Result<()>,
-) -> std::io::Result<()> {
+fn read_lines<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write, answer: &mut dyn FnMut(Input<'_>, &mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
     let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
     // The line's start offset in stdin, its full length, and its number.
     let (mut start, mut len, mut number) = (0u64, 0u64, 0u64);

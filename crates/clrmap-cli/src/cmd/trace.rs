@@ -64,10 +64,8 @@ pub fn run(cmd: TraceCommand, out: &mut dyn Write) -> Result<(), CliError> {
             let mut events: Vec<_> = stats.events.iter().collect();
             events.sort();
             if json {
-                let events: Vec<serde_json::Value> = events
-                    .iter()
-                    .map(|((provider, id, version), n)| serde_json::json!({"provider": provider, "id": id, "version": version, "name": event_name(provider, *id), "count": n}))
-                    .collect();
+                let events: Vec<serde_json::Value> =
+                    events.iter().map(|((provider, id, version), n)| serde_json::json!({"provider": provider, "id": id, "version": version, "name": event_name(provider, *id), "count": n})).collect();
                 let blocks: std::collections::BTreeMap<_, _> = stats.blocks.iter().collect();
                 let v = serde_json::json!({"bytes": stats.bytes, "events": events, "blocks": blocks, "unknown_events": stats.unknown_events});
                 writeln!(out, "{v}")?;

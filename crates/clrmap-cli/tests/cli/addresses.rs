@@ -25,14 +25,7 @@ fn temp(name: &str, bytes: &[u8]) -> PathBuf {
 
 /// Run `clrmap ARGS` with `input` on stdin.
 fn with_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(args)
-        .current_dir(repo_root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap")).args(args).current_dir(repo_root()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_vec();
     let writer = std::thread::spawn(move || stdin.write_all(&input));
@@ -227,7 +220,10 @@ fn an_il_only_assembly_says_what_to_use_instead() {
     let o = clrmap(&["symbolize", "tests/fixtures/frames/debug-portable/Frames.dll", "0x10"]);
     assert_eq!(code(&o), Some(1));
     let err = stderr(&o);
-    assert!(err.starts_with("error: bad_ready_to_run at offset 0: expected a ManagedNativeHeader (this is not a ReadyToRun image)\nnote: Frames.dll has no ReadyToRun code (an IL-only assembly)"), "{err}");
+    assert!(
+        err.starts_with("error: bad_ready_to_run at offset 0: expected a ManagedNativeHeader (this is not a ReadyToRun image)\nnote: Frames.dll has no ReadyToRun code (an IL-only assembly)"),
+        "{err}"
+    );
     for way in ["--pid PID in place of the file", "`clrmap profile -o app.capture -- dotnet app.dll`", "`clrmap trace collect --pid PID -o app.nettrace`"] {
         assert!(err.contains(way), "{way}: {err}");
     }
@@ -263,10 +259,7 @@ fn a_missing_profiler_says_where_it_looked_and_how_to_build_it() {
 
 /// The two runtimes' CoreLibs (ReadyToRun images).
 fn corelibs() -> [String; 2] {
-    [
-        corelib("3.1"),
-        corelib("8.0"),
-    ]
+    [corelib("3.1"), corelib("8.0")]
 }
 
 #[test]
@@ -299,13 +292,7 @@ fn ps_rows_escape_the_command_line() {
     for rt in all_runtimes() {
         let host = rt.label();
         // Hot.dll runs for its first argument's seconds; the second is only carried along.
-        let mut child = Command::new(&rt.dotnet)
-            .args(["tests/fixtures/perf/Hot.dll", "20", "a\nb\u{1b}[m"])
-            .current_dir(repo_root())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = Command::new(&rt.dotnet).args(["tests/fixtures/perf/Hot.dll", "20", "a\nb\u{1b}[m"]).current_dir(repo_root()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         let pid = child.id().to_string();
         let t = Instant::now();
         let mut row = None;

@@ -48,13 +48,7 @@ fn clrmap_limited(args: &[&str], secs: u64) -> Output {
 }
 
 fn run_within(c: &mut Command, args: &[&str], secs: u64) -> Output {
-    let mut child = c
-        .current_dir(repo_root())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = c.current_dir(repo_root()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let t = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if t.elapsed() > Duration::from_secs(secs) {
@@ -488,13 +482,7 @@ fn launch_with_a_terminal_ctrl_c_keeps_what_came() {
     let dir = fresh_dir("launch-group-int");
     let trace = dir.join("cpu.nettrace");
     let log = dir.join("stderr");
-    let script = format!(
-        "exec '{}' trace collect --cpu -o '{}' -- '{dotnet}' '{}' 60 > /dev/null 2> '{}'",
-        env!("CARGO_BIN_EXE_clrmap"),
-        trace.display(),
-        cpu_dll(),
-        log.display()
-    );
+    let script = format!("exec '{}' trace collect --cpu -o '{}' -- '{dotnet}' '{}' 60 > /dev/null 2> '{}'", env!("CARGO_BIN_EXE_clrmap"), trace.display(), cpu_dll(), log.display());
     let mut c = Command::new("setsid").args(["sh", "-c", &script]).current_dir(repo_root()).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     assert!(Command::new("kill").args(["-INT", "--", &format!("-{}", c.id())]).status().unwrap().success());

@@ -20,10 +20,7 @@ fn show_json_is_the_contract_example() {
     let f = temp("worked.gdmap", &hex("02 00 00 80 00 10 00 00 00 00 00 00 00 20 00 00 00 00 00 00 02 01 08"));
     let o = clrmap(&["dict", "show", &f, "--json"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
-    assert_eq!(
-        stdout(&o),
-        r#"{"sorted":true,"count":2,"heap_size":3,"entries":[{"rva":4096,"offset":0,"types":["int32"]},{"rva":8192,"offset":0,"types":["int32"]}]}"#.to_owned() + "\n"
-    );
+    assert_eq!(stdout(&o), r#"{"sorted":true,"count":2,"heap_size":3,"entries":[{"rva":4096,"offset":0,"types":["int32"]},{"rva":8192,"offset":0,"types":["int32"]}]}"#.to_owned() + "\n");
 }
 
 #[test]
@@ -98,11 +95,7 @@ fn dict_outputs_are_never_written_through_a_link_or_into_a_fifo() {
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let fifo = fifo.to_string_lossy().into_owned();
     // Bounded: a hang would be killed by `timeout` and fail the status check.
-    let o = std::process::Command::new("timeout")
-        .args(["10", env!("CARGO_BIN_EXE_clrmap"), "dict", "build", "examples/two-lists.manifest", "-o", &fifo])
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
+    let o = std::process::Command::new("timeout").args(["10", env!("CARGO_BIN_EXE_clrmap"), "dict", "build", "examples/two-lists.manifest", "-o", &fifo]).current_dir(repo_root()).output().unwrap();
     assert_eq!(code(&o), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("io") && stderr(&o).contains(&fifo), "{}", stderr(&o));
 

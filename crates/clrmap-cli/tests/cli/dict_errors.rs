@@ -88,7 +88,14 @@ fn show_prints_error_in_place_of_the_types_and_exits_1_at_the_end() {
     assert_eq!(v["error"]["kind"], "bad_element_type");
     assert_eq!(v["error"]["offset"], patched_at());
     let message = v["error"]["message"].as_str().unwrap();
-    assert!(message.ends_with(&("; note: the offset is in ".to_owned() + &dll + "; 2 of 4 entries name a type there that cannot be named (the first at RVA 0x00002000), and each has \"error\":\"<kind>\" in place of \"types\"")), "{message}");
+    assert!(
+        message.ends_with(
+            &("; note: the offset is in ".to_owned()
+                + &dll
+                + "; 2 of 4 entries name a type there that cannot be named (the first at RVA 0x00002000), and each has \"error\":\"<kind>\" in place of \"types\"")
+        ),
+        "{message}"
+    );
 
     // The same map against the sound assembly: every line named, exit 0.
     let sound = temp("dict-sound.dll", &frames());
@@ -154,10 +161,7 @@ fn a_typedef_whose_name_cannot_be_read_is_bad_metadata_on_its_line() {
     let dll = temp("dict-unnamed-typedef.dll", &dll);
     let map = build("typedef", "0x10: int32, class 0x02000002\n0x20: string\n");
     let o = clrmap(&["dict", "show", &map, "--metadata", &dll, "--json"]);
-    assert_eq!(
-        stdout(&o),
-        "{\"sorted\":true,\"count\":2,\"heap_size\":8,\"entries\":[{\"rva\":16,\"offset\":0,\"error\":\"bad_metadata\"},{\"rva\":32,\"offset\":5,\"types\":[\"string\"]}]}\n"
-    );
+    assert_eq!(stdout(&o), "{\"sorted\":true,\"count\":2,\"heap_size\":8,\"entries\":[{\"rva\":16,\"offset\":0,\"error\":\"bad_metadata\"},{\"rva\":32,\"offset\":5,\"types\":[\"string\"]}]}\n");
     assert_eq!(code(&o), Some(1));
     let v: serde_json::Value = serde_json::from_str(stderr(&o).trim()).unwrap();
     assert_eq!((v["error"]["kind"].as_str(), v["error"]["offset"].as_u64()), (Some("bad_metadata"), Some(row)));

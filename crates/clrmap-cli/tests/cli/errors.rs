@@ -42,10 +42,7 @@ fn with_json_every_input_error_is_a_json_line_with_a_kind() {
     // A file that is no known source, and one that does not exist: their kinds, in text and JSON.
     let o = clrmap(&["il", "dump", "README.md", "--json"]);
     assert_eq!(code(&o), Some(1));
-    assert_eq!(
-        stderr(&o),
-        "{\"error\":{\"kind\":\"unrecognized_source\",\"offset\":null,\"message\":\"README.md: neither a ReadyToRun image, a .nettrace trace nor a clrmap capture\"}}\n"
-    );
+    assert_eq!(stderr(&o), "{\"error\":{\"kind\":\"unrecognized_source\",\"offset\":null,\"message\":\"README.md: neither a ReadyToRun image, a .nettrace trace nor a clrmap capture\"}}\n");
     let o = clrmap(&["il", "dump", "no-such-file.dll"]);
     assert_eq!(code(&o), Some(1));
     assert!(stderr(&o).starts_with("error: io: cannot read no-such-file.dll: "), "{}", stderr(&o));
@@ -64,13 +61,8 @@ fn json_output_into_a_closed_pipe_ends_quietly() {
     // `clrmap ... --json | head -c 10`: the reader has what it wants; like the text forms, no error.
     use std::io::Read;
     use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(["il", "dump", "examples/frames.nettrace", "--json"])
-        .current_dir(repo_root())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        Command::new(env!("CARGO_BIN_EXE_clrmap")).args(["il", "dump", "examples/frames.nettrace", "--json"]).current_dir(repo_root()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut first = [0u8; 10];
     child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then the pipe closes
     let status = child.wait().unwrap();

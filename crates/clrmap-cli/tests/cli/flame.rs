@@ -126,11 +126,7 @@ fn collapsed_rendered_by_inferno_names_the_hot_line() {
     let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "-o", folded.to_str().unwrap()]);
     assert_eq!(code(&o), Some(0));
     let svg = d.join("hot.svg");
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(format!("'{}' '{}' > '{}'", t.join("cargo/bin/inferno-flamegraph").display(), folded.display(), svg.display()))
-        .status()
-        .unwrap();
+    let status = Command::new("sh").arg("-c").arg(format!("'{}' '{}' > '{}'", t.join("cargo/bin/inferno-flamegraph").display(), folded.display(), svg.display())).status().unwrap();
     assert!(status.success());
     let svg = std::fs::read_to_string(svg).unwrap();
     let own = format!("Hot::OwnLoop (Hot.cs:{})", hot_line("// HOT-OWN"));
@@ -146,7 +142,14 @@ fn speedscope_draws_the_flame_graph_in_chromium() {
     let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "--format", "speedscope", "-o", file.to_str().unwrap()]);
     assert_eq!(code(&o), Some(0));
     let png = d.join("hot.png");
-    let o = Command::new("python3").arg(repo_root().join("tests/flame/speedscope_screenshot.py")).arg(&file).arg(&png).env("FLAME_TOOLS", &t).env("PYTHONPATH", crate::support::flame_pythonpath(&t)).output().unwrap();
+    let o = Command::new("python3")
+        .arg(repo_root().join("tests/flame/speedscope_screenshot.py"))
+        .arg(&file)
+        .arg(&png)
+        .env("FLAME_TOOLS", &t)
+        .env("PYTHONPATH", crate::support::flame_pythonpath(&t))
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     // OCR of the screenshot: the hot method's name is drawn, no error page.
     let text = String::from_utf8_lossy(&o.stdout).to_string();

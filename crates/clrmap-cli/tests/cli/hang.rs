@@ -220,12 +220,9 @@ fn garbage_is_a_protocol_error() {
 /// were ignored.
 #[test]
 fn signals_end_trace_collect_in_every_phase() {
-    for (name, behavior, signals) in [
-        ("connect", Behavior::NeverAccept, 1),
-        ("reply", Behavior::Trickle(Duration::from_secs(1)), 1),
-        ("endless", Behavior::EndlessStream, 2),
-        ("silent", Behavior::PrefixThenSilence, 2),
-    ] {
+    for (name, behavior, signals) in
+        [("connect", Behavior::NeverAccept, 1), ("reply", Behavior::Trickle(Duration::from_secs(1)), 1), ("endless", Behavior::EndlessStream, 2), ("silent", Behavior::PrefixThenSilence, 2)]
+    {
         let t = Target::new(&format!("signal-{name}"), behavior);
         let out = t.out();
         for sig in ["-TERM", "-INT"] {
@@ -254,12 +251,9 @@ fn signals_end_trace_collect_in_every_phase() {
 /// every phase (connect, reply, stream).
 #[test]
 fn a_signal_ends_a_pid_snapshot_at_once() {
-    for (name, behavior) in [
-        ("snap-connect", Behavior::NeverAccept),
-        ("snap-reply", Behavior::Trickle(Duration::from_secs(1))),
-        ("snap-endless", Behavior::EndlessStream),
-        ("snap-silent", Behavior::PrefixThenSilence),
-    ] {
+    for (name, behavior) in
+        [("snap-connect", Behavior::NeverAccept), ("snap-reply", Behavior::Trickle(Duration::from_secs(1))), ("snap-endless", Behavior::EndlessStream), ("snap-silent", Behavior::PrefixThenSilence)]
+    {
         let t = Target::new(name, behavior);
         for sig in ["-INT", "-TERM"] {
             let child = spawn(&t.dir, &["il", "dump", "--pid", &t.pid()]);
@@ -350,11 +344,9 @@ fn wait_for_exec(pid: u32) {
 #[test]
 fn a_snapshot_takes_the_timeout_it_is_given() {
     let t = Target::new("snaptimeout", Behavior::EndlessStream);
-    for args in [
-        vec!["il", "dump", "--pid", &t.pid(), "--timeout", "1s"],
-        vec!["il", "at", "--pid", &t.pid(), "--timeout", "1s", "0x1234"],
-        vec!["symbolize", "--pid", &t.pid(), "--timeout", "1s", "0x1234"],
-    ] {
+    for args in
+        [vec!["il", "dump", "--pid", &t.pid(), "--timeout", "1s"], vec!["il", "at", "--pid", &t.pid(), "--timeout", "1s", "0x1234"], vec!["symbolize", "--pid", &t.pid(), "--timeout", "1s", "0x1234"]]
+    {
         let (o, took) = bounded(&t.dir, &args, 20);
         assert_eq!(o.status.code(), Some(8), "{args:?}: {}", text(&o));
         assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(6), "{args:?} took {took:?}");

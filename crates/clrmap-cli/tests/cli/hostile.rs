@@ -41,10 +41,7 @@ fn with_typespec1(blob: &[u8]) -> Vec<u8> {
     let (heap_start, blobs) = {
         let md = Metadata::parse(&bytes).unwrap();
         let heap_start = md.blobs().0.offset() as usize;
-        let blobs: Vec<(usize, usize)> = (1..=md.tables().rows(table::TYPE_SPEC))
-            .map(|rid| md.type_spec(rid).unwrap())
-            .map(|r| (r.offset() as usize, r.len()))
-            .collect();
+        let blobs: Vec<(usize, usize)> = (1..=md.tables().rows(table::TYPE_SPEC)).map(|rid| md.type_spec(rid).unwrap()).map(|r| (r.offset() as usize, r.len())).collect();
         (heap_start, blobs)
     };
     let table: Vec<u8> = blobs.iter().flat_map(|&(at, _)| ((at - 1 - heap_start) as u16).to_le_bytes()).collect();

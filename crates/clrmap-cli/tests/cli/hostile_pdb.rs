@@ -283,7 +283,6 @@ fn a_huge_candidate_pdb_is_checked_before_it_is_read() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-
 /// A ReadyToRun CoreLib copied beside a hostile PDB of its id: every MethodDebugInformation row
 /// names one blob of 200,000 points, and the first method with a local in its native variable
 /// info has 100,000 locals (25,000 names on each of slots 0-3). Returns (dir, CoreLib path,

@@ -24,7 +24,7 @@ use clrmap::capture::{read_capture, Capture, InlineEventKind};
 use clrmap::ilmap::CodeKind;
 use serde_json::Value;
 
-use crate::support::{dotnet_file, host, corelib, repo_root};
+use crate::support::{corelib, dotnet_file, host, repo_root};
 
 const RUNTIMECONFIG: &str = r#"{
   "runtimeOptions": {
@@ -69,7 +69,16 @@ const NEVER: &[&str] = &[
 ];
 
 /// The bodies jitted after the program was told to go (so the trace has their trees too).
-const HOSTS: &[&str] = &["Inlining.Prog::Run", "Inlining.Prog::Chain3", "Inlining.Prog::LibLoop", "Inlining.Prog::GenericHost", "Inlining.Prog::CrossGenericHost", "Inlining.Prog::SharedHost", "Inlining.Prog::LoopHost", "Inlining.Prog::ThrowHost"];
+const HOSTS: &[&str] = &[
+    "Inlining.Prog::Run",
+    "Inlining.Prog::Chain3",
+    "Inlining.Prog::LibLoop",
+    "Inlining.Prog::GenericHost",
+    "Inlining.Prog::CrossGenericHost",
+    "Inlining.Prog::SharedHost",
+    "Inlining.Prog::LoopHost",
+    "Inlining.Prog::ThrowHost",
+];
 
 fn run_ok(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
@@ -102,7 +111,16 @@ fn built() -> &'static PathBuf {
             let mut c = Command::new(&csc);
             c.current_dir(&src).args(["-nologo", "-noconfig", "-nostdlib", "-langversion:7.3", "-deterministic", "-optimize+", "-debug:portable"]);
             c.arg(format!("-pathmap:{}/=/_/src/", src.display()));
-            for a in ["System.Private.CoreLib", "System.Runtime", "System.Console", "System.Collections", "System.Reflection.Primitives", "System.Diagnostics.Process", "System.Runtime.Extensions", "System.ComponentModel.Primitives"] {
+            for a in [
+                "System.Private.CoreLib",
+                "System.Runtime",
+                "System.Console",
+                "System.Collections",
+                "System.Reflection.Primitives",
+                "System.Diagnostics.Process",
+                "System.Runtime.Extensions",
+                "System.ComponentModel.Primitives",
+            ] {
                 c.arg(format!("-r:{}", fw.join(format!("{a}.dll")).display()));
             }
             c.args(extra).arg(format!("-out:{}", out.join(dll).display())).arg(source);
@@ -272,14 +290,7 @@ fn every_address(bodies: &[(u64, u64, u64)]) -> String {
 
 /// `clrmap ARGS` with `input` on stdin.
 fn clrmap_stdin(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(args)
-        .current_dir(repo_root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap")).args(args).current_dir(repo_root()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_owned();
     let writer = std::thread::spawn(move || {
@@ -457,11 +468,8 @@ fn json_lines(text: &str) -> Vec<Value> {
 /// The capture without its inline records (rich_debug_info, method_details, inline_session).
 fn without_trees(capture: &Path) -> PathBuf {
     let text = std::fs::read_to_string(capture).unwrap();
-    let kept: String = text
-        .lines()
-        .filter(|l| !["rich_debug_info", "method_details", "inline_session"].iter().any(|k| l.starts_with(&format!("{{\"kind\":\"{k}\""))))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let kept: String =
+        text.lines().filter(|l| !["rich_debug_info", "method_details", "inline_session"].iter().any(|k| l.starts_with(&format!("{{\"kind\":\"{k}\"")))).map(|l| format!("{l}\n")).collect();
     assert!(kept.len() < text.len(), "no inline records to take out");
     let out = capture.with_extension("flat.capture");
     std::fs::write(&out, kept).unwrap();
@@ -554,7 +562,6 @@ fn check_forced(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], trees: &Hash
     for (start, t) in trees {
         assert!(!t[1..].iter().any(|m| never_ids.contains(m)), "the body at {start:#x} inlines a NoInlining method");
     }
-
 }
 
 /// (b) The trace of the same run gives the same answers as the capture for every body jitted
@@ -589,7 +596,6 @@ fn check_trace(r: &Run, cap: &[Value], bodies: &[(u64, u64, u64)], addresses: &s
     // and every mapping is the root's, so it has no chain in either.)
     let with_chains: BTreeSet<String> = tr.iter().filter(|v| frames(v).len() > 1).map(|v| s(v, "method")).collect();
     assert!(HOSTS[1..].iter().all(|h| with_chains.contains(*h)), "{with_chains:?}");
-
 }
 
 #[test]

@@ -81,11 +81,7 @@ fn unowned_methods() -> Vec<u8> {
     let patches: Vec<usize> = {
         let md = Metadata::parse(&bytes).unwrap();
         let types = md.tables().table(table::TYPE_DEF);
-        (1..=types.len())
-            .map(|rid| types.row(rid).unwrap())
-            .filter(|row| row.get(5).unwrap() <= last)
-            .map(|row| (row.offset() + u64::from(types.row_size()) - 2) as usize)
-            .collect()
+        (1..=types.len()).map(|rid| types.row(rid).unwrap()).filter(|row| row.get(5).unwrap() <= last).map(|row| (row.offset() + u64::from(types.row_size()) - 2) as usize).collect()
     };
     for at in patches {
         bytes[at..at + 2].copy_from_slice(&((last + 1) as u16).to_le_bytes());

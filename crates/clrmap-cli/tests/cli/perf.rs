@@ -103,11 +103,7 @@ fn read_independently(path: &Path) -> (u32, Vec<Seen>) {
         match raw.parse().unwrap() {
             JitDumpRecord::CodeDebugInfo(d) => {
                 assert!(pending.is_none(), "two debug-info records in a row");
-                let lines = d
-                    .entries
-                    .iter()
-                    .map(|e| LineEntry { address: e.code_addr, line: e.line, column: e.column, file: String::from_utf8_lossy(&e.file_path.as_slice()).into_owned() })
-                    .collect();
+                let lines = d.entries.iter().map(|e| LineEntry { address: e.code_addr, line: e.line, column: e.column, file: String::from_utf8_lossy(&e.file_path.as_slice()).into_owned() }).collect();
                 pending = Some((d.code_addr, lines));
             }
             JitDumpRecord::CodeLoad(l) => {
@@ -440,10 +436,7 @@ fn a_killed_app_leaves_a_valid_jitdump() {
     let Some(dn) = dotnet(test, "8.0") else { return };
     let dir = fresh_dir("perf-killed");
     let cap = dir.join("app.cap");
-    let mut child = profile_hot(&mut Command::new(env!("CARGO_BIN_EXE_clrmap")), Some(&dir), Some(&cap), &dn, "60")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = profile_hot(&mut Command::new(env!("CARGO_BIN_EXE_clrmap")), Some(&dir), Some(&cap), &dn, "60").stdout(std::process::Stdio::null()).spawn().unwrap();
     // Wait until the hot loop is jitted, then kill the app (not clrmap) mid-run.
     let start = std::time::Instant::now();
     let pid = loop {

@@ -40,13 +40,7 @@ fn fresh(name: &str) -> PathBuf {
 fn run(version: &str, dir: &Path, plant: &str) -> (Output, u32) {
     let pid_file = dir.with_extension("pid");
     let _ = std::fs::remove_file(&pid_file);
-    let script = format!(
-        "set -e; D='{}'; {plant}\necho $$ > '{}'; exec '{}' '{}' 0",
-        dir.display(),
-        pid_file.display(),
-        dotnet(version),
-        repo_root().join("tests/fixtures/perf/Hot.dll").display()
-    );
+    let script = format!("set -e; D='{}'; {plant}\necho $$ > '{}'; exec '{}' '{}' 0", dir.display(), pid_file.display(), dotnet(version), repo_root().join("tests/fixtures/perf/Hot.dll").display());
     let o = Command::new("timeout")
         .arg("30")
         .arg(env!("CARGO_BIN_EXE_clrmap"))

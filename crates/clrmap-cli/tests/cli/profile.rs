@@ -61,13 +61,7 @@ fn an_installed_clrmap_finds_its_profiler_without_flags() {
     std::fs::copy(profiler(), bin.join("libclrmap_profiler.so")).unwrap();
     let cap = bin.join("../app.capture");
     let frames = repo_root().join("tests/fixtures/frames/release-portable/Frames.dll");
-    let o = std::process::Command::new(bin.join("clrmap"))
-        .args(["profile", "-o", cap.to_str().unwrap(), "--"])
-        .arg(&dotnet)
-        .arg(&frames)
-        .env_remove("CLRMAP_PROFILER_PATH")
-        .output()
-        .unwrap();
+    let o = std::process::Command::new(bin.join("clrmap")).args(["profile", "-o", cap.to_str().unwrap(), "--"]).arg(&dotnet).arg(&frames).env_remove("CLRMAP_PROFILER_PATH").output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(std::fs::read_to_string(&cap).unwrap().starts_with("{\"format\":\"clrmap-capture\""));
 }

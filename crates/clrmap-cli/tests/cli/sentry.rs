@@ -33,17 +33,10 @@ fn scalar(v: &str) -> String {
 
 /// The frames of a snapshot, in order.
 fn snapshot(test: &str) -> Vec<Expected> {
-    let text = std::fs::read_to_string(repo_root().join(format!(
-        "tests/fixtures/sentry/snapshots/dotnet_{test}.snap"
-    )))
-    .unwrap();
+    let text = std::fs::read_to_string(repo_root().join(format!("tests/fixtures/sentry/snapshots/dotnet_{test}.snap"))).unwrap();
     let mut frames: Vec<Expected> = Vec::new();
     let mut list: Option<&'static str> = None;
-    for line in text
-        .lines()
-        .skip_while(|l| *l != "stacktraces:")
-        .take_while(|l| *l != "modules:")
-    {
+    for line in text.lines().skip_while(|l| *l != "stacktraces:").take_while(|l| *l != "modules:") {
         let t = line.trim_start();
         if t.starts_with("- status:") {
             frames.push(Expected::default());
@@ -109,16 +102,8 @@ const FIVE_FRAMES: &str = r#"[{
 /// The requests of the five tests: (snapshot, modules, stacktraces).
 fn requests() -> Vec<(&'static str, &'static str, &'static str)> {
     vec![
-        (
-            "integration",
-            r#"[{"type":"pe_dotnet","debug_file":"integration.pdb","debug_id":"0c1033f78632492e91c6c314b72e1920e60b819d"}]"#,
-            FIVE_FRAMES,
-        ),
-        (
-            "windows_pdb",
-            r#"[{"type":"pe_dotnet","debug_file":"crash.pdb","debug_id":"3249d99d0c4049318610f4e4fb0b6936"}]"#,
-            FIVE_FRAMES,
-        ),
+        ("integration", r#"[{"type":"pe_dotnet","debug_file":"integration.pdb","debug_id":"0c1033f78632492e91c6c314b72e1920e60b819d"}]"#, FIVE_FRAMES),
+        ("windows_pdb", r#"[{"type":"pe_dotnet","debug_file":"crash.pdb","debug_id":"3249d99d0c4049318610f4e4fb0b6936"}]"#, FIVE_FRAMES),
         (
             "embedded_sources",
             r#"[{"type":"pe_dotnet","debug_file":"portable-embedded.pdb","debug_id":"b6919861-510c-4887-9994-943f64f70c37-870b9ef9"}]"#,
@@ -160,23 +145,14 @@ fn tmp(name: &str) -> std::path::PathBuf {
 /// from there: Sentry's other context lines were fetched through SourceLink.)
 fn embeds_source(test: &str, name: &str) -> bool {
     let file = match test {
-        "embedded_sources" => {
-            "portable-embedded.pdb/B6919861510C48879994943F64F70C37ffffffff/portable-embedded.pdb"
-        }
-        "source_links" => {
-            "source-links.pdb/37E9E8A61A8E404EB93C6902E277FF55ffffffff/source-links.pdb"
-        }
-        "only_source_links" => {
-            "source-links.pdb/0C380A12822140698565BEE6B3AC196Effffffff/source-links.pdb"
-        }
+        "embedded_sources" => "portable-embedded.pdb/B6919861510C48879994943F64F70C37ffffffff/portable-embedded.pdb",
+        "source_links" => "source-links.pdb/37E9E8A61A8E404EB93C6902E277FF55ffffffff/source-links.pdb",
+        "only_source_links" => "source-links.pdb/0C380A12822140698565BEE6B3AC196Effffffff/source-links.pdb",
         _ => return false,
     };
-    let bytes =
-        std::fs::read(repo_root().join("tests/fixtures/sentry/symbols").join(file)).unwrap();
+    let bytes = std::fs::read(repo_root().join("tests/fixtures/sentry/symbols").join(file)).unwrap();
     let pdb = clrmap::pdb::PortablePdb::parse(&bytes).unwrap();
-    let embeds = (1..=pdb.document_count()).any(|rid| {
-        pdb.document(rid).unwrap().name == name && pdb.embedded_source(rid).unwrap().is_some()
-    });
+    let embeds = (1..=pdb.document_count()).any(|rid| pdb.document(rid).unwrap().name == name && pdb.embedded_source(rid).unwrap().is_some());
     embeds
 }
 
@@ -188,65 +164,30 @@ fn sentrys_dotnet_suite_over_http_through_a_symbol_server() {
     copy_tree(&repo_root().join("tests/fixtures/sentry/symbols"), &store);
     let srv = Server::start(&store, "ok", None);
     let cache = root.join("cache");
-    let s = Serve::start(&[
-        "--symbol-server",
-        &srv.url,
-        "--cache",
-        cache.to_str().unwrap(),
-    ]);
+    let s = Serve::start(&["--symbol-server", &srv.url, "--cache", cache.to_str().unwrap()]);
     let mut checked = 0;
     for (test, modules, stacktraces) in requests() {
-        let (status, v) =
-            crate::serve::post_json(&s, "/symbolicate", &request(modules, stacktraces));
+        let (status, v) = crate::serve::post_json(&s, "/symbolicate", &request(modules, stacktraces));
         assert_eq!(status, 200, "{test}: {v}");
-        let frames = v["stacktraces"][0]["frames"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{test}: {v}"));
+        let frames = v["stacktraces"][0]["frames"].as_array().unwrap_or_else(|| panic!("{test}: {v}"));
         let expected = snapshot(test);
         assert_eq!(frames.len(), expected.len(), "{test}: {v}");
         for (got, want) in frames.iter().zip(&expected) {
             if test == "windows_pdb" {
                 // Sentry: "unsupported: Only portable PDB files can be used for .NET symbolication".
                 assert_eq!(got["error"]["kind"], "unsupported_pdb_format", "{got}");
-                assert!(
-                    got["error"]["message"]
-                        .as_str()
-                        .unwrap()
-                        .contains("only portable PDB files"),
-                    "{got}"
-                );
+                assert!(got["error"]["message"].as_str().unwrap().contains("only portable PDB files"), "{got}");
                 assert_eq!(got["line"], serde_json::Value::Null);
                 checked += 1;
                 continue;
             }
             assert!(got.get("error").is_none(), "{test}: {got}");
-            assert_eq!(
-                got["file"].as_str(),
-                want.abs_path.as_deref(),
-                "{test}: {got}"
-            );
+            assert_eq!(got["file"].as_str(), want.abs_path.as_deref(), "{test}: {got}");
             assert_eq!(got["line"].as_u64(), want.lineno, "{test}: {got}");
-            assert_eq!(
-                got["source_link"].as_str(),
-                want.source_link.as_deref(),
-                "{test}: {got}"
-            );
+            assert_eq!(got["source_link"].as_str(), want.source_link.as_deref(), "{test}: {got}");
             if embeds_source(test, want.abs_path.as_deref().unwrap()) {
-                assert_eq!(
-                    got["context_line"].as_str(),
-                    want.context_line.as_deref(),
-                    "{test}: {got}"
-                );
-                let list = |k: &str| {
-                    got[k]
-                        .as_array()
-                        .map(|a| {
-                            a.iter()
-                                .map(|l| l.as_str().unwrap().to_owned())
-                                .collect::<Vec<_>>()
-                        })
-                        .unwrap_or_default()
-                };
+                assert_eq!(got["context_line"].as_str(), want.context_line.as_deref(), "{test}: {got}");
+                let list = |k: &str| got[k].as_array().map(|a| a.iter().map(|l| l.as_str().unwrap().to_owned()).collect::<Vec<_>>()).unwrap_or_default();
                 assert_eq!(list("pre_context"), want.pre_context, "{test}: {got}");
                 assert_eq!(list("post_context"), want.post_context, "{test}: {got}");
             } else {
@@ -257,33 +198,16 @@ fn sentrys_dotnet_suite_over_http_through_a_symbol_server() {
     }
     assert_eq!(checked, 5 + 5 + 1 + 1 + 1);
     // Of Sentry's context lines, those of the embedded-sources test come from the PDB.
-    assert!(embeds_source(
-        "embedded_sources",
-        "C:\\dev\\sentry-dotnet\\samples\\Sentry.Samples.Console.Basic\\Program.cs"
-    ));
+    assert!(embeds_source("embedded_sources", "C:\\dev\\sentry-dotnet\\samples\\Sentry.Samples.Console.Basic\\Program.cs"));
     // Asked to leave context out, an answer has none.
     let (modules, stacktraces) = (requests()[2].1, requests()[2].2);
-    let body =
-        format!("{{\"context_lines\":0,\"modules\":{modules},\"stacktraces\":{stacktraces}}}");
+    let body = format!("{{\"context_lines\":0,\"modules\":{modules},\"stacktraces\":{stacktraces}}}");
     let (status, v) = crate::serve::post_json(&s, "/symbolicate", &body);
     assert_eq!(status, 200, "{v}");
-    assert!(
-        v["stacktraces"][0]["frames"][0]
-            .get("context_line")
-            .is_none(),
-        "{v}"
-    );
+    assert!(v["stacktraces"][0]["frames"][0].get("context_line").is_none(), "{v}");
     assert_eq!(v["stacktraces"][0]["frames"][0]["line"], 13);
-    let (status, v) = crate::serve::post_json(
-        &s,
-        "/symbolicate",
-        &body.replace("\"context_lines\":0", "\"context_lines\":21"),
-    );
-    assert_eq!(
-        (status, v["error"]["kind"].as_str()),
-        (400, Some("bad_value")),
-        "{v}"
-    );
+    let (status, v) = crate::serve::post_json(&s, "/symbolicate", &body.replace("\"context_lines\":0", "\"context_lines\":21"));
+    assert_eq!((status, v["error"]["kind"].as_str()), (400, Some("bad_value")), "{v}");
     drop(s);
     std::fs::remove_dir_all(&root).unwrap();
 }
@@ -294,19 +218,14 @@ fn sentrys_fixtures_from_a_symbol_path_too() {
     // the Windows PDB still its own kind.
     let s = Serve::start(&["--symbol-path", "tests/fixtures/sentry/symbols"]);
     for (test, modules, stacktraces) in requests() {
-        let (status, v) =
-            crate::serve::post_json(&s, "/symbolicate", &request(modules, stacktraces));
+        let (status, v) = crate::serve::post_json(&s, "/symbolicate", &request(modules, stacktraces));
         assert_eq!(status, 200, "{test}: {v}");
         let frames = v["stacktraces"][0]["frames"].as_array().unwrap();
         for (got, want) in frames.iter().zip(snapshot(test)) {
             if test == "windows_pdb" {
                 assert_eq!(got["error"]["kind"], "unsupported_pdb_format", "{got}");
             } else {
-                assert_eq!(
-                    (got["file"].as_str(), got["line"].as_u64()),
-                    (want.abs_path.as_deref(), want.lineno),
-                    "{test}: {got}"
-                );
+                assert_eq!((got["file"].as_str(), got["line"].as_u64()), (want.abs_path.as_deref(), want.lineno), "{test}: {got}");
             }
         }
     }

@@ -31,15 +31,8 @@ impl Serve {
     }
 
     pub(crate) fn start_bin(bin: &Path, args: &[&str]) -> Serve {
-        let mut child = Command::new(bin)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .current_dir(repo_root())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child =
+            Command::new(bin).args(["serve", "--listen", "127.0.0.1:0"]).args(args).current_dir(repo_root()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut first = String::new();
         err.read_line(&mut first).unwrap();
@@ -148,7 +141,12 @@ fn cli_points() -> std::collections::HashMap<u64, (String, Vec<serde_json::Value
         .lines()
         .skip(1)
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .map(|v| (v["token"].as_u64().unwrap(), (v["name"].as_str().unwrap().to_owned(), v["points"].as_array().unwrap().iter().filter(|p| p["start_line"] != 0xfeefee && p["hidden"] != true).cloned().collect())))
+        .map(|v| {
+            (
+                v["token"].as_u64().unwrap(),
+                (v["name"].as_str().unwrap().to_owned(), v["points"].as_array().unwrap().iter().filter(|p| p["start_line"] != 0xfeefee && p["hidden"] != true).cloned().collect()),
+            )
+        })
         .collect()
 }
 
@@ -228,7 +226,8 @@ fn healthz_metrics_and_every_error_status() {
     assert_eq!(status, 413);
     let (status, _, body) = curl(&["-H", "Transfer-Encoding: chunked", "--data-binary", &big, &s.url("/stacktrace")]);
     assert_eq!(status, 413, "{}", String::from_utf8_lossy(&body));
-    let three = r#"{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1},{"module":0,"token":100663297,"il_offset":1},{"module":0,"token":100663297,"il_offset":1}]}"#;
+    let three =
+        r#"{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1},{"module":0,"token":100663297,"il_offset":1},{"module":0,"token":100663297,"il_offset":1}]}"#;
     let (status, v) = post_json(&s, "/symbolicate", three);
     assert_eq!((status, v["error"]["kind"].as_str().unwrap()), (413, "too_many_frames"), "{v}");
     // Metrics: Prometheus text, every name clrmap_, the requests above counted by status.
@@ -273,7 +272,10 @@ fn symbolicate_answers_as_the_runtime_and_the_cli_in_each_form() {
     // Sentry's .NET frames, in symbolicator's request form: a pe_dotnet debug image and frames
     // with rel:N, the MethodDef index and the IL offset as hex strings (extra fields ignored).
     let image = serde_json::json!({"type": "pe_dotnet", "debug_id": format!("{d}-{stamp:x}"), "debug_file": "/_/obj/Debug/Frames.pdb", "code_file": "/app/Frames.dll", "code_id": "AAAAAAAA2000"});
-    let sentry_frames: Vec<_> = frames.iter().map(|f| serde_json::json!({"addr_mode": "rel:0", "function_id": format!("0x{:x}", f.0 & 0xff_ffff), "instruction_addr": format!("0x{:x}", f.1), "module": "Frames.Program", "in_app": true})).collect();
+    let sentry_frames: Vec<_> = frames
+        .iter()
+        .map(|f| serde_json::json!({"addr_mode": "rel:0", "function_id": format!("0x{:x}", f.0 & 0xff_ffff), "instruction_addr": format!("0x{:x}", f.1), "module": "Frames.Program", "in_app": true}))
+        .collect();
     let req = serde_json::json!({"modules": [image], "stacktraces": [{"frames": sentry_frames}]});
     let (status, v) = post_json(&s, "/symbolicate", &req.to_string());
     assert_eq!(status, 200, "{v}");
@@ -507,11 +509,7 @@ fn a_gigabyte_body_is_refused_fast_in_bounded_memory() {
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     // Chunked, with no length (curl -T - streams stdin): read up to the limit, then refused.
     let t = Instant::now();
-    let o = Command::new("sh")
-        .arg("-c")
-        .arg(format!("head -c 1073741824 /dev/zero | curl -s -o /dev/null -w '%{{http_code}}' -X POST -T - {}", s.url("/stacktrace")))
-        .output()
-        .unwrap();
+    let o = Command::new("sh").arg("-c").arg(format!("head -c 1073741824 /dev/zero | curl -s -o /dev/null -w '%{{http_code}}' -X POST -T - {}", s.url("/stacktrace"))).output().unwrap();
     let code = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(code, "413");
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
@@ -606,10 +604,7 @@ fn pe_key(bytes: &[u8]) -> (u32, u32) {
 #[test]
 #[ignore = "needs .NET"]
 fn ready_to_run_frames_answer_as_clrmap_symbolize_from_a_symbol_path_and_a_symbol_server() {
-    for corelib in [
-        crate::support::corelib("3.1"),
-        crate::support::corelib("8.0"),
-    ] {
+    for corelib in [crate::support::corelib("3.1"), crate::support::corelib("8.0")] {
         let bytes = std::fs::read(&corelib).unwrap();
         let (ts, size) = pe_key(&bytes);
         // RVAs inside bodies (each method's start + 3, from `il dump`), and some in none.
@@ -678,13 +673,7 @@ fn scale_out_behind_nginx_short() {
     // behind nginx sharing one cache filled at once from a loopback symbol server (answers equal,
     // the cache entry exactly the PDB, both replicas used), then one killed mid-load (no failed
     // request). The script checks each and ends with `bench-serve: OK`.
-    let o = Command::new("bash")
-        .arg(repo_root().join("scripts/bench-serve.sh"))
-        .env("BENCH_SECONDS", "3")
-        .env("CLRMAP_BIN", env!("CARGO_BIN_EXE_clrmap"))
-        .current_dir(repo_root())
-        .output()
-        .unwrap();
+    let o = Command::new("bash").arg(repo_root().join("scripts/bench-serve.sh")).env("BENCH_SECONDS", "3").env("CLRMAP_BIN", env!("CARGO_BIN_EXE_clrmap")).current_dir(repo_root()).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && out.trim_end().ends_with("bench-serve: OK"), "{out}{}", String::from_utf8_lossy(&o.stderr));
     for phase in ["single", "nginx-2-replicas", "nginx-one-killed"] {

@@ -23,9 +23,7 @@ const DEBUG: &str = "tests/fixtures/frames/debug-portable";
 const GIB: u64 = 1 << 30;
 
 fn bin() -> PathBuf {
-    std::env::var_os("CLRMAP_HOSTILE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_clrmap")))
+    std::env::var_os("CLRMAP_HOSTILE_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_clrmap")))
 }
 
 /// A running `clrmap serve` (under `prlimit --as=LIMIT` when a limit is given), killed when
@@ -46,29 +44,13 @@ impl Svc {
             }
             None => Command::new(bin()),
         };
-        let mut child = cmd
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .current_dir(repo_root())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args).current_dir(repo_root()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut first = String::new();
         err.read_line(&mut first).unwrap();
-        let v: serde_json::Value =
-            serde_json::from_str(&first).unwrap_or_else(|_| panic!("first log line {first:?}"));
+        let v: serde_json::Value = serde_json::from_str(&first).unwrap_or_else(|_| panic!("first log line {first:?}"));
         assert_eq!(v["event"], "listening", "{first}");
-        let port = v["listen"]
-            .as_str()
-            .unwrap()
-            .rsplit(':')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let port = v["listen"].as_str().unwrap().rsplit(':').next().unwrap().parse().unwrap();
         let log = Arc::new(Mutex::new(vec![first]));
         let sink = log.clone();
         std::thread::spawn(move || {
@@ -82,15 +64,7 @@ impl Svc {
 
     fn status_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .unwrap()
-            .trim()
-            .trim_end_matches(" kB")
-            .trim()
-            .parse()
-            .unwrap()
+        status.lines().find_map(|l| l.strip_prefix(field)).unwrap().trim().trim_end_matches(" kB").trim().parse().unwrap()
     }
 
     /// Peak resident memory, bytes.
@@ -111,20 +85,11 @@ impl Svc {
         let (status, _, body) = http(self.port, "GET", "/metrics", b"");
         assert_eq!(status, 200);
         let text = String::from_utf8(body).unwrap();
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no {name} in {text}"))
-            .parse()
-            .unwrap()
+        text.lines().find_map(|l| l.strip_prefix(&format!("{name} "))).unwrap_or_else(|| panic!("no {name} in {text}")).parse().unwrap()
     }
 
     fn requests_logged(&self) -> usize {
-        self.log
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.contains("\"event\":\"request\"") && l.contains("/symbolicate"))
-            .count()
+        self.log.lock().unwrap().iter().filter(|l| l.contains("\"event\":\"request\"") && l.contains("/symbolicate")).count()
     }
 }
 
@@ -152,22 +117,13 @@ fn http(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, String, Vec<u
         return (0, String::from_utf8_lossy(&out).into_owned(), Vec::new());
     };
     let head = String::from_utf8_lossy(&out[..end]).into_owned();
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
     (status, head, out[end + 4..].to_vec())
 }
 
 fn post(svc: &Svc, body: &str) -> (u16, serde_json::Value) {
     let (status, head, b) = http(svc.port, "POST", "/symbolicate", body.as_bytes());
-    let v = serde_json::from_slice(&b).unwrap_or_else(|_| {
-        panic!(
-            "status {status}, not JSON: {head} {}",
-            String::from_utf8_lossy(&b[..b.len().min(2000)])
-        )
-    });
+    let v = serde_json::from_slice(&b).unwrap_or_else(|_| panic!("status {status}, not JSON: {head} {}", String::from_utf8_lossy(&b[..b.len().min(2000)])));
     (status, v)
 }
 
@@ -182,28 +138,13 @@ struct Reply {
 
 impl Reply {
     fn status(status: u16) -> Reply {
-        Reply {
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-            delay: Duration::ZERO,
-        }
+        Reply { status, headers: Vec::new(), body: Vec::new(), delay: Duration::ZERO }
     }
     fn file(body: Vec<u8>) -> Reply {
-        Reply {
-            status: 200,
-            headers: Vec::new(),
-            body,
-            delay: Duration::ZERO,
-        }
+        Reply { status: 200, headers: Vec::new(), body, delay: Duration::ZERO }
     }
     fn redirect(to: &str) -> Reply {
-        Reply {
-            status: 302,
-            headers: vec![("Location".to_owned(), to.to_owned())],
-            body: Vec::new(),
-            delay: Duration::ZERO,
-        }
+        Reply { status: 302, headers: vec![("Location".to_owned(), to.to_owned())], body: Vec::new(), delay: Duration::ZERO }
     }
 }
 
@@ -233,8 +174,7 @@ impl Upstream {
                 let Ok(mut conn) = conn else { continue };
                 let (handler, log) = (handler.clone(), log.clone());
                 std::thread::spawn(move || {
-                    conn.set_read_timeout(Some(Duration::from_secs(10)))
-                        .unwrap();
+                    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
                     let mut head = Vec::new();
                     let mut byte = [0u8; 1];
                     while !head.ends_with(b"\r\n\r\n") && head.len() < 65536 {
@@ -248,11 +188,7 @@ impl Upstream {
                     log.lock().unwrap().push(path.clone());
                     let r = handler(&path);
                     std::thread::sleep(r.delay);
-                    let mut out = format!(
-                        "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n",
-                        r.status,
-                        r.body.len()
-                    );
+                    let mut out = format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n", r.status, r.body.len());
                     for (k, v) in &r.headers {
                         out.push_str(&format!("{k}: {v}\r\n"));
                     }
@@ -262,21 +198,11 @@ impl Upstream {
                 });
             }
         });
-        Upstream {
-            url: format!("http://127.0.0.1:{port}"),
-            port,
-            asked,
-            stop,
-        }
+        Upstream { url: format!("http://127.0.0.1:{port}"), port, asked, stop }
     }
 
     fn count(&self, path: &str) -> usize {
-        self.asked
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|p| p.eq_ignore_ascii_case(path))
-            .count()
+        self.asked.lock().unwrap().iter().filter(|p| p.eq_ignore_ascii_case(path)).count()
     }
 }
 
@@ -304,16 +230,9 @@ fn fixture(name: &str) -> Vec<u8> {
 
 /// `G`: the GUID of the fixture's PDB, `Guid.ToString("N")`.
 fn pdb_guid() -> String {
-    let id = clrmap::pdb::PortablePdb::parse(&fixture("Frames.pdb"))
-        .unwrap()
-        .id()
-        .0;
+    let id = clrmap::pdb::PortablePdb::parse(&fixture("Frames.pdb")).unwrap().id().0;
     let g = &id[..16];
-    [g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6]]
-        .iter()
-        .chain(&g[8..])
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    [g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6]].iter().chain(&g[8..]).map(|b| format!("{b:02x}")).collect()
 }
 
 /// The SSQP path of the fixture's PDB.
@@ -325,10 +244,7 @@ fn pdb_key_path() -> String {
 fn pe_key() -> (u32, u32) {
     let b = fixture("Frames.dll");
     let pe = u32::from_le_bytes(b[0x3c..0x40].try_into().unwrap()) as usize;
-    (
-        u32::from_le_bytes(b[pe + 8..pe + 12].try_into().unwrap()),
-        u32::from_le_bytes(b[pe + 80..pe + 84].try_into().unwrap()),
-    )
+    (u32::from_le_bytes(b[pe + 8..pe + 12].try_into().unwrap()), u32::from_le_bytes(b[pe + 80..pe + 84].try_into().unwrap()))
 }
 
 fn dll_key_path() -> String {
@@ -341,13 +257,7 @@ fn dll_key_path() -> String {
 fn deployment(which: &str) -> (Vec<String>, u64) {
     let doc = std::fs::read_to_string(repo_root().join("docs/service.md")).unwrap();
     if which == "systemd" {
-        let unit = doc
-            .split("```ini")
-            .nth(1)
-            .unwrap()
-            .split("```")
-            .next()
-            .unwrap();
+        let unit = doc.split("```ini").nth(1).unwrap().split("```").next().unwrap();
         let exec = unit.split("ExecStart=").nth(1).unwrap();
         let mut line = String::new();
         for l in exec.lines() {
@@ -358,50 +268,20 @@ fn deployment(which: &str) -> (Vec<String>, u64) {
             }
         }
         let flags: Vec<String> = line.split_whitespace().skip(2).map(str::to_owned).collect();
-        let max = unit
-            .lines()
-            .find_map(|l| l.strip_prefix("MemoryMax="))
-            .unwrap()
-            .trim();
+        let max = unit.lines().find_map(|l| l.strip_prefix("MemoryMax=")).unwrap().trim();
         (flags, size(max))
     } else {
-        let yaml = doc
-            .split("```yaml")
-            .nth(1)
-            .unwrap()
-            .split("```")
-            .next()
-            .unwrap();
-        let args = yaml
-            .split("args: [")
-            .nth(1)
-            .unwrap()
-            .split(']')
-            .next()
-            .unwrap();
-        let flags: Vec<String> = args
-            .split(',')
-            .map(|a| a.trim().trim_matches('"').to_owned())
-            .filter(|a| !a.is_empty())
-            .skip(1)
-            .collect();
-        let limits = yaml
-            .split("limits: {memory: ")
-            .nth(1)
-            .unwrap()
-            .split('}')
-            .next()
-            .unwrap();
+        let yaml = doc.split("```yaml").nth(1).unwrap().split("```").next().unwrap();
+        let args = yaml.split("args: [").nth(1).unwrap().split(']').next().unwrap();
+        let flags: Vec<String> = args.split(',').map(|a| a.trim().trim_matches('"').to_owned()).filter(|a| !a.is_empty()).skip(1).collect();
+        let limits = yaml.split("limits: {memory: ").nth(1).unwrap().split('}').next().unwrap();
         (flags, size(limits.trim()))
     }
 }
 
 /// `1G`, `512Mi`, `1Gi`: bytes (systemd's and Kubernetes' suffixes are both powers of two here).
 fn size(text: &str) -> u64 {
-    let (n, unit) = text.split_at(
-        text.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(text.len()),
-    );
+    let (n, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
     let n: u64 = n.parse().unwrap();
     n * match unit {
         "G" | "Gi" => GIB,
@@ -425,14 +305,7 @@ fn local_flags(flags: &[String], symbol_path: &Path, server: &str, cache: &Path)
             _ => out.push(f.clone()),
         }
     }
-    out.extend([
-        "--symbol-path".to_owned(),
-        s(symbol_path).to_owned(),
-        "--symbol-server".to_owned(),
-        server.to_owned(),
-        "--cache".to_owned(),
-        s(cache).to_owned(),
-    ]);
+    out.extend(["--symbol-path".to_owned(), s(symbol_path).to_owned(), "--symbol-server".to_owned(), server.to_owned(), "--cache".to_owned(), s(cache).to_owned()]);
     out
 }
 
@@ -440,18 +313,14 @@ fn local_flags(flags: &[String], symbol_path: &Path, server: &str, cache: &Path)
 /// pointing at it.
 fn long_name_request(frames: usize) -> String {
     let name = format!("{}.dll", "A".repeat(1 << 20));
-    let frames: Vec<_> = (0..frames)
-        .map(|i| serde_json::json!({"module": 0, "token": 100663297, "il_offset": i}))
-        .collect();
+    let frames: Vec<_> = (0..frames).map(|i| serde_json::json!({"module": 0, "token": 100663297, "il_offset": i})).collect();
     serde_json::json!({"modules": [{"name": name}], "frames": frames}).to_string()
 }
 
 /// A body of `frames` frames of a module that is found nowhere (each answered with an error):
 /// about 45 bytes a frame in, over 200 out.
 fn missing_frames_request(frames: usize) -> String {
-    let frames: Vec<_> = (0..frames)
-        .map(|i| serde_json::json!({"module": 0, "token": 100663297 + (i % 1000), "il_offset": i}))
-        .collect();
+    let frames: Vec<_> = (0..frames).map(|i| serde_json::json!({"module": 0, "token": 100663297 + (i % 1000), "il_offset": i})).collect();
     serde_json::json!({"modules": [{"name": "Nowhere.dll", "pe_timestamp": 1, "pe_size_of_image": 2}], "frames": frames}).to_string()
 }
 
@@ -464,11 +333,7 @@ fn a_megabyte_module_name_cannot_kill_the_service_and_answers_are_bounded() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut svc = Svc::start(Some(limit), &args);
     let body = long_name_request(2000);
-    assert!(
-        body.len() > 1_000_000 && body.len() < 1_200_000,
-        "{}",
-        body.len()
-    );
+    assert!(body.len() > 1_000_000 && body.len() < 1_200_000, "{}", body.len());
     let t = Instant::now();
     let (status, v) = post(&svc, &body);
     assert_eq!(status, 200, "{v}");
@@ -476,24 +341,12 @@ fn a_megabyte_module_name_cannot_kill_the_service_and_answers_are_bounded() {
     assert_eq!(frames.len(), 2000);
     for f in frames {
         // The name is not repeated: no module, and a message that names the module by index.
-        assert_eq!(
-            (&f["module"], &f["error"]["kind"]),
-            (&serde_json::Value::Null, &serde_json::json!("bad_module")),
-            "{}",
-            &f.to_string()[..300.min(f.to_string().len())]
-        );
+        assert_eq!((&f["module"], &f["error"]["kind"]), (&serde_json::Value::Null, &serde_json::json!("bad_module")), "{}", &f.to_string()[..300.min(f.to_string().len())]);
         let m = f["error"]["message"].as_str().unwrap();
-        assert!(
-            m.starts_with("modules[0]: its name is 1048580 bytes") && m.len() < 200,
-            "{m}"
-        );
+        assert!(m.starts_with("modules[0]: its name is 1048580 bytes") && m.len() < 200, "{m}");
     }
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
-    eprintln!(
-        "measured: 1 MiB name x 2000 frames: answered in {:?}, peak RSS {}",
-        t.elapsed(),
-        svc.peak_rss()
-    );
+    eprintln!("measured: 1 MiB name x 2000 frames: answered in {:?}, peak RSS {}", t.elapsed(), svc.peak_rss());
     assert!(svc.alive());
     // An answer over --max-answer is 413, and the service goes on.
     drop(svc);
@@ -501,17 +354,9 @@ fn a_megabyte_module_name_cannot_kill_the_service_and_answers_are_bounded() {
     args.extend(["--max-answer", "100000"]);
     let mut svc = Svc::start(Some(limit), &args);
     let (status, v) = post(&svc, &missing_frames_request(2000));
-    assert_eq!(
-        (status, v["error"]["kind"].as_str()),
-        (413, Some("answer_too_large")),
-        "{v}"
-    );
+    assert_eq!((status, v["error"]["kind"].as_str()), (413, Some("answer_too_large")), "{v}");
     let (status, v) = post(&svc, &missing_frames_request(10));
-    assert_eq!(
-        (status, v["frames"][9]["error"]["kind"].as_str()),
-        (200, Some("not_found")),
-        "{v}"
-    );
+    assert_eq!((status, v["frames"][9]["error"]["kind"].as_str()), (200, Some("not_found")), "{v}");
     assert!(svc.alive());
     assert!(svc.peak_rss() < limit / 4, "peak RSS {}", svc.peak_rss());
     std::fs::remove_dir_all(&root).unwrap();
@@ -539,25 +384,13 @@ fn a_pdb_path_in_a_request_reads_nothing_outside_the_symbol_paths() {
         let (status, v) = post(&svc, &b.to_string());
         let f = &v["frames"][0];
         assert_eq!(status, 200, "{v}");
-        assert_eq!(
-            (&f["line"], &f["method"], &f["error"]["kind"]),
-            (
-                &serde_json::Value::Null,
-                &serde_json::Value::Null,
-                &serde_json::json!("not_found")
-            ),
-            "{b}: {f}"
-        );
+        assert_eq!((&f["line"], &f["method"], &f["error"]["kind"]), (&serde_json::Value::Null, &serde_json::Value::Null, &serde_json::json!("not_found")), "{b}: {f}");
     }
     // The same requests, with that folder a symbol path: the PDB is found by its file name.
     let svc = Svc::start(None, &["--symbol-path", s(&outside)]);
     for b in &bodies {
         let (status, v) = post(&svc, &b.to_string());
-        assert_eq!(
-            (status, v["frames"][0]["line"].as_u64()),
-            (200, Some(26)),
-            "{v}"
-        );
+        assert_eq!((status, v["frames"][0]["line"].as_u64()), (200, Some(26)), "{v}");
     }
     std::fs::remove_dir_all(&root).unwrap();
 }
@@ -584,55 +417,34 @@ fn a_wrong_mvid_never_evicts_a_good_cache_entry_and_a_key_is_downloaded_once() {
     let svc = Svc::start(None, &["--symbol-server", &up.url, "--cache", s(&cache)]);
     let (t, z) = pe_key();
     let module = |mvid: Option<String>| {
-        let mut m =
-            serde_json::json!({"name": "Frames.dll", "pe_timestamp": t, "pe_size_of_image": z});
+        let mut m = serde_json::json!({"name": "Frames.dll", "pe_timestamp": t, "pe_size_of_image": z});
         if let Some(mvid) = mvid {
             m["mvid"] = serde_json::json!(mvid);
         }
         m
     };
     let (status, v) = post(&svc, &serde_json::json!({"modules": [module(None)], "frames": [{"module": 0, "token": 100663297, "il_offset": 1}]}).to_string());
-    assert_eq!(
-        (status, v["frames"][0]["line"].as_u64()),
-        (200, Some(26)),
-        "{v}"
-    );
+    assert_eq!((status, v["frames"][0]["line"].as_u64()), (200, Some(26)), "{v}");
     let entry = cache.join(dll_path.trim_start_matches('/'));
     assert_eq!(std::fs::read(&entry).unwrap(), fixture("Frames.dll"));
     // 50 modules of that PE key, each with another wrong MVID: a frame error each, naming the
     // MVID; the entry stays, and nothing is downloaded again.
     let wrong = |i: usize| format!("{i:032x}");
     let modules: Vec<_> = (1..=50).map(|i| module(Some(wrong(i)))).collect();
-    let frames: Vec<_> = (0..50)
-        .map(|i| serde_json::json!({"module": i, "token": 100663297, "il_offset": 1}))
-        .collect();
-    let (status, v) = post(
-        &svc,
-        &serde_json::json!({"modules": modules, "frames": frames}).to_string(),
-    );
+    let frames: Vec<_> = (0..50).map(|i| serde_json::json!({"module": i, "token": 100663297, "il_offset": 1})).collect();
+    let (status, v) = post(&svc, &serde_json::json!({"modules": modules, "frames": frames}).to_string());
     assert_eq!(status, 200, "{v}");
     for f in v["frames"].as_array().unwrap() {
         assert_eq!(f["error"]["kind"], "not_found", "{f}");
-        assert!(
-            f["error"]["message"].as_str().unwrap().contains("MVID"),
-            "{f}"
-        );
+        assert!(f["error"]["message"].as_str().unwrap().contains("MVID"), "{f}");
     }
     assert_eq!(std::fs::read(&entry).unwrap(), fixture("Frames.dll"));
-    assert_eq!(
-        (up.count(&dll_path), up.count(&pdb_path)),
-        (1, 1),
-        "{:?}",
-        up.asked.lock().unwrap()
-    );
+    assert_eq!((up.count(&dll_path), up.count(&pdb_path)), (1, 1), "{:?}", up.asked.lock().unwrap());
     // A new service on an empty cache, four requests at once for the same key (each module
     // another MVID, so that no two share an LRU entry): one download.
     drop(svc);
     let cache2 = root.join("cache2");
-    let svc = Arc::new(Svc::start(
-        None,
-        &["--symbol-server", &up.url, "--cache", s(&cache2)],
-    ));
+    let svc = Arc::new(Svc::start(None, &["--symbol-server", &up.url, "--cache", s(&cache2)]));
     let workers: Vec<_> = (100..104)
         .map(|i| {
             let (svc, body) = (svc.clone(), serde_json::json!({"modules": [module(Some(wrong(i)))], "frames": [{"module": 0, "token": 100663297, "il_offset": 1}]}).to_string());
@@ -641,11 +453,7 @@ fn a_wrong_mvid_never_evicts_a_good_cache_entry_and_a_key_is_downloaded_once() {
         .collect();
     for w in workers {
         let (status, v) = w.join().unwrap();
-        assert_eq!(
-            (status, v["frames"][0]["error"]["kind"].as_str()),
-            (200, Some("not_found")),
-            "{v}"
-        );
+        assert_eq!((status, v["frames"][0]["error"]["kind"].as_str()), (200, Some("not_found")), "{v}");
     }
     assert_eq!(up.count(&dll_path), 2, "{:?}", up.asked.lock().unwrap());
     std::fs::remove_dir_all(&root).unwrap();
@@ -658,36 +466,16 @@ fn a_miss_is_forgotten_after_the_negative_ttl() {
     std::fs::create_dir_all(&dir).unwrap();
     let published = Arc::new(AtomicBool::new(false));
     let (flag, pdb, key) = (published.clone(), fixture("Frames.pdb"), pdb_key_path());
-    let up = Upstream::start(move |p| {
-        if flag.load(Ordering::SeqCst) && p.eq_ignore_ascii_case(&key) {
-            Reply::file(pdb.clone())
-        } else {
-            Reply::status(404)
-        }
-    });
+    let up = Upstream::start(move |p| if flag.load(Ordering::SeqCst) && p.eq_ignore_ascii_case(&key) { Reply::file(pdb.clone()) } else { Reply::status(404) });
     // One service searching the folder, one asking the server, each forgetting a miss after 1 s.
     let local = Svc::start(None, &["--symbol-path", s(&dir), "--negative-ttl", "1s"]);
-    let remote = Svc::start(
-        None,
-        &[
-            "--symbol-server",
-            &up.url,
-            "--cache",
-            s(&root.join("cache")),
-            "--negative-ttl",
-            "1s",
-        ],
-    );
+    let remote = Svc::start(None, &["--symbol-server", &up.url, "--cache", s(&root.join("cache")), "--negative-ttl", "1s"]);
     let by_name = r#"{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1}]}"#;
     let by_id = serde_json::json!({"modules": [{"pdb": "Frames.pdb", "pdb_id": pdb_guid()}], "frames": [{"module": 0, "token": 100663297, "il_offset": 1}]}).to_string();
     let asks = [(&local, by_name), (&remote, by_id.as_str())];
     for (svc, b) in asks {
         let (status, v) = post(svc, b);
-        assert_eq!(
-            (status, v["frames"][0]["error"]["kind"].as_str()),
-            (200, Some("not_found")),
-            "{v}"
-        );
+        assert_eq!((status, v["frames"][0]["error"]["kind"].as_str()), (200, Some("not_found")), "{v}");
     }
     assert_eq!(up.count(&pdb_key_path()), 1);
     // Published: an assembly and its PDB copied into the folder, the PDB on the server. Within
@@ -704,11 +492,7 @@ fn a_miss_is_forgotten_after_the_negative_ttl() {
     std::thread::sleep(Duration::from_millis(1500));
     for (svc, b) in asks {
         let (status, v) = post(svc, b);
-        assert_eq!(
-            (status, v["frames"][0]["line"].as_u64()),
-            (200, Some(26)),
-            "{v}"
-        );
+        assert_eq!((status, v["frames"][0]["line"].as_u64()), (200, Some(26)), "{v}");
     }
     assert_eq!(up.count(&pdb_key_path()), 2);
     std::fs::remove_dir_all(&root).unwrap();
@@ -718,49 +502,27 @@ fn a_miss_is_forgotten_after_the_negative_ttl() {
 fn upstream_failures_cost_the_same_however_many_came_before() {
     let up = Upstream::start(|_| Reply::status(404));
     let root = tmp("failures");
-    let svc = Svc::start(
-        None,
-        &[
-            "--symbol-server",
-            &up.url,
-            "--cache",
-            s(&root.join("cache")),
-        ],
-    );
+    let svc = Svc::start(None, &["--symbol-server", &up.url, "--cache", s(&root.join("cache"))]);
     const BATCH: usize = 1500;
     const BATCHES: usize = 8;
     let mut times = Vec::new();
     for b in 0..BATCHES {
         // Each module another PDB id: a new key, a new 404, a new note.
         let modules: Vec<_> = (0..BATCH).map(|i| serde_json::json!({"pdb": "Gone.pdb", "pdb_id": format!("{:08x}{:024x}", b, i)})).collect();
-        let frames: Vec<_> = (0..BATCH)
-            .map(|i| serde_json::json!({"module": i, "token": 100663297, "il_offset": 1}))
-            .collect();
+        let frames: Vec<_> = (0..BATCH).map(|i| serde_json::json!({"module": i, "token": 100663297, "il_offset": 1})).collect();
         let t = Instant::now();
-        let (status, v) = post(
-            &svc,
-            &serde_json::json!({"modules": modules, "frames": frames}).to_string(),
-        );
+        let (status, v) = post(&svc, &serde_json::json!({"modules": modules, "frames": frames}).to_string());
         times.push(t.elapsed());
         assert_eq!(status, 200, "{v}");
         let m = v["frames"][BATCH - 1]["error"]["message"].as_str().unwrap();
         // Each frame names its own key's 404, and no other note.
-        assert!(
-            m.contains("not on the server (404)") && m.matches("symbol server http").count() == 1,
-            "{m}"
-        );
+        assert!(m.contains("not on the server (404)") && m.matches("symbol server http").count() == 1, "{m}");
     }
-    assert_eq!(
-        svc.metric("clrmap_symbol_fetch_failures_total"),
-        (BATCH * BATCHES) as u64
-    );
+    assert_eq!(svc.metric("clrmap_symbol_fetch_failures_total"), (BATCH * BATCHES) as u64);
     let first = times[0].min(times[1]);
     let last = *times.last().unwrap();
     eprintln!("measured: {BATCHES} batches of {BATCH} upstream 404s took {times:?}");
-    assert!(
-        last < first * 3 + Duration::from_millis(500),
-        "batches took {times:?}"
-    );
+    assert!(last < first * 3 + Duration::from_millis(500), "batches took {times:?}");
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -774,19 +536,12 @@ fn clients_that_never_read_hold_bounded_memory_and_are_cut_off() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut svc = Svc::start(Some(limit), &args);
     let body = missing_frames_request(100_000);
-    assert!(
-        body.len() > 4_000_000 && body.len() < 5_000_000,
-        "{}",
-        body.len()
-    );
+    assert!(body.len() > 4_000_000 && body.len() < 5_000_000, "{}", body.len());
     // 30 clients send 4.5 MB each and never read a byte of their answers.
     let mut clients = Vec::new();
     for _ in 0..30 {
         let mut c = TcpStream::connect(("127.0.0.1", svc.port)).unwrap();
-        let head = format!(
-            "POST /symbolicate HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        );
+        let head = format!("POST /symbolicate HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", body.len());
         c.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
         // A client the service refuses (503 `busy`) mid-body may find its connection closed.
         let _ = c.write_all(head.as_bytes());
@@ -808,10 +563,7 @@ fn clients_that_never_read_hold_bounded_memory_and_are_cut_off() {
         .map(|v| v["status"].as_u64().unwrap() as u16)
         .collect();
     // Answered, or told the service is busy: nothing else.
-    assert!(
-        statuses.iter().all(|s| *s == 200 || *s == 503) && statuses.contains(&200),
-        "{statuses:?}"
-    );
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 503) && statuses.contains(&200), "{statuses:?}");
     let held_peak = svc.metric("clrmap_buffered_bytes_peak");
     eprintln!("measured: 30 unread clients: statuses {statuses:?}, buffered peak {held_peak}, peak RSS {}", svc.peak_rss());
     assert!(held_peak <= 256 << 20, "{held_peak}");
@@ -820,18 +572,10 @@ fn clients_that_never_read_hold_bounded_memory_and_are_cut_off() {
     // Past the write timeout, every unread answer is dropped and its connection closed (the
     // deadline leaves room for a loaded machine).
     let deadline = Instant::now() + Duration::from_secs(90);
-    while (svc.metric("clrmap_buffered_bytes") > 0 || svc.metric("clrmap_connections") > 1)
-        && Instant::now() < deadline
-    {
+    while (svc.metric("clrmap_buffered_bytes") > 0 || svc.metric("clrmap_connections") > 1) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(
-        (
-            svc.metric("clrmap_buffered_bytes"),
-            svc.metric("clrmap_connections")
-        ),
-        (0, 1)
-    );
+    assert_eq!((svc.metric("clrmap_buffered_bytes"), svc.metric("clrmap_connections")), (0, 1));
     for c in &mut clients {
         c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut sink = Vec::new();
@@ -847,18 +591,13 @@ fn clients_that_never_read_hold_bounded_memory_and_are_cut_off() {
 #[test]
 fn connections_over_the_bound_are_answered_503_and_closed() {
     let svc = Svc::start(None, &["--max-connections", "4"]);
-    let idle: Vec<TcpStream> = (0..4)
-        .map(|_| TcpStream::connect(("127.0.0.1", svc.port)).unwrap())
-        .collect();
+    let idle: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(("127.0.0.1", svc.port)).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(300));
     let mut over = TcpStream::connect(("127.0.0.1", svc.port)).unwrap();
     over.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut answer = String::new();
     let _ = over.read_to_string(&mut answer);
-    assert!(
-        answer.starts_with("HTTP/1.1 503") && answer.contains("too_many_connections"),
-        "{answer}"
-    );
+    assert!(answer.starts_with("HTTP/1.1 503") && answer.contains("too_many_connections"), "{answer}");
     drop(idle);
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut status = 0;
@@ -878,22 +617,11 @@ fn the_lru_counts_what_missing_modules_hold_and_evicts_in_constant_time() {
     let mut slowest = Duration::ZERO;
     let mut first = Duration::ZERO;
     for r in 0..40 {
-        let modules: Vec<_> = (0..MODULES)
-            .map(|i| serde_json::json!({"pdb": format!("m{r:03}x{i:06}.pdb")}))
-            .collect();
-        let frames: Vec<_> = (0..MODULES)
-            .map(|i| serde_json::json!({"module": i, "token": 100663297, "il_offset": 1}))
-            .collect();
+        let modules: Vec<_> = (0..MODULES).map(|i| serde_json::json!({"pdb": format!("m{r:03}x{i:06}.pdb")})).collect();
+        let frames: Vec<_> = (0..MODULES).map(|i| serde_json::json!({"module": i, "token": 100663297, "il_offset": 1})).collect();
         let t = Instant::now();
-        let (status, v) = post(
-            &svc,
-            &serde_json::json!({"modules": modules, "frames": frames}).to_string(),
-        );
-        assert_eq!(
-            (status, v["frames"][0]["error"]["kind"].as_str()),
-            (200, Some("not_found")),
-            "{v}"
-        );
+        let (status, v) = post(&svc, &serde_json::json!({"modules": modules, "frames": frames}).to_string());
+        assert_eq!((status, v["frames"][0]["error"]["kind"].as_str()), (200, Some("not_found")), "{v}");
         if r == 0 {
             // The baseline: after one request, whose transient memory the allocator keeps.
             first = t.elapsed();
@@ -902,52 +630,25 @@ fn the_lru_counts_what_missing_modules_hold_and_evicts_in_constant_time() {
         slowest = slowest.max(t.elapsed());
     }
     // Full, the LRU evicts one entry per new one at the cost of adding it.
-    assert!(
-        slowest < first * 4 + Duration::from_secs(1),
-        "first {first:?}, slowest {slowest:?}"
-    );
-    let (bytes, entries) = (
-        svc.metric("clrmap_symbol_lru_bytes"),
-        svc.metric("clrmap_symbol_lru_entries"),
-    );
-    assert!(
-        bytes <= 32 << 20 && entries > 10_000,
-        "{bytes} bytes, {entries} entries"
-    );
+    assert!(slowest < first * 4 + Duration::from_secs(1), "first {first:?}, slowest {slowest:?}");
+    let (bytes, entries) = (svc.metric("clrmap_symbol_lru_bytes"), svc.metric("clrmap_symbol_lru_entries"));
+    assert!(bytes <= 32 << 20 && entries > 10_000, "{bytes} bytes, {entries} entries");
     // What the entries really hold (resident memory grown) is within what they are counted.
     let (grown, counted) = (svc.rss().saturating_sub(before.0), bytes - before.1);
     eprintln!("measured: LRU {bytes} bytes in {entries} entries; RSS grew {grown} while the count grew {counted}; first request {first:?}, slowest {slowest:?}");
-    assert!(
-        grown < counted + counted / 2,
-        "RSS grew {grown}, the LRU count grew {counted} ({entries} entries)"
-    );
+    assert!(grown < counted + counted / 2, "RSS grew {grown}, the LRU count grew {counted} ({entries} entries)");
 }
 
 #[test]
 fn redirects_to_urls_without_a_host_are_refused_and_never_a_panic() {
     let root = tmp("redirect");
     let pdb = fixture("Frames.pdb");
-    for target in [
-        "file:///etc/passwd",
-        "data:text/plain,BSJB",
-        "unix:/run/x.sock",
-        "mailto:a@b.c",
-        "about:blank",
-    ] {
+    for target in ["file:///etc/passwd", "data:text/plain,BSJB", "unix:/run/x.sock", "mailto:a@b.c", "about:blank"] {
         let t = target.to_owned();
         let up = Upstream::start(move |_| Reply::redirect(&t));
         let cache = root.join(format!("cache-{}", target.split(':').next().unwrap()));
         let o = Command::new(bin())
-            .args([
-                "symbolize",
-                "examples/frames.nettrace",
-                "--return-address",
-                "--symbol-server",
-                &up.url,
-                "--cache",
-                s(&cache),
-                "0x7F8CE5225927",
-            ])
+            .args(["symbolize", "examples/frames.nettrace", "--return-address", "--symbol-server", &up.url, "--cache", s(&cache), "0x7F8CE5225927"])
             .current_dir(repo_root())
             .output()
             .unwrap();
@@ -974,28 +675,10 @@ fn redirects_to_urls_without_a_host_are_refused_and_never_a_panic() {
             Reply::redirect("/loop")
         }
     });
-    let svc = Svc::start(
-        None,
-        &[
-            "--symbol-server",
-            &up.url,
-            "--cache",
-            s(&root.join("cache-http")),
-        ],
-    );
+    let svc = Svc::start(None, &["--symbol-server", &up.url, "--cache", s(&root.join("cache-http"))]);
     let (status, v) = post(&svc, &serde_json::json!({"modules": [{"pdb": "Frames.pdb", "pdb_id": pdb_guid()}, {"pdb": "Other.pdb", "pdb_id": "0123456789abcdef0123456789abcdef"}], "frames": [{"module": 0, "token": 100663297, "il_offset": 1}, {"module": 1, "token": 100663297, "il_offset": 1}]}).to_string());
-    assert_eq!(
-        (status, v["frames"][0]["line"].as_u64()),
-        (200, Some(26)),
-        "{v}"
-    );
-    assert!(
-        v["frames"][1]["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("more than 4 redirects"),
-        "{v}"
-    );
+    assert_eq!((status, v["frames"][0]["line"].as_u64()), (200, Some(26)), "{v}");
+    assert!(v["frames"][1]["error"]["message"].as_str().unwrap().contains("more than 4 redirects"), "{v}");
     assert!(up.count("/loop") <= 5, "{:?}", up.asked.lock().unwrap());
     std::fs::remove_dir_all(&root).unwrap();
 }
@@ -1005,22 +688,10 @@ fn a_string_module_is_never_an_index() {
     let svc = Svc::start(None, &["--symbol-path", DEBUG]);
     let modules = serde_json::json!([{"name": "Nowhere.dll"}, {"name": "Frames.dll"}]);
     let (status, v) = post(&svc, &serde_json::json!({"modules": modules, "frames": [{"module": "1", "token": 100663297, "il_offset": 1}]}).to_string());
-    assert_eq!(
-        (status, v["error"]["kind"].as_str()),
-        (400, Some("missing_field")),
-        "{v}"
-    );
+    assert_eq!((status, v["error"]["kind"].as_str()), (400, Some("missing_field")), "{v}");
     // With Sentry's addr_mode, its own `module` string (a name, here of digits) is ignored.
     let (status, v) = post(&svc, &serde_json::json!({"modules": modules, "frames": [{"module": "0", "addr_mode": "rel:1", "token": 100663297, "il_offset": 1}]}).to_string());
-    assert_eq!(
-        (
-            status,
-            v["frames"][0]["line"].as_u64(),
-            v["frames"][0]["module"].as_str()
-        ),
-        (200, Some(26), Some("Frames.dll")),
-        "{v}"
-    );
+    assert_eq!((status, v["frames"][0]["line"].as_u64(), v["frames"][0]["module"].as_str()), (200, Some(26), Some("Frames.dll")), "{v}");
 }
 
 #[test]
@@ -1043,10 +714,7 @@ fn the_documented_deployments_hold_under_their_memory_limits() {
             let Ok(mut c) = TcpStream::connect(("127.0.0.1", svc.port)) else {
                 break;
             };
-            let head = format!(
-                "POST /symbolicate HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
-                body.len()
-            );
+            let head = format!("POST /symbolicate HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", body.len());
             c.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
             let _ = c.write_all(head.as_bytes());
             let _ = c.write_all(body.as_bytes());
@@ -1054,17 +722,8 @@ fn the_documented_deployments_hold_under_their_memory_limits() {
         }
         for r in 0..5 {
             let modules: Vec<_> = (0..10_000).map(|i| serde_json::json!({"pdb": format!("d{r}x{i:06}.pdb"), "pdb_id": format!("{r:08x}{i:024x}")})).collect();
-            let frames: Vec<_> = (0..10_000)
-                .map(|i| serde_json::json!({"module": i, "token": 100663297, "il_offset": 1}))
-                .collect();
-            let (status, _, _) = http(
-                svc.port,
-                "POST",
-                "/symbolicate",
-                serde_json::json!({"modules": modules, "frames": frames})
-                    .to_string()
-                    .as_bytes(),
-            );
+            let frames: Vec<_> = (0..10_000).map(|i| serde_json::json!({"module": i, "token": 100663297, "il_offset": 1})).collect();
+            let (status, _, _) = http(svc.port, "POST", "/symbolicate", serde_json::json!({"modules": modules, "frames": frames}).to_string().as_bytes());
             assert!(status == 200 || status == 503, "{which}: {status}");
         }
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -1073,10 +732,7 @@ fn the_documented_deployments_hold_under_their_memory_limits() {
         }
         assert!(svc.alive(), "{which}");
         let peak = svc.peak_rss();
-        eprintln!(
-            "measured: {which} (limit {limit}): peak RSS {peak}, buffered peak {}",
-            svc.metric("clrmap_buffered_bytes_peak")
-        );
+        eprintln!("measured: {which} (limit {limit}): peak RSS {peak}, buffered peak {}", svc.metric("clrmap_buffered_bytes_peak"));
         // With margin: under half the limit.
         assert!(peak < limit / 2, "{which}: peak RSS {peak} of {limit}");
         drop(clients);

@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::support::{clrmap, code, dotnet_file, host, corelib, repo_root, stderr, stdout};
+use crate::support::{clrmap, code, corelib, dotnet_file, host, repo_root, stderr, stdout};
 
 struct Shop {
     pdbs: PathBuf,
@@ -86,14 +86,7 @@ fn shop() -> &'static Shop {
 
 /// `clrmap ARGS` with `input` on stdin.
 fn clrmap_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(args)
-        .current_dir(repo_root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap")).args(args).current_dir(repo_root()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_vec();
     let writer = std::thread::spawn(move || {
@@ -140,13 +133,7 @@ fn what_31_prints_passes_through() {
 #[test]
 fn each_line_is_written_as_soon_as_it_is_read() {
     // A pipe that stays open: the first line must come out before the input ends.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(["stacktrace"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap")).args(["stacktrace"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"   at A.B() in A.dll:token 0x6000001+0x1\n").unwrap();
     stdin.flush().unwrap();

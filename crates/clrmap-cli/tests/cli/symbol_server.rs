@@ -188,12 +188,7 @@ fn faulty_servers_give_clear_errors_in_time_and_leave_no_cache_entry() {
         let cache = tmp(&format!("faults-cache-{mode}"));
         let server = Server::start(&root, mode, Some(&wrong));
         let t = Instant::now();
-        let o = crate::hostile::limited(
-            &["pdb", "lines", s(&alone.join("Frames.dll")), "--symbol-server", &server.url, "--cache", s(&cache), "--symbol-timeout", "2s"],
-            0,
-            "/dev/null",
-            15,
-        );
+        let o = crate::hostile::limited(&["pdb", "lines", s(&alone.join("Frames.dll")), "--symbol-server", &server.url, "--cache", s(&cache), "--symbol-timeout", "2s"], 0, "/dev/null", 15);
         let took = t.elapsed();
         let err = stderr(&o);
         assert_eq!(code(&o), Some(1), "{mode}: {err}");
@@ -221,9 +216,7 @@ fn a_dead_server_costs_its_timeout_once() {
     // Frames.dll and a CoreLib address: two modules, two keys.
     let corelib = "0x7f8ce5220021";
     let t = Instant::now();
-    let o = clrmap(&[
-        "symbolize", TRACE, "--symbol-server", &hang.url, "--symbol-server", &ok.url, "--cache", s(&cache), "--symbol-timeout", "1s", "--return-address", &address, corelib, &address,
-    ]);
+    let o = clrmap(&["symbolize", TRACE, "--symbol-server", &hang.url, "--symbol-server", &ok.url, "--cache", s(&cache), "--symbol-timeout", "1s", "--return-address", &address, corelib, &address]);
     let took = t.elapsed();
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).starts_with(&expected), "{}", stdout(&o));
@@ -292,7 +285,10 @@ fn why_there_is_no_line_comes_as_json_fields() {
     let kinds: Vec<&str> = notes.iter().map(|n| n["kind"].as_str().unwrap()).collect();
     // The Release build in the symbol path, passed over with both ids.
     let other = notes.iter().find(|n| n["kind"] == "another_build").unwrap_or_else(|| panic!("{kinds:?}"));
-    assert_eq!((other["module"].as_str(), other["pdb_id"].as_str(), other["wanted"].as_str()), (Some("Frames.dll"), Some("9ED8E112586740F1BB0468042B4A8251"), Some("647EB43C81D2457284149EDC98BD7DB7")));
+    assert_eq!(
+        (other["module"].as_str(), other["pdb_id"].as_str(), other["wanted"].as_str()),
+        (Some("Frames.dll"), Some("9ED8E112586740F1BB0468042B4A8251"), Some("647EB43C81D2457284149EDC98BD7DB7"))
+    );
     assert!(other["path"].as_str().unwrap().ends_with("release-portable/Frames.dll"), "{other}");
     // What was wanted and every place it was looked for, the server included.
     let looked = notes.iter().find(|n| n["kind"] == "looked_for").unwrap_or_else(|| panic!("{kinds:?}"));

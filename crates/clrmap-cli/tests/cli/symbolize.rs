@@ -43,14 +43,7 @@ fn runtime_frames(capture: &str) -> Vec<(u64, String, String, u32, u32)> {
 }
 
 fn symbolize_stdin(args: &[&str], input: &str) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(args)
-        .current_dir(repo_root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap")).args(args).current_dir(repo_root()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     child.wait_with_output().unwrap()
 }
@@ -95,7 +88,12 @@ fn json_lines_follow_contract_section_5() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2);
     // Field order as in the contract.
-    assert!(lines[0].starts_with(&format!(r#"{{"address":{address},"module":"Frames.dll","token":100663304,"method":"{method}","il_offset":1,"file":"{file}","line":{line},"column":{column},"end_line":"#)), "{}", lines[0]);
+    assert!(
+        lines[0]
+            .starts_with(&format!(r#"{{"address":{address},"module":"Frames.dll","token":100663304,"method":"{method}","il_offset":1,"file":"{file}","line":{line},"column":{column},"end_line":"#)),
+        "{}",
+        lines[0]
+    );
     assert_eq!(lines[1], r#"{"address":16,"module":null,"token":null,"method":null,"il_offset":null,"file":null,"line":null,"column":null,"end_line":null,"end_column":null}"#);
 }
 

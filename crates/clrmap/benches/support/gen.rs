@@ -23,16 +23,7 @@ impl Rng {
     }
 }
 
-const PRIMS: [Primitive; 8] = [
-    Primitive::I4,
-    Primitive::String,
-    Primitive::Object,
-    Primitive::Boolean,
-    Primitive::I8,
-    Primitive::Char,
-    Primitive::U1,
-    Primitive::R8,
-];
+const PRIMS: [Primitive; 8] = [Primitive::I4, Primitive::String, Primitive::Object, Primitive::Boolean, Primitive::I8, Primitive::Char, Primitive::U1, Primitive::R8];
 
 fn prim(r: &mut Rng) -> Type {
     Type::primitive(PRIMS[r.below(PRIMS.len() as u64) as usize])
@@ -43,7 +34,11 @@ fn class(r: &mut Rng) -> Type {
 }
 
 fn simple(r: &mut Rng) -> Type {
-    if r.below(2) == 0 { prim(r) } else { class(r) }
+    if r.below(2) == 0 {
+        prim(r)
+    } else {
+        class(r)
+    }
 }
 
 /// One type, drawn from a mix shaped like the TypeSpec/MethodSpec arguments of real framework
@@ -63,10 +58,7 @@ pub fn realistic_type(r: &mut Rng) -> Type {
             let inner = Type::GenericInst { value_type: false, token: 0x0100_0005, args: vec![prim(r)] };
             Type::GenericInst { value_type: false, token: 0x0100_0007, args: vec![Type::primitive(Primitive::String), inner] }
         }
-        95..=97 => Type::Array {
-            element: Box::new(prim(r)),
-            shape: ArrayShape { rank: 2, sizes: vec![3, 4], lower_bounds: vec![0, 0] },
-        },
+        95..=97 => Type::Array { element: Box::new(prim(r)), shape: ArrayShape { rank: 2, sizes: vec![3, 4], lower_bounds: vec![0, 0] } },
         _ => Type::FnPtr {
             signature: Box::new(MethodSignature {
                 calling_convention: CallingConvention(0),

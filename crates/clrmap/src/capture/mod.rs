@@ -320,11 +320,7 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
         });
     }
     if out.runtime_major.is_none() {
-        out.runtime_major = out
-            .bodies
-            .iter()
-            .find(|b| b.module_path.ends_with("/System.Private.CoreLib.dll"))
-            .and_then(|b| crate::nettrace::runtime_major("", Some(&b.module_path)));
+        out.runtime_major = out.bodies.iter().find(|b| b.module_path.ends_with("/System.Private.CoreLib.dll")).and_then(|b| crate::nettrace::runtime_major("", Some(&b.module_path)));
     }
     Ok(out)
 }
@@ -336,16 +332,7 @@ fn captured_module(m: ModuleRecord, pid: u32) -> CapturedModule {
 }
 
 fn captured_inline(kind: InlineEventKind, e: InlineEvent, pid: u32) -> CapturedInline {
-    CapturedInline {
-        kind,
-        pid: e.pid.unwrap_or(pid),
-        method_id: e.method_id,
-        start: e.start,
-        module: e.module,
-        mvid: e.mvid.as_deref().and_then(parse_mvid),
-        token: e.token,
-        payload: e.payload.0,
-    }
+    CapturedInline { kind, pid: e.pid.unwrap_or(pid), method_id: e.method_id, start: e.start, module: e.module, mvid: e.mvid.as_deref().and_then(parse_mvid), token: e.token, payload: e.payload.0 }
 }
 
 /// Read a capture's bodies, ignoring a torn tail (see [`read_capture`] for the warning).
@@ -385,7 +372,9 @@ mod tests {
 
     fn record(token: u32, pid: Option<u32>) -> String {
         let pid = pid.map_or(String::new(), |p| format!(",\"pid\":{p}"));
-        format!("{{\"kind\":\"jit\"{pid},\"function_id\":1,\"module\":\"/x/\u{e9}t\u{e9}/A.dll\",\"token\":{token},\"start\":4096,\"rva\":5,\"code_size\":8,\"body\":0,\"map\":[[0,0,8]],\"map1\":null}}\n")
+        format!(
+            "{{\"kind\":\"jit\"{pid},\"function_id\":1,\"module\":\"/x/\u{e9}t\u{e9}/A.dll\",\"token\":{token},\"start\":4096,\"rva\":5,\"code_size\":8,\"body\":0,\"map\":[[0,0,8]],\"map1\":null}}\n"
+        )
     }
 
     #[test]
@@ -453,12 +442,7 @@ mod tests {
 
     #[test]
     fn several_processes_and_records_after_end() {
-        let text = format!(
-            "{HEADER}{}{{\"kind\":\"end\"}}\n{}{{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":9}}\n{}",
-            record(1, Some(7)),
-            record(2, Some(7)),
-            record(3, Some(9))
-        );
+        let text = format!("{HEADER}{}{{\"kind\":\"end\"}}\n{}{{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":9}}\n{}", record(1, Some(7)), record(2, Some(7)), record(3, Some(9)));
         let c = read_capture(text.as_bytes()).unwrap();
         assert_eq!(c.pids, [7, 9]);
         assert_eq!(c.ended, [7]);

@@ -89,10 +89,7 @@ pub fn connect(path: &Path, limit: &Limit<'_>) -> Result<UnixStream, DiagError> 
             // A Unix socket's listen queue is full (EAGAIN); INPROGRESS and ALREADY are what
             // other socket kinds say while a connect is under way.
             Err(Errno::AGAIN | Errno::INPROGRESS | Errno::ALREADY) => {
-                let what = format!(
-                    "connecting to {}: the process accepts no connection (its queue of pending connections is full: is it stopped, for example in a debugger?)",
-                    path.display()
-                );
+                let what = format!("connecting to {}: the process accepts no connection (its queue of pending connections is full: is it stopped, for example in a debugger?)", path.display());
                 let left = limit.slice(&what)?;
                 std::thread::sleep(pause.min(left));
                 pause = pause.saturating_mul(2).min(Duration::from_millis(20));
@@ -111,14 +108,10 @@ pub fn connect(path: &Path, limit: &Limit<'_>) -> Result<UnixStream, DiagError> 
 fn connect_error(path: &Path, e: &std::io::Error) -> DiagError {
     use std::io::ErrorKind as K;
     match e.kind() {
-        K::PermissionDenied => DiagError::new(
-            DiagErrorKind::PermissionDenied,
-            format!("cannot open {}: {e} (the process belongs to another user: run as that user or as root)", path.display()),
-        ),
-        K::NotFound | K::ConnectionRefused => DiagError::new(
-            DiagErrorKind::NotDotnet,
-            format!("nothing listens on {} ({e}): the process has exited or stopped its diagnostics server", path.display()),
-        ),
+        K::PermissionDenied => DiagError::new(DiagErrorKind::PermissionDenied, format!("cannot open {}: {e} (the process belongs to another user: run as that user or as root)", path.display())),
+        K::NotFound | K::ConnectionRefused => {
+            DiagError::new(DiagErrorKind::NotDotnet, format!("nothing listens on {} ({e}): the process has exited or stopped its diagnostics server", path.display()))
+        }
         _ => DiagError::new(DiagErrorKind::Io, format!("cannot connect to {}: {e}", path.display())),
     }
 }

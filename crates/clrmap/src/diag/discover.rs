@@ -77,10 +77,7 @@ pub fn mapped_runtime_version(pid: u32) -> Option<String> {
 /// `TMPDIR` from the process's own environment, when readable.
 fn proc_tmpdir(pid: u32) -> Option<PathBuf> {
     let env = read_proc(&PathBuf::from(format!("/proc/{pid}/environ"))).ok()?;
-    env.split(|&b| b == 0)
-        .find_map(|kv| kv.strip_prefix(b"TMPDIR="))
-        .filter(|v| !v.is_empty())
-        .map(|v| PathBuf::from(String::from_utf8_lossy(v).into_owned()))
+    env.split(|&b| b == 0).find_map(|kv| kv.strip_prefix(b"TMPDIR=")).filter(|v| !v.is_empty()).map(|v| PathBuf::from(String::from_utf8_lossy(v).into_owned()))
 }
 
 /// Did the process start with the JIT's rich debug info on (`DOTNET_RichDebugInfo=1`, or

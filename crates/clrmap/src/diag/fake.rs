@@ -272,9 +272,7 @@ fn serve(mut conn: UnixStream, behavior: Behavior, done: &AtomicBool, stop_reque
                     let body = vec![0u8; 1 << 16];
                     while out.object(b"SPBlock", &body) && pause(Duration::from_millis(10), done) {}
                 }
-                Behavior::PrefixThenSilence => {
-                    while pause(Duration::from_millis(100), done) {}
-                }
+                Behavior::PrefixThenSilence => while pause(Duration::from_millis(100), done) {},
                 Behavior::CloseStreamEarly => {}
                 _ => {
                     while !stop_requested.load(Ordering::SeqCst) && pause(Duration::from_millis(10), done) {}

@@ -41,12 +41,8 @@ impl Message {
     /// The message's bytes: header and payload. A payload that makes the message longer than
     /// 65535 bytes is refused.
     pub fn encode(&self) -> Result<Vec<u8>, DiagError> {
-        let size = self
-            .payload
-            .len()
-            .checked_add(HEADER_LEN)
-            .and_then(|n| u16::try_from(n).ok())
-            .ok_or_else(|| DiagError::new(DiagErrorKind::BadArgument, "a diagnostics message of at most 65535 bytes"))?;
+        let size =
+            self.payload.len().checked_add(HEADER_LEN).and_then(|n| u16::try_from(n).ok()).ok_or_else(|| DiagError::new(DiagErrorKind::BadArgument, "a diagnostics message of at most 65535 bytes"))?;
         let mut out = Vec::with_capacity(usize::from(size));
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&size.to_le_bytes());
@@ -63,9 +59,7 @@ pub(crate) fn read_error(e: &std::io::Error, what: &str) -> DiagError {
     use std::io::ErrorKind as K;
     match e.kind() {
         K::WouldBlock | K::TimedOut => DiagError::new(DiagErrorKind::Timeout, format!("no answer while waiting for {what}")),
-        K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe => {
-            DiagError::new(DiagErrorKind::Protocol, format!("the connection closed while waiting for {what}"))
-        }
+        K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe => DiagError::new(DiagErrorKind::Protocol, format!("the connection closed while waiting for {what}")),
         _ => DiagError::new(DiagErrorKind::Io, format!("reading {what}: {e}")),
     }
 }
@@ -90,9 +84,7 @@ pub fn receive(stream: &mut impl Read) -> Result<Message, DiagError> {
     }
     let [s0, s1, command_set, command_id, _, _] = <[u8; 6]>::try_from(rest).map_err(|_| DiagError::new(DiagErrorKind::Protocol, "a 20-byte header"))?;
     let size = usize::from(u16::from_le_bytes([s0, s1]));
-    let len = size
-        .checked_sub(HEADER_LEN)
-        .ok_or_else(|| DiagError::new(DiagErrorKind::Protocol, format!("a reply size of at least 20 bytes (got {size})")))?;
+    let len = size.checked_sub(HEADER_LEN).ok_or_else(|| DiagError::new(DiagErrorKind::Protocol, format!("a reply size of at least 20 bytes (got {size})")))?;
     let mut payload = vec![0u8; len];
     stream.read_exact(&mut payload).map_err(|e| read_error(&e, "the reply's payload"))?;
     Ok(Message { command_set, command_id, payload })

@@ -272,11 +272,7 @@ impl Client {
         let command_line = f.string("the command line")?;
         let os = f.string("the OS")?;
         let arch = f.string("the architecture")?;
-        let (entrypoint_assembly, runtime_version) = if v2 {
-            (Some(f.string("the entry assembly")?), Some(f.string("the CLR version")?))
-        } else {
-            (None, None)
-        };
+        let (entrypoint_assembly, runtime_version) = if v2 { (Some(f.string("the entry assembly")?), Some(f.string("the CLR version")?)) } else { (None, None) };
         Ok(ProcessInfo { pid, runtime_cookie, command_line, os, arch, entrypoint_assembly, runtime_version })
     }
 }
@@ -478,7 +474,14 @@ pub fn collect(client: &Client, config: &SessionConfig, out: &mut std::fs::File,
 /// [`collect`] of a session started already (for example by [`start_suspended`]): `pid` is the
 /// process whose exit ends the stream (the end is then [`EndReason::TargetExited`]), `timeout`
 /// bounds the stop request and the rundown after it.
-pub fn collect_session(mut session: Session, pid: Option<u32>, timeout: Duration, out: &mut std::fs::File, control: &CollectControl<'_>, progress: &mut dyn FnMut(u64)) -> Result<Collected, DiagError> {
+pub fn collect_session(
+    mut session: Session,
+    pid: Option<u32>,
+    timeout: Duration,
+    out: &mut std::fs::File,
+    control: &CollectControl<'_>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Collected, DiagError> {
     let io = |e: std::io::Error| DiagError::new(DiagErrorKind::Io, format!("writing the trace: {e}"));
     let session_id = session.id();
     let mut stopper = session.stopper();
@@ -609,7 +612,17 @@ pub fn snapshot_until(client: &Client, limit: &Limit<'_>) -> Result<OpenedSource
     // The stream has ended: the stop reply is moot unless nothing came at all.
     let _ = stopper.finish_until(&Limit::new(Duration::from_millis(100), limit.cancel));
     // A rundown carries no inline trees (8.0 enables only the rundown provider at rundown).
-    Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: Default::default(), inlines: Default::default(), named: Vec::new() })
+    Ok(OpenedSource {
+        kind: SourceKind::Trace,
+        bodies,
+        image: None,
+        warnings: warning.into_iter().collect(),
+        runtime_major,
+        pdbs,
+        mvids: Default::default(),
+        inlines: Default::default(),
+        named: Vec::new(),
+    })
 }
 
 #[cfg(test)]

@@ -487,9 +487,7 @@ impl Framer {
             },
             Phase::TypeFixed => {
                 let (version, min_reader, len) = match part.as_slice() {
-                    [5, 1, v0, v1, v2, v3, m0, m1, m2, m3, a, b, c, d] => {
-                        (i32::from_le_bytes([*v0, *v1, *v2, *v3]), i32::from_le_bytes([*m0, *m1, *m2, *m3]), i32::from_le_bytes([*a, *b, *c, *d]))
-                    }
+                    [5, 1, v0, v1, v2, v3, m0, m1, m2, m3, a, b, c, d] => (i32::from_le_bytes([*v0, *v1, *v2, *v3]), i32::from_le_bytes([*m0, *m1, *m2, *m3]), i32::from_le_bytes([*a, *b, *c, *d])),
                     _ => return self.fail("a type header"),
                 };
                 // The version is 12 bytes before the end of this part.

@@ -76,9 +76,7 @@ impl<'a> DictionaryMap<'a> {
     /// allocated: a header claiming N = 0x7FFFFFFF in a 20-byte file fails here at once.
     pub fn parse(data: &'a [u8]) -> Result<Self> {
         let mut r = Reader::new(data, 0);
-        let word = r
-            .u32("a 4-byte header word")
-            .map_err(|e| Error::new(ErrorKind::TruncatedHeader, 0, e.expected))?;
+        let word = r.u32("a 4-byte header word").map_err(|e| Error::new(ErrorKind::TruncatedHeader, 0, e.expected))?;
         let count = word & COUNT_MASK;
         let sorted = word & SORTED_FLAG != 0;
         // 4 + 8·N in u64 cannot overflow for N < 2^31.
@@ -171,12 +169,8 @@ impl<'a> DictionaryMap<'a> {
         let start = heap_start.saturating_add(u64::from(heap_offset));
         let mut r = Reader::new(tail, start);
         // L: a compressed length, not counting itself (gdmap.md §1). Bounded by the file.
-        let (length, length_width) = r
-            .compressed_u32_sized("an item length")
-            .map_err(|e| if e.kind == ErrorKind::Truncated { Error::new(ErrorKind::TruncatedItem, start, e.expected) } else { e })?;
-        let mut body = r
-            .split(length as usize, "the item's L bytes")
-            .map_err(|_| Error::new(ErrorKind::TruncatedItem, start, "an item whose L bytes fit in the map"))?;
+        let (length, length_width) = r.compressed_u32_sized("an item length").map_err(|e| if e.kind == ErrorKind::Truncated { Error::new(ErrorKind::TruncatedItem, start, e.expected) } else { e })?;
+        let mut body = r.split(length as usize, "the item's L bytes").map_err(|_| Error::new(ErrorKind::TruncatedItem, start, "an item whose L bytes fit in the map"))?;
         let body_bytes = body.as_slice();
         // T, bounded by L: a field that runs past L is `item_length_mismatch` (contract §3).
         let count_at = body.offset();
@@ -284,11 +278,7 @@ impl<'a> Iterator for Types<'a> {
         }
         if self.left == 0 {
             self.done = true;
-            return if self.r.is_empty() {
-                None
-            } else {
-                Some(Err(self.r.error(ErrorKind::ItemLengthMismatch, "no bytes after the T types inside L")))
-            };
+            return if self.r.is_empty() { None } else { Some(Err(self.r.error(ErrorKind::ItemLengthMismatch, "no bytes after the T types inside L"))) };
         }
         self.left = self.left.saturating_sub(1);
         let t = TypeSig::read(&mut self.r).map_err(in_item);

@@ -29,8 +29,8 @@ mod map;
 mod service;
 mod validate;
 
-pub use from_assembly::{instantiation_map, method_spec_rva, type_spec_rva};
 pub use builder::DictionaryMapBuilder;
+pub use from_assembly::{instantiation_map, method_spec_rva, type_spec_rva};
 pub use lookup::{Lookup, LookupIndex, SortedFlag};
 pub use map::{DictionaryMap, Entries, Entry, Item, Types, COUNT_MASK, ENTRY_SIZE, HEADER_SIZE, SORTED_FLAG};
 pub use service::{MapProvider, MemoryBuffer, SymbolProvider};

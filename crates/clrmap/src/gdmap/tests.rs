@@ -55,11 +55,8 @@ fn worked_example_two_entries_one_item() {
 #[test]
 fn worked_example_items() {
     // gdmap.md §1 items, written by hand from the grammar.
-    let cases: [(&str, &[&str]); 3] = [
-        ("04 02 0E 12 49", &["string", "class 0x01000012"]),
-        ("07 02 0E 15 12 15 01 08", &["string", "class 0x01000005<int32>"]),
-        ("08 01 14 08 02 01 03 01 00", &["int32[0...2,...]"]),
-    ];
+    let cases: [(&str, &[&str]); 3] =
+        [("04 02 0E 12 49", &["string", "class 0x01000012"]), ("07 02 0E 15 12 15 01 08", &["string", "class 0x01000005<int32>"]), ("08 01 14 08 02 01 03 01 00", &["int32[0...2,...]"])];
     for (item, want) in cases {
         let bytes = map(0x8000_0001, &[(0x10, 0)], &hex(item));
         DictionaryMap::parse(&bytes).unwrap().validate().unwrap();
@@ -173,14 +170,7 @@ fn lint_findings() {
     let lints = DictionaryMap::parse(&bytes).unwrap().lint().unwrap();
     let kinds: Vec<(LintKind, u64)> = lints.iter().map(|l| (l.kind, l.offset)).collect();
     let heap_at = 4 + 8 * 4;
-    assert_eq!(
-        kinds,
-        [
-            (LintKind::DuplicateEntry, 28),
-            (LintKind::UnreferencedBytes, heap_at + 3),
-            (LintKind::NonCanonicalInteger, heap_at + 4),
-        ]
-    );
+    assert_eq!(kinds, [(LintKind::DuplicateEntry, 28), (LintKind::UnreferencedBytes, heap_at + 3), (LintKind::NonCanonicalInteger, heap_at + 4),]);
     // Overlap: item@0 is an FNPTR item covering 0..8; item@4 (`02 01 08`) lies inside it.
     let heap = hex("07 01 1B 00 02 01 08 08");
     let bytes = map(2, &[(1, 0), (2, 4)], &heap);

@@ -1,9 +1,8 @@
 //! Strict validation (contract §3, "Which fault is first") and the lint report.
 
-
 use super::map::{DictionaryMap, Entry, Item};
-use crate::read::{Error, ErrorKind, Result};
 use crate::read::write::{compressed_u32_len, push_compressed_u32};
+use crate::read::{Error, ErrorKind, Result};
 use crate::signature::{encode_type, quick, TreeProvider};
 
 /// A bitset over heap offsets: which items have been read. One bit per heap byte.
@@ -321,8 +320,7 @@ impl<'a> DictionaryMap<'a> {
             for t in &types {
                 encode_type(t, &mut canonical)?;
             }
-            let non_canonical =
-                usize::from(it.length_width) != compressed_u32_len(it.length) || canonical != it.body();
+            let non_canonical = usize::from(it.length_width) != compressed_u32_len(it.length) || canonical != it.body();
             if non_canonical {
                 lints.push(Lint::new(LintKind::NonCanonicalInteger, it.start, u64::from(it.length)));
             }

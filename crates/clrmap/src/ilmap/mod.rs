@@ -5,12 +5,10 @@ mod protocol;
 mod symbolize;
 mod transform;
 
-pub use model::{CodeKind, Tier, 
-    Bound, CodeBody, CorDebugIlToNativeMap, CorDebugIlToNativeMappingTypes, IlOffset, MapEntry, SourceTypes,
-};
-pub use transform::public_map;
+pub use model::{Bound, CodeBody, CodeKind, CorDebugIlToNativeMap, CorDebugIlToNativeMappingTypes, IlOffset, MapEntry, SourceTypes, Tier};
 pub use protocol::{MapStore, E_INVALIDARG, S_OK};
 pub use symbolize::{il_to_native, native_to_il, runtime_il_offset, Policy, Resolved};
+pub use transform::public_map;
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,6 @@
 
 use core::fmt;
 
-
 /// `COR_DEBUG_IL_TO_NATIVE_MAP` (cordebug.idl, corprof.idl): three `ULONG32`, 12 bytes, no padding.
 /// `il_offset` holds either a real IL offset or a [`CorDebugIlToNativeMappingTypes`] value.
 #[repr(C)]
@@ -154,21 +153,13 @@ pub struct MapEntry {
 
 impl From<CorDebugIlToNativeMap> for MapEntry {
     fn from(m: CorDebugIlToNativeMap) -> Self {
-        MapEntry {
-            il: IlOffset::from_raw(m.il_offset),
-            native_start: m.native_start_offset,
-            native_end: m.native_end_offset,
-        }
+        MapEntry { il: IlOffset::from_raw(m.il_offset), native_start: m.native_start_offset, native_end: m.native_end_offset }
     }
 }
 
 impl From<MapEntry> for CorDebugIlToNativeMap {
     fn from(m: MapEntry) -> Self {
-        CorDebugIlToNativeMap {
-            il_offset: m.il.to_raw(),
-            native_start_offset: m.native_start,
-            native_end_offset: m.native_end,
-        }
+        CorDebugIlToNativeMap { il_offset: m.il.to_raw(), native_start_offset: m.native_start, native_end_offset: m.native_end }
     }
 }
 

@@ -73,16 +73,11 @@ pub fn native_to_il(map: &[MapEntry], code_size: u32, offset: u32, policy: Polic
 /// with a return address subtracts one first where the runtime does.
 pub fn runtime_il_offset(map: &[MapEntry], code_size: u32, offset: u32) -> (Option<IlOffset>, u32) {
     let holds = |e: &&MapEntry| {
-        offset >= e.native_start
-            && (offset < e.native_end
-                || (e.native_end == code_size && e.native_end > 0)
-                || (e.native_start == 0 && e.native_end == 0 && e.il != IlOffset::Prolog))
+        offset >= e.native_start && (offset < e.native_end || (e.native_end == code_size && e.native_end > 0) || (e.native_start == 0 && e.native_end == 0 && e.il != IlOffset::Prolog))
     };
     match map.iter().find(holds).map(|e| e.il) {
         Some(IlOffset::Il(v)) => (Some(IlOffset::Il(v)), v),
-        Some(IlOffset::Epilog) => {
-            (Some(IlOffset::Epilog), last_il(map).unwrap_or(0))
-        }
+        Some(IlOffset::Epilog) => (Some(IlOffset::Epilog), last_il(map).unwrap_or(0)),
         Some(other) => (Some(other), 0),
         None => (None, 0),
     }

@@ -81,28 +81,17 @@ mod tests {
         let bounds = [
             b(0, Prolog, 0),
             b(4, Il(0), SourceTypes::STACK_EMPTY),
-            b(0x10, Il(0), 0),             // merged into the previous IL 0
+            b(0x10, Il(0), 0),                             // merged into the previous IL 0
             b(0x14, Il(8), SourceTypes::CALL_INSTRUCTION), // dropped
             b(0x14, Il(6), 0),
             b(0x18, NoMapping, 0),
-            b(0x1C, Il(2), 0),             // code motion: lower IL later in native order
-            b(0x1C, Epilog, 0),            // zero-length neighbour
+            b(0x1C, Il(2), 0),  // code motion: lower IL later in native order
+            b(0x1C, Epilog, 0), // zero-length neighbour
             b(0x20, Il(2), 0),
         ];
         let m = public_map(&bounds, 0x30);
         let got: Vec<(IlOffset, u32, u32)> = m.iter().map(|e| (e.il, e.native_start, e.native_end)).collect();
-        assert_eq!(
-            got,
-            [
-                (Prolog, 0, 4),
-                (Il(0), 4, 0x14),
-                (Il(2), 0x1C, 0x1C),
-                (Il(2), 0x20, 0x30),
-                (Il(6), 0x14, 0x18),
-                (Epilog, 0x1C, 0x20),
-                (NoMapping, 0x18, 0x1C),
-            ]
-        );
+        assert_eq!(got, [(Prolog, 0, 4), (Il(0), 4, 0x14), (Il(2), 0x1C, 0x1C), (Il(2), 0x20, 0x30), (Il(6), 0x14, 0x18), (Epilog, 0x1C, 0x20), (NoMapping, 0x18, 0x1C),]);
     }
 
     #[test]
@@ -143,11 +132,8 @@ mod props {
                 merged.push(b);
             }
         }
-        let mut map: Vec<MapEntry> = merged
-            .iter()
-            .enumerate()
-            .map(|(i, b)| MapEntry { il: b.il_offset, native_start: b.native_offset, native_end: merged.get(i + 1).map_or(code_size, |n| n.native_offset) })
-            .collect();
+        let mut map: Vec<MapEntry> =
+            merged.iter().enumerate().map(|(i, b)| MapEntry { il: b.il_offset, native_start: b.native_offset, native_end: merged.get(i + 1).map_or(code_size, |n| n.native_offset) }).collect();
         map.sort_by_key(|m| (m.il.sort_key(), m.native_start));
         map
     }

@@ -28,15 +28,7 @@ pub(crate) fn chunk(payload: Reader<'_>) -> Result<(ChunkHeader, Reader<'_>)> {
     let Ok(data) = r.split(length as usize, "") else {
         return Err(length_at.error(ErrorKind::BadTrace, "a ChunkLength within the event"));
     };
-    let header = ChunkHeader {
-        clr_instance_id,
-        method_id,
-        native_code_id,
-        il_version_id,
-        index: raw_index & !LAST_CHUNK_FLAG,
-        last: raw_index & LAST_CHUNK_FLAG != 0,
-        length,
-    };
+    let header = ChunkHeader { clr_instance_id, method_id, native_code_id, il_version_id, index: raw_index & !LAST_CHUNK_FLAG, last: raw_index & LAST_CHUNK_FLAG != 0, length };
     Ok((header, data))
 }
 

@@ -143,10 +143,9 @@ impl InlineTree {
         // the one field that links to i (for errors about i).
         let mut incoming: Vec<u64> = vec![u64::MAX; n];
         for (at, node) in &raw {
-            for (link, field, what) in [
-                (node.child, at.saturating_add(NODE_CHILD_AT), "a Child ordinal below the node count"),
-                (node.sibling, at.saturating_add(NODE_SIBLING_AT), "a Sibling ordinal below the node count"),
-            ] {
+            for (link, field, what) in
+                [(node.child, at.saturating_add(NODE_CHILD_AT), "a Child ordinal below the node count"), (node.sibling, at.saturating_add(NODE_SIBLING_AT), "a Sibling ordinal below the node count")]
+            {
                 if link == 0 {
                     continue;
                 }

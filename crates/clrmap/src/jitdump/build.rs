@@ -295,10 +295,7 @@ mod tests {
     use super::*;
 
     fn planned(address: u64, line: u32) -> Planned {
-        let lines = vec![
-            LineEntry { address, line, column: 1, file: "a.cs".into() },
-            LineEntry { address: address + 16, line, column: 1, file: "a.cs".into() },
-        ];
+        let lines = vec![LineEntry { address, line, column: 1, file: "a.cs".into() }, LineEntry { address: address + 16, line, column: 1, file: "a.cs".into() }];
         Planned { address, code_size: 16, name: format!("M{address:x}"), lines, pid: Some(7), code: None }
     }
 
@@ -322,10 +319,7 @@ mod tests {
         assert_eq!(stats, Enriched { kept: 2, lines_added: 2, loads_added: 2 });
         let d = parse(&out).unwrap();
         let seq: Vec<(u32, u64, u64)> = d.records.iter().map(|r| (r.id, r.load.as_ref().map_or_else(|| r.debug.as_ref().unwrap().0, |l| l.code_address), r.timestamp)).collect();
-        assert_eq!(
-            seq,
-            vec![(2, 0x100, 10), (0, 0x100, 10), (2, 0x900, 20), (0, 0x900, 20), (2, 0x200, 20), (0, 0x200, 20), (2, 0x800, 20), (0, 0x800, 20)]
-        );
+        assert_eq!(seq, vec![(2, 0x100, 10), (0, 0x100, 10), (2, 0x900, 20), (0, 0x900, 20), (2, 0x200, 20), (0, 0x200, 20), (2, 0x800, 20), (0, 0x800, 20)]);
         let indexes: Vec<u64> = d.records.iter().filter_map(|r| r.load.as_ref().map(|l| l.code_index)).collect();
         assert_eq!(indexes, vec![1, 3, 2, 4]);
         // The runtime's records are byte-identical.
@@ -360,26 +354,10 @@ mod tests {
         let (out, stats, _) = enrich(&dump, &plan, &order).unwrap();
         assert_eq!(stats, Enriched { kept: 7, lines_added: 0, loads_added: 2 });
         let d = parse(&out).unwrap();
-        let seq: Vec<(u32, u64, u64)> = d
-            .records
-            .iter()
-            .map(|r| (r.id, r.load.as_ref().map(|l| l.code_address).or(r.debug.as_ref().map(|d| d.0)).unwrap_or(0), r.timestamp))
-            .collect();
+        let seq: Vec<(u32, u64, u64)> = d.records.iter().map(|r| (r.id, r.load.as_ref().map(|l| l.code_address).or(r.debug.as_ref().map(|d| d.0)).unwrap_or(0), r.timestamp)).collect();
         assert_eq!(
             seq,
-            vec![
-                (2, 0x100, 9),
-                (0, 0x100, 10),
-                (2, 0x900, 20),
-                (0, 0x900, 20),
-                (2, 0x200, 19),
-                (0, 0x200, 20),
-                (2, 0x800, 30),
-                (0, 0x800, 30),
-                (2, 0x300, 29),
-                (4, 0, 29),
-                (0, 0x300, 30),
-            ]
+            vec![(2, 0x100, 9), (0, 0x100, 10), (2, 0x900, 20), (0, 0x900, 20), (2, 0x200, 19), (0, 0x200, 20), (2, 0x800, 30), (0, 0x800, 30), (2, 0x300, 29), (4, 0, 29), (0, 0x300, 30),]
         );
         // Every debug-info record is followed by its own code load's group.
         for (i, r) in d.records.iter().enumerate().filter(|(_, r)| r.id == JIT_CODE_DEBUG_INFO) {

@@ -114,9 +114,7 @@ pub struct LineEntry {
 
 /// A body's line table as debug-info entries at absolute addresses.
 pub fn line_entries(code_start: u64, rows: &[LineRow]) -> Vec<LineEntry> {
-    rows.iter()
-        .map(|r| LineEntry { address: code_start.saturating_add(u64::from(r.native_offset)), line: r.line, column: r.column, file: r.file.clone() })
-        .collect()
+    rows.iter().map(|r| LineEntry { address: code_start.saturating_add(u64::from(r.native_offset)), line: r.line, column: r.column, file: r.file.clone() }).collect()
 }
 
 /// A code load to encode.

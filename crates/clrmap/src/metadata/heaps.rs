@@ -11,16 +11,11 @@ impl<'a> Strings<'a> {
     pub fn get(&self, index: u32) -> Result<&'a str> {
         let mut r = self.0;
         let at = r.offset();
-        r.skip(index as usize, "a #Strings index inside the heap")
-            .map_err(|_| Error::new(ErrorKind::BadMetadata, at, "a #Strings index inside the heap"))?;
+        r.skip(index as usize, "a #Strings index inside the heap").map_err(|_| Error::new(ErrorKind::BadMetadata, at, "a #Strings index inside the heap"))?;
         let start = r.offset();
         let rest = r.as_slice();
-        let len = rest
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or_else(|| Error::new(ErrorKind::BadMetadata, start, "a NUL-terminated string"))?;
-        core::str::from_utf8(rest.get(..len).unwrap_or(&[]))
-            .map_err(|_| Error::new(ErrorKind::BadMetadata, start, "a UTF-8 string"))
+        let len = rest.iter().position(|&b| b == 0).ok_or_else(|| Error::new(ErrorKind::BadMetadata, start, "a NUL-terminated string"))?;
+        core::str::from_utf8(rest.get(..len).unwrap_or(&[])).map_err(|_| Error::new(ErrorKind::BadMetadata, start, "a UTF-8 string"))
     }
 }
 
@@ -33,11 +28,9 @@ impl<'a> Blobs<'a> {
     pub fn get(&self, index: u32) -> Result<Reader<'a>> {
         let mut r = self.0;
         let at = r.offset();
-        r.skip(index as usize, "a #Blob index inside the heap")
-            .map_err(|_| Error::new(ErrorKind::BadMetadata, at, "a #Blob index inside the heap"))?;
+        r.skip(index as usize, "a #Blob index inside the heap").map_err(|_| Error::new(ErrorKind::BadMetadata, at, "a #Blob index inside the heap"))?;
         let len_at = r.offset();
         let len = r.compressed_u32("a blob length").map_err(|e| Error::new(ErrorKind::BadMetadata, len_at, e.expected))?;
-        r.split(len as usize, "a blob inside the heap")
-            .map_err(|_| Error::new(ErrorKind::BadMetadata, len_at, "a blob inside the heap"))
+        r.split(len as usize, "a blob inside the heap").map_err(|_| Error::new(ErrorKind::BadMetadata, len_at, "a blob inside the heap"))
     }
 }

@@ -67,9 +67,7 @@ impl<'a> Metadata<'a> {
     /// Read the metadata of an already parsed PE image.
     pub fn from_pe(pe: &PeImage<'a>) -> Result<Self> {
         let cor20 = pe.require_cor20()?;
-        let md = pe
-            .reader_at(cor20.metadata.rva, cor20.metadata.size)
-            .map_err(|e| e.with_kind(ErrorKind::BadMetadata))?;
+        let md = pe.reader_at(cor20.metadata.rva, cor20.metadata.size).map_err(|e| e.with_kind(ErrorKind::BadMetadata))?;
         let root = Root::parse(md)?;
         let at = md.offset();
         let tables = Tables::parse(root.tables.ok_or(Error::new(ErrorKind::BadMetadata, at, "a #~ table stream"))?)?;

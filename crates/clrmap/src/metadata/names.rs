@@ -238,8 +238,7 @@ impl Metadata<'_> {
     /// A type token's name as a string (`class`/`valuetype` not included).
     pub fn type_name(&self, token: u32) -> Result<String> {
         let mut s = String::new();
-        self.write_type_name(token, &mut s)
-            .map_err(|_| Error::nowhere(ErrorKind::BadMetadata, "a token that names a type"))?;
+        self.write_type_name(token, &mut s).map_err(|_| Error::nowhere(ErrorKind::BadMetadata, "a token that names a type"))?;
         Ok(s)
     }
 }

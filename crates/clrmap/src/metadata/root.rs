@@ -51,16 +51,7 @@ impl<'a> Root<'a> {
         let version = core::str::from_utf8(text).map_err(|_| bad(len_at, "a UTF-8 version string"))?;
         let _flags = r.u16("Flags")?;
         let count = r.u16("the stream count")?;
-        let mut root = Root {
-            version,
-            tables: None,
-            uncompressed_tables: false,
-            strings: None,
-            blob: None,
-            guid: None,
-            user_strings: None,
-            pdb: None,
-        };
+        let mut root = Root { version, tables: None, uncompressed_tables: false, strings: None, blob: None, guid: None, user_strings: None, pdb: None };
         for _ in 0..count {
             // II.24.2.2: Offset, Size, Name (NUL-terminated, padded to 4 bytes, at most 32).
             let header_at = r.offset();

@@ -47,11 +47,7 @@ pub struct SpecMethod {
 impl SpecMethod {
     /// `method` (a MethodSpec's Method column), named through `md`.
     pub fn new(md: &Metadata<'_>, method: u32) -> Self {
-        SpecMethod {
-            token: method,
-            name: md.member_name(method).map(|n| n.unwrap_or_else(|| format!("0x{method:08X}")).into()),
-            params: md.member_params(method).map(|p| p.map(Into::into)),
-        }
+        SpecMethod { token: method, name: md.member_name(method).map(|n| n.unwrap_or_else(|| format!("0x{method:08X}")).into()), params: md.member_params(method).map(|p| p.map(Into::into)) }
     }
 
     /// The first fault of its name or its parameters, in the order the line prints them.
@@ -169,7 +165,6 @@ pub fn spec_lines(md: &Metadata<'_>, names: &dyn TypeNames) -> Vec<SpecLine> {
     out
 }
 
-
 /// How deep TypeSpecs may stand inside each other (through modifiers): the name printer's bound.
 const MAX_SPEC_NESTING: usize = 64;
 
@@ -212,11 +207,7 @@ impl Metadata<'_> {
             return Some(Error::new(ErrorKind::BadMetadata, row.offset(), "a type whose name can be read"));
         }
         // A TypeSpec whose own signatures are sound failed by the printer's bounds.
-        Some(self.type_spec_fault(rid).unwrap_or(Error::new(
-            ErrorKind::TooDeep,
-            row.offset(),
-            "a TypeSpec name within 64 KB of text and 64 Ki steps of work",
-        )))
+        Some(self.type_spec_fault(rid).unwrap_or(Error::new(ErrorKind::TooDeep, row.offset(), "a TypeSpec name within 64 KB of text and 64 Ki steps of work")))
     }
 
     /// The fault of TypeSpec `rid` and of the TypeSpecs it names, remembered per row.

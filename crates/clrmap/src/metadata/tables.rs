@@ -144,10 +144,7 @@ impl<'a> Tables<'a> {
 
     /// Table `id`.
     pub fn table(&self, id: u8) -> Table<'a> {
-        Table {
-            data: self.data.get(id as usize).copied().unwrap_or_default(),
-            layout: self.layouts.get(id as usize).copied().unwrap_or_default(),
-        }
+        Table { data: self.data.get(id as usize).copied().unwrap_or_default(), layout: self.layouts.get(id as usize).copied().unwrap_or_default() }
     }
 
     /// Row `rid` (1-based) of table `id`.

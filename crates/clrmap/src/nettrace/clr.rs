@@ -188,11 +188,7 @@ pub fn rebuild_map(entries: &[(u32, u32)], size: u32) -> Vec<MapEntry> {
             }
         }
     }
-    entries
-        .iter()
-        .zip(ends)
-        .map(|(&(il, start), end)| MapEntry { il: IlOffset::from_raw(il), native_start: start, native_end: end })
-        .collect()
+    entries.iter().zip(ends).map(|(&(il, start), end)| MapEntry { il: IlOffset::from_raw(il), native_start: start, native_end: end }).collect()
 }
 
 /// `Microsoft-Windows-DotNETRuntimePrivate`.

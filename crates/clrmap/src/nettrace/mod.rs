@@ -8,7 +8,10 @@ mod clr;
 mod stacks;
 mod stream;
 
-pub use clr::{event_name, il_map, method_load, module_load, read_code_bodies, read_code_bodies_and_inlines, read_code_bodies_partial, read_code_bodies_partial_with, rebuild_map, runtime_information, runtime_major, IlMapEvent, MethodLoad, MethodTable, ModuleLoad, RuntimeInformation, TraceInlines, RUNDOWN, RUNTIME};
+pub use clr::{
+    event_name, il_map, method_load, module_load, read_code_bodies, read_code_bodies_and_inlines, read_code_bodies_partial, read_code_bodies_partial_with, rebuild_map, runtime_information,
+    runtime_major, IlMapEvent, MethodLoad, MethodTable, ModuleLoad, RuntimeInformation, TraceInlines, RUNDOWN, RUNTIME,
+};
 pub use stacks::{read_samples, stack_block, Sample, TraceWriter, MAX_STACKS, MAX_STACK_WORDS, SAMPLE_PROFILER};
 pub(crate) use stream::IntMap;
 pub use stream::{check_type_version, read_events, read_events_partial, utf16z, Encoding, Event, EventMeta, Stats, MAX_BLOCK, NEWEST_BLOCK_VERSION, NEWEST_TRACE_VERSION};

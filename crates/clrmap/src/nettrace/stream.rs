@@ -402,14 +402,7 @@ impl Drop for Run<'_> {
 }
 
 /// The events of one Metadata or Event block (compressed headers; ilmap.md §4.4).
-fn block_events(
-    body: Reader<'_>,
-    metadata: &IntMap<u32, EventMeta>,
-    counts: &mut IntMap<u32, u64>,
-    stats: &mut Stats,
-    mut f: impl FnMut(&Event<'_>),
-    is_metadata: bool,
-) -> Result<()> {
+fn block_events(body: Reader<'_>, metadata: &IntMap<u32, EventMeta>, counts: &mut IntMap<u32, u64>, stats: &mut Stats, mut f: impl FnMut(&Event<'_>), is_metadata: bool) -> Result<()> {
     let mut r = body;
     let at = r.offset();
     let header_size = r.u16("the block header size")?;

@@ -76,8 +76,7 @@ fn inflate_head(deflated: &[u8], len: usize, at: u64) -> Result<Vec<u8>> {
 pub fn inflate(deflated: &[u8], size: usize, at: u64) -> Result<Vec<u8>> {
     // decompress_to_vec_with_limit grows its buffer as output arrives, so memory follows what
     // the stream really holds; the limit stops it at the declared size.
-    let out = miniz_oxide::inflate::decompress_to_vec_with_limit(deflated, size)
-        .map_err(|_| Error::new(ErrorKind::BadPdb, at, "a whole raw deflate stream of the declared size"))?;
+    let out = miniz_oxide::inflate::decompress_to_vec_with_limit(deflated, size).map_err(|_| Error::new(ErrorKind::BadPdb, at, "a whole raw deflate stream of the declared size"))?;
     if out.len() != size {
         return Err(Error::new(ErrorKind::BadPdb, at, "a deflate stream of the declared size"));
     }

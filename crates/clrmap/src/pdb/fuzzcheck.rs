@@ -337,7 +337,9 @@ pub fn fuzz_check_capture_pdb(data: &[u8]) {
         for row in rows.iter().take(rows.len().saturating_sub(1)) {
             let (_, il) = crate::ilmap::runtime_il_offset(&body.map, body.code_size, row.native_offset);
             match reference_line(&pdb, body.token, il) {
-                Some((line, column, file)) => assert_eq!((row.line, row.column, Some(row.file.clone())), (line, column, Some(file.unwrap_or_default())), "{:#010X} +{:#X}", body.token, row.native_offset),
+                Some((line, column, file)) => {
+                    assert_eq!((row.line, row.column, Some(row.file.clone())), (line, column, Some(file.unwrap_or_default())), "{:#010X} +{:#X}", body.token, row.native_offset)
+                }
                 None => assert_eq!(row.line, 0, "{:#010X} +{:#X}: no line there", body.token, row.native_offset),
             }
         }

@@ -26,12 +26,12 @@
 use std::path::{Path, PathBuf};
 
 use super::embedded::embedded_pdb;
+use super::why::Why;
 use super::{PdbId, PortablePdb};
 use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind, Result};
 use crate::symsrv::SymbolServers;
-use super::why::Why;
 
 /// Where to look for PDBs besides the assembly itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -30,7 +30,6 @@
 //! # Ok(()) }
 //! ```
 
-pub mod why;
 pub mod embedded;
 #[doc(hidden)]
 pub mod fuzzcheck;
@@ -38,6 +37,7 @@ pub mod locate;
 mod scope;
 mod sequence;
 pub mod sources;
+pub mod why;
 #[doc(hidden)]
 pub mod writer;
 
@@ -154,15 +154,7 @@ impl<'a> PortablePdb<'a> {
         }
         let stream = root.tables.ok_or(bad(0, "a #~ table stream"))?;
         let tables = Tables::parse_with_external(stream, Some(&external)).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
-        Ok(PortablePdb {
-            id,
-            id_offset,
-            entry_point,
-            tables,
-            strings: Strings(root.strings.unwrap_or_default()),
-            blobs: Blobs(root.blob.unwrap_or_default()),
-            guids: root.guid.unwrap_or_default(),
-        })
+        Ok(PortablePdb { id, id_offset, entry_point, tables, strings: Strings(root.strings.unwrap_or_default()), blobs: Blobs(root.blob.unwrap_or_default()), guids: root.guid.unwrap_or_default() })
     }
 
     /// The PDB id.

@@ -150,14 +150,7 @@ impl<'a> SequencePoints<'a> {
                 return Err(bad(cols_at, "ΔColumns inside (-0x10000, 0x10000)"));
             }
             if delta_lines == 0 && delta_columns == 0 {
-                return Ok(Some(SequencePoint {
-                    il_offset: self.il,
-                    document: self.document,
-                    start_line: HIDDEN_LINE,
-                    start_column: 0,
-                    end_line: HIDDEN_LINE,
-                    end_column: 0,
-                }));
+                return Ok(Some(SequencePoint { il_offset: self.il, document: self.document, start_line: HIDDEN_LINE, start_column: 0, end_line: HIDDEN_LINE, end_column: 0 }));
             }
             let start_at = self.r.offset();
             let (line, column) = match self.previous {

@@ -26,79 +26,29 @@ const fn guid(d1: u32, d2: u16, d3: u16, d4: [u8; 8]) -> [u8; 16] {
     let a = d1.to_le_bytes();
     let b = d2.to_le_bytes();
     let c = d3.to_le_bytes();
-    [
-        a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], d4[0], d4[1], d4[2], d4[3], d4[4], d4[5],
-        d4[6], d4[7],
-    ]
+    [a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], d4[0], d4[1], d4[2], d4[3], d4[4], d4[5], d4[6], d4[7]]
 }
 
 /// The Kind of the SourceLink custom debug information.
-pub const SOURCE_LINK: [u8; 16] = guid(
-    0xCC11_0556,
-    0xA091,
-    0x4D38,
-    [0x9F, 0xEC, 0x25, 0xAB, 0x9A, 0x35, 0x1A, 0x6A],
-);
+pub const SOURCE_LINK: [u8; 16] = guid(0xCC11_0556, 0xA091, 0x4D38, [0x9F, 0xEC, 0x25, 0xAB, 0x9A, 0x35, 0x1A, 0x6A]);
 /// The Kind of a document's embedded source.
-pub const EMBEDDED_SOURCE: [u8; 16] = guid(
-    0x0E8A_571B,
-    0x6926,
-    0x466E,
-    [0xB4, 0xAD, 0x8A, 0xB0, 0x46, 0x11, 0xF5, 0xFE],
-);
+pub const EMBEDDED_SOURCE: [u8; 16] = guid(0x0E8A_571B, 0x6926, 0x466E, [0xB4, 0xAD, 0x8A, 0xB0, 0x46, 0x11, 0xF5, 0xFE]);
 
 /// Document hash algorithms: SHA-1.
-pub const HASH_SHA1: [u8; 16] = guid(
-    0xff18_16ec,
-    0xaa5e,
-    0x4d10,
-    [0x87, 0xf7, 0x6f, 0x49, 0x63, 0x83, 0x34, 0x60],
-);
+pub const HASH_SHA1: [u8; 16] = guid(0xff18_16ec, 0xaa5e, 0x4d10, [0x87, 0xf7, 0x6f, 0x49, 0x63, 0x83, 0x34, 0x60]);
 /// SHA-256.
-pub const HASH_SHA256: [u8; 16] = guid(
-    0x8829_d00f,
-    0x11b8,
-    0x4213,
-    [0x87, 0x8b, 0x77, 0x0e, 0x85, 0x97, 0xac, 0x16],
-);
+pub const HASH_SHA256: [u8; 16] = guid(0x8829_d00f, 0x11b8, 0x4213, [0x87, 0x8b, 0x77, 0x0e, 0x85, 0x97, 0xac, 0x16]);
 
 /// The languages compilers write (PortablePdb-Metadata.md, "Document table: Language").
 const LANGUAGES: [([u8; 16], &str); 3] = [
-    (
-        guid(
-            0x3f51_62f8,
-            0x07c6,
-            0x11d3,
-            [0x90, 0x53, 0x00, 0xc0, 0x4f, 0xa3, 0x02, 0xa1],
-        ),
-        "csharp",
-    ),
-    (
-        guid(
-            0x3a12_d0b8,
-            0xc26c,
-            0x11d0,
-            [0xb4, 0x42, 0x00, 0xa0, 0x24, 0x4a, 0x1d, 0xd2],
-        ),
-        "visualbasic",
-    ),
-    (
-        guid(
-            0xab4f_38c9,
-            0xb6e6,
-            0x43ba,
-            [0xbe, 0x3b, 0x58, 0x08, 0x0b, 0x2c, 0xcc, 0xe3],
-        ),
-        "fsharp",
-    ),
+    (guid(0x3f51_62f8, 0x07c6, 0x11d3, [0x90, 0x53, 0x00, 0xc0, 0x4f, 0xa3, 0x02, 0xa1]), "csharp"),
+    (guid(0x3a12_d0b8, 0xc26c, 0x11d0, [0xb4, 0x42, 0x00, 0xa0, 0x24, 0x4a, 0x1d, 0xd2]), "visualbasic"),
+    (guid(0xab4f_38c9, 0xb6e6, 0x43ba, [0xbe, 0x3b, 0x58, 0x08, 0x0b, 0x2c, 0xcc, 0xe3]), "fsharp"),
 ];
 
 /// A language GUID's name (`csharp`, `visualbasic`, `fsharp`), `None` for another.
 pub fn language_name(language: &[u8; 16]) -> Option<&'static str> {
-    LANGUAGES
-        .iter()
-        .find(|(g, _)| g == language)
-        .map(|(_, n)| *n)
+    LANGUAGES.iter().find(|(g, _)| g == language).map(|(_, n)| *n)
 }
 
 /// A hash algorithm GUID's name (`sha1`, `sha256`), `None` for another (or none).
@@ -113,12 +63,7 @@ pub fn hash_name(algorithm: &[u8; 16]) -> Option<&'static str> {
 /// A GUID (GUID byte order) in its dashed lower-case form.
 pub fn guid_text(g: &[u8; 16]) -> String {
     let [a0, a1, a2, a3, b0, b1, c0, c1, d @ ..] = *g;
-    let mut s = format!(
-        "{:08x}-{:04x}-{:04x}-",
-        u32::from_le_bytes([a0, a1, a2, a3]),
-        u16::from_le_bytes([b0, b1]),
-        u16::from_le_bytes([c0, c1])
-    );
+    let mut s = format!("{:08x}-{:04x}-{:04x}-", u32::from_le_bytes([a0, a1, a2, a3]), u16::from_le_bytes([b0, b1]), u16::from_le_bytes([c0, c1]));
     for (i, b) in d.iter().enumerate() {
         if i == 2 {
             s.push('-');
@@ -167,21 +112,13 @@ impl<'a> EmbeddedSource<'a> {
     pub fn text(&self, max: usize) -> Result<Vec<u8>> {
         let size = usize::try_from(self.size()).unwrap_or(usize::MAX);
         if size > max.min(MAX_SOURCE) {
-            return Err(Error::new(
-                ErrorKind::BadPdb,
-                self.at,
-                "an embedded source within the size limit",
-            ));
+            return Err(Error::new(ErrorKind::BadPdb, self.at, "an embedded source within the size limit"));
         }
         if self.format == 0 {
             return Ok(self.data.as_slice().to_vec());
         }
         if self.size() > (self.data.len() as u64).saturating_mul(1032) {
-            return Err(Error::new(
-                ErrorKind::BadPdb,
-                self.at,
-                "an embedded source size its deflate stream can hold",
-            ));
+            return Err(Error::new(ErrorKind::BadPdb, self.at, "an embedded source size its deflate stream can hold"));
         }
         super::embedded::inflate(self.data.as_slice(), size, self.data.offset())
     }
@@ -203,64 +140,37 @@ pub struct DocumentInfo {
 impl<'a> PortablePdb<'a> {
     /// Document row `rid` with its hash.
     pub fn document_info(&self, rid: u32) -> Result<DocumentInfo> {
-        let row = self
-            .tables
-            .row(table::DOCUMENT, rid)
-            .map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+        let row = self.tables.row(table::DOCUMENT, rid).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
         let name = self.document_name(row.get(0)?)?;
         let hash_algorithm = self.guid(row.get(1)?)?;
-        let hash = self
-            .blobs
-            .get(row.get(2)?)
-            .map_err(|e| e.with_kind(ErrorKind::BadPdb))?
-            .as_slice()
-            .to_vec();
+        let hash = self.blobs.get(row.get(2)?).map_err(|e| e.with_kind(ErrorKind::BadPdb))?.as_slice().to_vec();
         let language = self.guid(row.get(3)?)?;
-        Ok(DocumentInfo {
-            name,
-            hash_algorithm,
-            hash,
-            language,
-        })
+        Ok(DocumentInfo { name, hash_algorithm, hash, language })
     }
 
     /// The CustomDebugInformation rows of `kind` whose parent is row `rid` of table `parent`
     /// (`None`: any parent): (parent table, parent row, value). Rows of another kind cost a few
     /// reads each; the table is at most the PDB.
-    pub fn custom_debug_information(
-        &self,
-        kind: [u8; 16],
-        parent: Option<(u8, u32)>,
-    ) -> impl Iterator<Item = Result<(u8, u32, Reader<'a>)>> + '_ {
+    pub fn custom_debug_information(&self, kind: [u8; 16], parent: Option<(u8, u32)>) -> impl Iterator<Item = Result<(u8, u32, Reader<'a>)>> + '_ {
         let tables = Coded::HasCustomDebugInformation.tables();
         let bits = Coded::HasCustomDebugInformation.tag_bits();
         let rows = self.tables.rows(table::CUSTOM_DEBUG_INFORMATION);
         (1..=rows).filter_map(move |rid| {
             let found = (|| -> Result<Option<(u8, u32, Reader<'a>)>> {
-                let row = self
-                    .tables
-                    .row(table::CUSTOM_DEBUG_INFORMATION, rid)
-                    .map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+                let row = self.tables.row(table::CUSTOM_DEBUG_INFORMATION, rid).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
                 if self.guid(row.get(1)?)? != kind {
                     return Ok(None);
                 }
                 let coded = row.get(0)?;
                 let tag = coded & ((1u32 << bits).saturating_sub(1));
                 let Some(Some(t)) = tables.get(tag as usize) else {
-                    return Err(Error::new(
-                        ErrorKind::BadPdb,
-                        row.offset(),
-                        "a HasCustomDebugInformation parent of a known table",
-                    ));
+                    return Err(Error::new(ErrorKind::BadPdb, row.offset(), "a HasCustomDebugInformation parent of a known table"));
                 };
                 let owner = coded >> bits;
                 if parent.is_some_and(|p| p != (*t, owner)) {
                     return Ok(None);
                 }
-                let value = self
-                    .blobs
-                    .get(row.get(2)?)
-                    .map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+                let value = self.blobs.get(row.get(2)?).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
                 Ok(Some((*t, owner, value)))
             })();
             found.transpose()
@@ -279,11 +189,7 @@ impl<'a> PortablePdb<'a> {
         let bits = Coded::HasCustomDebugInformation.tag_bits();
         let want = u64::from(rid) << bits | tag as u64;
         let rows = self.tables.rows(table::CUSTOM_DEBUG_INFORMATION);
-        let row = |r: u32| {
-            self.tables
-                .row(table::CUSTOM_DEBUG_INFORMATION, r)
-                .map_err(|e| e.with_kind(ErrorKind::BadPdb))
-        };
+        let row = |r: u32| self.tables.row(table::CUSTOM_DEBUG_INFORMATION, r).map_err(|e| e.with_kind(ErrorKind::BadPdb));
         // The first row whose parent is not below `want`.
         let (mut lo, mut hi) = (1u32, rows.saturating_add(1));
         while lo < hi {
@@ -301,10 +207,7 @@ impl<'a> PortablePdb<'a> {
                 break;
             }
             if self.guid(found.get(1)?)? == kind {
-                let value = self
-                    .blobs
-                    .get(found.get(2)?)
-                    .map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+                let value = self.blobs.get(found.get(2)?).map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
                 return Ok(Some(value));
             }
             r = r.saturating_add(1);
@@ -318,50 +221,27 @@ impl<'a> PortablePdb<'a> {
             return Ok(None);
         };
         let at = value.offset();
-        let format = value
-            .u32("the embedded source's format")
-            .map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
+        let format = value.u32("the embedded source's format").map_err(|e| e.with_kind(ErrorKind::BadPdb))?;
         if format > i32::MAX as u32 {
-            return Err(Error::new(
-                ErrorKind::BadPdb,
-                at,
-                "an embedded source format of 0 or a positive size",
-            ));
+            return Err(Error::new(ErrorKind::BadPdb, at, "an embedded source format of 0 or a positive size"));
         }
-        Ok(Some(EmbeddedSource {
-            format,
-            data: value,
-            at,
-        }))
+        Ok(Some(EmbeddedSource { format, data: value, at }))
     }
 
     /// Every document that has an embedded source, in row order: (row, source).
     pub fn embedded_sources(&self) -> impl Iterator<Item = Result<(u32, EmbeddedSource<'a>)>> + '_ {
-        (1..=self.document_count()).filter_map(move |rid| {
-            self.embedded_source(rid)
-                .map(|s| s.map(|s| (rid, s)))
-                .transpose()
-        })
+        (1..=self.document_count()).filter_map(move |rid| self.embedded_source(rid).map(|s| s.map(|s| (rid, s))).transpose())
     }
 
     /// The module's SourceLink map, if the PDB has one: `bad_pdb` at its blob when it is not the
     /// JSON the specification describes.
     pub fn source_link(&self) -> Result<Option<SourceLink>> {
         // The module's row is 1; a compiler writes exactly one SourceLink.
-        let Some(found) = self
-            .custom_debug_information(SOURCE_LINK, None)
-            .find(|r| r.as_ref().map_or(true, |(t, _, _)| *t == table::MODULE))
-        else {
+        let Some(found) = self.custom_debug_information(SOURCE_LINK, None).find(|r| r.as_ref().map_or(true, |(t, _, _)| *t == table::MODULE)) else {
             return Ok(None);
         };
         let (_, _, value) = found?;
-        SourceLink::parse(value.as_slice()).map(Some).map_err(|_| {
-            Error::new(
-                ErrorKind::BadPdb,
-                value.offset(),
-                "SourceLink JSON: {\"documents\": {path: url, ...}}",
-            )
-        })
+        SourceLink::parse(value.as_slice()).map(Some).map_err(|_| Error::new(ErrorKind::BadPdb, value.offset(), "SourceLink JSON: {\"documents\": {path: url, ...}}"))
     }
 }
 
@@ -390,38 +270,18 @@ impl SourceLink {
     /// A key with a `*` anywhere but at its end, or a wildcard key whose value has no `*`, is
     /// ignored, as in the specification's reference reader.
     pub fn parse(json: &[u8]) -> core::result::Result<Self, String> {
-        let json = json
-            .strip_prefix(b"\xEF\xBB\xBF".as_slice())
-            .unwrap_or(json);
+        let json = json.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(json);
         let value: serde_json::Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-        let documents = value
-            .get("documents")
-            .and_then(serde_json::Value::as_object)
-            .ok_or("no \"documents\" object")?;
+        let documents = value.get("documents").and_then(serde_json::Value::as_object).ok_or("no \"documents\" object")?;
         if documents.len() > MAX_RULES {
             return Err(format!("more than {MAX_RULES} SourceLink rules"));
         }
-        let map = documents
-            .iter()
-            .map(|(k, v)| {
-                v.as_str()
-                    .map(|v| (k.clone(), v.to_owned()))
-                    .ok_or("a SourceLink URL that is not a string")
-            })
-            .collect::<core::result::Result<Vec<_>, _>>()?;
+        let map = documents.iter().map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())).ok_or("a SourceLink URL that is not a string")).collect::<core::result::Result<Vec<_>, _>>()?;
         let rules = map
             .into_iter()
             .filter_map(|(key, url)| match key.strip_suffix('*') {
-                Some(path) if !path.contains('*') && url.matches('*').count() == 1 => Some(Rule {
-                    path: path.to_owned(),
-                    wildcard: true,
-                    url,
-                }),
-                None if !key.contains('*') && !url.contains('*') => Some(Rule {
-                    path: key,
-                    wildcard: false,
-                    url,
-                }),
+                Some(path) if !path.contains('*') && url.matches('*').count() == 1 => Some(Rule { path: path.to_owned(), wildcard: true, url }),
+                None if !key.contains('*') && !url.contains('*') => Some(Rule { path: key, wildcard: false, url }),
                 _ => None,
             })
             .collect();
@@ -434,9 +294,7 @@ impl SourceLink {
         for rule in &self.rules {
             let rest = if rule.wildcard {
                 match path.get(..rule.path.len()) {
-                    Some(head) if head.eq_ignore_ascii_case(&rule.path) => {
-                        path.get(rule.path.len()..)
-                    }
+                    Some(head) if head.eq_ignore_ascii_case(&rule.path) => path.get(rule.path.len()..),
                     _ => None,
                 }
             } else {
@@ -444,11 +302,7 @@ impl SourceLink {
             };
             let Some(rest) = rest else { continue };
             // An exact key is as long as the whole path, so it beats every prefix.
-            let len = if rule.wildcard {
-                rule.path.len()
-            } else {
-                usize::MAX
-            };
+            let len = if rule.wildcard { rule.path.len() } else { usize::MAX };
             let best_len = best.map(|(r, _)| if r.wildcard { r.path.len() } else { usize::MAX });
             if best_len.is_none_or(|b| len > b) {
                 best = Some((rule, rest));
@@ -484,13 +338,7 @@ pub fn hash_file(algorithm: &[u8; 16], bytes: &[u8]) -> Option<Vec<u8>> {
 
 /// SHA-1 (FIPS 180-4), for the document hashes of older compilers.
 fn sha1(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [
-        0x6745_2301,
-        0xEFCD_AB89,
-        0x98BA_DCFE,
-        0x1032_5476,
-        0xC3D2_E1F0,
-    ];
+    let mut h: [u32; 5] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0];
     let bits = (data.len() as u64).wrapping_mul(8);
     let mut tail = data.chunks_exact(64).remainder().to_vec();
     tail.push(0x80);
@@ -501,12 +349,7 @@ fn sha1(data: &[u8]) -> [u8; 20] {
     for block in data.chunks_exact(64).chain(tail.chunks_exact(64)) {
         let mut w = [0u32; 80];
         for (slot, word) in w.iter_mut().zip(block.chunks_exact(4)) {
-            *slot = u32::from_be_bytes([
-                word.first().copied().unwrap_or(0),
-                word.get(1).copied().unwrap_or(0),
-                word.get(2).copied().unwrap_or(0),
-                word.get(3).copied().unwrap_or(0),
-            ]);
+            *slot = u32::from_be_bytes([word.first().copied().unwrap_or(0), word.get(1).copied().unwrap_or(0), word.get(2).copied().unwrap_or(0), word.get(3).copied().unwrap_or(0)]);
         }
         for i in 16usize..80 {
             let x = w.get(i.wrapping_sub(3)).copied().unwrap_or(0)
@@ -525,12 +368,7 @@ fn sha1(data: &[u8]) -> [u8; 20] {
                 40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
                 _ => (b ^ c ^ d, 0xCA62_C1D6),
             };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
+            let t = a.rotate_left(5).wrapping_add(f).wrapping_add(e).wrapping_add(k).wrapping_add(*wi);
             e = d;
             d = c;
             c = b.rotate_left(30);
@@ -554,10 +392,7 @@ fn sha1(data: &[u8]) -> [u8; 20] {
 pub fn relative_path(name: &str) -> Option<std::path::PathBuf> {
     let mut out = std::path::PathBuf::new();
     for (i, part) in name.split(['/', '\\']).enumerate() {
-        let drive = i == 0
-            && part.len() == 2
-            && part.ends_with(':')
-            && part.starts_with(|c: char| c.is_ascii_alphabetic());
+        let drive = i == 0 && part.len() == 2 && part.ends_with(':') && part.starts_with(|c: char| c.is_ascii_alphabetic());
         if part.is_empty() || part == "." || drive {
             continue;
         }
@@ -583,10 +418,7 @@ impl SourceRoot {
     /// Parse `PREFIX=DIR`.
     pub fn parse(text: &str) -> Option<SourceRoot> {
         let (prefix, dir) = text.split_once('=')?;
-        (!dir.is_empty()).then(|| SourceRoot {
-            prefix: prefix.to_owned(),
-            dir: dir.into(),
-        })
+        (!dir.is_empty()).then(|| SourceRoot { prefix: prefix.to_owned(), dir: dir.into() })
     }
 
     /// The local file for a document name, when its name starts with this prefix and the rest is
@@ -612,25 +444,16 @@ pub fn local_source(roots: &[SourceRoot], doc: &DocumentInfo, max: u64) -> Optio
     roots.iter().find_map(|root| {
         let path = root.local(&doc.name)?;
         let bytes = crate::fs::read_regular(&path, max).ok()?;
-        (hash_file(&doc.hash_algorithm, &bytes).as_deref() == Some(doc.hash.as_slice()))
-            .then_some(bytes)
+        (hash_file(&doc.hash_algorithm, &bytes).as_deref() == Some(doc.hash.as_slice())).then_some(bytes)
     })
 }
 
 /// Lines `line - before ..= line + after` of a text (1-based), split at `\n` with a `\r` before
 /// it dropped, each cut to `max_line` bytes: (before, the line, after). `None` when the text has
 /// no such line. Text that is not UTF-8 is read lossily.
-pub fn context(
-    text: &[u8],
-    line: u32,
-    before: u32,
-    after: u32,
-    max_line: usize,
-) -> Option<(Vec<String>, String, Vec<String>)> {
+pub fn context(text: &[u8], line: u32, before: u32, after: u32, max_line: usize) -> Option<(Vec<String>, String, Vec<String>)> {
     let index = usize::try_from(line.checked_sub(1)?).ok()?;
-    let text = text
-        .strip_prefix(b"\xEF\xBB\xBF".as_slice())
-        .unwrap_or(text);
+    let text = text.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(text);
     let cut = |l: &[u8]| {
         let l = l.strip_suffix(b"\r").unwrap_or(l);
         let l = l.get(..max_line.min(l.len())).unwrap_or(l);
@@ -640,11 +463,7 @@ pub fn context(
     let text = text.strip_suffix(b"\n").unwrap_or(text);
     let first = index.saturating_sub(before as usize);
     let mut lines = text.split(|b| *b == b'\n').skip(first);
-    let pre: Vec<String> = lines
-        .by_ref()
-        .take(index.saturating_sub(first))
-        .map(cut)
-        .collect();
+    let pre: Vec<String> = lines.by_ref().take(index.saturating_sub(first)).map(cut).collect();
     if pre.len() != index.saturating_sub(first) {
         return None;
     }
@@ -674,10 +493,7 @@ mod tests {
         w.custom_debug_information(3 << 5 | 22, EMBEDDED_SOURCE, &packed);
         let bytes = w.build();
         let pdb = PortablePdb::parse(&bytes).unwrap();
-        assert_eq!(
-            pdb.embedded_source(1).unwrap().unwrap().text(100).unwrap(),
-            b"raw text"
-        );
+        assert_eq!(pdb.embedded_source(1).unwrap().unwrap().text(100).unwrap(), b"raw text");
         assert!(pdb.embedded_source(2).unwrap().is_none());
         let three = pdb.embedded_source(3).unwrap().unwrap();
         assert!(three.is_compressed());
@@ -693,14 +509,8 @@ mod tests {
     fn sha1_of_known_texts() {
         let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
         assert_eq!(hex(&sha1(b"")), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-        assert_eq!(
-            hex(&sha1(b"abc")),
-            "a9993e364706816aba3e25717850c26c9cd0d89d"
-        );
-        assert_eq!(
-            hex(&sha1(&[b'a'; 1000])),
-            "291e9a6c66994949b57ba5e650361e98fc36b1ba"
-        );
+        assert_eq!(hex(&sha1(b"abc")), "a9993e364706816aba3e25717850c26c9cd0d89d");
+        assert_eq!(hex(&sha1(&[b'a'; 1000])), "291e9a6c66994949b57ba5e650361e98fc36b1ba");
     }
 
     #[test]
@@ -708,14 +518,8 @@ mod tests {
         let json = br#"{"documents":{"C:\\src\\*":"https://a/*","C:\\src\\lib\\*":"https://b/x/*?raw","C:\\src\\one.cs":"https://c/one","D:\\*z":"https://bad/*"}}"#;
         let map = SourceLink::parse(json).unwrap();
         assert_eq!(map.len(), 3);
-        assert_eq!(
-            map.url("C:\\src\\app\\Program.cs").as_deref(),
-            Some("https://a/app/Program.cs")
-        );
-        assert_eq!(
-            map.url("c:\\SRC\\lib\\deep\\A.cs").as_deref(),
-            Some("https://b/x/deep/A.cs?raw")
-        );
+        assert_eq!(map.url("C:\\src\\app\\Program.cs").as_deref(), Some("https://a/app/Program.cs"));
+        assert_eq!(map.url("c:\\SRC\\lib\\deep\\A.cs").as_deref(), Some("https://b/x/deep/A.cs?raw"));
         assert_eq!(map.url("C:\\src\\one.cs").as_deref(), Some("https://c/one"));
         assert_eq!(map.url("E:\\other.cs"), None);
         assert!(SourceLink::parse(b"{\"documents\":3}").is_err());
@@ -724,14 +528,8 @@ mod tests {
 
     #[test]
     fn relative_paths_never_climb_out() {
-        assert_eq!(
-            relative_path("C:\\dev\\app\\Program.cs"),
-            Some(std::path::PathBuf::from("dev/app/Program.cs"))
-        );
-        assert_eq!(
-            relative_path("/_/src/./a.cs"),
-            Some(std::path::PathBuf::from("_/src/a.cs"))
-        );
+        assert_eq!(relative_path("C:\\dev\\app\\Program.cs"), Some(std::path::PathBuf::from("dev/app/Program.cs")));
+        assert_eq!(relative_path("/_/src/./a.cs"), Some(std::path::PathBuf::from("_/src/a.cs")));
         assert_eq!(relative_path("/_/src/../../etc/passwd"), None);
         assert_eq!(relative_path("..\\x.cs"), None);
         assert_eq!(relative_path("a\0b"), None);
@@ -742,28 +540,12 @@ mod tests {
     #[test]
     fn context_lines_around_a_line() {
         let text = b"one\r\ntwo\nthree\nfour\n";
-        assert_eq!(
-            context(text, 2, 5, 5, 100),
-            Some((
-                vec!["one".into()],
-                "two".into(),
-                vec!["three".into(), "four".into()]
-            ))
-        );
-        assert_eq!(
-            context(text, 4, 1, 5, 100),
-            Some((vec!["three".into()], "four".into(), vec![]))
-        );
+        assert_eq!(context(text, 2, 5, 5, 100), Some((vec!["one".into()], "two".into(), vec!["three".into(), "four".into()])));
+        assert_eq!(context(text, 4, 1, 5, 100), Some((vec!["three".into()], "four".into(), vec![])));
         assert_eq!(context(text, 5, 1, 1, 100), None);
-        assert_eq!(
-            context(b"a\n\nb", 2, 1, 1, 100),
-            Some((vec!["a".into()], String::new(), vec!["b".into()]))
-        );
+        assert_eq!(context(b"a\n\nb", 2, 1, 1, 100), Some((vec!["a".into()], String::new(), vec!["b".into()])));
         assert_eq!(context(text, 9, 1, 1, 100), None);
         assert_eq!(context(text, 0, 1, 1, 100), None);
-        assert_eq!(
-            context(b"abcdef", 1, 0, 0, 3),
-            Some((vec![], "abc".into(), vec![]))
-        );
+        assert_eq!(context(b"abcdef", 1, 0, 0, 3), Some((vec![], "abc".into(), vec![])));
     }
 }

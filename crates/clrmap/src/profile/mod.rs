@@ -155,7 +155,6 @@ impl Builder<'_> {
     }
 }
 
-
 /// A profile: frames, locations (a frame with its inlinees: one physical address's chain) and
 /// the call tree of locations, per thread or merged.
 #[derive(Debug, Default)]

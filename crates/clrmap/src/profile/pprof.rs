@@ -141,10 +141,7 @@ impl Profile {
                 line: frames
                     .iter()
                     .rev()
-                    .map(|&f| Line {
-                        function_id: frame_function.get(f as usize).copied().unwrap_or(0),
-                        line: self.frames.get(f as usize).and_then(|x| x.line).map(i64::from).unwrap_or(0),
-                    })
+                    .map(|&f| Line { function_id: frame_function.get(f as usize).copied().unwrap_or(0), line: self.frames.get(f as usize).and_then(|x| x.line).map(i64::from).unwrap_or(0) })
                     .collect(),
             })
             .collect();

@@ -35,7 +35,12 @@ impl Profile {
     /// Write a speedscope file named `name`. Frame names are `Method (File.cs:LINE)` so lines
     /// show in the flame graph; `file` and `line` carry the document and line apart.
     pub fn write_speedscope(&self, name: &str, out: &mut dyn Write) -> std::io::Result<()> {
-        write!(out, "{{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":{},\"name\":{},\"activeProfileIndex\":0,\"shared\":{{\"frames\":[", json_str(&format!("clrmap {}", env!("CARGO_PKG_VERSION"))), json_str(name))?;
+        write!(
+            out,
+            "{{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":{},\"name\":{},\"activeProfileIndex\":0,\"shared\":{{\"frames\":[",
+            json_str(&format!("clrmap {}", env!("CARGO_PKG_VERSION"))),
+            json_str(name)
+        )?;
         for (i, f) in self.frames.iter().enumerate() {
             if i > 0 {
                 out.write_all(b",")?;

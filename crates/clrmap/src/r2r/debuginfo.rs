@@ -403,11 +403,9 @@ pub fn nibble_vars(bytes: Reader<'_>) -> Result<Vec<Var>> {
 pub fn scale_x86_stack_offsets(vars: &mut [Var]) {
     for v in vars {
         match &mut v.loc {
-            VarLoc::Stack { offset, .. }
-            | VarLoc::StackByRef { offset, .. }
-            | VarLoc::RegStack { offset, .. }
-            | VarLoc::StackReg { offset, .. }
-            | VarLoc::Stack2 { offset, .. } => *offset = offset.wrapping_mul(4),
+            VarLoc::Stack { offset, .. } | VarLoc::StackByRef { offset, .. } | VarLoc::RegStack { offset, .. } | VarLoc::StackReg { offset, .. } | VarLoc::Stack2 { offset, .. } => {
+                *offset = offset.wrapping_mul(4)
+            }
             _ => {}
         }
     }
@@ -708,12 +706,7 @@ mod tests {
 
     fn prolog_example() -> Vec<Bound> {
         let b = |native_offset, il_offset, source| Bound { native_offset, il_offset, source: SourceTypes(source) };
-        vec![
-            b(0, IlOffset::Prolog, 0),
-            b(8, IlOffset::Il(0), SourceTypes::STACK_EMPTY),
-            b(0x14, IlOffset::Il(6), 0),
-            b(0x20, IlOffset::Epilog, SourceTypes::STACK_EMPTY),
-        ]
+        vec![b(0, IlOffset::Prolog, 0), b(8, IlOffset::Il(0), SourceTypes::STACK_EMPTY), b(0x14, IlOffset::Il(6), 0), b(0x20, IlOffset::Epilog, SourceTypes::STACK_EMPTY)]
     }
 
     #[test]
@@ -775,11 +768,8 @@ mod tests {
 
     fn sample(layout: DebugInfoLayout, fat: bool) -> DebugInfo {
         let var = |number, start, end, loc| Var { start, end, number, loc, call_return_il: None };
-        let mut vars = vec![
-            var(0, 0, 0x20, VarLoc::Reg { reg: 7 }),
-            var(-3, 4, 0x20, VarLoc::Stack { base_reg: 5, offset: -24 }),
-            var(2, 8, 0x14, VarLoc::StackReg { offset: 16, base_reg: 4, reg: 1 }),
-        ];
+        let mut vars =
+            vec![var(0, 0, 0x20, VarLoc::Reg { reg: 7 }), var(-3, 4, 0x20, VarLoc::Stack { base_reg: 5, offset: -24 }), var(2, 8, 0x14, VarLoc::StackReg { offset: 16, base_reg: 4, reg: 1 })];
         if layout.vars == VarsLayout::NumberFirst {
             vars.push(Var { start: 0x10, end: 0x11, number: CALL_RETURN_ILNUM, loc: VarLoc::Reg { reg: 0 }, call_return_il: Some(6) });
         }

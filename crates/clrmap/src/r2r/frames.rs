@@ -119,13 +119,7 @@ impl FrameIndex {
             return Err(Error::at_rva(ErrorKind::BadReadyToRun, rva, "a method entry point at or before the code's RUNTIME_FUNCTION"));
         };
         let index = u32::try_from(i).unwrap_or(u32::MAX);
-        Ok(FrameProps {
-            code_start: f.begin,
-            code_end: f.end,
-            parent_start: (index != m).then_some(main.begin),
-            runtime_function: index,
-            method_runtime_function: m,
-        })
+        Ok(FrameProps { code_start: f.begin, code_end: f.end, parent_start: (index != m).then_some(main.begin), runtime_function: index, method_runtime_function: m })
     }
 }
 

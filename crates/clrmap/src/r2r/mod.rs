@@ -16,16 +16,15 @@ pub mod frames;
 mod image;
 pub mod machine;
 mod methodsig;
-pub mod regs;
 pub mod native;
+pub mod regs;
 #[cfg(test)]
 mod synthetic;
 
 pub use debuginfo::{
-    async_info, bitpacked_bounds, decode as decode_debug_info, encode_async_info, encode_bitpacked_bounds, encode_nibble_bounds, encode_vars, nibble_bounds,
-    nibble_vars, number_first_vars, split as split_debug_info, AsyncSuspension, BoundsLayout, Chunks, DebugInfo, DebugInfoLayout, HeaderLayout, NibbleWriter, Var,
-    VarLoc, VarsLayout, NEWEST_PROVEN_MAJOR,
+    async_info, bitpacked_bounds, decode as decode_debug_info, encode_async_info, encode_bitpacked_bounds, encode_nibble_bounds, encode_vars, nibble_bounds, nibble_vars, number_first_vars,
+    split as split_debug_info, AsyncSuspension, BoundsLayout, Chunks, DebugInfo, DebugInfoLayout, HeaderLayout, NibbleWriter, Var, VarLoc, VarsLayout, NEWEST_PROVEN_MAJOR,
 };
-pub use methodsig::{instantiation_name, read_method_signature, MethodSig};
 pub use image::{section, EntryPoint, ReadyToRunImage, RuntimeFunction, READYTORUN_SIGNATURE};
 pub use machine::{Machine, Os};
+pub use methodsig::{instantiation_name, read_method_signature, MethodSig};

@@ -57,8 +57,7 @@ pub fn signed(r: &mut Reader<'_>) -> Result<i32> {
 pub fn at<'a>(section: Reader<'a>, offset: u64) -> Result<Reader<'a>> {
     let mut r = section;
     let skip = offset.checked_sub(section.offset()).ok_or(bad(offset, "an offset inside the section"))?;
-    r.skip(usize::try_from(skip).unwrap_or(usize::MAX), "an offset inside the section")
-        .map_err(|_| bad(offset, "an offset inside the section"))?;
+    r.skip(usize::try_from(skip).unwrap_or(usize::MAX), "an offset inside the section").map_err(|_| bad(offset, "an offset inside the section"))?;
     Ok(r)
 }
 

@@ -172,8 +172,7 @@ fn build(machine: Machine, pe_machine: u16, major: u16, funclet: Length) -> (Vec
         debug.push((rf, blob));
         rf += 1 + funclets.len() as u32;
     }
-    let sections: Vec<(u32, Vec<u8>)> =
-        vec![(102, table), (103, native_array(METHODS.len() as u32, &entries)), (105, native_array(rf, &debug))];
+    let sections: Vec<(u32, Vec<u8>)> = vec![(102, table), (103, native_array(METHODS.len() as u32, &entries)), (105, native_array(rf, &debug))];
     let mut dirs = Vec::new();
     for (id, bytes) in sections {
         let rva = align(&mut t, 4);

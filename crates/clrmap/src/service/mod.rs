@@ -305,7 +305,8 @@ impl Ident {
         let (guid, stamp) = match (&m.pdb_id, &m.debug_id) {
             (Some(id), _) | (None, Some(id)) => {
                 let field = if m.pdb_id.is_some() { "pdb_id" } else { "debug_id" };
-                let (g, s) = parse_debug_id(id).ok_or_else(|| bad(field, "not a PDB id: a GUID (dashed or 32 hex digits), optionally with an age of 1 to 8 hex digits (after a dash, or appended: 40 hex digits)"))?;
+                let (g, s) = parse_debug_id(id)
+                    .ok_or_else(|| bad(field, "not a PDB id: a GUID (dashed or 32 hex digits), optionally with an age of 1 to 8 hex digits (after a dash, or appended: 40 hex digits)"))?;
                 (Some(g), s)
             }
             (None, None) => (None, None),
@@ -549,11 +550,9 @@ impl Service {
         let written = self.write_answer(&mut out, &idents, asks, nested, context, &mut pdbs, &mut images);
         match (written, out.stop) {
             (Ok(()), _) => Ok(Answer { body: out.buf, frames: u64::try_from(total).unwrap_or(u64::MAX) }),
-            (Err(_), Some(Stop::TooLarge)) => Err(ServiceError::new(
-                413,
-                "answer_too_large",
-                format!("the answer is over {} bytes (the service's --max-answer); send fewer frames in one request", self.config.max_answer),
-            )),
+            (Err(_), Some(Stop::TooLarge)) => {
+                Err(ServiceError::new(413, "answer_too_large", format!("the answer is over {} bytes (the service's --max-answer); send fewer frames in one request", self.config.max_answer)))
+            }
             (Err(_), Some(Stop::Busy)) => Err(ServiceError::new(503, "busy", "the service holds as many answer bytes as it may; retry later")),
             (Err(e), None) => Err(ServiceError::new(500, "internal", e.to_string())),
         }
@@ -562,7 +561,16 @@ impl Service {
     /// Answer each frame and write it at once: `{"frames":[...]}`, or `{"stacktraces":[{"frames":
     /// [...]},...]}` when `nested`.
     #[allow(clippy::too_many_arguments)]
-    fn write_answer(&self, out: &mut Bounded<'_>, idents: &[Ident], asks: Vec<Vec<(usize, Ask)>>, nested: bool, context: u32, pdbs: &mut [Option<Slot>], images: &mut [Option<Slot>]) -> std::io::Result<()> {
+    fn write_answer(
+        &self,
+        out: &mut Bounded<'_>,
+        idents: &[Ident],
+        asks: Vec<Vec<(usize, Ask)>>,
+        nested: bool,
+        context: u32,
+        pdbs: &mut [Option<Slot>],
+        images: &mut [Option<Slot>],
+    ) -> std::io::Result<()> {
         use std::io::Write;
         out.write_all(if nested { b"{\"stacktraces\":[" } else { b"{" })?;
         for (g, group) in asks.into_iter().enumerate() {
@@ -949,7 +957,8 @@ mod tests {
         assert_eq!(kind(br#"{"modules":[{}],"frames":[{"module":0,"il_offset":0}]}"#), Some((400, "missing_field")));
         assert_eq!(kind(br#"{"modules":[{}],"frames":[{"module":0,"token":"x","il_offset":0}]}"#), Some((400, "bad_value")));
         assert_eq!(kind(br#"{"modules":[{"pdb_id":"zz"}],"frames":[]}"#), Some((400, "bad_value")));
-        let four = br#"{"modules":[{}],"frames":[{"module":0,"token":1,"il_offset":0},{"module":0,"token":1,"il_offset":0},{"module":0,"token":1,"il_offset":0},{"module":0,"token":1,"il_offset":0}]}"#;
+        let four =
+            br#"{"modules":[{}],"frames":[{"module":0,"token":1,"il_offset":0},{"module":0,"token":1,"il_offset":0},{"module":0,"token":1,"il_offset":0},{"module":0,"token":1,"il_offset":0}]}"#;
         assert_eq!(kind(four), Some((413, "too_many_frames")));
     }
 

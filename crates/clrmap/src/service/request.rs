@@ -365,7 +365,14 @@ mod tests {
         ] {
             assert_eq!(parse_debug_id(text), Some((sentry, want)), "{text}");
         }
-        for bad in ["0c1033f78632492e91c6c314b72e1920e60b819d0", "0c1033f7-8632-492e-91c6-c314b72e1920-", "0c1033f7-8632-492e-91c6-c314b72e1920e60b819dx", "0c1033f78632492e91c6c314b72e192", "0c10-33f78632492e91c6c314b72e1920", ""] {
+        for bad in [
+            "0c1033f78632492e91c6c314b72e1920e60b819d0",
+            "0c1033f7-8632-492e-91c6-c314b72e1920-",
+            "0c1033f7-8632-492e-91c6-c314b72e1920e60b819dx",
+            "0c1033f78632492e91c6c314b72e192",
+            "0c10-33f78632492e91c6c314b72e1920",
+            "",
+        ] {
             assert_eq!(parse_debug_id(bad), None, "{bad}");
         }
         assert_eq!(parse_guid("497b72f6390a44fc878e5a2d63b6cc4"), None);

@@ -218,11 +218,7 @@ impl<'p, P: TypeProvider, G: Grammar<P>> Decoder<'p, P, G> {
         if !calling_convention.is_valid_method() {
             return Err(Error::new(ErrorKind::BadCallingConvention, cc_at, "a method calling convention"));
         }
-        let generic_parameter_count = if calling_convention.is_generic() {
-            r.compressed_u32("a generic parameter count")?
-        } else {
-            0
-        };
+        let generic_parameter_count = if calling_convention.is_generic() { r.compressed_u32("a generic parameter count")? } else { 0 };
         let count = r.compressed_u32("a parameter count")?;
         self.provider.begin_fn_ptr(calling_convention);
         let return_type = self.ty(r, deeper(depth), Position::Return)?;

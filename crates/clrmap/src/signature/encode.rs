@@ -58,11 +58,7 @@ fn encode(ty: &Type, out: &mut Vec<u8>, depth: u32, pos: Position) -> Result<()>
             encode(element, out, next, Position::Plain)?;
         }
         Type::Array { element, shape } => {
-            if shape.rank == 0
-                || shape.rank > MAX_ARRAY_RANK
-                || shape.sizes.len() > shape.rank as usize
-                || shape.lower_bounds.len() > shape.rank as usize
-            {
+            if shape.rank == 0 || shape.rank > MAX_ARRAY_RANK || shape.sizes.len() > shape.rank as usize || shape.lower_bounds.len() > shape.rank as usize {
                 return Err(fail(ErrorKind::BadArrayShape, "rank 1-64 with no more sizes or bounds than the rank"));
             }
             out.push(0x14);

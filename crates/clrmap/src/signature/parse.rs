@@ -65,14 +65,7 @@ const PRIMITIVES: &[(&str, Primitive)] = &[
     ("typedref", Primitive::TypedByRef),
 ];
 
-const CALLING_CONVENTIONS: &[(&str, u8)] = &[
-    ("unmanaged cdecl ", 1),
-    ("unmanaged stdcall ", 2),
-    ("unmanaged thiscall ", 3),
-    ("unmanaged fastcall ", 4),
-    ("unmanaged ", 9),
-    ("vararg ", 5),
-];
+const CALLING_CONVENTIONS: &[(&str, u8)] = &[("unmanaged cdecl ", 1), ("unmanaged stdcall ", 2), ("unmanaged thiscall ", 3), ("unmanaged fastcall ", 4), ("unmanaged ", 9), ("vararg ", 5)];
 
 impl Parser<'_> {
     fn err(&self, expected: &'static str) -> Error {
@@ -263,15 +256,7 @@ impl Parser<'_> {
                 self.expect(",")?;
             }
         }
-        Ok(Type::FnPtr {
-            signature: Box::new(MethodSignature {
-                calling_convention: CallingConvention(cc),
-                generic_parameter_count: 0,
-                return_type,
-                parameters,
-                sentinel,
-            }),
-        })
+        Ok(Type::FnPtr { signature: Box::new(MethodSignature { calling_convention: CallingConvention(cc), generic_parameter_count: 0, return_type, parameters, sentinel }) })
     }
 
     /// `[d1,d2,...]` with each dimension `L...H`, `L...` or `...` (contract §1).
@@ -308,8 +293,7 @@ impl Parser<'_> {
         // ArrayShape lists have no gaps (II.23.2.13): sizes and bounds cover leading dimensions.
         let sizes: Vec<u32> = dims.iter().map_while(|d| d.1).collect();
         let lower_bounds: Vec<i32> = dims.iter().map_while(|d| d.0).collect();
-        let gap = dims.iter().skip(sizes.len()).any(|d| d.1.is_some())
-            || dims.iter().skip(lower_bounds.len()).any(|d| d.0.is_some());
+        let gap = dims.iter().skip(sizes.len()).any(|d| d.1.is_some()) || dims.iter().skip(lower_bounds.len()).any(|d| d.0.is_some());
         if gap {
             return Err(Error::new(ErrorKind::BadArrayShape, start as u64, "sizes and bounds on leading dimensions only"));
         }

@@ -22,8 +22,8 @@ use core::fmt::{self, Write as _};
 use super::decode::decode_type;
 use super::names::TypeNames;
 use super::provider::TypeProvider;
-use super::zapsig::ZapsigProvider;
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
+use super::zapsig::ZapsigProvider;
 use crate::read::{Error, Reader, Result};
 
 /// The text of one ARRAY dimension (contract §1): `L...H` with H = L+S-1, `0...H` for a size

@@ -203,16 +203,28 @@ const STATES: usize = 32;
 /// lead of 0x80 the row (value >> 2) is that byte >> 2, which must not be 0.
 const fn token_lead(b: u8, after: u16, second: u16, second_zero: u16) -> (u16, i32) {
     if b < 0x80 {
-        if b & 2 == 0 && b >> 2 >= 1 { (after, 0) } else { (S_FAIL, 0) }
+        if b & 2 == 0 && b >> 2 >= 1 {
+            (after, 0)
+        } else {
+            (S_FAIL, 0)
+        }
     } else if b & 0xC0 == 0x80 {
-        if b & 0x3F == 0 { (second_zero, 0) } else { (second, 0) }
+        if b & 0x3F == 0 {
+            (second_zero, 0)
+        } else {
+            (second, 0)
+        }
     } else {
         (S_FAIL, 0)
     }
 }
 
 const fn token_second(b: u8, after: u16, zero_lead: bool) -> (u16, i32) {
-    if b & 2 == 0 && (!zero_lead || b >= 4) { (after, 0) } else { (S_FAIL, 0) }
+    if b & 2 == 0 && (!zero_lead || b >= 4) {
+        (after, 0)
+    } else {
+        (S_FAIL, 0)
+    }
 }
 
 /// One transition: the next state and the change to the owed count.
@@ -408,39 +420,39 @@ mod tests {
         let yes: &[(&[u8], u32)] = &[
             (&[0x08], 1),
             (&[0x08, 0x0E, 0x1C], 3),
-            (&[0x12, 0x09], 1),                                  // class TypeRef row 2
+            (&[0x12, 0x09], 1),                                     // class TypeRef row 2
             (&[0x15, 0x12, 0x15, 0x02, 0x08, 0x1D, 0x11, 0x08], 1), // GENERICINST with 2 args
             (&[0x1D, 0x1D, 0x13, 0x00], 1),
             (&[0x1E, 0x81, 0x00], 1),
-            (&[0x12, 0xC0, 0x3F, 0xFF, 0xFD], 1),                // row 0xFFFFFF, TypeRef
+            (&[0x12, 0xC0, 0x3F, 0xFF, 0xFD], 1),                         // row 0xFFFFFF, TypeRef
             (&[0x14, 0x08, 0x02, 0x02, 0x03, 0x04, 0x02, 0x00, 0x00], 1), // int32[0...2,0...3]
-            (&[0x14, 0x12, 0x09, 0x01, 0x00, 0x01, 0x7F], 1),    // ARRAY of a class, lower bound
-            (&[0x1B, 0x00, 0x02, 0x01, 0x08, 0x0E], 1),          // method void *(int32, string)
-            (&[0x1B, 0x10, 0x01, 0x00, 0x1E, 0x00], 1),          // generic, returns !!0
-            (&[0x1B, 0x00, 0x00, 0x1B, 0x00, 0x00, 0x01], 1),    // returns an FNPTR returning void
+            (&[0x14, 0x12, 0x09, 0x01, 0x00, 0x01, 0x7F], 1),             // ARRAY of a class, lower bound
+            (&[0x1B, 0x00, 0x02, 0x01, 0x08, 0x0E], 1),                   // method void *(int32, string)
+            (&[0x1B, 0x10, 0x01, 0x00, 0x1E, 0x00], 1),                   // generic, returns !!0
+            (&[0x1B, 0x00, 0x00, 0x1B, 0x00, 0x00, 0x01], 1),             // returns an FNPTR returning void
         ];
         for &(b, n) in yes {
             assert!(plain_types(b, n), "{b:02X?}");
             assert!(strict(b, n), "{b:02X?}");
         }
         let no: &[(&[u8], u32)] = &[
-            (&[0x01], 1),                   // VOID
-            (&[0x08], 2),                   // too few
-            (&[0x08, 0x08], 1),             // trailing
-            (&[0x12, 0x0A], 1),             // TypeSpec
-            (&[0x12, 0x03], 1),             // tag 3
-            (&[0x12, 0x00], 1),             // row 0
+            (&[0x01], 1),                         // VOID
+            (&[0x08], 2),                         // too few
+            (&[0x08, 0x08], 1),                   // trailing
+            (&[0x12, 0x0A], 1),                   // TypeSpec
+            (&[0x12, 0x03], 1),                   // tag 3
+            (&[0x12, 0x00], 1),                   // row 0
             (&[0x12, 0xC4, 0x00, 0x00, 0x00], 1), // row 0x1000000
-            (&[0x15, 0x12, 0x09, 0x00], 1), // no arguments
+            (&[0x15, 0x12, 0x09, 0x00], 1),       // no arguments
             (&[0x15, 0x08, 0x09, 0x01, 0x08], 1),
-            (&[0x0F, 0x01], 1),             // PTR to void: valid, but not covered
-            (&[0x14, 0x1D, 0x08, 0x01, 0x00, 0x00], 1), // ARRAY of an SZARRAY: valid, not covered
-            (&[0x14, 0x08, 0x00, 0x00, 0x00], 1), // rank 0
+            (&[0x0F, 0x01], 1),                               // PTR to void: valid, but not covered
+            (&[0x14, 0x1D, 0x08, 0x01, 0x00, 0x00], 1),       // ARRAY of an SZARRAY: valid, not covered
+            (&[0x14, 0x08, 0x00, 0x00, 0x00], 1),             // rank 0
             (&[0x14, 0x08, 0x01, 0x02, 0x03, 0x04, 0x00], 1), // 2 sizes for rank 1
-            (&[0x1B, 0x00, 0x01, 0x01, 0x41, 0x08], 1), // SENTINEL: valid, not covered
-            (&[0x1B, 0x00, 0x01, 0x08, 0x01], 1), // VOID as a parameter
-            (&[0x1B, 0x06, 0x00, 0x08], 1), // calling convention 6 (a field)
-            (&[0x08, 0x01], 2),             // VOID as a plain type
+            (&[0x1B, 0x00, 0x01, 0x01, 0x41, 0x08], 1),       // SENTINEL: valid, not covered
+            (&[0x1B, 0x00, 0x01, 0x08, 0x01], 1),             // VOID as a parameter
+            (&[0x1B, 0x06, 0x00, 0x08], 1),                   // calling convention 6 (a field)
+            (&[0x08, 0x01], 2),                               // VOID as a plain type
         ];
         for &(b, n) in no {
             assert!(!plain_types(b, n), "{b:02X?}");
@@ -498,8 +510,8 @@ mod tests {
             &[0x01, 0x08],
             &[0x03, 0x08, 0x0E, 0x1C],
             &[0x01, 0x12, 0x09],
-            &[0x01, 0x12, 0x80, 0x05],                   // 2-byte token, lead 0x80, row 1
-            &[0x01, 0x11, 0x8F, 0xA0],                   // row 0xFA8 TypeDef
+            &[0x01, 0x12, 0x80, 0x05],                                    // 2-byte token, lead 0x80, row 1
+            &[0x01, 0x11, 0x8F, 0xA0],                                    // row 0xFA8 TypeDef
             &[0x01, 0x15, 0x12, 0x15, 0x02, 0x08, 0x1D, 0x11, 0x08][..8], // cut: must fail below
         ];
         for b in &yes[..5] {
@@ -511,12 +523,12 @@ mod tests {
         assert!(short(&[0x01, 0x1D, 0x1D, 0x08]) && short(&[0x02, 0x1D, 0x08, 0x0E]));
         // ARRAY and FNPTR shapes the automaton covers, each also valid for the strict decoder.
         let covered: &[&[u8]] = &[
-            &[0x01, 0x14, 0x08, 0x02, 0x02, 0x03, 0x04, 0x02],    // cut short: see below
-            &[0x01, 0x14, 0x08, 0x01, 0x00, 0x00],                 // int32[]
+            &[0x01, 0x14, 0x08, 0x02, 0x02, 0x03, 0x04, 0x02],             // cut short: see below
+            &[0x01, 0x14, 0x08, 0x01, 0x00, 0x00],                         // int32[]
             &[0x02, 0x14, 0x12, 0x09, 0x01, 0x01, 0x05, 0x01, 0x7F, 0x08], // class[..], int32
-            &[0x01, 0x1B, 0x00, 0x02, 0x01, 0x08, 0x0E],           // method void *(int32, string)
-            &[0x01, 0x1B, 0x10, 0x01, 0x00, 0x1E, 0x00],           // generic, returns !!0
-            &[0x01, 0x1D, 0x1B, 0x00, 0x00, 0x01],                 // SZARRAY of FNPTR
+            &[0x01, 0x1B, 0x00, 0x02, 0x01, 0x08, 0x0E],                   // method void *(int32, string)
+            &[0x01, 0x1B, 0x10, 0x01, 0x00, 0x1E, 0x00],                   // generic, returns !!0
+            &[0x01, 0x1D, 0x1B, 0x00, 0x00, 0x01],                         // SZARRAY of FNPTR
         ];
         assert!(!short(covered[0]));
         for b in &covered[1..] {
@@ -540,12 +552,12 @@ mod tests {
             assert!(!short(b), "{b:02X?}");
         }
         let no: &[&[u8]] = &[
-            &[0x00],                   // T = 0
-            &[0x02, 0x08],             // one type short
-            &[0x01, 0x08, 0x08],       // a byte after
-            &[0x01, 0x12, 0x80, 0x03], // row 0 in the over-long form
-            &[0x01, 0x12, 0x0A],       // TypeSpec
-            &[0x01, 0x01],             // VOID
+            &[0x00],                      // T = 0
+            &[0x02, 0x08],                // one type short
+            &[0x01, 0x08, 0x08],          // a byte after
+            &[0x01, 0x12, 0x80, 0x03],    // row 0 in the over-long form
+            &[0x01, 0x12, 0x0A],          // TypeSpec
+            &[0x01, 0x01],                // VOID
             &[0x01, 0x12, 0xC0, 0, 0, 5], // 4-byte token: valid, not covered
             &[0x01, 0x13, 0x08, 0x1D],    // an SZARRAY after the last type (proptest find)
         ];

@@ -283,8 +283,7 @@ pub(crate) mod roundtrip {
     }
 
     fn any_token() -> impl Strategy<Value = u32> {
-        (prop_oneof![Just(0x0100_0000u32), Just(0x0200_0000u32), Just(0x1B00_0000u32)], 1u32..0x00FF_FFFF)
-            .prop_map(|(t, r)| t | r)
+        (prop_oneof![Just(0x0100_0000u32), Just(0x0200_0000u32), Just(0x1B00_0000u32)], 1u32..0x00FF_FFFF).prop_map(|(t, r)| t | r)
     }
 
     fn leaf() -> impl Strategy<Value = Type> {
@@ -303,28 +302,22 @@ pub(crate) mod roundtrip {
                 inner.clone().prop_map(|t| Type::Ptr { element: Box::new(t) }),
                 Just(Type::Ptr { element: Box::new(Type::primitive(Primitive::Void)) }),
                 inner.clone().prop_map(|t| Type::ByRef { element: Box::new(t) }),
-                (any::<bool>(), any_token(), inner.clone())
-                    .prop_map(|(required, modifier, t)| Type::Modified { required, modifier, element: Box::new(t) }),
-                (any::<bool>(), token(), prop::collection::vec(inner.clone(), 1..4))
-                    .prop_map(|(value_type, token, args)| Type::GenericInst { value_type, token, args }),
-                (inner.clone(), 1u32..6, prop::collection::vec(0u32..0x1FFF_FFFF, 0..3), prop::collection::vec(-0x1000_0000i32..0x0FFF_FFFF, 0..3))
-                    .prop_map(|(t, rank, mut sizes, mut lower_bounds)| {
+                (any::<bool>(), any_token(), inner.clone()).prop_map(|(required, modifier, t)| Type::Modified { required, modifier, element: Box::new(t) }),
+                (any::<bool>(), token(), prop::collection::vec(inner.clone(), 1..4)).prop_map(|(value_type, token, args)| Type::GenericInst { value_type, token, args }),
+                (inner.clone(), 1u32..6, prop::collection::vec(0u32..0x1FFF_FFFF, 0..3), prop::collection::vec(-0x1000_0000i32..0x0FFF_FFFF, 0..3)).prop_map(
+                    |(t, rank, mut sizes, mut lower_bounds)| {
                         sizes.truncate(rank as usize);
                         lower_bounds.truncate(rank as usize);
                         Type::Array { element: Box::new(t), shape: ArrayShape { rank, sizes, lower_bounds } }
-                    }),
-                (prop::sample::select(vec![0u8, 1, 2, 3, 4, 5, 9, 0x20, 0x60, 0x25, 0x10]), 0u32..4, inner.clone(), prop::collection::vec(inner, 0..4), 0usize..5)
-                    .prop_map(|(cc, gpc, ret, params, s)| {
+                    }
+                ),
+                (prop::sample::select(vec![0u8, 1, 2, 3, 4, 5, 9, 0x20, 0x60, 0x25, 0x10]), 0u32..4, inner.clone(), prop::collection::vec(inner, 0..4), 0usize..5).prop_map(
+                    |(cc, gpc, ret, params, s)| {
                         let sentinel = if cc & 0x0F == 5 && s < params.len() { Some(s) } else { None };
                         let generic_parameter_count = if cc & 0x10 != 0 { gpc } else { 0 };
-                        Type::FnPtr { signature: Box::new(MethodSignature {
-                            calling_convention: CallingConvention(cc),
-                            generic_parameter_count,
-                            return_type: ret,
-                            parameters: params,
-                            sentinel,
-                        }) }
-                    }),
+                        Type::FnPtr { signature: Box::new(MethodSignature { calling_convention: CallingConvention(cc), generic_parameter_count, return_type: ret, parameters: params, sentinel }) }
+                    }
+                ),
             ]
         })
     }

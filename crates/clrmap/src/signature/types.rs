@@ -4,7 +4,6 @@
 //! JSON. It keeps metadata tokens as full 32-bit tokens (0x02 TypeDef, 0x01 TypeRef, 0x1B
 //! TypeSpec) rather than coded indexes.
 
-
 /// Element types without operands (ECMA-335 II.23.1.16).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]

@@ -182,10 +182,7 @@ impl ModuleLines {
     /// the line, cannot change, so those offsets are the only ones tried. A region with no line
     /// after one with a line gets line 0 (no source line); leading regions with no line get no row.
     pub fn rows(&self, token: u32, map: &[MapEntry], code_size: u32) -> Vec<LineRow> {
-        let mut cuts: Vec<u32> = std::iter::once(0)
-            .chain(map.iter().flat_map(|e| [e.native_start, e.native_end]))
-            .filter(|&o| o < code_size)
-            .collect();
+        let mut cuts: Vec<u32> = std::iter::once(0).chain(map.iter().flat_map(|e| [e.native_start, e.native_end])).filter(|&o| o < code_size).collect();
         cuts.sort_unstable();
         cuts.dedup();
         let mut rows: Vec<LineRow> = Vec::new();

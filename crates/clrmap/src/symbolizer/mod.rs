@@ -34,20 +34,22 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-
+use crate::fs::{file_id, read_input};
 use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
-use crate::fs::{file_id, read_input};
-use crate::pdb::locate::{check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, read_candidate_assembly, recorded_looked_for, why_no_pdb_structured, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
+use crate::pdb::locate::{
+    check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, read_candidate_assembly, recorded_looked_for, why_no_pdb_structured, FoundPdb, PassedOver, PdbOrigin,
+    RecordedPdb, SymbolPaths,
+};
 use crate::pdb::why::{Note, Why};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind};
 
-use lines::ModuleLines;
-pub use lines::{SourceContext, MAX_CONTEXT_LINE};
 pub use crate::fs::OpenError;
 pub use inlined::{bulk_type_modules, InlinedFrame, InlineeMethod, SourceInlines};
+use lines::ModuleLines;
+pub use lines::{SourceContext, MAX_CONTEXT_LINE};
 pub use source::{note_recorded_pdb, open_source, open_source_assuming, read_trace, OpenedSource, RecordedPdbs, SourceKind};
 pub use vars::{name_var, LocalNames, VarKind, VarName};
 
@@ -349,11 +351,7 @@ impl Symbolizer {
         let inlinees = name_inlinees(&inlines.methods, &mut modules, &pdbs, &mvids, &options.symbols);
         let trees = inlines.trees;
         let store = MapStore::new(bodies);
-        let body_trees: Vec<Option<profile_lines::BodyTree>> = store
-            .bodies()
-            .iter()
-            .map(|b| Some(profile_lines::BodyTree::new(Arc::clone(trees.get(&(b.pid, b.start?))?), &b.map)))
-            .collect();
+        let body_trees: Vec<Option<profile_lines::BodyTree>> = store.bodies().iter().map(|b| Some(profile_lines::BodyTree::new(Arc::clone(trees.get(&(b.pid, b.start?))?), &b.map))).collect();
         let (keys, inlinees): (Vec<(Option<u32>, u64)>, Vec<Inlinee>) = inlinees.into_iter().unzip();
         let inlinee_index: HashMap<(Option<u32>, u64), usize> = keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
         let body_nodes = store

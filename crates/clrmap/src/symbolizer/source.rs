@@ -184,7 +184,17 @@ pub fn open_source_assuming(path: &Path, assume: Option<crate::r2r::DebugInfoLay
                 }
             }
         }
-        return Ok(OpenedSource { kind: SourceKind::ReadyToRun, bodies, image: Some(bytes), warnings: Vec::new(), runtime_major: None, pdbs: HashMap::new(), mvids: HashMap::new(), inlines: SourceInlines::default(), named: Vec::new() });
+        return Ok(OpenedSource {
+            kind: SourceKind::ReadyToRun,
+            bodies,
+            image: Some(bytes),
+            warnings: Vec::new(),
+            runtime_major: None,
+            pdbs: HashMap::new(),
+            mvids: HashMap::new(),
+            inlines: SourceInlines::default(),
+            named: Vec::new(),
+        });
     }
     Err(OpenError::Unrecognized { path: path.to_owned() })
 }
@@ -230,7 +240,8 @@ mod tests {
         for b in &bodies {
             starts.entry(b.token).or_default().push(b.start.unwrap());
             let map = b.map.iter().map(|e| [e.il.to_raw(), e.native_start, e.native_end]).collect();
-            let body = Body { pid: Some(1), function_id: 1, module: path.clone(), token: b.token, start: b.start.unwrap(), code_size: b.code_size, body: b.version.unwrap_or(0), map, ..Body::default() };
+            let body =
+                Body { pid: Some(1), function_id: 1, module: path.clone(), token: b.token, start: b.start.unwrap(), code_size: b.code_size, body: b.version.unwrap_or(0), map, ..Body::default() };
             text.push_str(&Record::Jit(body).to_line());
         }
         let stdout = std::fs::read_to_string(repo("examples/frames.stdout")).unwrap();

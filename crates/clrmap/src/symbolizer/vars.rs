@@ -124,10 +124,7 @@ mod tests {
     fn arguments_then_locals_then_specials() {
         let args = MethodArgs { has_this: true, names: vec![Some("this"), Some("x"), None] };
         let var = |index, name: &str| LocalVariable { index, attributes: 0, name: name.to_owned() };
-        let scopes = [
-            LocalScope { start_offset: 0, length: 10, variables: vec![var(0, "sum"), var(1, "i")] },
-            LocalScope { start_offset: 4, length: 2, variables: vec![var(1, "j")] },
-        ];
+        let scopes = [LocalScope { start_offset: 0, length: 10, variables: vec![var(0, "sum"), var(1, "i")] }, LocalScope { start_offset: 4, length: 2, variables: vec![var(1, "j")] }];
         let locals = LocalNames::new(&scopes);
         let n = |number| name_var(number, Some(&args), &locals);
         assert_eq!(n(0), VarName { kind: VarKind::Arg, index: 0, name: Some("this".into()) });

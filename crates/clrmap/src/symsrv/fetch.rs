@@ -39,12 +39,7 @@ pub(super) fn download(server: &str, key: &Key, headers: &[(&str, String)], entr
     let started = Instant::now();
     // Redirects are followed here, not by the HTTP client: only to http(s) URLs with a host, at
     // most MAX_REDIRECTS times, each within the same time bound.
-    let agent = ureq::AgentBuilder::new()
-        .timeout(config.timeout)
-        .timeout_connect(config.timeout)
-        .redirects(0)
-        .user_agent(concat!("clrmap/", env!("CARGO_PKG_VERSION")))
-        .build();
+    let agent = ureq::AgentBuilder::new().timeout(config.timeout).timeout_connect(config.timeout).redirects(0).user_agent(concat!("clrmap/", env!("CARGO_PKG_VERSION"))).build();
     let mut at = url(server, key);
     let mut hops = 0usize;
     let response = loop {

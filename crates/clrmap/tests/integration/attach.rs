@@ -125,12 +125,7 @@ fn live_maps(capture: &Path) -> HashMap<(u64, u64), CodeBody> {
     let text = std::fs::read_to_string(capture).unwrap();
     // A line being written may be cut: keep whole lines only.
     let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
-    read_captured(whole)
-        .unwrap()
-        .into_iter()
-        .filter(|c| c.kind == CodeKind::Jit)
-        .map(|c| ((c.body.function_id.unwrap(), c.body.start.unwrap()), c.body))
-        .collect()
+    read_captured(whole).unwrap().into_iter().filter(|c| c.kind == CodeKind::Jit).map(|c| ((c.body.function_id.unwrap(), c.body.start.unwrap()), c.body)).collect()
 }
 
 /// Every body with a map must equal the live runtime's body at the same code start; returns how
@@ -268,7 +263,14 @@ fn a_target_killed_mid_collect_leaves_a_valid_trace() {
         // Cut after the last whole block and closed: the file reads as a whole trace.
         let stats = read_events(&bytes[..], |_| {}).unwrap_or_else(|e| panic!("{}: {e}", rt.version));
         let bodies = read_code_bodies(&bytes[..]).unwrap();
-        println!("{}: killed mid-collect: {} bytes received, {} written (whole blocks and the end tag), {} blocks, {} bodies with maps", rt.version, c.received, c.written, stats.blocks.values().sum::<u64>(), bodies.len());
+        println!(
+            "{}: killed mid-collect: {} bytes received, {} written (whole blocks and the end tag), {} blocks, {} bodies with maps",
+            rt.version,
+            c.received,
+            c.written,
+            stats.blocks.values().sum::<u64>(),
+            bodies.len()
+        );
         // A snapshot of a process that is gone: a clear error, no hang.
         let t = Instant::now();
         let e = diag::snapshot(target.pid(), TIMEOUT).unwrap_err();
@@ -286,12 +288,7 @@ fn ctrl_c_stops_trace_collect_cleanly_with_the_rundown() {
         let dll = program(rt, &mcs, "sigint");
         let target = Target::start(rt, &dll, None);
         let trace = dll.with_file_name("sigint.nettrace");
-        let mut collect = Command::new(&bin)
-            .args(["trace", "collect", "--pid", &target.pid().to_string(), "-o"])
-            .arg(&trace)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut collect = Command::new(&bin).args(["trace", "collect", "--pid", &target.pid().to_string(), "-o"]).arg(&trace).stderr(Stdio::piped()).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(1500));
         assert!(collect.try_wait().unwrap().is_none(), "{}: trace collect ended by itself", rt.version);
         support::run(Command::new("kill").args(["-INT", &collect.id().to_string()]));
@@ -564,13 +561,7 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
                 // body (code version) of a method whose first body is in it.
                 if b.body.module.as_deref() == Some("Attach.dll") {
                     let first_in_rundown = snap.bodies.iter().any(|s| s.function_id == b.body.function_id);
-                    assert!(
-                        !before_snapshot.contains(&key) && b.index >= 1 && first_in_rundown,
-                        "{}: token 0x{:08X} (body {} of its method) is not in the rundown",
-                        rt.version,
-                        b.body.token,
-                        b.index
-                    );
+                    assert!(!before_snapshot.contains(&key) && b.index >= 1 && first_in_rundown, "{}: token 0x{:08X} (body {} of its method) is not in the rundown", rt.version, b.body.token, b.index);
                 }
                 continue;
             };
@@ -603,8 +594,7 @@ fn profile_pid_attaches_records_before_and_after_and_detaches_on_both_runtimes()
         assert!(status.success(), "{}: {status:?}: {}", rt.version, stderr_of(&mut cli));
         // Everything the first recording saw was jitted before the second attach.
         let second = clrmap::capture::read_capture(&std::fs::read(&again).unwrap()).unwrap();
-        let enumerated: std::collections::HashSet<(u64, u64)> =
-            second.bodies.iter().filter(|b| b.before_attach).map(|b| (b.body.function_id.unwrap(), b.body.start.unwrap())).collect();
+        let enumerated: std::collections::HashSet<(u64, u64)> = second.bodies.iter().filter(|b| b.before_attach).map(|b| (b.body.function_id.unwrap(), b.body.start.unwrap())).collect();
         let missing = c.bodies.iter().filter(|b| !enumerated.contains(&(b.body.function_id.unwrap(), b.body.start.unwrap()))).count();
         assert_eq!(missing, 0, "{}: {missing} bodies of the first recording not enumerated by the second attach ({} enumerated)", rt.version, enumerated.len());
         // Detached, the program runs on: same output, same status as without the attach.

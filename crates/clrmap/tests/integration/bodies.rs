@@ -200,7 +200,9 @@ fn capture_trace_and_image_name_each_body_alike_and_record_it_once_on_both_runti
         // What the notation must give, by contract §1 and §4 (checked by hand, not copied).
         let all_cap: HashSet<&str> = cap.iter().filter_map(|b| b.full_name.as_deref()).collect();
         let all_trc: HashSet<&str> = trc.iter().filter_map(|b| b.full_name.as_deref()).collect();
-        for want in ["Bodies::Main(string[])", "Box`1<int32>::Make(!0)", "Box`1<valuetype Pt>::Make(!0)", "Outer/Inner::Twice(int32)", "Box`1<int32>::.ctor(!0)", "Outer/<Count>c__Iterator0::MoveNext()"] {
+        for want in
+            ["Bodies::Main(string[])", "Box`1<int32>::Make(!0)", "Box`1<valuetype Pt>::Make(!0)", "Outer/Inner::Twice(int32)", "Box`1<int32>::.ctor(!0)", "Outer/<Count>c__Iterator0::MoveNext()"]
+        {
             assert!(all_cap.contains(want), "{v}: the capture has no {want}");
             assert!(all_trc.contains(want), "{v}: the trace has no {want}");
         }
@@ -217,9 +219,8 @@ fn capture_trace_and_image_name_each_body_alike_and_record_it_once_on_both_runti
             if r.kind != CodeKind::R2r {
                 continue;
             }
-            let image = images.entry(r.module_path.clone()).or_insert_with(|| {
-                open_source(Path::new(&r.module_path)).map(|o| o.bodies.into_iter().map(|b| (b.rva.unwrap(), b)).collect()).unwrap_or_default()
-            });
+            let image =
+                images.entry(r.module_path.clone()).or_insert_with(|| open_source(Path::new(&r.module_path)).map(|o| o.bodies.into_iter().map(|b| (b.rva.unwrap(), b)).collect()).unwrap_or_default());
             let Some(i) = image.get(&c.rva.unwrap()) else { continue };
             assert_eq!((&i.name, &i.full_name), (&c.name, &c.full_name), "{v}: R2R body at RVA 0x{:X} of {}", c.rva.unwrap(), r.module_path);
             compared += 1;
@@ -254,16 +255,8 @@ fn a_31_capture_symbolizes_return_addresses_by_31s_rule_without_clr31() {
             std::fs::copy(support::fixture(&format!("tests/fixtures/frames/{variant}/{f}")), dir.join(f)).unwrap();
         }
         let capture = dir.join("frames.capture");
-        let out = Command::new(support::built("clrmap"))
-            .arg("profile")
-            .arg("-o")
-            .arg(&capture)
-            .arg("--")
-            .arg(&rt.dotnet)
-            .arg(dir.join("Frames.dll"))
-            .env("COMPlus_TieredCompilation", "0")
-            .output()
-            .unwrap();
+        let out =
+            Command::new(support::built("clrmap")).arg("profile").arg("-o").arg(&capture).arg("--").arg(&rt.dotnet).arg(dir.join("Frames.dll")).env("COMPlus_TieredCompilation", "0").output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let stdout = String::from_utf8(out.stdout).unwrap();
         let sym = Symbolizer::open(&capture, Options::default()).unwrap();
@@ -289,7 +282,15 @@ fn a_31_capture_symbolizes_return_addresses_by_31s_rule_without_clr31() {
         let got: Vec<u32> = answers.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["line"].as_u64().unwrap_or(0) as u32).collect();
         assert_eq!(got.len(), lines.len());
         let differ: Vec<usize> = (0..lines.len()).filter(|&i| got[i] != lines[i]).collect();
-        assert!(differ.is_empty(), "{variant}: {} of {} frames differ from the runtime's StackTrace, first at {}: clrmap {} runtime {}", differ.len(), lines.len(), hex[differ[0]], got[differ[0]], lines[differ[0]]);
+        assert!(
+            differ.is_empty(),
+            "{variant}: {} of {} frames differ from the runtime's StackTrace, first at {}: clrmap {} runtime {}",
+            differ.len(),
+            lines.len(),
+            hex[differ[0]],
+            got[differ[0]],
+            lines[differ[0]]
+        );
         // The test can fail: .NET 5's rule answers some of these frames with another line.
         other += addresses.iter().zip(&lines).filter(|(&a, &l)| sym.symbolize(a, FrameKind::ReturnAddress).line.unwrap_or(0) != l).count();
         total += lines.len();

@@ -75,10 +75,7 @@ fn every_event_of_a_fresh_trace_has_a_name_on_both_runtimes() {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut c = std::process::Command::new(&rt.dotnet);
-        c.arg(&dll)
-            .env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1")
-            .env("COMPlus_EnableEventPipe", "1")
-            .env("COMPlus_EventPipeConfig", format!("{RUNTIME}:0x60098:5"));
+        c.arg(&dll).env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1").env("COMPlus_EnableEventPipe", "1").env("COMPlus_EventPipeConfig", format!("{RUNTIME}:0x60098:5"));
         // 3.1 wants an existing directory; 8.0 a file path.
         if rt.version.starts_with("3.") {
             c.env("COMPlus_EventPipeOutputPath", &dir);

@@ -84,11 +84,7 @@ fn record(rt: &Runtime, dll: &Path, so: &Path, route: &str) -> (String, PathBuf)
     };
     let o = c.output().unwrap();
     assert!(o.status.success(), "{} Frames.dll failed: {}", rt.version, String::from_utf8_lossy(&o.stderr));
-    let out = if route == "capture" {
-        out
-    } else {
-        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "nettrace")).expect("no trace written")
-    };
+    let out = if route == "capture" { out } else { std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "nettrace")).expect("no trace written") };
     (String::from_utf8(o.stdout).unwrap(), out)
 }
 

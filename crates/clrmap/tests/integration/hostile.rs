@@ -30,8 +30,7 @@ pub fn with_typespec1(blob: &[u8]) -> Vec<u8> {
         let md = Metadata::parse(&bytes).unwrap();
         let heap_start = md.blobs().0.offset() as usize;
         let rows = md.tables().rows(table::TYPE_SPEC);
-        let blobs: Vec<(usize, usize)> =
-            (1..=rows).map(|rid| md.type_spec(rid).unwrap()).map(|r| (r.offset() as usize, r.len())).collect();
+        let blobs: Vec<(usize, usize)> = (1..=rows).map(|rid| md.type_spec(rid).unwrap()).map(|r| (r.offset() as usize, r.len())).collect();
         // The TypeSpec table: one 2-byte #Blob index per row (the heap is under 64 KB).
         let table: Vec<u8> = blobs.iter().flat_map(|&(at, _)| ((at - 1 - heap_start) as u16).to_le_bytes()).collect();
         (heap_start, blobs, table)

@@ -279,10 +279,13 @@ fn recovery_never_hangs_a_run_below_one_of_its_own() {
     let mut t = parse(&nodes, &[map(0, 1, 0)]);
     assert_eq!(t.nodes().iter().map(|n| n.parent).collect::<Vec<_>>(), [Parent::Root, Parent::Node(3), Parent::Unknown, Parent::Unknown]);
     let mut asked = Vec::new();
-    assert_eq!(t.recover_parents(|caller, _, _| {
-        asked.push(caller);
-        Some(caller == 0x200)
-    }), 0);
+    assert_eq!(
+        t.recover_parents(|caller, _, _| {
+            asked.push(caller);
+            Some(caller == 0x200)
+        }),
+        0
+    );
     assert_eq!(asked, [0x100], "node 1 is inside the run's piece and is never a candidate");
     assert_eq!(t.nodes()[3].parent, Parent::Unknown);
     clrmap::inlines::fuzzcheck::check_tree(&t);
@@ -438,10 +441,7 @@ fn method_details_name_the_inlinees() {
     c.method_details(Reader::new(&details_payload(0x300, 0x77, 0x0600_0012, &[0x88, 0x99], 0x5000), 0)).unwrap();
     let inl = c.finish();
     assert!(!inl.is_empty());
-    assert_eq!(
-        inl.method(0x300),
-        Some(&MethodDetails { method_id: 0x300, type_id: 0x77, token: 0x0600_0012, loader_module_id: 0x5000, type_parameters: vec![0x88, 0x99] })
-    );
+    assert_eq!(inl.method(0x300), Some(&MethodDetails { method_id: 0x300, type_id: 0x77, token: 0x0600_0012, loader_module_id: 0x5000, type_parameters: vec![0x88, 0x99] }));
     // A hostile count: at the count (offset 20), before allocating.
     let mut p = details_payload(1, 2, 3, &[], 4);
     p[20..24].copy_from_slice(&u32::MAX.to_le_bytes());
@@ -512,7 +512,6 @@ fn a_real_8_0_4_trace_decodes_and_names_its_inlinees() {
     let (trees, nodes, _) = check_real_trace(&crate::support::fixture("tests/fixtures/inlines/attach-8.0.4.nettrace"));
     assert!(trees >= 3 && nodes >= 5, "{trees} trees, {nodes} inlinees");
 }
-
 
 /// Attach.cs run on `rt` with `DOTNET_RichDebugInfo=1` and tiering off (so the batch it jits on
 /// `jit` is optimized and inlines), traced by `clrmap trace collect` while it jits: the trace.

@@ -156,12 +156,7 @@ fn corelib_instantiations_are_told_apart() {
         }
         assert!(full.contains("uint8 System.Decimal::op_Explicit(valuetype System.Decimal)"), "{}", rt.version);
         // Every List`1::Add body has a name of its own.
-        let adds: Vec<&str> = opened
-            .bodies
-            .iter()
-            .filter(|b| b.name.as_deref() == Some("System.Collections.Generic.List`1::Add"))
-            .map(|b| b.full_name.as_deref().unwrap())
-            .collect();
+        let adds: Vec<&str> = opened.bodies.iter().filter(|b| b.name.as_deref() == Some("System.Collections.Generic.List`1::Add")).map(|b| b.full_name.as_deref().unwrap()).collect();
         let distinct: BTreeSet<&str> = adds.iter().copied().collect();
         assert!(adds.len() > 5, "{}: {} List`1::Add bodies", rt.version, adds.len());
         assert_eq!(distinct.len(), adds.len(), "{}: {adds:#?}", rt.version);

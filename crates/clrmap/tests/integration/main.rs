@@ -4,26 +4,25 @@
 //! ignored; scripts/test.sh (what CI runs) passes `--include-ignored` and they are mandatory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
-
-mod support;
-mod fuzz_regressions;
-mod metadata;
-mod r2r;
-mod instantiations;
-mod profiler;
-mod nettrace;
-mod pdb;
-mod hostile_pdb;
-mod frames;
-mod hostile;
-mod torn;
-mod frameprops;
 mod attach;
-mod event_names;
-mod spec_errors;
-mod pdb_identity;
 mod bodies;
 mod diag_deadlines;
-mod inlines;
-mod stacktrace;
+mod event_names;
 mod flame;
+mod frameprops;
+mod frames;
+mod fuzz_regressions;
+mod hostile;
+mod hostile_pdb;
+mod inlines;
+mod instantiations;
+mod metadata;
+mod nettrace;
+mod pdb;
+mod pdb_identity;
+mod profiler;
+mod r2r;
+mod spec_errors;
+mod stacktrace;
+mod support;
+mod torn;

@@ -60,7 +60,12 @@ fn a_methodspec_prints_with_the_method_it_instantiates() {
     let line = |token: u32| lines.iter().find(|l| l.token == token).unwrap();
     let cases = [
         (0x2B00_0001, 0x0600_0000, "<string>", "Frames.Generic::Pass<string>(!!0)"),
-        (0x2B00_0004, 0x0A00_0000, "<int32>", "[System.Linq]System.Linq.Enumerable::Where<int32>(class [System.Private.CoreLib]System.Collections.Generic.IEnumerable`1<!!0>,class [System.Private.CoreLib]System.Func`2<!!0,bool>)"),
+        (
+            0x2B00_0004,
+            0x0A00_0000,
+            "<int32>",
+            "[System.Linq]System.Linq.Enumerable::Where<int32>(class [System.Private.CoreLib]System.Collections.Generic.IEnumerable`1<!!0>,class [System.Private.CoreLib]System.Func`2<!!0,bool>)",
+        ),
         (0x2B00_000C, 0x0A00_0000, "<int32>", "class Frames.Box`1<string>::Map<int32>(class [System.Private.CoreLib]System.Func`2<!0,!!0>)"),
     ];
     for (token, table, args, full) in cases {
@@ -94,11 +99,7 @@ fn every_spec_of_both_frameworks_matches_the_srm_oracle() {
             type_specs += ours.iter().filter(|l| l.starts_with("0x1B")).count();
             method_specs += ours.iter().filter(|l| l.starts_with("0x2B")).count();
         }
-        println!(
-            "{}: {} assemblies, {type_specs} TypeSpecs and {method_specs} MethodSpecs equal to SRM",
-            rt.version,
-            files.len()
-        );
+        println!("{}: {} assemblies, {type_specs} TypeSpecs and {method_specs} MethodSpecs equal to SRM", rt.version, files.len());
         assert!(files.len() > 150 && type_specs > 5_000 && method_specs > 3_000, "too little data");
     }
 }
@@ -169,11 +170,7 @@ fn corelib_instantiation_map_renders_like_the_oracle() {
             let mut checked = 0;
             for e in map.entries() {
                 let types = map.item_of(&e).unwrap().render(&md).unwrap().join(",");
-                let token = if e.rva >= method_spec_rva(0) {
-                    0x2B00_0000 | ((e.rva - method_spec_rva(0)) / 16)
-                } else {
-                    0x1B00_0000 | ((e.rva - type_spec_rva(0)) / 16)
-                };
+                let token = if e.rva >= method_spec_rva(0) { 0x2B00_0000 | ((e.rva - method_spec_rva(0)) / 16) } else { 0x1B00_0000 | ((e.rva - type_spec_rva(0)) / 16) };
                 let want = format!("<{types}>");
                 let theirs = by_token[&token];
                 if token >> 24 == 0x2B {

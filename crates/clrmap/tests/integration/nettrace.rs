@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
-use clrmap::ilmap::{CodeKind, Tier};
 use clrmap::capture::read_captured;
+use clrmap::ilmap::{CodeKind, Tier};
 use clrmap::nettrace::{read_code_bodies, read_events};
 
 use crate::profiler::{profiler_path, workload, CLSID};
@@ -36,11 +36,7 @@ fn traced(rt: &Runtime, dll: &Path, so: &Path) -> (Vec<u8>, String) {
     }
     let o = c.output().unwrap();
     assert!(o.status.success(), "{}: {}", rt.version, String::from_utf8_lossy(&o.stderr));
-    let trace = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "nettrace"))
-        .unwrap_or_else(|| panic!("{}: no trace written", rt.version));
+    let trace = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "nettrace")).unwrap_or_else(|| panic!("{}: no trace written", rt.version));
     (std::fs::read(trace).unwrap(), std::fs::read_to_string(capture).unwrap())
 }
 
@@ -53,12 +49,8 @@ fn trace_maps_equal_the_live_runtime_on_both_runtimes() {
         let dll = workload(rt, &mcs, "trace");
         let (trace, capture) = traced(rt, &dll, &so);
         let bodies = read_code_bodies(&trace[..]).unwrap();
-        let live: HashMap<(u64, u64), _> = read_captured(&capture)
-            .unwrap()
-            .into_iter()
-            .filter(|c| c.kind == CodeKind::Jit)
-            .map(|c| ((c.body.function_id.unwrap(), c.body.start.unwrap()), c.body))
-            .collect();
+        let live: HashMap<(u64, u64), _> =
+            read_captured(&capture).unwrap().into_iter().filter(|c| c.kind == CodeKind::Jit).map(|c| ((c.body.function_id.unwrap(), c.body.start.unwrap()), c.body)).collect();
         let (mut equal, mut tiers) = (0, std::collections::BTreeMap::new());
         for b in &bodies {
             let key = (b.function_id.unwrap(), b.start.unwrap());

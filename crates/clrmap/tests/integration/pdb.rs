@@ -13,12 +13,7 @@ use clrmap::ErrorKind;
 use crate::support::{self, run, runtime31};
 
 /// The four fixture variants: (name, the file the oracle reads).
-const VARIANTS: [(&str, &str); 4] = [
-    ("debug-portable", "Frames.pdb"),
-    ("release-portable", "Frames.pdb"),
-    ("debug-embedded", "Frames.dll"),
-    ("release-embedded", "Frames.dll"),
-];
+const VARIANTS: [(&str, &str); 4] = [("debug-portable", "Frames.pdb"), ("release-portable", "Frames.pdb"), ("debug-embedded", "Frames.dll"), ("release-embedded", "Frames.dll")];
 
 fn variant_file(variant: &str, file: &str) -> PathBuf {
     support::fixture(&format!("tests/fixtures/frames/{variant}/{file}"))
@@ -39,11 +34,7 @@ fn all_points(pdb: &PortablePdb<'_>) -> Vec<(u32, Vec<SequencePoint>)> {
     (1..=pdb.method_count())
         .map(|rid| {
             let token = 0x0600_0000 | rid;
-            let points = pdb
-                .sequence_points(token)
-                .unwrap_or_else(|e| panic!("0x{token:08X}: {e}"))
-                .collect::<clrmap::Result<Vec<_>>>()
-                .unwrap_or_else(|e| panic!("0x{token:08X}: {e}"));
+            let points = pdb.sequence_points(token).unwrap_or_else(|e| panic!("0x{token:08X}: {e}")).collect::<clrmap::Result<Vec<_>>>().unwrap_or_else(|e| panic!("0x{token:08X}: {e}"));
             (token, points)
         })
         .collect()
@@ -55,11 +46,7 @@ fn clrmap_lines(pdb: &PortablePdb<'_>) -> Vec<String> {
     for (token, points) in all_points(pdb) {
         for p in points {
             let doc = pdb.document(p.document).unwrap_or_else(|e| panic!("0x{token:08X} document {}: {e}", p.document)).name;
-            let place = if p.is_hidden() {
-                "hidden".to_owned()
-            } else {
-                format!("{}:{}-{}:{}", p.start_line, p.start_column, p.end_line, p.end_column)
-            };
+            let place = if p.is_hidden() { "hidden".to_owned() } else { format!("{}:{}-{}:{}", p.start_line, p.start_column, p.end_line, p.end_column) };
             lines.push(format!("0x{token:08X}\t{}\t{doc}\t{place}", p.il_offset));
         }
     }
@@ -108,10 +95,7 @@ fn sequence_points_equal_system_reflection_metadata() {
 /// clrmap's rule for an IL offset: the last visible point (in blob order) whose IL offset is at
 /// or below it; `None` before the first visible point.
 fn clrmap_line(pdb: &PortablePdb<'_>, points: &[SequencePoint], il: u32) -> Option<(String, u32)> {
-    points
-        .iter()
-        .rfind(|p| !p.is_hidden() && p.il_offset <= il)
-        .map(|p| (pdb.document(p.document).unwrap().name, p.start_line))
+    points.iter().rfind(|p| !p.is_hidden() && p.il_offset <= il).map(|p| (pdb.document(p.document).unwrap().name, p.start_line))
 }
 
 /// symbolic-ppdb 12 builds a cache of (method row, IL offset) → (file, start line) from the

@@ -222,9 +222,7 @@ fn an_unreadable_pdb_is_named_with_the_reason() {
 
 #[test]
 fn a_pdb_finds_its_assembly_beside_it_by_id() {
-    let names = |opened: &clrmap::pdb::locate::OpenedPdb| {
-        opened.assembly.as_deref().map(|a| clrmap::metadata::Metadata::parse(a).unwrap().method_name(0x0600_0008))
-    };
+    let names = |opened: &clrmap::pdb::locate::OpenedPdb| opened.assembly.as_deref().map(|a| clrmap::metadata::Metadata::parse(a).unwrap().method_name(0x0600_0008));
     // Beside it, with the PDB's stem: the method names come from it.
     let opened = open_pdb(&frames("debug-portable", "Frames.pdb"), &SymbolPaths::default()).unwrap();
     assert_eq!(names(&opened), Some(Some("Frames.Nested::Inner".to_owned())));

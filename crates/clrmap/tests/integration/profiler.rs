@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clrmap::capture::{read_captured, CapturedBody};
-use clrmap::ilmap::{MapEntry, CodeKind};
+use clrmap::ilmap::{CodeKind, MapEntry};
 use clrmap::r2r::ReadyToRunImage;
 
 use crate::support::{self, Runtime};
@@ -36,10 +36,7 @@ fn run(rt: &Runtime, dll: &Path, capture: Option<(&Path, &Path, bool)>) -> Strin
     // Not COMPlus_EnableDiagnostics=0: on .NET 8 it turns profilers off too.
     c.arg(dll).env("DOTNET_SYSTEM_GLOBALIZATION_INVARIANT", "1");
     if let Some((so, out, disable_r2r)) = capture {
-        c.env("CORECLR_ENABLE_PROFILING", "1")
-            .env("CORECLR_PROFILER", CLSID)
-            .env("CORECLR_PROFILER_PATH", so)
-            .env("CLRMAP_PROFILER_OUTPUT", out);
+        c.env("CORECLR_ENABLE_PROFILING", "1").env("CORECLR_PROFILER", CLSID).env("CORECLR_PROFILER_PATH", so).env("CLRMAP_PROFILER_OUTPUT", out);
         if disable_r2r {
             c.env("CLRMAP_PROFILER_DISABLE_R2R", "1");
         }
@@ -115,9 +112,7 @@ fn live_maps_equal_clrmaps(rt: &Runtime, mcs: &Path, so: &Path) {
     for b in bodies.iter().filter(|b| b.kind == CodeKind::R2r) {
         let rva = b.body.rva.expect("an R2R body has an RVA in its module");
         let maps = image_maps(&mut cache, &b.module_path);
-        let ours = maps.get(&(b.body.token, rva)).unwrap_or_else(|| {
-            panic!("{}: the runtime ran 0x{:08X} at RVA 0x{rva:X} of {}, clrmap has no such body", rt.version, b.body.token, b.module_path)
-        });
+        let ours = maps.get(&(b.body.token, rva)).unwrap_or_else(|| panic!("{}: the runtime ran 0x{:08X} at RVA 0x{rva:X} of {}, clrmap has no such body", rt.version, b.body.token, b.module_path));
         assert_eq!(ours, &b.body.map, "{} 0x{:08X} @0x{rva:X} in {}", rt.version, b.body.token, b.module_path);
         equal += 1;
         modules.insert(b.body.module.clone().unwrap_or_default());

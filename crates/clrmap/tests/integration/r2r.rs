@@ -103,10 +103,7 @@ fn every_runtime_function_is_claimed_by_exactly_one_method() {
             assert_eq!(starts.len(), bodies.len(), "{}: a code body reported twice", f.display());
             functions += rfs.len();
         }
-        println!(
-            "{}: {functions} RUNTIME_FUNCTIONs = {entry_functions} entry functions ({shared} shared by several methods) + {funclets} funclets",
-            rt.version
-        );
+        println!("{}: {functions} RUNTIME_FUNCTIONs = {entry_functions} entry functions ({shared} shared by several methods) + {funclets} funclets", rt.version);
         assert_eq!(functions, entry_functions + funclets);
         assert!(funclets > 1_000, "too few funclets");
     }
@@ -138,11 +135,7 @@ fn windows_frameworks(test: &str) -> Vec<WindowsFramework> {
 }
 
 fn dlls(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "dll"))
-        .collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "dll")).collect();
     v.sort();
     v
 }
@@ -366,8 +359,7 @@ fn decode_whole(files: &[PathBuf]) -> Whole {
         w.images += 1;
         w.versions.insert((image.major, image.minor));
         let md = Metadata::parse(&bytes).unwrap();
-        let sizes: std::collections::HashMap<u32, u32> =
-            image.code_bodies().unwrap_or_else(|e| panic!("{}: {e}", f.display())).iter().map(|b| (b.rva.unwrap(), b.code_size)).collect();
+        let sizes: std::collections::HashMap<u32, u32> = image.code_bodies().unwrap_or_else(|e| panic!("{}: {e}", f.display())).iter().map(|b| (b.rva.unwrap(), b.code_size)).collect();
         for e in image.entry_points().unwrap() {
             let Some(d) = image.debug_info(e.runtime_function).unwrap_or_else(|err| panic!("{} 0x{:08X}: {err}", f.display(), e.token)) else { continue };
             let code_size = sizes[&image.runtime_functions()[e.runtime_function as usize].begin];

@@ -146,7 +146,18 @@ fn the_text_without_the_pdb_becomes_the_text_with_it() {
     let s = shop();
     for t in &s.current {
         // What the runtime printed: every kind of frame the test is about, in both forms.
-        for want in ["g__Local|", "<Report>b__", "Convert[U]", "Nested.Deeper.Fail", "Items()+MoveNext()", "Pricing.Inner(Int32 n)", "Pricing.LoadAsync(Int32 n)", "AsyncMethodBuilderCore.Start", "(Inner Exception #1)", "<---"] {
+        for want in [
+            "g__Local|",
+            "<Report>b__",
+            "Convert[U]",
+            "Nested.Deeper.Fail",
+            "Items()+MoveNext()",
+            "Pricing.Inner(Int32 n)",
+            "Pricing.LoadAsync(Int32 n)",
+            "AsyncMethodBuilderCore.Start",
+            "(Inner Exception #1)",
+            "<---",
+        ] {
             assert!(t.with.contains(want) && t.without.contains(want), "{want} missing:\n{}", t.without);
         }
         assert!(t.with.contains(" in /_/src/Shop.cs:line "), "{}", t.with);
@@ -327,7 +338,8 @@ fn a_broken_pdb_is_named_once_and_its_frames_are_kept() {
     let len = pdb.len();
     pdb.truncate(len / 2);
     std::fs::write(dir.join("Cut.pdb"), pdb).unwrap();
-    let text = "   at A.B() in Broken.dll:token 0x6000001+0x1\n   at A.B() in Broken.dll:token 0x6000002+0x1\n   at A.B() in Cut.dll:token 0x600000b+0x1b\n   at A.B() in Cut.dll:token 0x600000b+0x1b\n";
+    let text =
+        "   at A.B() in Broken.dll:token 0x6000001+0x1\n   at A.B() in Broken.dll:token 0x6000002+0x1\n   at A.B() in Cut.dll:token 0x600000b+0x1b\n   at A.B() in Cut.dll:token 0x600000b+0x1b\n";
     let (out, notices, stats) = rewrite(text.as_bytes(), &[&dir]);
     assert_eq!(String::from_utf8(out).unwrap(), text);
     assert_eq!(stats.rewritten, 0);

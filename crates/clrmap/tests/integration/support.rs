@@ -42,9 +42,7 @@ pub fn runtimes(_test: &str) -> Vec<Runtime> {
 
 /// The `mcs` C# compiler, required like the runtimes.
 pub fn mcs(test: &str) -> PathBuf {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths).map(|p| p.join("mcs")).find(|p| p.is_file())
-    });
+    let found = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|p| p.join("mcs")).find(|p| p.is_file()));
     found.unwrap_or_else(|| panic!("{test}: mcs is missing: run scripts/install-dotnet.sh"))
 }
 

@@ -75,24 +75,24 @@ fn capture_modules_that_are_devices_or_fifos_cost_only_names() {
     let fifo = dir.join("module.fifo");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let record = |module: &str, start: u64| {
-        format!("{{\"kind\":\"jit\",\"function_id\":{start},\"module\":\"{module}\",\"token\":100663297,\"start\":{start},\"rva\":null,\"code_size\":16,\"body\":0,\"map\":[[0,0,16]],\"map1\":null}}\n")
+        format!(
+            "{{\"kind\":\"jit\",\"function_id\":{start},\"module\":\"{module}\",\"token\":100663297,\"start\":{start},\"rva\":null,\"code_size\":16,\"body\":0,\"map\":[[0,0,16]],\"map1\":null}}\n"
+        )
     };
-    let text = format!(
-        "{{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":1}}\n{}{}{}",
-        record("/dev/zero", 0x1000),
-        record(fifo.to_str().unwrap(), 0x2000),
-        record("/proc/self/mem", 0x3000)
-    );
+    let text = format!("{{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":1}}\n{}{}{}", record("/dev/zero", 0x1000), record(fifo.to_str().unwrap(), 0x2000), record("/proc/self/mem", 0x3000));
     let capture = dir.join("odd.capture");
     std::fs::write(&capture, text).unwrap();
     let started = Instant::now();
     let (names, frames) = within(Duration::from_secs(20), move || {
         let sym = Symbolizer::open(&capture, Options::default()).unwrap();
         let names: Vec<Option<String>> = sym.store().bodies().iter().map(|b| b.name.clone()).collect();
-        let frames: Vec<(Option<u32>, Option<u32>)> = [0x1004, 0x2004, 0x3004].iter().map(|&a| {
-            let f = sym.symbolize(a, FrameKind::Leaf);
-            (f.token, f.line)
-        }).collect();
+        let frames: Vec<(Option<u32>, Option<u32>)> = [0x1004, 0x2004, 0x3004]
+            .iter()
+            .map(|&a| {
+                let f = sym.symbolize(a, FrameKind::Leaf);
+                (f.token, f.line)
+            })
+            .collect();
         (names, frames)
     });
     assert_eq!(names, [None, None, None]);
