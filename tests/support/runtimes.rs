@@ -30,7 +30,11 @@ impl Runtime {
 
     /// The `tfm` of a runtimeconfig.json for this runtime.
     pub fn tfm(&self) -> String {
-        if self.major() < 5 { format!("netcoreapp{}", self.channel) } else { format!("net{}", self.channel) }
+        if self.major() < 5 {
+            format!("netcoreapp{}", self.channel)
+        } else {
+            format!("net{}", self.channel)
+        }
     }
 
     /// A file of the framework directory, e.g. `System.Private.CoreLib.dll`; a missing one fails.
@@ -42,11 +46,7 @@ impl Runtime {
 
     /// The framework's assemblies (`*.dll`), sorted.
     pub fn assemblies(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&self.framework)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "dll"))
-            .collect();
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&self.framework).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "dll")).collect();
         v.sort();
         v
     }
@@ -74,29 +74,21 @@ impl Runtime {
 
 /// Where the runtimes live: `CLRMAP_DOTNET_HOME`, or `.dotnet` in the repository.
 pub fn dotnet_home() -> PathBuf {
-    std::env::var_os("CLRMAP_DOTNET_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.dotnet"))
+    std::env::var_os("CLRMAP_DOTNET_HOME").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.dotnet"))
 }
 
 /// Every installed runtime, oldest first. A test that asks is `#[ignore = "needs .NET"]`, and a
 /// missing list fails it: never skipped-and-passed.
 pub fn installed_runtimes() -> Vec<Runtime> {
     let list = dotnet_home().join("runtimes.tsv");
-    let text = std::fs::read_to_string(&list)
-        .unwrap_or_else(|e| panic!("{}: {e}: run scripts/install-dotnet.sh", list.display()));
+    let text = std::fs::read_to_string(&list).unwrap_or_else(|e| panic!("{}: {e}: run scripts/install-dotnet.sh", list.display()));
     let mut v: Vec<Runtime> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
             assert_eq!(f.len(), 4, "{}: a bad line {l:?}", list.display());
-            let r = Runtime {
-                channel: f[0].to_owned(),
-                version: f[1].to_owned(),
-                dotnet: PathBuf::from(f[2]),
-                framework: PathBuf::from(f[3]),
-            };
+            let r = Runtime { channel: f[0].to_owned(), version: f[1].to_owned(), dotnet: PathBuf::from(f[2]), framework: PathBuf::from(f[3]) };
             assert!(r.dotnet.is_file(), "{} is missing: run scripts/install-dotnet.sh", r.dotnet.display());
             r
         })
@@ -108,10 +100,7 @@ pub fn installed_runtimes() -> Vec<Runtime> {
 
 /// The installed runtime of a channel (`3.1`, `8.0`, `9.0`, `10.0`); a missing one fails the test.
 pub fn runtime(channel: &str) -> Runtime {
-    installed_runtimes()
-        .into_iter()
-        .find(|r| r.channel == channel)
-        .unwrap_or_else(|| panic!("no .NET {channel} runtime is installed: run scripts/install-dotnet.sh"))
+    installed_runtimes().into_iter().find(|r| r.channel == channel).unwrap_or_else(|| panic!("no .NET {channel} runtime is installed: run scripts/install-dotnet.sh"))
 }
 
 /// The runtime of a channel if it is installed (3.1 is kept where a pack can be had).
@@ -137,17 +126,8 @@ pub fn current_runtimes() -> Vec<Runtime> {
 /// for it by name run on it. A missing one fails the test.
 pub fn net11_runtime() -> Runtime {
     let root = dotnet_home().join("11.0");
-    let r = Runtime {
-        channel: "11.0".to_owned(),
-        version: "11.0.0".to_owned(),
-        dotnet: root.join("dotnet"),
-        framework: root.join("shared/Microsoft.NETCore.App/11.0.0"),
-    };
-    assert!(
-        r.dotnet.is_file() && r.framework.join("libcoreclr.so").is_file(),
-        "{}: no .NET 11.0.0 runtime: run scripts/install-dotnet.sh",
-        root.display()
-    );
+    let r = Runtime { channel: "11.0".to_owned(), version: "11.0.0".to_owned(), dotnet: root.join("dotnet"), framework: root.join("shared/Microsoft.NETCore.App/11.0.0") };
+    assert!(r.dotnet.is_file() && r.framework.join("libcoreclr.so").is_file(), "{}: no .NET 11.0.0 runtime: run scripts/install-dotnet.sh", root.display());
     r
 }
 
