@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use clrmap::diag::{self, DiagErrorKind};
 use clrmap::ilmap::{CorDebugIlToNativeMap, IlOffset, MapStore};
-use clrmap::pdb::locate::SymbolPaths;
+use clrmap::locate::SymbolPaths;
 use clrmap::r2r::frames::FrameIndex;
 use clrmap::r2r::ReadyToRunImage;
 use clrmap::read::{ErrorFamily, Location};

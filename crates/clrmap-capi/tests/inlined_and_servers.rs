@@ -113,7 +113,7 @@ fn a_symbolizer_with_a_symbol_server_answers_as_with_the_pdb_on_disk() {
     // SAFETY: NUL-terminated strings, a live ClrmapSymbolServers, a valid out-pointer.
     assert_eq!(unsafe { clrmap_symbolizer_open_with_servers(source.as_ptr(), std::ptr::null(), std::ptr::null(), 0, &servers, &mut sym) }, CLRMAP_S_OK);
     // The oracle: the library with the PDB named on disk.
-    let options = Options { symbols: clrmap::pdb::locate::SymbolPaths { pdb: Some(pdb.clone()), dirs: Vec::new(), servers: None } };
+    let options = Options { symbols: clrmap::locate::SymbolPaths { pdb: Some(pdb.clone()), dirs: Vec::new(), servers: None } };
     let lib = Symbolizer::open(&trace, options).unwrap();
     let mut lines = 0;
     for body in lib.store().bodies().iter().filter(|b| b.module.as_deref() == Some("Frames.dll")) {

@@ -48,7 +48,7 @@ fn source_links_through_the_c_abi_are_the_librarys() {
     let pdb = dir.join("Frames.pdb");
     std::fs::write(&pdb, frames_pdb_with_source_link()).unwrap();
     let trace = repo().join("examples/frames.nettrace");
-    let options = Options { symbols: clrmap::pdb::locate::SymbolPaths { pdb: Some(pdb.clone()), dirs: Vec::new(), servers: None } };
+    let options = Options { symbols: clrmap::locate::SymbolPaths { pdb: Some(pdb.clone()), dirs: Vec::new(), servers: None } };
     let lib = Symbolizer::open(&trace, options).unwrap();
     let (source, pdb_c) = (CString::new(trace.to_str().unwrap()).unwrap(), CString::new(pdb.to_str().unwrap()).unwrap());
     let mut sym = std::ptr::null_mut();

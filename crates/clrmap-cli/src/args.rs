@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use clrmap::pdb::locate::SymbolPaths;
+use clrmap::locate::SymbolPaths;
 use clrmap::r2r::DebugInfoLayout;
 use clrmap::symbolizer::{FrameKind, OpenError, Options, Symbolizer};
 use clrmap::ErrorKind;

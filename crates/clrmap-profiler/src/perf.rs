@@ -26,7 +26,7 @@ pub struct Perf {
     /// An inlinee's MethodID → its module path and MethodDef token (`None`: the runtime did not
     /// say), asked once.
     inlinees: HashMap<u64, Option<(String, u32)>>,
-    symbols: clrmap::pdb::locate::SymbolPaths,
+    symbols: clrmap::locate::SymbolPaths,
     pid: u32,
     /// The runtime's own perf map, for its stubs' names (`CLRMAP_PROFILER_RUNTIME_MAP`).
     runtime_map: Option<RuntimeMap>,
@@ -153,7 +153,7 @@ fn begin_perf(mut dump: File, map: File, pid: u32) -> std::io::Result<Perf> {
     let marker = unsafe { memmap2::MmapOptions::new().len(clrmap::jitdump::HEADER_SIZE as usize).map_exec(&dump)? };
     let dirs = std::env::var_os("CLRMAP_PROFILER_SYMBOL_PATH").map(|v| std::env::split_paths(&v).collect()).unwrap_or_default();
     let runtime_map = std::env::var_os("CLRMAP_PROFILER_RUNTIME_MAP").map(|d| RuntimeMap { path: std::path::Path::new(&d).join(format!("perf-{pid}.map")), file: None, partial: Vec::new() });
-    let symbols = clrmap::pdb::locate::SymbolPaths { pdb: None, dirs, servers: None };
+    let symbols = clrmap::locate::SymbolPaths { pdb: None, dirs, servers: None };
     Ok(Perf { dump, map, _marker: marker, next_index: 0, modules: HashMap::new(), inlinees: HashMap::new(), symbols, pid, runtime_map })
 }
 
@@ -205,7 +205,7 @@ fn open_output(path: &std::path::Path) -> std::io::Result<Output> {
 
 /// A module's metadata and PDB lines, loaded the first time one of its bodies is written. The
 /// file is memory-mapped and the mapping kept for the process's lifetime.
-fn perf_module(symbols: &clrmap::pdb::locate::SymbolPaths, path: &str) -> PerfModule {
+fn perf_module(symbols: &clrmap::locate::SymbolPaths, path: &str) -> PerfModule {
     let mapped = File::open(path).ok().and_then(|f| {
         // SAFETY: a read-only mapping of a module file the runtime has loaded; it is never
         // unmapped (leaked), so the slices borrowed from it stay valid.

@@ -29,7 +29,7 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mib: u64 = std::env::var("FLAME_BENCH_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(1024);
     let real = std::fs::read(root.join("tests/fixtures/flame/hot-8.0.4.nettrace")).unwrap();
-    let symbols = Options { symbols: clrmap::pdb::locate::SymbolPaths { dirs: vec![root.join("tests/fixtures/perf")], ..Default::default() } };
+    let symbols = Options { symbols: clrmap::locate::SymbolPaths { dirs: vec![root.join("tests/fixtures/perf")], ..Default::default() } };
     let sym0 = Symbolizer::from_opened(clrmap::symbolizer::read_trace(&real[..]).unwrap(), None, symbols.clone()).unwrap();
     let mut addrs = Vec::new();
     for b in sym0.store().bodies() {

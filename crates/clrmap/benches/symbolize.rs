@@ -15,7 +15,7 @@
 use std::io::Write;
 
 use clrmap::ilmap::{runtime_il_offset, CodeBody};
-use clrmap::pdb::locate::SymbolPaths;
+use clrmap::locate::SymbolPaths;
 use clrmap::symbolizer::{FrameKind, Options, Symbolizer};
 use criterion::measurement::WallTime;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};

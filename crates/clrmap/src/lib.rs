@@ -23,26 +23,24 @@
 // Tests may do plain arithmetic (unwrap, indexing and panics are allowed in tests by clippy.toml).
 #![cfg_attr(test, allow(clippy::arithmetic_side_effects))]
 
-#[cfg(feature = "serde")]
-pub mod capture;
-pub mod diag;
-pub mod fs;
-pub mod gdmap;
-pub mod ilmap;
-pub mod inlines;
-pub mod jitdump;
-pub mod metadata;
-pub mod nettrace;
-pub mod pdb;
-pub mod pe;
-pub mod profile;
-pub mod r2r;
-pub mod read;
+// The folders are the floors, from the ground up; each imports only floors below it (and its own).
+// The re-exports keep every module at its old path (`clrmap::pdb`, `clrmap::symbolizer`, ...).
+pub mod answers;
+pub mod base;
+pub mod formats;
+pub mod live;
+pub mod outputs;
 #[cfg(feature = "serde")]
 pub mod service;
-pub mod signature;
-pub mod stacktrace;
-pub mod symbolizer;
-pub mod symsrv;
+pub mod symbols;
+
+pub use answers::{stacktrace, symbolizer};
+pub use base::{fs, ilmap, read};
+#[cfg(feature = "serde")]
+pub use formats::capture;
+pub use formats::{gdmap, inlines, metadata, nettrace, pdb, pe, r2r, signature};
+pub use live::diag;
+pub use outputs::{jitdump, profile};
+pub use symbols::{locate, symsrv, why};
 
 pub use read::{Error, ErrorKind, Result};

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use clrmap::ilmap::{CodeBody, IlOffset};
+use clrmap::locate::{locate_pdb, SymbolPaths};
 use clrmap::metadata::Metadata;
-use clrmap::pdb::locate::{locate_pdb, SymbolPaths};
 use clrmap::pdb::PortablePdb;
 use clrmap::pe::PeImage;
 use clrmap::r2r::regs::describe_location;
@@ -312,7 +312,7 @@ fn vars(source: &Path, method: &str, json: bool, symbols: &SymbolPaths, layout: 
     // An embedded PDB's offsets are into its inflated bytes, and its errors say so.
     let pdb = found_pdb
         .as_ref()
-        .map(|f| PortablePdb::parse(&f.bytes).map_err(|e| if f.origin == clrmap::pdb::locate::PdbOrigin::Embedded { clrmap::pdb::embedded::inflated(e) } else { e }))
+        .map(|f| PortablePdb::parse(&f.bytes).map_err(|e| if f.origin == clrmap::locate::PdbOrigin::Embedded { clrmap::pdb::embedded::inflated(e) } else { e }))
         .transpose()
         .map_err(CliError::input)?;
     let mut found = false;

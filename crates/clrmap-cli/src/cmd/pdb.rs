@@ -5,9 +5,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Subcommand;
+use clrmap::locate::{explain_missing_pdb, open_pdb_with, PdbOrigin, SymbolPaths};
 use clrmap::metadata::Metadata;
 use clrmap::pdb::embedded::inflated;
-use clrmap::pdb::locate::{explain_missing_pdb, open_pdb_with, PdbOrigin, SymbolPaths};
 use clrmap::pdb::sources::{self as src, SourceRoot};
 use clrmap::pdb::{name_budget, point_budget, DocumentNames, PortablePdb, SequencePoint};
 use clrmap::symbolizer::OpenError;

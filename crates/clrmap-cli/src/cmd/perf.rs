@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use clrmap::jitdump::build::{enrich_stream, perf_map, plan, write_new};
 use clrmap::jitdump::read::StreamError;
 use clrmap::jitdump::{host_machine, FileHeader};
-use clrmap::pdb::locate::SymbolPaths;
+use clrmap::locate::SymbolPaths;
 use clrmap::symbolizer::{Options, SourceKind, Symbolizer};
 
 use crate::open::{open_error, warn};

@@ -32,7 +32,7 @@ use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 
-use clrmap::pdb::locate::SymbolPaths;
+use clrmap::locate::SymbolPaths;
 use clrmap::service::{error_json, Config, Service, ServiceError};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 

@@ -686,7 +686,7 @@ fn perf_inlined_code_without_trees_netcore31() {
 /// examples/frames.nettrace (pid 31272) with its PDBs: the bodies `perf jitdump` plans for it.
 fn frames_plan() -> Vec<Planned> {
     let trace = repo_root().join("examples/frames.nettrace");
-    let options = Options { symbols: clrmap::pdb::locate::SymbolPaths { pdb: None, dirs: vec![repo_root().join("tests/fixtures/frames/debug-embedded")], servers: None } };
+    let options = Options { symbols: clrmap::locate::SymbolPaths { pdb: None, dirs: vec![repo_root().join("tests/fixtures/frames/debug-embedded")], servers: None } };
     let sym = Symbolizer::open(&trace, options).unwrap();
     plan(&sym, Some(31272))
 }

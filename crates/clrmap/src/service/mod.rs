@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::fs::{read_regular, MAX_FILE};
+use crate::locate::{find_recorded_pdb_noting, locate_pdb_noting, open_pdb_with, FoundPdb, PdbOrigin, RecordedPdb, SymbolPaths};
 use crate::metadata::Metadata;
-use crate::pdb::locate::{find_recorded_pdb_noting, locate_pdb_noting, open_pdb_with, FoundPdb, PdbOrigin, RecordedPdb, SymbolPaths};
 use crate::pdb::{PortablePdb, WINDOWS_PDB_MESSAGE};
 use crate::pe::PeImage;
 use crate::symbolizer::{FrameKind, ModuleSymbols, Options, Symbolizer, MAX_CONTEXT_LINE};
@@ -868,7 +868,7 @@ fn missing(ident: &Ident, why: &Arc<str>) -> FrameOut {
 
 /// Why a module's PDB was not found, when a Windows PDB stood where it was looked for (a file in
 /// a symbol path, or what a symbol server sent): Sentry's words, then where.
-fn windows_pdb_note(passed: &[crate::pdb::locate::PassedOver], paths: &SymbolPaths, key: Option<&crate::symsrv::Key>) -> Option<String> {
+fn windows_pdb_note(passed: &[crate::locate::PassedOver], paths: &SymbolPaths, key: Option<&crate::symsrv::Key>) -> Option<String> {
     if let Some(p) = passed.iter().find(|p| p.windows_pdb) {
         return Some(format!("{WINDOWS_PDB_MESSAGE}: {} is a Windows (MSF) PDB", p.path.display()));
     }

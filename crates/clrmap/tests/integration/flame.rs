@@ -150,7 +150,7 @@ fn hot_symbolizer() -> (Symbolizer, std::path::PathBuf) {
 
 fn hot_symbolizer_of(version: &str) -> (Symbolizer, std::path::PathBuf) {
     let trace = support::fixture(&format!("tests/fixtures/flame/hot-{version}.nettrace"));
-    let options = Options { symbols: clrmap::pdb::locate::SymbolPaths { dirs: vec![support::fixture("tests/fixtures/perf")], ..Default::default() } };
+    let options = Options { symbols: clrmap::locate::SymbolPaths { dirs: vec![support::fixture("tests/fixtures/perf")], ..Default::default() } };
     (Symbolizer::open(&trace, options).unwrap(), trace)
 }
 

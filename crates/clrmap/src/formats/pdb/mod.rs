@@ -33,11 +33,10 @@
 pub mod embedded;
 #[doc(hidden)]
 pub mod fuzzcheck;
-pub mod locate;
+mod recorded;
 mod scope;
 mod sequence;
 pub mod sources;
-pub mod why;
 #[doc(hidden)]
 pub mod writer;
 
@@ -48,6 +47,7 @@ use crate::metadata::schema::TABLE_COUNT;
 use crate::metadata::{table, Blobs, Root, Strings, Tables};
 use crate::read::{Error, ErrorKind, Reader, Result};
 
+pub use recorded::RecordedPdb;
 pub use scope::{LocalScope, LocalVariable};
 pub use sequence::{SequencePoint, SequencePoints, HIDDEN_LINE};
 

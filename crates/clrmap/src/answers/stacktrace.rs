@@ -30,7 +30,7 @@
 //! # Finding a module's PDB
 //! The text names a module (`Shop.dll`), not a PDB id. For each symbol directory in order:
 //! 1. if the directory holds the assembly itself (`DIR/Shop.dll`, a PE image), its PDB is the
-//!    one [`crate::pdb::locate`] finds for it: embedded, beside it, or in a symbol directory,
+//!    one [`crate::locate`] finds for it: embedded, beside it, or in a symbol directory,
 //!    and only one whose id equals the assembly's CodeView entry. The first assembly found
 //!    decides: when no PDB of its build is found, the module gets no lines (a PDB of another
 //!    build would give wrong lines), and the files passed over are reported;
@@ -69,8 +69,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
+use crate::locate::{locate_pdb_noting, why_no_pdb, PdbOrigin, SymbolPaths};
 use crate::metadata::table;
-use crate::pdb::locate::{locate_pdb_noting, why_no_pdb, PdbOrigin, SymbolPaths};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::symbolizer::ModuleSymbols;
@@ -113,7 +113,7 @@ pub enum Notice {
         /// The assembly found.
         assembly: PathBuf,
         /// Why, one reason each: files of another build passed over (with both ids), where the
-        /// PDB was looked for ([`crate::pdb::locate::why_no_pdb`]).
+        /// PDB was looked for ([`crate::locate::why_no_pdb`]).
         why: Vec<String>,
     },
 }

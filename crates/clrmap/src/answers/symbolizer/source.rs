@@ -7,8 +7,8 @@ use std::path::Path;
 
 use crate::fs::{open_input, read_input, OpenError, MAX_FILE};
 use crate::ilmap::CodeBody;
+use crate::locate::RecordedPdb;
 use crate::metadata::Metadata;
-use crate::pdb::locate::RecordedPdb;
 use crate::r2r::ReadyToRunImage;
 use crate::read::Error;
 
@@ -206,7 +206,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use crate::capture::{Body, Header, ModuleRecord, PdbRecord, Record};
-    use crate::pdb::locate::SymbolPaths;
+    use crate::locate::SymbolPaths;
     use crate::symbolizer::{FrameKind, Options, Symbolizer};
 
     fn repo(rel: &str) -> PathBuf {

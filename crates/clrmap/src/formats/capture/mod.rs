@@ -15,7 +15,7 @@ pub use naming::name_captured;
 pub use record::{Body, End, Header, Hex, InlineEvent, InlineSession, ModuleRecord, PdbChecksum, PdbRecord, Record, RtType};
 
 use crate::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry};
-use crate::pdb::locate::RecordedPdb;
+use crate::pdb::RecordedPdb;
 use crate::read::{Error, ErrorKind, Result};
 
 /// The capture format's name in its header line.

@@ -25,10 +25,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::embedded::embedded_pdb;
 use super::why::Why;
-use super::{PdbId, PortablePdb};
 use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
+use crate::pdb::embedded::embedded_pdb;
+pub use crate::pdb::RecordedPdb;
+use crate::pdb::{PdbId, PortablePdb};
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind, Result};
 use crate::symsrv::SymbolServers;
@@ -71,34 +72,6 @@ pub struct FoundPdb {
     pub origin: PdbOrigin,
 }
 
-/// What a recording says about a module's PDB: the CodeView entry of the image the runtime
-/// loaded, as a trace's ModuleLoad event carries it (`ManagedPdbSignature`, `ManagedPdbAge`,
-/// `ManagedPdbBuildPath`; a capture's `module` records, docs/capture-format.md).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct RecordedPdb {
-    /// The CodeView GUID, in GUID byte order: the first 16 bytes of the portable PDB's id.
-    pub guid: [u8; 16],
-    /// The CodeView age (1 for a portable PDB).
-    pub age: u32,
-    /// The PDB path as the build wrote it (`/_/Frames.pdb`, `C:\src\obj\Frames.pdb`).
-    pub path: String,
-    /// The image's PdbChecksum entries, `(algorithm, checksum)`, where the recording has them (a
-    /// capture's; traces carry none): sent to symbol servers as the `SymbolChecksum` header.
-    pub checksums: Vec<(String, Vec<u8>)>,
-}
-
-impl RecordedPdb {
-    /// The PDB's file name: the recorded path's last component (either separator).
-    pub fn file_name(&self) -> &str {
-        self.path.rsplit(['/', '\\']).next().unwrap_or(&self.path)
-    }
-
-    /// The GUID as the symbol-server key writes it (32 upper-case hex digits).
-    pub fn guid_hex(&self) -> String {
-        guid_hex(&self.guid)
-    }
-}
-
 /// Does the PDB at `bytes` have the id this assembly's CodeView entry asks for?
 fn matches(bytes: &[u8], want: &[u8; 20]) -> Result<bool> {
     let pdb = PortablePdb::parse(bytes)?;
@@ -119,9 +92,9 @@ fn read_candidate(path: &Path) -> Option<Vec<u8>> {
 /// A candidate PDB's bytes, read whole only once its header's id passes `check` (a few KiB read
 /// first, so a huge file of another build, or a sparse one, costs nothing). A portable PDB whose
 /// id fails the check is noted in `passed`.
-fn read_candidate_pdb(path: &Path, wanted: [u8; 16], check: impl Fn(&super::PdbId) -> bool, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
+fn read_candidate_pdb(path: &Path, wanted: [u8; 16], check: impl Fn(&PdbId) -> bool, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
     let mut file = crate::fs::open_regular(path).ok()?;
-    let Some(id) = super::peek_id(&mut file) else {
+    let Some(id) = crate::pdb::peek_id(&mut file) else {
         if is_windows_pdb_file(&mut file) {
             passed.push(PassedOver { path: path.to_owned(), guid: [0; 16], wanted, windows_pdb: true });
         }
@@ -220,7 +193,7 @@ pub fn read_candidate_assembly(path: &Path, guid: &[u8; 16], passed: &mut Vec<Pa
 fn is_windows_pdb_file<F: std::io::Read + std::io::Seek>(file: &mut F) -> bool {
     use std::io::{Read, SeekFrom};
     let mut head = Vec::new();
-    file.seek(SeekFrom::Start(0)).is_ok() && file.by_ref().take(64).read_to_end(&mut head).is_ok() && super::is_windows_pdb(&head)
+    file.seek(SeekFrom::Start(0)).is_ok() && file.by_ref().take(64).read_to_end(&mut head).is_ok() && crate::pdb::is_windows_pdb(&head)
 }
 
 /// A file found where a module's PDB or assembly was looked for, but of another build (another
@@ -387,7 +360,7 @@ fn from_servers(paths: &SymbolPaths, name: &str, guid: &[u8; 16], checksums: &[S
     // another build costs nothing; then the whole PDB must parse with that GUID. What the caller
     // asks beyond the key (the stamp) is checked after: a PDB of the key is never junk.
     let good = |p: &Path| {
-        let id_ok = crate::fs::open_regular(p).ok().and_then(|mut f| super::peek_id(&mut f)).is_some_and(|id| &id.guid() == guid);
+        let id_ok = crate::fs::open_regular(p).ok().and_then(|mut f| crate::pdb::peek_id(&mut f)).is_some_and(|id| &id.guid() == guid);
         id_ok && read_candidate(p).is_some_and(|b| PortablePdb::parse(&b).is_ok_and(|pdb| &pdb.id().guid() == guid))
     };
     let entry = servers.fetch(&key, &headers, &good)?;

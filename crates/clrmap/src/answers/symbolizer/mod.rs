@@ -8,7 +8,7 @@
 //! 2. the IL offset the runtime reports for that native offset
 //!    ([`crate::ilmap::runtime_il_offset`]);
 //! 3. the last visible sequence point at or before that IL offset, from the PDB of the body's
-//!    module ([`crate::pdb`]), found and matched by [`crate::pdb::locate`] when the module is first
+//!    module ([`crate::pdb`]), found and matched by [`crate::locate`] when the module is first
 //!    hit. A module whose recorded path does not exist here (a recording from another machine) is
 //!    looked for by file name in the symbol directories too. Where the source recorded the PDB id
 //!    of the image that ran (a trace's ModuleLoad events), an assembly or PDB of another build is
@@ -37,14 +37,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::fs::{file_id, read_input};
 use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
-use crate::pdb::locate::{
+use crate::locate::{
     check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, read_candidate_assembly, recorded_looked_for, why_no_pdb_structured, FoundPdb, PassedOver, PdbOrigin,
     RecordedPdb, SymbolPaths,
 };
-use crate::pdb::why::{Note, Why};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind};
+use crate::why::{Note, Why};
 
 pub use crate::fs::OpenError;
 pub use inlined::{bulk_type_modules, InlinedFrame, InlineeMethod, SourceInlines};
@@ -785,7 +785,7 @@ fn same_stem(pdb: &Path, module: Option<&str>) -> bool {
 fn load_lines(assembly: &[u8], path: Option<&Path>, symbols: &SymbolPaths) -> Result<Option<ModuleLines>, Error> {
     let image = PeImage::parse(assembly)?;
     let Some(found) = find_pdb(&image, path, symbols)? else { return Ok(None) };
-    let embedded = found.origin == crate::pdb::locate::PdbOrigin::Embedded;
+    let embedded = found.origin == crate::locate::PdbOrigin::Embedded;
     let lines = ModuleLines::new(found.bytes).map_err(|e| if embedded { crate::pdb::embedded::inflated(e) } else { e })?;
     Ok(Some(lines))
 }

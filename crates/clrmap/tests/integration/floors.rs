@@ -1,0 +1,134 @@
+//! The library's folders are its floors (ARCHITECTURE.md): each module imports only modules on
+//! its own floor or below, and the modules of one floor import each other without a cycle.
+//! Read from the source text, so a new import that runs back up fails here, in the fast lane.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The floors from the ground up, and the modules on each (their folders under `src/`).
+const FLOORS: &[(&str, &[&str])] = &[
+    ("base", &["read", "fs", "ilmap"]),
+    ("formats", &["pe", "signature", "metadata", "pdb", "r2r", "inlines", "gdmap", "nettrace", "capture"]),
+    ("symbols", &["symsrv", "locate", "why"]),
+    ("answers", &["symbolizer", "stacktrace"]),
+    ("outputs", &["profile", "jitdump"]),
+    ("live", &["diag"]),
+    ("service", &["service"]),
+];
+
+/// Files that only tests and fuzzing build (`cfg(any(test, feature = "testing"))`): they may
+/// reach up, to check a lower floor against a higher one.
+const TEST_ONLY: &[&str] = &["fuzzcheck.rs", "fake.rs", "tests.rs"];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The module (of `FLOORS`) a file under `src/FLOOR/` belongs to: its first path component below
+/// the floor folder, without `.rs`.
+fn module_of(file: &Path) -> Option<(usize, &'static str)> {
+    let rel = file.strip_prefix(src()).ok()?;
+    let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned());
+    let floor = parts.next()?;
+    // `service/` is a floor and its one module at once.
+    let first = if floor == "service" { floor.clone() } else { parts.next().unwrap_or_else(|| floor.clone()) };
+    let first = first.trim_end_matches(".rs").to_owned();
+    FLOORS.iter().enumerate().find(|(_, (f, _))| *f == floor).and_then(|(i, (_, mods))| mods.iter().find(|m| **m == first).map(|m| (i, *m)))
+}
+
+fn floor_of(module: &str) -> Option<usize> {
+    FLOORS.iter().position(|(_, mods)| mods.contains(&module))
+}
+
+/// The modules a file imports by `crate::NAME`, outside comments and outside a `#[cfg(test)]`
+/// tail (a file's unit tests come last in it).
+fn imports(text: &str) -> BTreeSet<String> {
+    let body = text.split("#[cfg(test)]").next().unwrap_or(text);
+    let mut out = BTreeSet::new();
+    for line in body.lines() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(i) = rest.find("crate::") {
+            rest = &rest[i + "crate::".len()..];
+            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_import_runs_from_a_lower_floor_back_up_and_no_floor_has_a_cycle() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut up = Vec::new();
+    let mut graph: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut unplaced = Vec::new();
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy();
+        let floor_file = name == "mod.rs" && file.parent().and_then(Path::parent) == Some(src().as_path()) && !file.starts_with(src().join("service"));
+        if file.parent() == Some(src().as_path()) || floor_file {
+            continue; // lib.rs and the floors' own mod.rs files only declare
+        }
+        let Some((floor, module)) = module_of(file) else {
+            unplaced.push(file.clone());
+            continue;
+        };
+        if TEST_ONLY.contains(&name.as_ref()) {
+            continue;
+        }
+        for import in imports(&std::fs::read_to_string(file).unwrap()) {
+            let Some(to) = floor_of(&import) else { continue };
+            if to > floor {
+                up.push(format!("{} imports crate::{import} ({} is above {})", file.display(), FLOORS[to].0, FLOORS[floor].0));
+            }
+            if import != module {
+                let target = FLOORS[to].1.iter().find(|m| **m == import).unwrap();
+                graph.entry(module).or_default().insert(target);
+            }
+        }
+    }
+    assert!(unplaced.is_empty(), "files in no module of a floor (add them to FLOORS and ARCHITECTURE.md): {unplaced:?}");
+    assert!(up.is_empty(), "imports that run back up:\n{}", up.join("\n"));
+    // A cycle among modules: a depth-first search that meets a module on its own path.
+    fn visit<'a>(m: &'a str, graph: &BTreeMap<&'a str, BTreeSet<&'a str>>, path: &mut Vec<&'a str>, done: &mut BTreeSet<&'a str>) -> Option<Vec<&'a str>> {
+        if let Some(i) = path.iter().position(|p| *p == m) {
+            return Some(path[i..].to_vec());
+        }
+        if !done.insert(m) {
+            return None;
+        }
+        path.push(m);
+        for next in graph.get(m).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    for m in graph.keys() {
+        let cycle = visit(m, &graph, &mut Vec::new(), &mut done);
+        assert!(cycle.is_none(), "modules that import each other in a circle: {cycle:?}");
+    }
+}
+
+#[test]
+fn the_import_reader_sees_imports_and_skips_comments() {
+    let got = imports("use crate::pdb::X;\n/// [`crate::symbolizer::Y`]\nlet a = crate::fs::read(); // crate::diag\n#[cfg(test)]\nuse crate::service;\n");
+    assert_eq!(got.into_iter().collect::<Vec<_>>(), ["fs", "pdb"]);
+}
