@@ -18,6 +18,7 @@ mod hostile_pdb;
 mod il;
 mod inlines;
 mod meta_errors;
+mod one_locator;
 mod output_files;
 mod pdb_identity;
 mod pdb_only;

@@ -103,7 +103,7 @@ pub(crate) fn post_json(s: &Serve, path: &str, body: &str) -> (u16, serde_json::
 }
 
 /// Every frame of the runtime's own stack traces: (token, IL offset, file, line, column, method).
-fn runtime_frames() -> Vec<(u32, u32, String, u32, u32, String)> {
+pub(crate) fn runtime_frames() -> Vec<(u32, u32, String, u32, u32, String)> {
     let text = std::fs::read_to_string(repo_root().join("examples/frames.stdout")).unwrap();
     let mut v: Vec<_> = text
         .lines()
@@ -153,7 +153,7 @@ fn cli_points() -> std::collections::HashMap<u64, (String, Vec<serde_json::Value
 /// Check answers against the runtime's frames (`named`: the assembly was found, so methods are
 /// named; from a PDB alone they are null). A frame the runtime printed with no line (an async
 /// kickoff method, whose PDB has no sequence points) must have none here either.
-fn check_answers(answers: &[serde_json::Value], module: &str, named: bool) {
+pub(crate) fn check_answers(answers: &[serde_json::Value], module: &str, named: bool) {
     let frames = runtime_frames();
     let points = cli_points();
     assert_eq!(answers.len(), frames.len());

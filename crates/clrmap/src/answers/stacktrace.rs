@@ -68,12 +68,13 @@ use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
-use crate::locate::{locate_pdb_noting, why_no_pdb, PdbOrigin, SymbolPaths};
+use crate::fs::{read_input, OpenError, MAX_FILE};
+use crate::locate::{locate_pdb_noting, why_no_pdb, SymbolPaths};
 use crate::metadata::table;
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::symbolizer::ModuleSymbols;
+use crate::symbols::module;
 
 /// The longest line looked at, in bytes (line ending included). A longer line is copied through
 /// unchanged, in pieces.
@@ -334,10 +335,10 @@ impl Rewriter {
 
     /// Find and parse a module's PDB (see the module docs for the order).
     fn find(&self, module: &str, notice: &mut dyn FnMut(Notice)) -> Option<Arc<ModulePdb>> {
-        if !plain_name(module) {
+        if !module::plain_file_name(module) {
             return None;
         }
-        let stem = module_stem(module);
+        let stem = module::module_stem(module);
         if let Some((_, pdb)) = self.named.iter().find(|(s, _)| s == stem) {
             return Some(Arc::clone(pdb));
         }
@@ -349,17 +350,13 @@ impl Rewriter {
             }
         };
         let paths = SymbolPaths { pdb: None, dirs: self.options.dirs.clone(), servers: self.options.servers.clone() };
-        for dir in &self.options.dirs {
-            let assembly = dir.join(module);
-            let Ok(bytes) = read_regular(&assembly, MAX_FILE) else { continue };
-            let Ok(image) = PeImage::parse(&bytes) else { continue };
+        // The assembly first (it proves which PDB is the module's), then the PDB by name.
+        if let Some((assembly, image)) = module::find_image(module, None, None, &paths).ok().and_then(|(p, b)| PeImage::parse(&b).is_ok().then_some((p, b))) {
+            let Ok(image) = PeImage::parse(&image) else { return None };
             let mut passed = Vec::new();
             return match locate_pdb_noting(&image, Some(&assembly), &paths, &mut passed) {
                 Ok(Some(found)) => {
-                    let path = match &found.origin {
-                        PdbOrigin::Embedded => assembly.clone(),
-                        PdbOrigin::Explicit(p) | PdbOrigin::BesideAssembly(p) | PdbOrigin::SymbolPath(p) | PdbOrigin::BuildPath(p) | PdbOrigin::SymbolServer(p) => p.clone(),
-                    };
+                    let path = found.origin.path().map_or_else(|| assembly.clone(), Path::to_owned);
                     open(&path, found.bytes, notice)
                 }
                 Ok(None) => {
@@ -373,37 +370,14 @@ impl Rewriter {
                 }
             };
         }
-        let name = format!("{stem}.pdb");
-        for dir in &self.options.dirs {
-            let path = dir.join(&name);
-            match std::fs::metadata(&path) {
-                Ok(meta) if meta.is_file() => {}
-                _ => continue,
+        let (path, bytes) = module::pdb_by_name(&module::pdb_name_of(module), &paths)?;
+        match bytes {
+            Ok(bytes) => open(&path, bytes, notice),
+            Err(error) => {
+                notice(Notice::BadPdb { module: module.to_owned(), error });
+                None
             }
-            return match read_input(&path, MAX_FILE) {
-                Ok(bytes) => open(&path, bytes, notice),
-                Err(error) => {
-                    notice(Notice::BadPdb { module: module.to_owned(), error });
-                    None
-                }
-            };
         }
-        None
-    }
-}
-
-/// A module name as printed that names a file in a directory: not empty, `.` or `..`, no
-/// separator or NUL, at most 255 bytes.
-fn plain_name(name: &str) -> bool {
-    !(name.is_empty() || name == "." || name == ".." || name.len() > 255 || name.contains(['/', '\\', '\0']))
-}
-
-/// A module name without `.dll` or `.exe` (either case): the PDB's stem.
-fn module_stem(module: &str) -> &str {
-    let n = module.len();
-    match n.checked_sub(4).and_then(|i| module.get(i..).map(|ext| (i, ext))) {
-        Some((i, ext)) if ext.eq_ignore_ascii_case(".dll") || ext.eq_ignore_ascii_case(".exe") => module.get(..i).unwrap_or(module),
-        _ => module,
     }
 }
 
@@ -520,16 +494,6 @@ mod tests {
         assert!(is_builder_start(method_of(b"   at System.Runtime.CompilerServices.AsyncMethodBuilderCore.Start[TStateMachine](TStateMachine& stateMachine)")));
         assert!(!is_builder_start(method_of(b"   at Shop.Pricing.SyncPart() in Shop.dll:token 0x6000008+0x1f")));
         assert!(!is_builder_start(method_of(b"Start[T](T& x)")));
-    }
-
-    #[test]
-    fn module_names() {
-        assert_eq!(module_stem("Shop.dll"), "Shop");
-        assert_eq!(module_stem("Shop.EXE"), "Shop");
-        assert_eq!(module_stem("Shop"), "Shop");
-        assert_eq!(module_stem(".dll"), "");
-        assert!(!plain_name("../Shop.dll") && !plain_name("a\\b.dll") && !plain_name("..") && !plain_name(""));
-        assert!(plain_name("My App.dll"));
     }
 
     #[test]

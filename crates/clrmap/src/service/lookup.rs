@@ -1,15 +1,15 @@
 //! How the service finds a module's symbols: its PDB (by PDB id, by its assembly, or by PDB
 //! name) and its image (for ReadyToRun frames), through the symbol paths and the symbol servers.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{ident_note, mvid_of, pe_key_of, plain, server_notes, windows_pdb_note, Ident, PdbModule, Service, Slot};
-use crate::fs::{read_regular, MAX_FILE};
-use crate::locate::{find_recorded_pdb_noting, locate_pdb_noting, open_pdb_with, FoundPdb, PdbOrigin, RecordedPdb, SymbolPaths};
+use super::{ident_note, server_notes, windows_pdb_note, Ident, PdbModule, Service, Slot};
+use crate::locate::{find_recorded_pdb_noting, locate_pdb_noting, FoundPdb, PdbOrigin, RecordedPdb};
 use crate::pdb::{PortablePdb, WINDOWS_PDB_MESSAGE};
 use crate::pe::PeImage;
 use crate::symbolizer::ModuleSymbols;
+use crate::symbols::module::{assembly_of_pdb, pdb_by_name, plain_file_name, ImageMiss};
 
 impl Service {
     /// Find and parse a module's PDB (and its assembly, for names).
@@ -19,7 +19,9 @@ impl Service {
             let name = ident.pdb_name().ok_or("the module names no PDB file (pdb, debug_file or name)")?;
             // A plain file name: never a path of its own to read (find_recorded_pdb reads an
             // absolute recorded path as the build's).
-            let name = plain(&name).ok_or_else(|| format!("the PDB name {name:?} is not a file name"))?.to_owned();
+            if !plain_file_name(&name) {
+                return Err(format!("the PDB name {name:?} is not a file name"));
+            }
             let recorded = RecordedPdb { guid, age: 1, path: name.clone(), checksums: Vec::new() };
             let mut passed = Vec::new();
             let found = find_recorded_pdb_noting(&recorded, None, paths, &mut passed).map_err(|e| e.to_string())?;
@@ -38,23 +40,22 @@ impl Service {
                     return Err(format!("the PDB found for {name} has stamp {:08x}, below the age {stamp:x} the module gives", id.stamp()));
                 }
             }
-            let assembly = assembly_of(&found, paths);
+            let assembly = assembly_of_pdb(&found, paths);
             (found, assembly)
         } else if let Some(name) = &ident.name {
-            self.pdb_by_assembly(ident, name)?
-        } else if let Some(pdb) = ident.pdb_name() {
-            let found = paths.dirs.iter().find_map(|d| {
-                let bytes = read_regular(&d.join(plain(&pdb)?), MAX_FILE).ok()?;
-                PortablePdb::parse(&bytes).ok()?;
-                Some(FoundPdb { bytes, origin: PdbOrigin::SymbolPath(d.join(&pdb)) })
-            });
-            let windows = paths.dirs.iter().find(|d| plain(&pdb).is_some_and(|p| read_regular(&d.join(p), MAX_FILE).is_ok_and(|b| crate::pdb::is_windows_pdb(&b))));
-            let found = found.ok_or_else(|| match windows {
-                Some(d) => format!("{WINDOWS_PDB_MESSAGE}: {} is a Windows (MSF) PDB", d.join(&pdb).display()),
-                None => format!("no PDB {pdb} in the symbol paths"),
-            })?;
-            let assembly = assembly_of(&found, paths);
-            (found, assembly)
+            match self.pdb_by_assembly(ident, name)? {
+                Some(found) => found,
+                // No assembly anywhere: its PDB by name, as printed stack traces find it; but
+                // only where the module gives no id that the missing assembly would have proven.
+                None if ident.mvid.is_some() || ident.pe_key.is_some() => return Err(format!("no assembly {name}{} in the symbol paths", ident_note(ident))),
+                None => match self.pdb_named(ident)? {
+                    Some(found) => found,
+                    None => return Err(format!("no assembly {name}{} and no PDB {} in the symbol paths", ident_note(ident), ident.pdb_name().unwrap_or_default())),
+                },
+            }
+        } else if ident.pdb_name().is_some() {
+            let pdb = ident.pdb_name().unwrap_or_default();
+            self.pdb_named(ident)?.ok_or_else(|| format!("no PDB {pdb} in the symbol paths"))?
         } else {
             return Err("the module names neither an assembly nor a PDB".to_owned());
         };
@@ -66,9 +67,14 @@ impl Service {
     /// A module named by its assembly: the assembly in a symbol path (its MVID or PE key
     /// checked when given), then its own PDB (embedded, beside it, in a symbol path, or from a
     /// symbol server by its CodeView id).
-    pub(super) fn pdb_by_assembly(&self, ident: &Ident, name: &str) -> Result<(FoundPdb, Option<Vec<u8>>), String> {
+    /// `Ok(None)`: no assembly of that name (and ids) anywhere.
+    pub(super) fn pdb_by_assembly(&self, ident: &Ident, name: &str) -> Result<Option<(FoundPdb, Option<Vec<u8>>)>, String> {
         let paths = &self.config.paths;
-        let (path, bytes) = self.find_image(ident, name).map_err(|why| why.unwrap_or_else(|| format!("no assembly {name}{} in the symbol paths", ident_note(ident))))?;
+        let (path, bytes) = match self.find_image(ident, name) {
+            Ok(found) => found,
+            Err(None) => return Ok(None),
+            Err(Some(why)) => return Err(why),
+        };
         let image = PeImage::parse(&bytes).map_err(|e| format!("{}: {}{}: {}", path.display(), e.kind, e.location, e.message()))?;
         let mut passed = Vec::new();
         let found = locate_pdb_noting(&image, Some(&path), paths, &mut passed).map_err(|e| e.to_string())?;
@@ -81,7 +87,23 @@ impl Service {
                 _ => format!("{} was found, but no PDB of its build", path.display()),
             }
         })?;
-        Ok((found, Some(bytes)))
+        Ok(Some((found, Some(bytes))))
+    }
+
+    /// A module's PDB by its file name alone (`pdb`, else the assembly's stem with `.pdb`) in the
+    /// symbol paths, with its assembly beside it where one of its build is. `Ok(None)`: none.
+    fn pdb_named(&self, ident: &Ident) -> Result<Option<(FoundPdb, Option<Vec<u8>>)>, String> {
+        let paths = &self.config.paths;
+        let Some(pdb) = ident.pdb_name() else { return Ok(None) };
+        let Some((path, bytes)) = pdb_by_name(&pdb, paths) else { return Ok(None) };
+        let bytes = bytes.map_err(|e| e.to_string())?;
+        if crate::pdb::is_windows_pdb(&bytes) {
+            return Err(format!("{WINDOWS_PDB_MESSAGE}: {} is a Windows (MSF) PDB", path.display()));
+        }
+        PortablePdb::parse(&bytes).map_err(|e| format!("{}: {}{}: {}", path.display(), e.kind, e.location, e.message()))?;
+        let found = FoundPdb { bytes, origin: PdbOrigin::SymbolPath(path) };
+        let assembly = assembly_of_pdb(&found, paths);
+        Ok(Some((found, assembly)))
     }
 
     /// Find an image: each symbol path, flat (`DIR/name`) and in the SSQP layout under its PE key,
@@ -90,43 +112,12 @@ impl Service {
     /// so a client's wrong MVID never makes a good cache entry junk: it is this module's answer
     /// (`Err(Some(why))`). `Err(None)`: nothing found.
     pub(super) fn find_image(&self, ident: &Ident, name: &str) -> Result<(PathBuf, Vec<u8>), Option<String>> {
-        let name = plain(name).ok_or(None)?;
-        let of_key = |bytes: &[u8]| bytes.starts_with(b"MZ") && ident.pe_key.is_none_or(|k| pe_key_of(bytes) == Some(k));
-        let of_mvid = |bytes: &[u8]| ident.mvid.is_none_or(|m| mvid_of(bytes) == Some(m));
-        let key = ident.pe_key.and_then(|(t, s)| crate::symsrv::key::pe_image(name, t, s));
-        for dir in &self.config.paths.dirs {
-            let mut candidates = vec![dir.join(name)];
-            if let (Some(key), Some((t, s))) = (&key, ident.pe_key) {
-                candidates.push(dir.join(key.as_str()));
-                candidates.push(dir.join(name).join(format!("{t:08X}{s:x}")).join(name));
+        crate::symbols::module::find_image(name, ident.mvid, ident.pe_key, &self.config.paths).map_err(|miss| match miss {
+            ImageMiss::NotFound => None,
+            ImageMiss::OtherMvid { key, has } => {
+                let has = has.map_or_else(|| "none".to_owned(), |m| crate::metadata::mvid_text(&m));
+                Some(format!("the image {name} under PE key {key} has MVID {has}, not the{} the module gives", ident_note(ident)))
             }
-            for c in candidates {
-                if let Ok(bytes) = read_regular(&c, MAX_FILE) {
-                    if of_key(&bytes) && of_mvid(&bytes) {
-                        return Ok((c, bytes));
-                    }
-                }
-            }
-        }
-        let (Some(servers), Some(key)) = (self.config.paths.servers.as_ref(), key) else { return Err(None) };
-        let check = |p: &Path| read_regular(p, MAX_FILE).is_ok_and(|b| of_key(&b));
-        let entry = servers.fetch(&key, &[], &check).ok_or(None)?;
-        let bytes = read_regular(&entry, MAX_FILE).ok().filter(|b| of_key(b)).ok_or(None)?;
-        if !of_mvid(&bytes) {
-            let has = mvid_of(&bytes).map_or_else(|| "none".to_owned(), |m| crate::metadata::mvid_text(&m));
-            return Err(Some(format!("the image {name} under PE key {} has MVID {has}, not the{} the module gives", key.as_str(), ident_note(ident))));
-        }
-        Ok((entry, bytes))
+        })
     }
-}
-
-/// The assembly of a found PDB, for method names: one with the PDB's stem beside it or in a
-/// symbol path whose CodeView id asks for exactly this PDB.
-pub(super) fn assembly_of(found: &FoundPdb, paths: &SymbolPaths) -> Option<Vec<u8>> {
-    let path = match &found.origin {
-        PdbOrigin::Explicit(p) | PdbOrigin::BesideAssembly(p) | PdbOrigin::SymbolPath(p) | PdbOrigin::SymbolServer(p) | PdbOrigin::BuildPath(p) => p,
-        PdbOrigin::Embedded => return None,
-    };
-    let local = SymbolPaths { pdb: None, dirs: paths.dirs.clone(), servers: None };
-    open_pdb_with(path, &local, None).ok()?.assembly
 }

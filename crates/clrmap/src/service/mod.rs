@@ -354,23 +354,6 @@ fn parse_code_id(text: &str) -> Option<(u32, u32)> {
     Some((ts, size))
 }
 
-/// A PE file's TimeDateStamp and SizeOfImage, from its headers.
-fn pe_key_of(bytes: &[u8]) -> Option<(u32, u32)> {
-    let u32_at = |at: usize| -> Option<u32> { Some(u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?)) };
-    let pe = usize::try_from(u32_at(0x3c)?).ok()?;
-    if bytes.get(pe..pe.checked_add(4)?)? != b"PE\0\0" {
-        return None;
-    }
-    let ts = u32_at(pe.checked_add(8)?)?;
-    let size = u32_at(pe.checked_add(24 + 56)?)?;
-    Some((ts, size))
-}
-
-/// A module's MVID, from its metadata.
-fn mvid_of(bytes: &[u8]) -> Option<[u8; 16]> {
-    PeImage::parse(bytes).ok().and_then(|pe| Metadata::from_pe(&pe).ok()).and_then(|md| md.mvid())
-}
-
 /// Why an answer stopped being written.
 #[derive(Clone, Copy, Debug)]
 enum Stop {
@@ -658,11 +641,6 @@ impl Service {
 fn server_notes(paths: &SymbolPaths, key: Option<&crate::symsrv::Key>) -> String {
     let (Some(servers), Some(key)) = (&paths.servers, key) else { return String::new() };
     servers.notes_for(key).iter().take(4).map(|n| format!("; {n}")).collect()
-}
-
-/// `name` when it is a plain file name (no directory parts), so it cannot leave a symbol path.
-fn plain(name: &str) -> Option<&str> {
-    (!name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])).then_some(name)
 }
 
 fn ident_note(ident: &Ident) -> String {

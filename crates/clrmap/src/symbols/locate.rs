@@ -25,6 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::module::plain_file_name;
 use super::why::Why;
 use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
 use crate::pdb::embedded::embedded_pdb;
@@ -61,6 +62,16 @@ pub enum PdbOrigin {
     SymbolServer(PathBuf),
     /// At the path the build wrote into the image's CodeView entry, as a recording gives it.
     BuildPath(PathBuf),
+}
+
+impl PdbOrigin {
+    /// The file the PDB was read from; `None` when it is embedded in its assembly.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            PdbOrigin::Embedded => None,
+            PdbOrigin::Explicit(p) | PdbOrigin::BesideAssembly(p) | PdbOrigin::SymbolPath(p) | PdbOrigin::SymbolServer(p) | PdbOrigin::BuildPath(p) => Some(p),
+        }
+    }
 }
 
 /// A PDB's bytes, proven to belong to the assembly, and where they came from.
@@ -239,12 +250,6 @@ fn guid_hex(guid: &[u8; 16]) -> String {
     PdbId(id).guid_hex()
 }
 
-/// A file name from an image or a recording that names a file in the directory it is joined to:
-/// not empty, `.` or `..` (it has no separator: it is a path's last component).
-fn plain_name(name: &str) -> bool {
-    !(name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\']))
-}
-
 /// Check that a PDB the user named belongs to an image: `pdb_mismatch` at the PDB's id if not,
 /// and at offset 0 if the image names no portable PDB at all.
 pub fn check_explicit(image: &PeImage<'_>, pdb_bytes: &[u8]) -> Result<()> {
@@ -304,7 +309,7 @@ pub fn locate_pdb_noting(image: &PeImage<'_>, assembly_path: Option<&Path>, path
     let want = cv.pdb_id();
     let name = cv.file_name();
     // A name with a path separator or `..` left in it would leave the directory searched.
-    if !plain_name(name) {
+    if !plain_file_name(name) {
         return Ok(None);
     }
     let mut candidates: Vec<PathBuf> = Vec::new();
@@ -388,7 +393,7 @@ pub fn why_no_pdb_structured(image: &PeImage<'_>, assembly_path: Option<&Path>, 
         return vec![Why::WindowsPdb { pdb: cv.path.to_owned(), pdb_id: guid_hex(&cv.guid), age: cv.age }];
     }
     let name = cv.file_name();
-    if !plain_name(name) {
+    if !plain_file_name(name) {
         return vec![Why::NotAFileName { pdb: cv.path.to_owned() }];
     }
     let mut why: Vec<Why> = passed.iter().map(PassedOver::why).collect();
@@ -454,13 +459,13 @@ fn keyed_dirs(dir: &Path, name: &str, guid: &str) -> Vec<PathBuf> {
 /// The file name of a recorded module's PDB: the recorded build path's, else the module's stem
 /// with `.pdb`; `None` when neither is a plain file name.
 fn recorded_pdb_name(recorded: &RecordedPdb, module_path: Option<&Path>) -> Option<String> {
-    if plain_name(recorded.file_name()) {
+    if plain_file_name(recorded.file_name()) {
         return Some(recorded.file_name().to_owned());
     }
     // The module's file name after either separator (a Windows path is read here too).
     let file = module_path.map(|p| p.to_string_lossy().rsplit(['/', '\\']).next().unwrap_or_default().to_owned());
     let stem_name = file.as_deref().and_then(|f| Path::new(f).file_stem()).map(|s| format!("{}.pdb", s.to_string_lossy()));
-    stem_name.filter(|n| plain_name(n))
+    stem_name.filter(|n| plain_file_name(n))
 }
 
 /// A candidate PDB's path, and what its origin is called if it matches.

@@ -3,5 +3,6 @@
 //! symbol directories and symbol servers ([`symsrv`]), and the notes of every place it looked
 //! ([`why`]).
 pub mod locate;
+pub mod module;
 pub mod symsrv;
 pub mod why;

@@ -37,10 +37,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::fs::{file_id, read_input};
 use crate::fs::{read_regular, MAX_FILE};
 use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
-use crate::locate::{
-    check_explicit, check_recorded, find_pdb, find_recorded_pdb_noting, locate_pdb_noting, read_candidate_assembly, recorded_looked_for, why_no_pdb_structured, FoundPdb, PassedOver, PdbOrigin,
-    RecordedPdb, SymbolPaths,
-};
+use crate::locate::{check_explicit, check_recorded, find_pdb, locate_pdb_noting, why_no_pdb_structured, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::read::{Error, ErrorKind};
@@ -211,6 +208,13 @@ struct Module {
     /// The MVID a capture recorded for it: only an assembly with this MVID is the module's.
     mvid: Option<[u8; 16]>,
     lines: OnceLock<Option<Arc<ModuleLines>>>,
+}
+
+impl Module {
+    /// The module as the symbol locator asks for it.
+    fn query(&self) -> crate::symbols::module::RecordedModule<'_> {
+        crate::symbols::module::RecordedModule { name: self.name.as_deref(), path: self.path.as_deref(), recorded: self.recorded.as_ref(), mvid: self.mvid }
+    }
 }
 
 /// One file (device and inode) as the module of the source's recorded identity: paths that name
@@ -591,14 +595,12 @@ impl Symbolizer {
                 if !belongs {
                     symbols.pdb = None;
                 }
-                let mut passed = Vec::new();
-                let mut other_builds = Vec::new();
-                let mut why = Vec::new();
-                let found = module_pdb(module, &symbols, &mut passed, &mut other_builds, &mut why);
-                self.note(module, passed);
-                self.note_mvids(module, other_builds);
+                let mut lookup = crate::symbols::module::Lookup::default();
+                let found = module.query().pdb(&symbols, &mut lookup);
+                self.note(module, lookup.passed);
+                self.note_mvids(module, lookup.other_builds);
                 if found.is_none() {
-                    self.push_notes(module, why);
+                    self.push_notes(module, lookup.why);
                 }
                 let found = found?;
                 let id = PortablePdb::parse(&found.bytes).ok()?.id().0;
@@ -661,59 +663,6 @@ impl Symbolizer {
     }
 }
 
-/// Where a module's assembly may be: where the process loaded it, then, for a recording made on
-/// another machine, a file of the same name in each symbol directory.
-fn assembly_candidates<'a>(module: &'a Module, symbols: &'a SymbolPaths) -> impl Iterator<Item = PathBuf> + 'a {
-    let elsewhere = module.name.as_deref().into_iter().flat_map(|n| symbols.dirs.iter().map(move |d| d.join(n)));
-    module.path.clone().into_iter().chain(elsewhere)
-}
-
-/// The PDB of a module of a trace or capture. Without a recorded id, the first assembly found
-/// decides (its CodeView entry names the PDB). With one, an assembly of another build is passed
-/// over, and the PDB is also looked for without any assembly ([`find_recorded_pdb`]). With a
-/// recorded MVID (a capture's), only an assembly with that MVID is the module's: one of another
-/// build is passed over (noted in `other_builds`), and without the right one there are no lines.
-fn module_pdb(module: &Module, symbols: &SymbolPaths, passed: &mut Vec<PassedOver>, other_builds: &mut Vec<(PathBuf, [u8; 16])>, why: &mut Vec<Why>) -> Option<FoundPdb> {
-    for path in assembly_candidates(module, symbols) {
-        // With a recorded id, a file of another build is passed over from its headers alone.
-        let bytes = match &module.recorded {
-            Some(recorded) => read_candidate_assembly(&path, &recorded.guid, passed),
-            None => read_regular(&path, MAX_FILE).ok(),
-        };
-        let Some(bytes) = bytes else { continue };
-        let Ok(image) = PeImage::parse(&bytes) else { continue };
-        if let Some(want) = module.mvid {
-            match crate::metadata::Metadata::from_pe(&image).ok().and_then(|md| md.mvid()) {
-                Some(mvid) if mvid == want => {}
-                Some(mvid) => {
-                    other_builds.push((path, mvid));
-                    continue;
-                }
-                None => continue,
-            }
-            let found = locate_pdb_noting(&image, Some(&path), symbols, passed).ok().flatten();
-            if found.is_none() {
-                why.extend(why_no_pdb_structured(&image, Some(&path), symbols, &[]));
-            }
-            return found;
-        }
-        let found = locate_pdb_noting(&image, Some(&path), symbols, passed).ok().flatten();
-        if found.is_none() && module.recorded.is_none() {
-            why.extend(why_no_pdb_structured(&image, Some(&path), symbols, &[]));
-        }
-        if found.is_some() || module.recorded.is_none() {
-            return found;
-        }
-        break;
-    }
-    let recorded = module.recorded.as_ref()?;
-    let found = find_recorded_pdb_noting(recorded, module.path.as_deref(), symbols, passed).ok().flatten();
-    if found.is_none() {
-        why.extend(recorded_looked_for(recorded, module.path.as_deref(), symbols));
-    }
-    found
-}
-
 /// Name each inlinee from its defining module's metadata, adding a module for each inlinee
 /// module that has no body in the source (so its PDB gives lines the same way). An assembly is
 /// the module's only where it is of the recorded build: its CodeView GUID is the recorded PDB's
@@ -741,32 +690,13 @@ fn name_inlinees(
             }
         });
         let name = module.and_then(|i| {
-            let bytes = assemblies.entry(i).or_insert_with(|| modules.get(i).and_then(|m| assembly_of_build(m, symbols)));
+            let bytes = assemblies.entry(i).or_insert_with(|| modules.get(i).and_then(|m| m.query().assembly(symbols)));
             let md = crate::metadata::Metadata::parse(bytes.as_deref()?).ok()?;
             md.method_name(m.token)
         });
         out.insert(*key, Inlinee { token: m.token, name, module });
     }
     out
-}
-
-/// The bytes of a module's assembly of the recorded build (see [`name_inlinees`]).
-fn assembly_of_build(module: &Module, symbols: &SymbolPaths) -> Option<Vec<u8>> {
-    for path in assembly_candidates(module, symbols) {
-        let bytes = match &module.recorded {
-            Some(recorded) => read_candidate_assembly(&path, &recorded.guid, &mut Vec::new()),
-            None => read_regular(&path, MAX_FILE).ok(),
-        };
-        let Some(bytes) = bytes else { continue };
-        if let Some(want) = module.mvid {
-            let image = PeImage::parse(&bytes).ok()?;
-            if crate::metadata::Metadata::from_pe(&image).ok().and_then(|md| md.mvid()) != Some(want) {
-                continue;
-            }
-        }
-        return Some(bytes);
-    }
-    None
 }
 
 /// A module's line table from its PDB; `None` if the PDB does not parse.
@@ -813,7 +743,7 @@ fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> 
             continue;
         }
         // No recorded id: the first assembly found is the module's, and names its PDB.
-        let image = assembly_candidates(m, symbols).find_map(|path| read_regular(&path, MAX_FILE).ok().filter(|b| PeImage::parse(b).is_ok()));
+        let image = m.query().assembly_candidates(symbols).find_map(|path| read_regular(&path, MAX_FILE).ok().filter(|b| PeImage::parse(b).is_ok()));
         let Some(assembly) = image else {
             last = Error::nowhere(ErrorKind::PdbMismatch, "the module's assembly, at its recorded path or in a symbol directory, to check the PDB against (the source records no PDB id)");
             continue;

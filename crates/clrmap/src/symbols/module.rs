@@ -1,0 +1,262 @@
+//! Finding a module's files by what a front end knows of it: its file name, where a process
+//! loaded it, the ids a recording or a request gives. The symbolizer, printed stack traces and
+//! the service all come here, so the same module and symbol paths find the same files and give
+//! the same notes wherever they are asked.
+//!
+//! The sources, in order, for a module's PDB:
+//! 1. the module's assembly, where the process loaded it, else by file name (and PE key) in each
+//!    symbol directory, else from a symbol server by its PE key; then that assembly's PDB by
+//!    [`crate::locate::locate_pdb_noting`] (embedded, the user's, beside it, symbol directories,
+//!    symbol servers);
+//! 2. with a recorded CodeView id, the PDB without any assembly
+//!    ([`crate::locate::find_recorded_pdb_noting`]);
+//! 3. the PDB by file name (the module's stem with `.pdb`) in each symbol directory.
+//!
+//! A new source (a build-artifact store, debuginfod) is one more step here.
+
+use std::path::{Path, PathBuf};
+
+use super::locate::{locate_pdb_noting, open_pdb_with, read_candidate_assembly, FoundPdb, PassedOver, SymbolPaths};
+use crate::fs::{read_regular, MAX_FILE};
+use crate::metadata::Metadata;
+use crate::pdb::RecordedPdb;
+use crate::pe::PeImage;
+
+/// The longest file name a module may give (the common file-system limit).
+const MAX_NAME: usize = 255;
+
+/// Whether `name` names a file in the directory it is joined to, and nothing else: not empty,
+/// `.` or `..`, no separator or NUL, at most 255 bytes. Every name that comes from an input (an
+/// image's CodeView entry, a recording, a printed stack trace, a request) passes here before it
+/// is joined to a symbol directory, so no input can make clrmap read outside one.
+pub fn plain_file_name(name: &str) -> bool {
+    !(name.is_empty() || name == "." || name == ".." || name.len() > MAX_NAME || name.contains(['/', '\\', '\0']))
+}
+
+/// A module's file name without `.dll` or `.exe` (either case): its PDB's stem.
+pub fn module_stem(module: &str) -> &str {
+    let n = module.len();
+    match n.checked_sub(4).and_then(|i| module.get(i..).map(|ext| (i, ext))) {
+        Some((i, ext)) if ext.eq_ignore_ascii_case(".dll") || ext.eq_ignore_ascii_case(".exe") => module.get(..i).unwrap_or(module),
+        _ => module,
+    }
+}
+
+/// The PDB file name of a module: its stem with `.pdb`.
+pub fn pdb_name_of(module: &str) -> String {
+    format!("{}.pdb", module_stem(module))
+}
+
+/// What is known of a module of a recording (a trace, a capture, a process snapshot).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecordedModule<'a> {
+    /// Its file name.
+    pub name: Option<&'a str>,
+    /// Where the process loaded it.
+    pub path: Option<&'a Path>,
+    /// The CodeView entry of the image the runtime loaded.
+    pub recorded: Option<&'a RecordedPdb>,
+    /// The MVID of the image the runtime loaded (a capture's).
+    pub mvid: Option<[u8; 16]>,
+}
+
+/// What a lookup of a recorded module found, and what it learned on the way.
+#[derive(Debug, Default)]
+pub struct Lookup {
+    /// Candidate PDBs and assemblies of another build, passed over.
+    pub passed: Vec<PassedOver>,
+    /// Assemblies with the module's name but another MVID: path and MVID.
+    pub other_builds: Vec<(PathBuf, [u8; 16])>,
+    /// Why no PDB was found, where none was.
+    pub why: Vec<super::why::Why>,
+}
+
+impl RecordedModule<'_> {
+    /// Where the module's assembly may be: where the process loaded it, then, for a recording
+    /// made on another machine, a file of the same name in each symbol directory.
+    pub fn assembly_candidates<'p>(&self, symbols: &'p SymbolPaths) -> impl Iterator<Item = PathBuf> + 'p {
+        let name = self.name.filter(|n| plain_file_name(n)).map(str::to_owned);
+        let elsewhere = name.into_iter().flat_map(move |n| symbols.dirs.iter().map(move |d| d.join(&n)));
+        self.path.map(Path::to_owned).into_iter().chain(elsewhere)
+    }
+
+    /// A candidate assembly's bytes: with a recorded id, a file of another build is passed over
+    /// from its headers alone.
+    fn read_assembly(&self, path: &Path, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
+        match self.recorded {
+            Some(recorded) => read_candidate_assembly(path, &recorded.guid, passed),
+            None => read_regular(path, MAX_FILE).ok(),
+        }
+    }
+
+    /// The module's PDB. Without a recorded id, the first assembly found decides (its CodeView
+    /// entry names the PDB). With one, an assembly of another build is passed over, and the PDB is
+    /// also looked for without any assembly. With a recorded MVID (a capture's), only an assembly
+    /// with that MVID is the module's: one of another build is passed over (noted), and without the
+    /// right one there are no lines.
+    pub fn pdb(&self, symbols: &SymbolPaths, lookup: &mut Lookup) -> Option<FoundPdb> {
+        for path in self.assembly_candidates(symbols) {
+            let Some(bytes) = self.read_assembly(&path, &mut lookup.passed) else { continue };
+            let Ok(image) = PeImage::parse(&bytes) else { continue };
+            if let Some(want) = self.mvid {
+                match Metadata::from_pe(&image).ok().and_then(|md| md.mvid()) {
+                    Some(mvid) if mvid == want => {}
+                    Some(mvid) => {
+                        lookup.other_builds.push((path, mvid));
+                        continue;
+                    }
+                    None => continue,
+                }
+                let found = locate_pdb_noting(&image, Some(&path), symbols, &mut lookup.passed).ok().flatten();
+                if found.is_none() {
+                    lookup.why.extend(super::locate::why_no_pdb_structured(&image, Some(&path), symbols, &[]));
+                }
+                return found;
+            }
+            let found = locate_pdb_noting(&image, Some(&path), symbols, &mut lookup.passed).ok().flatten();
+            if found.is_none() && self.recorded.is_none() {
+                lookup.why.extend(super::locate::why_no_pdb_structured(&image, Some(&path), symbols, &[]));
+            }
+            if found.is_some() || self.recorded.is_none() {
+                return found;
+            }
+            break;
+        }
+        let recorded = self.recorded?;
+        let found = super::locate::find_recorded_pdb_noting(recorded, self.path, symbols, &mut lookup.passed).ok().flatten();
+        if found.is_none() {
+            lookup.why.extend(super::locate::recorded_looked_for(recorded, self.path, symbols));
+        }
+        found
+    }
+
+    /// The bytes of the module's assembly of the recorded build: its CodeView GUID is the
+    /// recorded PDB's (traces), its MVID the recorded one (captures).
+    pub fn assembly(&self, symbols: &SymbolPaths) -> Option<Vec<u8>> {
+        for path in self.assembly_candidates(symbols) {
+            let Some(bytes) = self.read_assembly(&path, &mut Vec::new()) else { continue };
+            if let Some(want) = self.mvid {
+                let image = PeImage::parse(&bytes).ok()?;
+                if Metadata::from_pe(&image).ok().and_then(|md| md.mvid()) != Some(want) {
+                    continue;
+                }
+            }
+            return Some(bytes);
+        }
+        None
+    }
+}
+
+/// A module's image's PE key: the COFF header's time stamp and the optional header's
+/// `SizeOfImage`, as the symbol-server key of an image writes them.
+pub fn pe_key_of(bytes: &[u8]) -> Option<(u32, u32)> {
+    let u32_at = |at: usize| -> Option<u32> { Some(u32::from_le_bytes(bytes.get(at..at.checked_add(4)?)?.try_into().ok()?)) };
+    let pe = usize::try_from(u32_at(0x3c)?).ok()?;
+    if bytes.get(pe..pe.checked_add(4)?)? != b"PE\0\0" {
+        return None;
+    }
+    let ts = u32_at(pe.checked_add(8)?)?;
+    let size = u32_at(pe.checked_add(24 + 56)?)?;
+    Some((ts, size))
+}
+
+/// A module's MVID, from its metadata.
+pub fn mvid_of(bytes: &[u8]) -> Option<[u8; 16]> {
+    PeImage::parse(bytes).ok().and_then(|pe| Metadata::from_pe(&pe).ok()).and_then(|md| md.mvid())
+}
+
+/// Why [`find_image`] found no image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImageMiss {
+    /// No candidate at all.
+    NotFound,
+    /// A symbol server's image under the PE key has another MVID than the one asked for.
+    OtherMvid {
+        /// The image's symbol-server key.
+        key: String,
+        /// Its MVID, if it has one.
+        has: Option<[u8; 16]>,
+    },
+}
+
+/// Find a module's image (an assembly, or a ReadyToRun image) by file name: in each symbol
+/// directory, flat (`DIR/name`) and in the symbol-server layout under its PE key, then from the
+/// symbol servers by that key. Only a file whose MVID and PE key match the ones given (where
+/// given) is taken. A server's file (and its cache's) is checked against its key alone, so a
+/// wrong MVID never makes a good cache entry junk: it is this module's answer
+/// ([`ImageMiss::OtherMvid`]).
+pub fn find_image(name: &str, mvid: Option<[u8; 16]>, pe_key: Option<(u32, u32)>, paths: &SymbolPaths) -> Result<(PathBuf, Vec<u8>), ImageMiss> {
+    if !plain_file_name(name) {
+        return Err(ImageMiss::NotFound);
+    }
+    let of_key = |bytes: &[u8]| bytes.starts_with(b"MZ") && pe_key.is_none_or(|k| pe_key_of(bytes) == Some(k));
+    let of_mvid = |bytes: &[u8]| mvid.is_none_or(|m| mvid_of(bytes) == Some(m));
+    let key = pe_key.and_then(|(t, s)| crate::symsrv::key::pe_image(name, t, s));
+    for dir in &paths.dirs {
+        let mut candidates = vec![dir.join(name)];
+        if let (Some(key), Some((t, s))) = (&key, pe_key) {
+            candidates.push(dir.join(key.as_str()));
+            candidates.push(dir.join(name).join(format!("{t:08X}{s:x}")).join(name));
+        }
+        for c in candidates {
+            if let Ok(bytes) = read_regular(&c, MAX_FILE) {
+                if of_key(&bytes) && of_mvid(&bytes) {
+                    return Ok((c, bytes));
+                }
+            }
+        }
+    }
+    let (Some(servers), Some(key)) = (paths.servers.as_ref(), key) else { return Err(ImageMiss::NotFound) };
+    let check = |p: &Path| read_regular(p, MAX_FILE).is_ok_and(|b| of_key(&b));
+    let entry = servers.fetch(&key, &[], &check).ok_or(ImageMiss::NotFound)?;
+    let bytes = read_regular(&entry, MAX_FILE).ok().filter(|b| of_key(b)).ok_or(ImageMiss::NotFound)?;
+    if !of_mvid(&bytes) {
+        return Err(ImageMiss::OtherMvid { key: key.as_str().to_owned(), has: mvid_of(&bytes) });
+    }
+    Ok((entry, bytes))
+}
+
+/// A PDB found by its file name alone in the symbol directories: the first regular file
+/// `DIR/pdb_name`, with its bytes or why they cannot be read. Used when a module's assembly is
+/// nowhere to be found, so nothing proves the PDB's build: the caller says so.
+pub fn pdb_by_name(pdb_name: &str, paths: &SymbolPaths) -> Option<(PathBuf, Result<Vec<u8>, crate::fs::OpenError>)> {
+    if !plain_file_name(pdb_name) {
+        return None;
+    }
+    paths.dirs.iter().map(|d| d.join(pdb_name)).find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file())).map(|p| {
+        let bytes = crate::fs::read_input(&p, MAX_FILE);
+        (p, bytes)
+    })
+}
+
+/// The assembly of a found PDB, for method names: one with the PDB's stem beside it or in a
+/// symbol directory whose CodeView id asks for exactly this PDB (never from a server).
+pub fn assembly_of_pdb(found: &FoundPdb, paths: &SymbolPaths) -> Option<Vec<u8>> {
+    let path = found.origin.path()?;
+    let local = SymbolPaths { pdb: None, dirs: paths.dirs.clone(), servers: None };
+    open_pdb_with(path, &local, None).ok()?.assembly
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_plain_name_is_a_file_name() {
+        for bad in ["", ".", "..", "a/b", "a\\b", "a\0b", "../x.dll", &"x".repeat(256)] {
+            assert!(!plain_file_name(bad), "{bad:?}");
+        }
+        for good in ["App.dll", "..App.dll", "a b.pdb", &"x".repeat(255)] {
+            assert!(plain_file_name(good), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn the_stem_drops_dll_and_exe_in_either_case() {
+        assert_eq!(module_stem("App.dll"), "App");
+        assert_eq!(module_stem("App.EXE"), "App");
+        assert_eq!(module_stem("App.Core"), "App.Core");
+        assert_eq!(module_stem(".dll"), "");
+        assert_eq!(pdb_name_of("System.Linq.dll"), "System.Linq.pdb");
+    }
+}
