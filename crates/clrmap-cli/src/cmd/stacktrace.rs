@@ -43,15 +43,18 @@ pub fn run(a: StacktraceArgs, out: &mut dyn Write) -> Result<(), CliError> {
         Notice::BadPdb { .. } => eprintln!("warning: {}", Text(&n.to_string())),
         Notice::NoMatchingPdb { .. } => eprintln!("note: {}", Text(&n.to_string())),
     };
-    match a.file {
+    let stats = match a.file {
         Some(path) => {
             let file = clrmap::fs::open_input(&path).map_err(crate::open::open_error)?;
-            rewriter.rewrite(BufReader::with_capacity(64 * 1024, file), out, &mut notice).map_err(CliError::Io)?;
+            rewriter.rewrite(BufReader::with_capacity(64 * 1024, file), out, &mut notice).map_err(CliError::Io)?
         }
         None => {
             let stdin = std::io::stdin();
-            rewriter.rewrite(stdin.lock(), out, &mut notice).map_err(CliError::Io)?;
+            rewriter.rewrite(stdin.lock(), out, &mut notice).map_err(CliError::Io)?
         }
+    };
+    for note in rewriter.summary(&stats) {
+        eprintln!("note: {}", Text(&note));
     }
     Ok(())
 }

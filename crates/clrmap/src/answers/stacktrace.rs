@@ -194,6 +194,8 @@ pub struct Rewriter {
     /// Module name → its PDB (`None`: none found, or unusable).
     cache: HashMap<String, Option<Arc<ModulePdb>>>,
     misses: usize,
+    /// Which of `named` a frame's module asked for.
+    used: Vec<bool>,
 }
 
 impl Rewriter {
@@ -208,7 +210,26 @@ impl Rewriter {
             let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             named.push((stem, Arc::new(pdb)));
         }
-        Ok(Rewriter { options, named, cache: HashMap::new(), misses: 0 })
+        let used = vec![false; named.len()];
+        Ok(Rewriter { options, named, cache: HashMap::new(), misses: 0, used })
+    }
+
+    /// What a user should hear once the text is through, so a run that changed nothing is never
+    /// silent: no frame of the `MODULE:token` form at all; frames, but none given a line; and each
+    /// `--pdb` that no frame's module asked for (its stem names no module of the text).
+    pub fn summary(&self, stats: &Stats) -> Vec<String> {
+        let mut notes = Vec::new();
+        if stats.frames == 0 {
+            notes.push("no frame printed without its PDB (`in MODULE:token 0x6000001+0x1b`) was in the text: nothing to rewrite".to_owned());
+        } else if stats.rewritten == 0 {
+            notes.push(format!("none of the {} frames printed without a PDB got a line: no PDB of their modules was found", stats.frames));
+        }
+        for ((stem, _), used) in self.named.iter().zip(&self.used) {
+            if !used {
+                notes.push(format!("the PDB given for {stem}.dll (or {stem}.exe) was not used: no frame of the text is in that module"));
+            }
+        }
+        notes
     }
 
     /// Copy `input` to `output`, line by line, rewriting each frame whose PDB is found. Notices
@@ -322,6 +343,10 @@ impl Rewriter {
     fn module(&mut self, module: &str, notice: &mut dyn FnMut(Notice)) -> Option<Arc<ModulePdb>> {
         if let Some(known) = self.cache.get(module) {
             return known.clone();
+        }
+        let stem = module::module_stem(module);
+        if let Some(used) = self.named.iter().position(|(s, _)| s == stem).and_then(|i| self.used.get_mut(i)) {
+            *used = true;
         }
         let found = self.find(module, notice);
         if found.is_some() || self.misses < MAX_MISSES {

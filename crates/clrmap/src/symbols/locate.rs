@@ -403,8 +403,25 @@ pub fn why_no_pdb_structured(image: &PeImage<'_>, assembly_path: Option<&Path>, 
         why.extend(servers.failures());
         places.extend(servers.config().servers.iter().map(|s| format!("symbol server {s}")));
     }
-    why.push(Why::LookedFor { pdb: name.to_owned(), pdb_id: guid_hex(&cv.guid), places });
+    why.push(Why::LookedFor { pdb: name.to_owned(), pdb_id: guid_hex(&cv.guid), places: distinct_places(places) });
     why
+}
+
+/// Places in order, each once: the assembly's folder is often a symbol directory too, and a
+/// recorded path is often beside the module. Of two entries for one file, the one that says more
+/// (`(flat and by key)`) is kept, where the first stood.
+fn distinct_places(places: Vec<String>) -> Vec<String> {
+    const KEYED: &str = " (flat and by key)";
+    let mut out: Vec<String> = Vec::with_capacity(places.len());
+    for p in places {
+        let file = p.strip_suffix(KEYED).unwrap_or(&p);
+        match out.iter_mut().find(|q| q.strip_suffix(KEYED).unwrap_or(q) == file) {
+            Some(q) if p.ends_with(KEYED) => *q = p,
+            Some(_) => {}
+            None => out.push(p),
+        }
+    }
+    out
 }
 
 /// Where [`find_recorded_pdb`] looked for a recorded module's PDB, as a [`Why::LookedFor`]
@@ -423,7 +440,7 @@ pub fn recorded_looked_for(recorded: &RecordedPdb, module_path: Option<&Path>, p
     if let Some(servers) = &paths.servers {
         places.extend(servers.config().servers.iter().map(|s| format!("symbol server {s}")));
     }
-    Some(Why::LookedFor { pdb: name, pdb_id: recorded.guid_hex(), places })
+    Some(Why::LookedFor { pdb: name, pdb_id: recorded.guid_hex(), places: distinct_places(places) })
 }
 
 /// [`why_no_pdb`] for the assembly at `path`, read again (a failure path only); nothing when it
@@ -593,6 +610,12 @@ fn assembly_of(pdb_path: &Path, pdb_bytes: &[u8], paths: &SymbolPaths) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_place_is_named_once() {
+        let got = distinct_places(vec!["/a/X.pdb".into(), "/b/X.pdb".into(), "/a/X.pdb (flat and by key)".into(), "/b/X.pdb".into(), "symbol server s".into()]);
+        assert_eq!(got, ["/a/X.pdb (flat and by key)", "/b/X.pdb", "symbol server s"]);
+    }
 
     #[test]
     fn a_recorded_path_that_is_not_absolute_names_no_directory() {

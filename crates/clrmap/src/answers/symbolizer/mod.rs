@@ -655,9 +655,14 @@ impl Symbolizer {
             notes.extend(self.image_why.iter().cloned());
         }
         notes.extend(self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned());
-        // What the symbol servers said (each names its server and key).
+        // What the symbol servers said (each names its server and key), once: a module's own
+        // notes may already hold what a server said of its key.
         if let Some(servers) = &self.options.symbols.servers {
-            notes.extend(servers.failures().into_iter().map(|why| Note { module: None, why }));
+            for why in servers.failures() {
+                if !notes.iter().any(|n| n.why == why) {
+                    notes.push(Note { module: None, why });
+                }
+            }
         }
         notes
     }
