@@ -721,3 +721,96 @@ fn lossless_sessions_on_11_and_a_clear_refusal_before() {
     let folded = agree(&out, "a lossless session on 11.0");
     hot_line(&folded, "11.0 lossless");
 }
+
+/// The SDK's own C# compiler (`dotnet --list-sdks`: the newest SDK's `Roslyn/bincore/csc.dll`).
+fn sdk_csc() -> PathBuf {
+    let o = run(Command::new("dotnet").arg("--list-sdks"), "dotnet --list-sdks", 60);
+    let text = stdout(&o);
+    let line = text.lines().last().unwrap_or_else(|| panic!("no SDK: {text}"));
+    let (version, dir) = line.split_once(" [").unwrap();
+    let csc = Path::new(dir.trim_end_matches(']')).join(version).join("Roslyn/bincore/csc.dll");
+    assert!(csc.is_file(), "{}", csc.display());
+    csc
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn runtime_async_frames_on_11_equal_the_runtimes_stack_trace() {
+    let Some(host11) = dotnet11() else {
+        eprintln!("note: no .NET 11 runtime in {}: runtime-async is not run", dotnet_home().display());
+        return;
+    };
+    let dir = scratch("runtime-async");
+    // The SDK's Roslyn compiles runtime-async (`runtime-async=on`) against 11.0.0's framework.
+    let fw = host11.parent().unwrap().join("shared/Microsoft.NETCore.App/11.0.0");
+    let src = repo_root().join("tests/dotnet/oracles/RuntimeAsync/RuntimeAsync.cs");
+    let dll = dir.join("RuntimeAsync.dll");
+    let mut csc = Command::new("dotnet");
+    csc.arg(sdk_csc()).args(["-nologo", "-noconfig", "-nostdlib", "-features:runtime-async=on", "-optimize+", "-debug:portable", "-deterministic"]);
+    for a in ["System.Private.CoreLib", "System.Runtime", "System.Console", "System.Threading.Tasks", "System.Diagnostics.StackTrace"] {
+        csc.arg(format!("-r:{}", fw.join(format!("{a}.dll")).display()));
+    }
+    let o = run(csc.arg(format!("-out:{}", dll.display())).arg(&src), "csc", 300);
+    assert!(o.status.success(), "csc: {}{}", stdout(&o), stderr(&o));
+    std::fs::write(
+        dir.join("RuntimeAsync.runtimeconfig.json"),
+        r#"{ "runtimeOptions": { "tfm": "net11.0", "framework": { "name": "Microsoft.NETCore.App", "version": "11.0.0" }, "configProperties": { "System.Globalization.Invariant": true } } }"#,
+    )
+    .unwrap();
+    // Run under a trace, one optimized body per method variant (no tiering).
+    let trace = dir.join("runtime-async.nettrace");
+    let o = run(
+        Command::new(env!("CARGO_BIN_EXE_clrmap"))
+            .args(["trace", "collect", "-o", trace.to_str().unwrap(), "--", host11.to_str().unwrap(), dll.to_str().unwrap()])
+            .env("DOTNET_TieredCompilation", "0"),
+        "clrmap trace collect",
+        120,
+    );
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let printed = stdout(&o);
+    assert!(printed.contains("result 8"), "{printed}");
+    // The runtime made two bodies of Main, one MethodDef: the async variant (its IL, with a
+    // map) and the Task-returning thunk (a map of no entries), as TraceEvent reads them.
+    let te = Te::read(&trace);
+    let main_token = 0x0600_0004u64;
+    let loads: Vec<&Value> = te.methods.iter().filter(|m| m["namespace"] == "RuntimeAsync" && m["rundown"] == false).collect();
+    let main: Vec<&&Value> = loads.iter().filter(|m| m["token"] == main_token).collect();
+    assert_eq!(main.len(), 2, "{loads:?}");
+    let thunk = main.iter().find(|m| m["signature"].as_str().unwrap().contains("Task`1")).unwrap_or_else(|| panic!("{main:?}"));
+    let variant = main.iter().find(|m| m["start"] != thunk["start"]).unwrap();
+    let thunk_map = te.maps.iter().find(|(_, m)| m["start"] == thunk["start"]).map(|(map, _)| map["il"].as_array().unwrap().len());
+    assert_eq!(thunk_map, Some(0), "the thunk's map");
+    // il dump: the bodies with maps, the async variants among them, one per MethodDef.
+    let v: Value = serde_json::from_str(&clrmap_ok(&["il", "dump", trace.to_str().unwrap(), "--json", "--module", "RuntimeAsync.dll"])).unwrap();
+    let bodies = v["methods"].as_array().unwrap();
+    let by_token = |t: u64| -> Vec<&Value> { bodies.iter().filter(|b| b["token"] == t).collect() };
+    assert_eq!(by_token(main_token).len(), 1, "{bodies:?}");
+    assert_eq!(by_token(main_token)[0]["start"], variant["start"]);
+    // symbolize: both bodies of Main, the variant with its line, the thunk its method alone.
+    let sym = |args: &[&str]| -> Vec<Value> {
+        let mut a = vec!["symbolize", trace.to_str().unwrap(), "--json"];
+        a.extend_from_slice(args);
+        clrmap_ok(&a).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let at = |m: &Value, off: u64| (m["start"].as_u64().unwrap() + off).to_string();
+    let both = sym(&[&at(thunk, 1), &at(variant, 1)]);
+    assert_eq!((both[0]["token"].as_u64(), both[0]["method"].as_str(), both[0]["line"].as_u64()), (Some(main_token), Some("RuntimeAsync::Main"), None), "{both:?}");
+    assert_eq!((both[1]["token"].as_u64(), both[1]["method"].as_str()), (Some(main_token), Some("RuntimeAsync::Main")), "{both:?}");
+    // Every frame the runtime's StackTrace printed (before the first await and after it):
+    // clrmap's method, IL offset and line at the body's start plus the frame's native offset,
+    // each a return address (the frames are all callers of Print).
+    let mut frames = 0;
+    for line in printed.lines().filter(|l| l.starts_with("F ")) {
+        let f: Vec<&str> = line.split(' ').collect();
+        let (native, token, il, src_line, name) = (f[3].parse::<u64>().unwrap(), u64::from_str_radix(f[4], 16).unwrap(), f[5].parse::<i64>().unwrap(), f[6].parse::<u64>().unwrap(), f[7]);
+        let body = by_token(token);
+        assert_eq!(body.len(), 1, "{line}: {bodies:?}");
+        let got = &sym(&["--return-address", &at(body[0], native)])[0];
+        assert_eq!(got["method"].as_str(), Some(name), "{line}: {got}");
+        assert_eq!(got["token"].as_u64(), Some(token), "{line}: {got}");
+        assert_eq!(got["il_offset"].as_i64(), Some(il), "{line}: {got}");
+        assert_eq!(got["line"].as_u64().unwrap_or(0), src_line, "{line}: {got}");
+        frames += 1;
+    }
+    assert!(frames >= 5, "{printed}");
+}
