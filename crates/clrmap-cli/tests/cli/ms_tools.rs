@@ -416,8 +416,22 @@ fn samples_agree(trace: &Path, te: &Te, symbols: &Path, what: &str) -> Vec<(Vec<
     folded
 }
 
+/// The version and minimum reader version of a trace's `Trace` object (the nettrace header:
+/// `Nettrace`, the FastSerialization signature, then the object's type: version, minimum
+/// reader version, the name's length and `Trace`), read from the bytes here.
+fn trace_object_version(trace: &Path) -> (i32, i32) {
+    let b = std::fs::read(trace).unwrap();
+    assert_eq!(&b[..8], b"Nettrace", "{}", trace.display());
+    let head = &b[..b.len().min(256)];
+    let at = head.windows(9).position(|w| w == b"\x05\0\0\0Trace").unwrap_or_else(|| panic!("no Trace object in {}", trace.display()));
+    let i32_at = |i: usize| i32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    (i32_at(at - 8), i32_at(at - 4))
+}
+
 /// Every comparison on one trace of Work; clrmap's stacks.
 fn agree(trace: &Path, what: &str) -> Vec<(Vec<String>, u64)> {
+    // Every runtime writes the same nettrace version (the Trace object's 4, minimum reader 4).
+    assert_eq!(trace_object_version(trace), (4, 4), "{what}: the nettrace version");
     let te = Te::read(trace);
     events_agree(trace, &te, what);
     let bodies = maps_agree(trace, &te, what);
