@@ -27,6 +27,8 @@ echo "== install the service's load-test tools (wrk, nginx, curl)"
 bash scripts/install-serve-tools.sh
 echo "== install the flame tests' independent readers (protoc, speedscope, chromium, inferno)"
 bash scripts/install-flame-tools.sh
+echo "== install Microsoft's diagnostics tools (dotnet-trace, dotnet-stack, dotnet-dump: the oracles of ms_tools.rs)"
+bash scripts/install-ms-tools.sh
 
 echo "== the committed Frames and Hot fixtures are what Roslyn builds from tests/dotnet (byte for byte)"
 bash scripts/build-frame-fixtures.sh --check

@@ -74,6 +74,12 @@ pub struct CollectArgs {
     /// methods jitted while the session listens (a rundown has none).
     #[arg(long)]
     inlines: bool,
+    /// Ask for a lossless session: the runtime makes a thread that writes an event wait for
+    /// buffer room rather than drop the event (CollectTracing6 in Block mode, .NET 11 and later;
+    /// an older runtime refuses it and the command fails with unsupported_command, status 6).
+    /// The traced program may then run slower while clrmap falls behind.
+    #[arg(long)]
+    lossless: bool,
     /// How long connecting and starting the session may take (for a started COMMAND: until its
     /// runtime connects), and how long the rundown may take after the stop (a longer one is cut
     /// there; the file keeps every whole block).
@@ -151,7 +157,7 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
     if args.inlines {
         Provider::add_inline_trees(&mut providers);
     }
-    let config = SessionConfig { rundown: !args.no_rundown, providers, ..SessionConfig::default() };
+    let config = SessionConfig { rundown: !args.no_rundown, providers, lossless: args.lossless, ..SessionConfig::default() };
     let client = match args.pid.map(|pid| Client::for_pid(pid, args.timeout)).transpose() {
         Ok(c) => c,
         Err(e) => return report(&e),

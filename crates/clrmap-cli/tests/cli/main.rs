@@ -18,6 +18,7 @@ mod hostile_pdb;
 mod il;
 mod inlines;
 mod meta_errors;
+mod ms_tools;
 mod one_locator;
 mod output_files;
 mod pdb_identity;

@@ -441,8 +441,9 @@ impl Symbolizer {
         frame.module = body.module.as_deref().or(module.and_then(|m| m.name.as_deref()));
         frame.token = Some(body.token);
         frame.method = body.name.as_deref();
-        if body.map.is_empty() && body.rva.is_none() && body.kind == Some(crate::ilmap::CodeKind::R2r) {
-            // A ReadyToRun method a trace names without its map (that is in its image): the
+        if body.map.is_empty() && body.rva.is_none() {
+            // A ReadyToRun method a trace names without its map (that is in its image), or a
+            // jitted body the runtime gave a map of no entries (a runtime-async thunk): the
             // method, and no IL offset or line rather than a guess.
             frame.code_start = Some(start);
             frame.native_offset = Some(offset);

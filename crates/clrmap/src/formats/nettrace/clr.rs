@@ -299,6 +299,10 @@ pub struct MethodTable {
     body_owner: Vec<String>,
     /// Body index → its NativeCodeId (MethodLoad's `native_code_id`).
     body_code_id: Vec<u64>,
+    /// The bodies a map event came for, empty ones included: .NET 11's runtime-async thunks
+    /// (the Task-returning body of an async method, beside its async variant of the same
+    /// MethodDef) get a map of no entries, and are still named.
+    mapped: std::collections::HashSet<usize>,
     /// Event 189 chunks and MethodDetails, as they stream by.
     inlines: crate::inlines::InlineCollector,
 }
@@ -338,6 +342,7 @@ impl MethodTable {
     }
 
     fn attach(&mut self, i: usize, map: &IlMapEvent) {
+        self.mapped.insert(i);
         if let Some(b) = self.bodies.get_mut(i) {
             if b.map.is_empty() {
                 b.map = rebuild_map(&map.entries, b.code_size);
@@ -415,15 +420,18 @@ impl MethodTable {
     /// module path the trace names.
     fn into_bodies_and_owners(self) -> (Vec<CodeBody>, Vec<String>, Vec<String>) {
         let modules = self.modules;
+        let mapped = self.mapped;
         let (bodies, owners) = self
             .bodies
             .into_iter()
             .zip(self.body_module)
             .zip(self.body_owner)
-            // A jitted body without its map is of no use; a ReadyToRun one is still named (its
-            // map is in its image, not in the trace: the frame gets its method, no line).
-            .filter(|((b, _), _)| !b.map.is_empty() || b.kind == Some(CodeKind::R2r))
-            .map(|((mut b, m), owner)| {
+            .enumerate()
+            // A jitted body without a map event is of no use; a ReadyToRun one is still named (its
+            // map is in its image, not in the trace: the frame gets its method, no line), and so
+            // is a jitted body whose map event has no entries (a runtime-async thunk).
+            .filter(|(i, ((b, _), _))| !b.map.is_empty() || b.kind == Some(CodeKind::R2r) || mapped.contains(i))
+            .map(|(_, ((mut b, m), owner))| {
                 if let Some(path) = modules.get(&m) {
                     b.module = Some(path.rsplit(['/', '\\']).next().unwrap_or("").to_owned());
                     b.module_path = Some(path.clone());
@@ -458,7 +466,8 @@ pub struct TraceInlines {
     /// ModuleID → the module's IL path (ModuleLoad / ModuleDCEnd).
     modules: HashMap<u64, String>,
     /// The ReadyToRun methods the trace names (load and rundown events: start, size, token,
-    /// module), which have no map in it: named from their modules, with an empty map.
+    /// module), which have no map in it, and the jitted bodies whose map has no entries
+    /// (runtime-async thunks): named from their modules, with an empty map.
     pub named_r2r: Vec<CodeBody>,
     /// The traced runtime's major version, as it reported it (RuntimeInformation) or as its
     /// framework modules' directory says. On a runtime whose JIT does not fill in the call sites
@@ -582,7 +591,8 @@ fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<
         b.pid = stats.process_id;
     }
     // The bodies are those with a map; ReadyToRun methods the trace names without one (their
-    // maps are in their images) go apart, for a reader that wants them named.
+    // maps are in their images) and jitted bodies whose map has no entries (runtime-async
+    // thunks) go apart, for a reader that wants them named.
     let (bodies, named): (Vec<CodeBody>, Vec<CodeBody>) = bodies.into_iter().partition(|b| !b.map.is_empty());
     inlines.named_r2r = named;
     Ok((bodies, inlines, fault))

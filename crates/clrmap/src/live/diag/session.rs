@@ -1,6 +1,8 @@
 //! EventPipe sessions over the diagnostics port: CollectTracing2 (0x02 0x03) starts one and
 //! streams a nettrace on the same connection; StopTracing (0x02 0x01), sent on a second connection,
-//! makes the runtime write the rundown and end the stream.
+//! makes the runtime write the rundown and end the stream. A lossless session
+//! ([`SessionConfig::lossless`]) is asked with CollectTracing6 (0x02 0x07, .NET 11 and later) in
+//! Block mode, where the runtime makes a writer wait for room rather than drop its event.
 
 use std::io::Read;
 use std::os::unix::net::UnixStream;
@@ -137,16 +139,65 @@ pub struct SessionConfig {
     pub rundown: bool,
     /// The providers.
     pub providers: Vec<Provider>,
+    /// Ask for a lossless session: CollectTracing6 with the Block buffering mode (.NET 11 and
+    /// later), in which a thread that writes an event waits for buffer room instead of the event
+    /// being dropped. An older runtime does not know the command: the start then fails with
+    /// `unsupported_command` ([`Session::start`]).
+    pub lossless: bool,
 }
 
 impl Default for SessionConfig {
     /// IL maps: the runtime provider with [`JIT_SYMBOLS_KEYWORDS`] at level 5, rundown on, 256 MB.
     fn default() -> Self {
-        SessionConfig { buffer_mb: 256, rundown: true, providers: vec![Provider::jit_symbols()] }
+        SessionConfig { buffer_mb: 256, rundown: true, providers: vec![Provider::jit_symbols()], lossless: false }
     }
 }
 
+/// The rundown keywords CollectTracing2's rundown flag stands for (the runtime's default rundown
+/// keyword: Loader, Jit, NGen, the unused 0x100, JittedMethodILToNativeMap and ThreadTransfer),
+/// given explicitly by CollectTracing4 and later.
+pub const DEFAULT_RUNDOWN_KEYWORDS: u64 = 0x8002_0139;
+/// CollectTracing6's buffering mode that never drops an event (`Drop` is 0).
+pub const BUFFERING_MODE_BLOCK: u32 = 1;
+
 impl SessionConfig {
+    /// The command that starts this session: (command id in the EventPipe set 0x02, its name).
+    pub fn command(&self) -> (u8, &'static str) {
+        if self.lossless {
+            (0x07, "CollectTracing6")
+        } else {
+            (0x03, "CollectTracing2")
+        }
+    }
+
+    /// The payload of [`SessionConfig::command`]: [`SessionConfig::payload`] or
+    /// [`SessionConfig::payload6`].
+    pub fn start_payload(&self) -> Vec<u8> {
+        if self.lossless {
+            self.payload6()
+        } else {
+            self.payload()
+        }
+    }
+
+    /// The CollectTracing6 payload (dotnet/diagnostics' ipc-protocol; the runtime's
+    /// ds-eventpipe-protocol): u32 session type (0, streamed over this connection), u32 buffer
+    /// MB, u32 format (1 = nettrace), u64 rundown keywords (0 = no rundown), u8 stackwalk (1),
+    /// providers as `u32 count` then `u64 keywords, u32 level, string name, string filter` and
+    /// each provider's event filter (u8 enable 0, u32 count 0: every event), then u32 buffering
+    /// mode ([`BUFFERING_MODE_BLOCK`]).
+    pub fn payload6(&self) -> Vec<u8> {
+        let mut p = Payload::default();
+        p.u32(0).u32(self.buffer_mb).u32(1).u64(if self.rundown { DEFAULT_RUNDOWN_KEYWORDS } else { 0 }).u8(1);
+        p.u32(u32::try_from(self.providers.len()).unwrap_or(u32::MAX));
+        for pr in &self.providers {
+            p.u64(pr.keywords).u32(pr.level).string(&pr.name).string(pr.filter.as_deref().unwrap_or(""));
+            p.u8(0).u32(0);
+        }
+        p.u32(BUFFERING_MODE_BLOCK);
+        p.0
+    }
+
     /// The CollectTracing2 payload: u32 buffer MB, u32 format (1 = nettrace), u8 rundown,
     /// providers as `u32 count` then `u64 keywords, u32 level, string name, string filter`.
     pub fn payload(&self) -> Vec<u8> {
@@ -201,9 +252,10 @@ pub struct Session {
 }
 
 impl Session {
-    /// Start a session (CollectTracing2) and read the reply: the session id. The nettrace bytes
-    /// follow on the same connection. Connect, request and reply take at most the client's
-    /// timeout.
+    /// Start a session (CollectTracing2, or CollectTracing6 for a lossless one) and read the
+    /// reply: the session id. The nettrace bytes follow on the same connection. Connect, request
+    /// and reply take at most the client's timeout. A runtime that does not know CollectTracing6
+    /// (before .NET 11) fails a lossless start with `unsupported_command`, saying so.
     pub fn start(client: &Client, config: &SessionConfig) -> Result<Session, DiagError> {
         Session::start_until(client, config, &Limit::new(client.timeout(), None))
     }
@@ -216,12 +268,20 @@ impl Session {
 
     /// Start a session on a connection made already (`stream`); later commands go to `port`.
     pub(crate) fn start_on(mut stream: UnixStream, port: Port, peer: &str, timeout: Duration, config: &SessionConfig, limit: &Limit<'_>) -> Result<Session, DiagError> {
-        let what = format!("CollectTracing2 to {peer}");
+        let (command_id, command) = config.command();
+        let what = format!("{command} to {peer}");
         let reply = Bounded::new(&mut stream, *limit, &what).run(|s| {
-            ipc::send(s, &Message { command_set: 0x02, command_id: 0x03, payload: config.payload() })?;
+            ipc::send(s, &Message { command_set: 0x02, command_id, payload: config.start_payload() })?;
             ipc::receive(s)
         })?;
-        let payload = ipc::expect_ok(reply, "CollectTracing2")?;
+        let payload = ipc::expect_ok(reply, command).map_err(|e| {
+            if config.lossless && e.kind == DiagErrorKind::UnsupportedCommand {
+                let message = format!("a lossless session (CollectTracing6, Block mode) needs .NET 11 or later: {} ({peer})", e.message);
+                DiagError { message, ..e }
+            } else {
+                e
+            }
+        })?;
         let id = ipc::Fields::new(&payload).u64("the session id")?;
         Ok(Session { stream, id, port, timeout })
     }
@@ -664,5 +724,31 @@ mod tests {
         assert!(Provider::parse_list("X:1:9").is_err());
         let payload = SessionConfig::default().payload();
         assert_eq!(&payload[..9], &[0, 1, 0, 0, 1, 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn lossless_sessions_are_collect_tracing6_in_block_mode() {
+        let plain = SessionConfig::default();
+        assert_eq!(plain.command(), (0x03, "CollectTracing2"));
+        assert_eq!(plain.start_payload(), plain.payload());
+        let config = SessionConfig { lossless: true, providers: vec![Provider { name: "P".into(), keywords: 0x10, level: 4, filter: None }], ..SessionConfig::default() };
+        assert_eq!(config.command(), (0x07, "CollectTracing6"));
+        let p = config.start_payload();
+        let mut want = vec![0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0];
+        want.extend(0x8002_0139u64.to_le_bytes());
+        want.push(1);
+        want.extend(1u32.to_le_bytes());
+        want.extend(0x10u64.to_le_bytes());
+        want.extend(4u32.to_le_bytes());
+        // "P" and its NUL as UTF-16 with a u32 count of units; the empty filter as a count of 0.
+        want.extend(2u32.to_le_bytes());
+        want.extend([b'P', 0, 0, 0]);
+        want.extend(0u32.to_le_bytes());
+        want.push(0);
+        want.extend(0u32.to_le_bytes());
+        want.extend(1u32.to_le_bytes());
+        assert_eq!(p, want);
+        let no_rundown = SessionConfig { rundown: false, ..config }.payload6();
+        assert_eq!(&no_rundown[12..20], &[0; 8]);
     }
 }
