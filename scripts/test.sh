@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: what `.ci/run` runs and what the README tells newcomers to run.
+#   0. a fast lane: fmt, build, clippy and the tests that need nothing installed
 #   1. install the real .NET runtimes and mcs (scripts/install-dotnet.sh), and Roslyn csc
 #      (scripts/install-roslyn.sh); rebuild the PDB fixtures and check they equal the committed ones
 #   2. build everything, clippy with -D warnings; the library alone without its default features
@@ -14,6 +15,22 @@ echo "== cargo without the crates registry where it cannot be reached (vendored 
 if [ -f ../shared/cargo-vendor/use-if-offline.sh ]; then
   bash ../shared/cargo-vendor/use-if-offline.sh
 fi
+echo "== fast lane: fmt, build, clippy and the tests that need no runtime or tool, before any install"
+echo "== cargo fmt (rustfmt.toml: long lines, as the code was written)"
+cargo fmt --all -- --check
+
+echo "== build"
+cargo build --workspace --all-targets --locked
+# The fuzz crate keeps its own lock; a library dependency added without it fails here, not after
+# half an hour of tests.
+(cd fuzz && cargo metadata --locked --format-version 1 >/dev/null)
+
+echo "== clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== the tests that need no runtime or tool"
+cargo test --workspace --locked
+
 echo "== install real runtimes (the SDK's NuGet packs, or PyPI without an SDK)"
 bash scripts/install-dotnet.sh
 echo "== install Roslyn csc 2.10 (portable PDBs)"
@@ -39,18 +56,6 @@ else
   echo "== not checked: tests/fixtures/r2r/Frames.dll needs the .NET SDK's Crossgen2 to rebuild"
 fi
 
-echo "== cargo fmt (rustfmt.toml: long lines, as the code was written)"
-cargo fmt --all -- --check
-
-echo "== build"
-cargo build --workspace --all-targets --locked
-# The fuzz crate keeps its own lock; a library dependency added without it fails here, not after
-# half an hour of tests.
-(cd fuzz && cargo metadata --locked --format-version 1 >/dev/null)
-
-echo "== clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-
 echo "== the library without its default features (no serde_json, no capture reader)"
 cargo build -p clrmap --no-default-features --locked
 cargo clippy -p clrmap --no-default-features --locked -- -D warnings
@@ -58,8 +63,8 @@ cargo clippy -p clrmap --no-default-features --locked -- -D warnings
 echo "== rustdoc"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
 
-echo "== tests (the ones that need .NET, perf or a built binary are #[ignore = \"needs .NET\"]: run them all)"
-cargo test --workspace --locked -- --include-ignored
+echo "== tests that need .NET, perf, a tool or a built binary (#[ignore = \"needs .NET\"]; mandatory with CI=true)"
+cargo test --workspace --locked -- --ignored
 
 echo "== C ABI tests (gcc, valgrind)"
 bash scripts/c-tests.sh
