@@ -106,7 +106,7 @@ typedef struct ClrmapError {
    */
   uint64_t location;
   /**
-   * The error kind's stable id (`"bad_image"`, contract §3), or NULL when the failure is not a
+   * The error kind's stable id (`"bad_image"`, docs/output.md#error-kinds), or NULL when the failure is not a
    * library error (a null argument, a file that cannot be opened, an unrecognized file).
    */
   const char *kind;
@@ -263,7 +263,7 @@ typedef uintptr_t ReJITID;
  * The vtable of `ICorProfilerInfo` through `ICorProfilerInfo9` (93 slots, corprof.idl order),
  * with the three slots that serve IL-to-native maps; every other slot returns E_NOTIMPL.
  *
- * The three calls follow the runtime (ilmap.md §1.3): `cMap` and `*pcMap` count entries, not
+ * The three calls follow the runtime (docs/format-notes.md#the-profiling-api): `cMap` and `*pcMap` count entries, not
  * bytes (the docs' "multiply by the struct size" is wrong); `*pcMap` always gets the full count; a
  * short buffer gets a partial copy and S_OK; `(0, &n, NULL)` is the size query; an unknown
  * function or code start, a null `pcMap`, or a null `map` with `cMap > 0` is E_INVALIDARG.
@@ -338,7 +338,7 @@ typedef struct ICorProfilerInfo {
 } ICorProfilerInfo;
 
 /**
- * One symbolized address (contract §5). Strings are owned by the symbolizer and live until it is
+ * One symbolized address (docs/output.md#symbolized-frames). Strings are owned by the symbolizer and live until it is
  * released; a field that is not known is NULL or 0, and `flags` says which are known.
  */
 typedef struct ClrmapFrame {
@@ -709,7 +709,7 @@ HRESULT clrmap_symbol_provider_from_memory(const uint8_t *data,
                                            struct ICorDebugSymbolProvider2 **out);
 
 /**
- * The types of the dictionary at `rva`, rendered as contract.md §1 says with `0x` tokens, one
+ * The types of the dictionary at `rva`, rendered as docs/output.md#type-signatures says with `0x` tokens, one
  * per line (joined by `\n`), through the two-call protocol.
  *
  * `*pcb` always receives the size needed, NUL included. With `buf` null or `cb` too small,
@@ -762,7 +762,7 @@ HRESULT clrmap_profiler_info_function_ids(struct ICorProfilerInfo *info,
 
 /**
  * Symbolize an address (an RVA for an image): the FunctionID of the body containing it and the
- * IL offset there, by the runtime's stack-trace rule for a leaf frame (symbols.md §2), with the
+ * IL offset there, by the runtime's stack-trace rule for a leaf frame (docs/output.md#frame-rules), with the
  * entry kind kept: PROLOG, EPILOG and NO_MAPPING as their ULONG32 values. E_INVALIDARG outside
  * every body. `clrmap_symbolizer_symbolize` gives the source line too.
  */
@@ -832,7 +832,7 @@ HRESULT clrmap_symbolizer_open_with_servers(const char *source,
                                             struct ClrmapSymbolizer **out);
 
 /**
- * Symbolize one address with its inlined frames (contract §5 `--inlines`), by the two-call
+ * Symbolize one address with its inlined frames (docs/output.md#inlined-frames), by the two-call
  * protocol of `GetILToNativeMapping`: the frames go to `frames` (room for `capacity`), innermost
  * inlinee first and the physical method at the outermost call site last; `*count` is how many
  * there are, also when they did not all fit (call again with that many). Where no inline tree

@@ -290,7 +290,7 @@ pub struct ClrmapError {
     pub location_kind: u32,
     /// The offset, RVA, address or offset in the inflated embedded PDB (0 for NOWHERE).
     pub location: u64,
-    /// The error kind's stable id (`"bad_image"`, contract §3), or NULL when the failure is not a
+    /// The error kind's stable id (`"bad_image"`, docs/output.md#error-kinds), or NULL when the failure is not a
     /// library error (a null argument, a file that cannot be opened, an unrecognized file).
     pub kind: *const c_char,
     /// The kind's family: `"parse"`, `"validity"` or `"resolve"`; NULL when `kind` is NULL.
@@ -485,7 +485,7 @@ pub fn map_file(path: &Path) -> std::io::Result<MappedFile> {
 // ----------------------------------------------------------------------------------------------
 // The interfaces as C sees them: an object is a pointer to its vtable pointer (`lpVtbl`), and the
 // vtables list the methods in IDL order (cordebug.idl, corprof.idl), not the docs' alphabetical
-// order (gdmap.md §5.2).
+// order (docs/format-notes.md#generic-dictionary-map).
 
 /// A COM `ICorDebugMemoryBuffer` object: call through `lpVtbl`.
 #[repr(C)]
@@ -549,7 +549,7 @@ pub type ClrmapReservedSlot = unsafe extern "C" fn(*mut ICorProfilerInfo) -> HRE
 /// The vtable of `ICorProfilerInfo` through `ICorProfilerInfo9` (93 slots, corprof.idl order),
 /// with the three slots that serve IL-to-native maps; every other slot returns E_NOTIMPL.
 ///
-/// The three calls follow the runtime (ilmap.md §1.3): `cMap` and `*pcMap` count entries, not
+/// The three calls follow the runtime (docs/format-notes.md#the-profiling-api): `cMap` and `*pcMap` count entries, not
 /// bytes (the docs' "multiply by the struct size" is wrong); `*pcMap` always gets the full count; a
 /// short buffer gets a partial copy and S_OK; `(0, &n, NULL)` is the size query; an unknown
 /// function or code start, a null `pcMap`, or a null `map` with `cMap > 0` is E_INVALIDARG.
@@ -934,7 +934,7 @@ pub unsafe extern "C" fn clrmap_symbol_provider_from_memory(data: *const u8, len
     })
 }
 
-/// The types of the dictionary at `rva`, rendered as contract.md §1 says with `0x` tokens, one
+/// The types of the dictionary at `rva`, rendered as docs/output.md#type-signatures says with `0x` tokens, one
 /// per line (joined by `\n`), through the two-call protocol.
 ///
 /// `*pcb` always receives the size needed, NUL included. With `buf` null or `cb` too small,
@@ -1144,7 +1144,7 @@ pub unsafe extern "C" fn clrmap_profiler_info_function_ids(info: *mut ICorProfil
 }
 
 /// Symbolize an address (an RVA for an image): the FunctionID of the body containing it and the
-/// IL offset there, by the runtime's stack-trace rule for a leaf frame (symbols.md §2), with the
+/// IL offset there, by the runtime's stack-trace rule for a leaf frame (docs/output.md#frame-rules), with the
 /// entry kind kept: PROLOG, EPILOG and NO_MAPPING as their ULONG32 values. E_INVALIDARG outside
 /// every body. `clrmap_symbolizer_symbolize` gives the source line too.
 #[no_mangle]
@@ -1217,7 +1217,7 @@ pub const CLRMAP_FRAME_RETURN_ADDRESS: u32 = 1;
 /// return address itself.
 pub const CLRMAP_FRAME_RETURN_ADDRESS_CLR31: u32 = 2;
 
-/// One symbolized address (contract §5). Strings are owned by the symbolizer and live until it is
+/// One symbolized address (docs/output.md#symbolized-frames). Strings are owned by the symbolizer and live until it is
 /// released; a field that is not known is NULL or 0, and `flags` says which are known.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -1500,7 +1500,7 @@ impl ClrmapSymbolizer {
     }
 }
 
-/// Symbolize one address with its inlined frames (contract §5 `--inlines`), by the two-call
+/// Symbolize one address with its inlined frames (docs/output.md#inlined-frames), by the two-call
 /// protocol of `GetILToNativeMapping`: the frames go to `frames` (room for `capacity`), innermost
 /// inlinee first and the physical method at the outermost call site last; `*count` is how many
 /// there are, also when they did not all fit (call again with that many). Where no inline tree

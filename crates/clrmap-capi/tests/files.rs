@@ -1,4 +1,4 @@
-//! The C ABI on files from elsewhere (issue 14): devices and FIFOs are refused at once with
+//! The C ABI on files from elsewhere: devices and FIFOs are refused at once with
 //! CLRMAP_E_BAD_FILE_TYPE (never read, never a hang), and a torn trace opens with every whole
 //! event.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects, unsafe_code)]

@@ -1,4 +1,4 @@
-//! The C ABI's open on a ReadyToRun image whose PDB is hostile (issue 20): every
+//! The C ABI's open on a ReadyToRun image whose PDB is hostile: every
 //! MethodDebugInformation row names one blob of 200,000 points. Opening loads the image's PDB;
 //! the eager line table held every method's points (over 6x10^9) and killed the host process.
 //! Each open runs in a child process (this test binary again) under a memory limit of 256 MB plus

@@ -1,4 +1,4 @@
-//! The C ABI's inlined frames and symbol servers (issues 22 and 23): the same chains as the
+//! The C ABI's inlined frames and symbol servers: the same chains as the
 //! library's `Symbolizer::symbolize_inlined`, by the two-call buffer protocol, on a real 8.0.4
 //! trace with inline trees; and a PDB fetched from a loopback SSQP server (tests/symsrv/server.py)
 //! answering as the PDB on disk does.

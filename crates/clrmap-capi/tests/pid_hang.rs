@@ -1,4 +1,4 @@
-//! `clrmap_symbolizer_open_pid` and `clrmap_profiler_info_open_pid` never hang (issue 21): against
+//! `clrmap_symbolizer_open_pid` and `clrmap_profiler_info_open_pid` never hang: against
 //! hostile diagnostics servers (`clrmap::diag::fake`) at the socket of a live process (a `sleep`),
 //! each call returns its HRESULT within about its `timeout_ms`; a well-behaved one gives S_OK.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects, unsafe_code)]

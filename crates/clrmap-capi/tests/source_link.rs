@@ -1,4 +1,4 @@
-//! The C ABI's SourceLink URLs (issue 35): `clrmap_symbolizer_source_link` by the two-call
+//! The C ABI's SourceLink URLs: `clrmap_symbolizer_source_link` by the two-call
 //! protocol, on the Frames trace with a PDB of the same id that carries a SourceLink map (built
 //! from Frames.pdb's own rows by clrmap's test writer), answering as the library's frames do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::arithmetic_side_effects, unsafe_code)]

@@ -10,7 +10,7 @@
 //! ("needs .NET") and fail when the runtime is missing.
 //!
 //! A golden file was not taken on trust from our own run: tests/golden/README.md says what each
-//! one was checked against (contract.md's notation, the C# sources' line numbers, the runtime's
+//! one was checked against (docs/output.md's notation, the C# sources' line numbers, the runtime's
 //! own frames, the SRM oracle, the bytes of the inputs).
 
 use std::path::{Path, PathBuf};

@@ -148,7 +148,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 fn main() -> ExitCode {
-    // `--json` anywhere on the command line: errors too are JSON lines (contract §3).
+    // `--json` anywhere on the command line: errors too are JSON lines (docs/output.md#errors).
     let json = std::env::args_os().any(|a| a == "--json");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

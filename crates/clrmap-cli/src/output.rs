@@ -1,4 +1,4 @@
-//! Errors and how the CLI reports them (contract §3): text or JSON on stderr, and the exit code.
+//! Errors and how the CLI reports them (docs/output.md#errors): text or JSON on stderr, and the exit code.
 
 use std::process::ExitCode;
 
@@ -149,7 +149,7 @@ pub fn json_io(e: serde_json::Error) -> std::io::Error {
 }
 
 /// Print the error on stderr and give the exit code; with `json` (the command line asked for
-/// `--json`), every input error is one JSON line (contract §3).
+/// `--json`), every input error is one JSON line (docs/output.md#errors).
 pub fn report_as(e: &CliError, json: bool) -> ExitCode {
     match e {
         CliError::Input { error, .. } if json => {
@@ -287,7 +287,7 @@ pub fn write_frame_with_context(f: &clrmap::symbolizer::Frame<'_>, context: Opti
     out.write_all(b"\n")
 }
 
-/// Write one answer with its inlined frames (`symbolize --inlines`, contract §5): in text each
+/// Write one answer with its inlined frames (`symbolize --inlines`, docs/output.md#inlined-frames): in text each
 /// inlined frame, innermost first, as its method line and `file:line:column`, then the physical
 /// frame at the call site and the empty line, as llvm-symbolizer prints inlined code; in JSON the
 /// frame's object with `"inlined":[...]`, innermost first.

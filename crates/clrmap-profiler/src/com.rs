@@ -1,6 +1,6 @@
 //! COM by hand, typed: the vtables this profiler serves (class factory, ICorProfilerCallback11)
 //! and the parts of the runtime's it calls (ICorProfilerInfo9, ICorProfilerFunctionEnum), as
-//! `#[repr(C)]` structs in IDL slot order (corprof.idl; dotnet-runtime.md §5), each slot checked
+//! `#[repr(C)]` structs in IDL slot order (corprof.idl; docs/format-notes.md#clr-profilers), each slot checked
 //! at compile time against its index. Unused runs of slots are arrays of words, so a struct
 //! cannot silently shift a slot.
 

@@ -1,4 +1,4 @@
-//! The JIT's inline trees (issue 22): the profiler's own EventPipe session, started in
+//! The JIT's inline trees: the profiler's own EventPipe session, started in
 //! `Initialize` through ICorProfilerInfo12::EventPipeStartSession (.NET 5 and later), receives
 //! in process, through ICorProfilerCallback10::EventPipeEventDelivered, every
 //! `JittedMethodRichDebugInfo` (Microsoft-Windows-DotNETRuntimePrivate, keyword 0x40000, id 189)
@@ -139,7 +139,7 @@ pub fn body_finished(fid: u64, start: Option<u64>, pending: Vec<(u64, Vec<u8>)>)
 }
 
 /// Without MethodDetails: an `inlinee` record for each inlinee of these trees not named yet.
-/// The blob is the chunks' bytes after their 34-byte headers, in order (symbols.md §7):
+/// The blob is the chunks' bytes after their 34-byte headers, in order (docs/rich-debug-info.md):
 /// `u32 nodes; u32 mappings;` then 20-byte nodes, each starting with its u64 Method. Only a
 /// whole tree (its last chunk here) is read, and never past its bytes.
 fn name_inlinees(s: &mut Side, pending: &[(u64, Vec<u8>)]) {
@@ -319,7 +319,7 @@ fn record(s: &mut Side, provider: usize, event_id: u32, payload: &[u8]) {
     };
     let record = match (which, event_id) {
         (Provider::Private, RICH_DEBUG_INFO_EVENT) => {
-            // ClrInstanceID (u16), then the MethodID (symbols.md §7). Kept until the profiler's
+            // ClrInstanceID (u16), then the MethodID (docs/rich-debug-info.md). Kept until the profiler's
             // JITCompilationFinished for the body (next on this thread) tells its code start;
             // chunks of another method still pending never got theirs (a dynamic method's
             // DynamicMethodJITCompilationFinished): written without it.

@@ -194,7 +194,7 @@ unsafe extern "system" fn stub(_this: *mut c_void) -> Hresult {
 }
 
 unsafe extern "system" fn jit_inlining(_this: *mut c_void, _caller: usize, _callee: usize, should_inline: *mut i32) -> Hresult {
-    // The runtime reads this out-parameter (dotnet-runtime.md §5): say yes, as if not hooked.
+    // The runtime reads this out-parameter (docs/format-notes.md#clr-profilers): say yes, as if not hooked.
     if !should_inline.is_null() {
         // SAFETY: non-null out-pointer from the runtime.
         unsafe { *should_inline = 1 };

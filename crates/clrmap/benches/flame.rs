@@ -1,4 +1,4 @@
-//! `clrmap flame`'s work on a large synthetic trace (issue 24): the real 8.0.4 sample trace of
+//! `clrmap flame`'s work on a large synthetic trace: the real 8.0.4 sample trace of
 //! Hot.dll (tests/fixtures/flame) with samples appended until the file is FLAME_BENCH_MIB
 //! (default 1024) MiB, in windows of about 10 MB as the runtime writes a long session (it writes
 //! a sequence point per 10 MB of buffers, and stack ids start again after each): a sequence

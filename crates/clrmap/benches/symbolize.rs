@@ -174,7 +174,7 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-/// `symbolize --inlines` in process (issue 22 asks ≥ 5 M addresses/s): the committed real 8.0.4
+/// `symbolize --inlines` in process (the goal: ≥ 5 M addresses/s): the committed real 8.0.4
 /// trace with the JIT's inline trees (tests/fixtures/inlines/attach-8.0.4.nettrace), 1M leaf
 /// addresses at random bytes of the bodies that have trees, each answered with its chain, the
 /// inlinees named and given lines where their modules have PDBs.

@@ -232,7 +232,7 @@ pub fn show(bytes: &[u8], json: bool, names: &dyn TypeNames, metadata: Option<&P
     map.validate().map_err(fail)?;
     let sorted = map.is_sorted_flag_set();
     if json {
-        // Contract §3's JSON, field order included: the bytes serde_json gives the whole object.
+        // docs/output.md#generic-dictionary-maps's JSON, field order included: the bytes serde_json gives the whole object.
         write!(out, "{{\"sorted\":{sorted},\"count\":{},\"heap_size\":{},\"entries\":[", map.len(), map.heap_size())?;
     } else {
         writeln!(out, "sorted: {}  entries: {}  heap: {} bytes", if sorted { "yes" } else { "no" }, map.len(), map.heap_size())?;

@@ -211,7 +211,7 @@ impl Budget {
 
 fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, assembly: Option<&std::path::Path>, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let opened = open_pdb_with(file, &symbols, assembly).map_err(|e| match e {
-        // No PDB for an assembly: say why (issue 26), from the library's own account.
+        // No PDB for an assembly: say why, from the library's own account.
         OpenError::Input { error, .. } if error.kind == ErrorKind::NotFound => {
             let why = explain_missing_pdb(file, &symbols);
             let note = why.iter().map(|w| format!("note: {}", crate::output::Text(w))).collect::<Vec<_>>().join("\n");

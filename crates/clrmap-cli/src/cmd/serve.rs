@@ -1,4 +1,4 @@
-//! `clrmap serve`: the symbolication service over HTTP/1.1 (contract §7, docs/service.md).
+//! `clrmap serve`: the symbolication service over HTTP/1.1 (docs/output.md#the-service, docs/service.md).
 //!
 //! hyper on tokio moves the bytes; what a request means is `clrmap::service` (synchronous, run on
 //! tokio's blocking threads, since finding symbols reads files and asks symbol servers). Each

@@ -1,6 +1,6 @@
 //! `clrmap stacktrace`: printed exceptions and stack traces in, the same text out, with each
-//! `in MODULE:token 0x..+0x..` frame whose PDB is found turned into `in FILE:line N` (contract
-//! §6, docs/stacktrace.md).
+//! `in MODULE:token 0x..+0x..` frame whose PDB is found turned into `in FILE:line N`
+//! (docs/output.md#printed-stack-traces, docs/stacktrace.md).
 
 use std::io::{BufReader, Write};
 use std::path::PathBuf;

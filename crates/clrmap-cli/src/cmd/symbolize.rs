@@ -1,5 +1,5 @@
 //! `clrmap symbolize`: addresses to method, IL offset and source line, in llvm-symbolizer's
-//! layout or as JSON lines (contract §5).
+//! layout or as JSON lines (docs/output.md#symbolized-frames).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! Addresses in, frames out (issues 20 and 21): how `symbolize` and `il at` read what they are
+//! Addresses in, frames out: how `symbolize` and `il at` read what they are
 //! given (stdin lines bounded in memory, one bad line one bad input, no sign, `--hex`), how text
 //! output escapes strings from files and processes, and errors that echo the input and say what
 //! to do instead.
@@ -81,7 +81,7 @@ fn each_bad_line_is_one_bad_input_and_the_stream_goes_on() {
     let offsets: Vec<u64> = values[..5].iter().map(|v| v["error"]["offset"].as_u64().unwrap()).collect();
     assert_eq!(offsets, [0, 13, 20, 24, 26]);
     assert!(values[..5].iter().all(|v| v["error"]["kind"] == "bad_address" && v["error"]["message"].as_str().unwrap().starts_with("line ")));
-    // Field order as contract §3's error object, with "input" before "message".
+    // Field order as the error object of docs/output.md#errors, with "input" before "message".
     assert!(out.starts_with(r#"{"error":{"kind":"bad_address","offset":0,"input":"7f3c5fa31f93","message":"line 1: hex needs 0x"#), "{out}");
     assert_eq!(values[5]["address"], INNER);
     assert_eq!(values[5]["line"], 105);

@@ -1,5 +1,5 @@
 //! Attaching to a process that did not start with `DOTNET_RichDebugInfo=1`: it reports no inline
-//! trees, and `profile --pid` says so once and carries on (issue 22, "Attach").
+//! trees, and `profile --pid` says so once and carries on.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

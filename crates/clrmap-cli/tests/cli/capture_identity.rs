@@ -1,4 +1,4 @@
-//! A capture records each module's MVID (issue 20 follow-up): an assembly at a module's recorded
+//! A capture records each module's MVID: an assembly at a module's recorded
 //! path that was rebuilt since the run is passed over with a note (no line, no name from it), and
 //! the build that ran answers. Needs .NET 3.1.23 and 8.0.4, and the profiler built by
 //! `cargo build --workspace`.

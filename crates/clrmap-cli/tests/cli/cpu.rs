@@ -1,4 +1,4 @@
-//! CPU profiles without perf (issue 24, the recording half): `trace collect --pid PID --cpu` and
+//! CPU profiles without perf (the recording half): `trace collect --pid PID --cpu` and
 //! `trace collect [--cpu] -o FILE -- COMMAND...` (a reverse diagnostics port: the runtime connects
 //! to clrmap, suspended, and is resumed once the session runs), on the real runtimes, with the
 //! test program tests/dotnet/cpu/Cpu.cs (tests/fixtures/cpu, scripts/build-cpu-fixture.sh).
@@ -211,7 +211,7 @@ fn attach_cpu_netcore31() {
     hot_line_in_every_format(&attach(DOTNET31, "hot"), "attached on 3.1.23");
 }
 
-/// Some leaves name framework methods (issue 24's acceptance), on both runtimes and both ways.
+/// Some leaves name framework methods (the sampler's acceptance), on both runtimes and both ways.
 #[test]
 #[ignore = "needs .NET"]
 fn framework_leaves_are_named_on_both_runtimes() {

@@ -1,4 +1,4 @@
-//! Daily use (issue 16): event names in `trace stats`, `--json` on `trace stats`, `il at` and
+//! Daily use: event names in `trace stats`, `--json` on `trace stats`, `il at` and
 //! `meta specs`.
 
 use crate::support::*;
@@ -96,7 +96,7 @@ fn bodies_carry_their_parameter_types() {
     overloads.dedup();
     assert!(overloads.contains(&"System.Math::Max(int32,int32)") && overloads.contains(&"System.Math::Max(float64,float64)"), "{overloads:?}");
     // R2R instantiations (section 109): the type's arguments from the instantiation signature,
-    // in text and in JSON; `name` stays as contract §4 has it.
+    // in text and in JSON; `name` stays as docs/output.md#il-to-native-maps has it.
     let o = clrmap(&["il", "dump", corelib.to_str().unwrap(), "--method", "System.Collections.Generic.List`1::Add", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let adds = v["methods"].as_array().unwrap();
@@ -108,7 +108,7 @@ fn bodies_carry_their_parameter_types() {
     assert!(full.contains(&"System.Collections.Generic.List`1<int32>::Add(!0)"), "{full:?}");
     let text = stdout(&clrmap(&["il", "dump", corelib.to_str().unwrap(), "--method", "System.Collections.Generic.List`1::Add"]));
     assert!(text.lines().any(|l| l.contains(" System.Collections.Generic.List`1<class System.__Canon>::Add(!0)  rva 0x")), "{text}");
-    // A trace: the same notation as an image and a capture (issue 21), with the instantiation
+    // A trace: the same notation as an image and a capture, with the instantiation
     // (the runtime's own text for it is `Frames.Box`1[System.Int32]`).
     let text = stdout(&clrmap(&["il", "dump", "examples/frames.nettrace", "--module", "Frames.dll"]));
     assert!(text.contains(" Frames.Box`1<int32>::Make(!0)  "), "{text}");

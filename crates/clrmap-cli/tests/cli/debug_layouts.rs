@@ -1,4 +1,4 @@
-//! Issue 26: real assemblies whose PDB was not found. Two debug-directory layouts that .NET's own
+//! Real assemblies whose PDB was not found. Two debug-directory layouts that .NET's own
 //! reader handles, built from the project's fixtures, and the messages that say why a PDB is not
 //! used.
 //! - The portable CodeView entry behind a Windows one (as in the Windows-built ReadyToRun

@@ -16,7 +16,7 @@ fn temp(name: &str, bytes: &[u8]) -> String {
 
 #[test]
 fn show_json_is_the_contract_example() {
-    // gdmap.md §1 worked example; contract §3 gives this exact JSON for it.
+    // docs/format-notes.md#generic-dictionary-map worked example; docs/output.md#generic-dictionary-maps gives this exact JSON for it.
     let f = temp("worked.gdmap", &hex("02 00 00 80 00 10 00 00 00 00 00 00 00 20 00 00 00 00 00 00 02 01 08"));
     let o = clrmap(&["dict", "show", &f, "--json"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));

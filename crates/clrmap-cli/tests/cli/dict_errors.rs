@@ -1,4 +1,4 @@
-//! `dict show` and `dict lookup` with `--metadata` naming a row that cannot be named (issue 21):
+//! `dict show` and `dict lookup` with `--metadata` naming a row that cannot be named:
 //! stdout holds only whole lines. `dict show` prints every entry, the ones whose types cannot be
 //! named as `!error <kind>` in place of their types (as `meta specs` prints a row), and exits 1
 //! after the last one naming the first fault; `dict lookup` prints nothing and exits 1 (as `sig

@@ -1,4 +1,4 @@
-//! Errors point to the right place (issue 14): a byte offset inside the input, or say plainly
+//! Errors point to the right place: a byte offset inside the input, or say plainly
 //! that the location is an RVA or an address, in text and in JSON.
 
 use crate::support::*;

@@ -1,4 +1,4 @@
-//! `clrmap flame` (issue 24): a real 8.0.4 sample trace of tests/fixtures/perf/Hot.dll
+//! `clrmap flame`: a real 8.0.4 sample trace of tests/fixtures/perf/Hot.dll
 //! (tests/fixtures/flame) in each format, read back by independent readers: Google's
 //! profile.proto compiled by protoc (Python), inferno-flamegraph, and the speedscope app in
 //! headless chromium (scripts/install-flame-tools.sh installs them; those tests fail without

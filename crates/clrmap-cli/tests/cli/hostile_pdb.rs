@@ -1,4 +1,4 @@
-//! Hostile portable PDBs through the real binary (issue 20): rows that share one huge
+//! Hostile portable PDBs through the real binary: rows that share one huge
 //! sequence-point blob, Document rows that share one long name, an embedded-PDB zip bomb, a
 //! huge candidate PDB, and errors inside an inflated embedded PDB. Each run is under a memory
 //! limit of 256 MB plus 4x the input (`ulimit -v`) and a time limit, and must end with exit 0 or 1.

@@ -78,7 +78,7 @@ fn at_resolves_an_rva_and_a_return_address() {
     assert_eq!(stdout(&o), "0x06000008 Frames.Nested::Inner +0x0: PROLOG (IL 0)\n");
     assert_eq!(code(&clrmap(&["il", "at", IMAGE, "0x10"])), Some(1));
     // A return address of 0x11950 (Recurse's first byte) is a call at 0x1194F: in no method, not
-    // Recurse's prolog (issue 14). One byte further it is inside Recurse, and so is its call.
+    // Recurse's prolog. One byte further it is inside Recurse, and so is its call.
     let o = clrmap(&["il", "at", IMAGE, "0x11950"]);
     assert!(stdout(&o).starts_with("0x06000009 Frames.Nested::Recurse +0x0: PROLOG"), "{}", stdout(&o));
     assert_eq!(code(&clrmap(&["il", "at", IMAGE, "0x1194F"])), Some(1));

@@ -1,4 +1,4 @@
-//! `symbolize --inlines` on the real runtime (issue 22, "Known inline decisions"): programs whose
+//! `symbolize --inlines` on the real runtime, on known inline decisions: programs whose
 //! inlining is forced (tests/dotnet/inlining: `AggressiveInlining` and `NoInlining`, three and two
 //! levels deep, across two modules, generic inlinees, an inlinee with a loop, one that throws), run
 //! once under `clrmap profile` with `clrmap trace collect --inlines` attached to the same process.
@@ -336,7 +336,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-/// Each body's tree from the capture's raw event 189 payloads, decoded here (symbols.md §7,
+/// Each body's tree from the capture's raw event 189 payloads, decoded here (docs/rich-debug-info.md,
 /// docs/rich-debug-info.md §2-3): code start -> the nodes' MethodIDs (node 0 the root).
 fn raw_trees(c: &Capture) -> HashMap<u64, Vec<u64>> {
     // (MethodID, NativeCodeId) -> (code start, blob so far, last chunk seen).
@@ -446,7 +446,7 @@ fn blocks(text: &str) -> Vec<Vec<(String, String)>> {
     out
 }
 
-/// The expected text of one JSON answer (llvm-symbolizer's layout, contract §5).
+/// The expected text of one JSON answer (llvm-symbolizer's layout, docs/output.md#symbolized-frames).
 fn text_of(v: &Value) -> Vec<(String, String)> {
     frames(v)
         .into_iter()

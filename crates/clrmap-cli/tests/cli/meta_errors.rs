@@ -1,4 +1,4 @@
-//! Malformed metadata through the real binary (issue 21): `meta specs` prints `!error <kind>` for
+//! Malformed metadata through the real binary: `meta specs` prints `!error <kind>` for
 //! a row that is there but cannot be named, in text and JSON, and exits 0; `sig decode
 //! --metadata` fails with the kind before printing anything. The fixtures are Frames.dll patched
 //! as in the library's tests (crates/clrmap/tests/integration/spec_errors.rs, where the same

@@ -1,4 +1,4 @@
-//! Files clrmap writes, and paths a profiled process can plant (issue 20): `trace collect -o` and
+//! Files clrmap writes, and paths a profiled process can plant: `trace collect -o` and
 //! `perf jitdump`/`perf map` write a new file and replace the output only on success, never
 //! through a link or a FIFO; `profile --pid` reads the capture and writes its stop file without
 //! following links or blocking. Every run has a time limit and must end with an exit status.

@@ -1,4 +1,4 @@
-//! Which PDB answers, through the real binary (issues 20 and 21): `--pdb` for a recording from
+//! Which PDB answers, through the real binary: `--pdb` for a recording from
 //! another machine, another build in `--symbol-path`, an unreadable `--pdb` named with its
 //! reason, `pdb lines X.pdb` naming methods from the assembly beside it or `--assembly`, and one
 //! module named by many paths held once.

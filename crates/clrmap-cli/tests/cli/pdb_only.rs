@@ -1,4 +1,4 @@
-//! PDB only (issue 23): the program's assembly is deleted after the run, and a capture
+//! PDB only: the program's assembly is deleted after the run, and a capture
 //! (`clrmap profile`) and a trace (`clrmap trace collect --pid`) of it still give the lines the
 //! runtime's own `StackTrace` printed, from a folder that holds only the PDB, and from a loopback
 //! symbol server (`tests/symsrv/server.py`). The capture finds the PDB by the id its `module`

@@ -1,4 +1,4 @@
-//! Linux perf with source lines (issue 13), end to end on real perf and real runtimes: the live
+//! Linux perf with source lines, end to end on real perf and real runtimes: the live
 //! route (`clrmap profile --perf` under `perf record -k 1 -g`), the offline route
 //! (`clrmap perf jitdump`, new and enriching the runtime's own jitdump), and a killed app.
 //! Every jitdump written is read back by an independent reader, `linux-perf-data`.
@@ -45,7 +45,7 @@ fn profiler() -> String {
 }
 
 /// The symbols the perf routes give Hot.cs's loops: full names with the parameter types
-/// (contract §4: `Owner::Method(P1,...)`, ECMA-335 type names), as the source declares them:
+/// (docs/output.md#il-to-native-maps: `Owner::Method(P1,...)`, ECMA-335 type names), as the source declares them:
 /// `static long OwnLoop(long n)`, `static int FrameworkLoop(string s, int n)`.
 const OWN_LOOP: &str = "Hot::OwnLoop(int64)";
 const FRAMEWORK_LOOP: &str = "Hot::FrameworkLoop(string,int32)";
@@ -527,7 +527,7 @@ fn stub_names_come_and_go_with_the_run() {
     assert_eq!(code(&o), Some(2), "{}", stderr(&o));
 }
 
-// ---- Inlined code (issue 22): tests/dotnet/perfinline, its lines by the profile rule.
+// ---- Inlined code: tests/dotnet/perfinline, its lines by the profile rule.
 
 /// The line of a tests/dotnet/perfinline file carrying a marker comment.
 fn inline_marker(file: &str, marker: &str) -> u32 {
@@ -634,7 +634,7 @@ fn assert_framework_and_first_lines(version: &str, trees: bool, own: &Samples, f
     assert!(share(own, "PerfInline.cs", 1..=1) + share(framework, "PerfInline.cs", 1..=1) == 0.0);
 }
 
-/// Acceptance (issue 22, "Perf, end to end"), 8.0.4, tiering on, trees on: InlinedLoop's work,
+/// Perf end to end, 8.0.4, tiering on, trees on: InlinedLoop's work,
 /// Work.Mix inlined from Work.cs, has most of its samples on Mix's own lines; FrameworkLoop's,
 /// inlined framework code, on the calling line; neither on its method's first line. Without trees (--no-inlines) the same run puts
 /// Mix's samples on the call line instead: the claim depends on the trees, and the test would
@@ -681,7 +681,7 @@ fn perf_inlined_code_without_trees_netcore31() {
     assert_framework_and_first_lines("3.1", false, &own, &framework);
 }
 
-// ---- Offline enrichment and the perf routes' checks: no .NET, no perf needed (issues 20, 21).
+// ---- Offline enrichment and the perf routes' checks: no .NET, no perf needed.
 
 /// examples/frames.nettrace (pid 31272) with its PDBs: the bodies `perf jitdump` plans for it.
 fn frames_plan() -> Vec<Planned> {
@@ -714,7 +714,7 @@ fn frames_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     v
 }
 
-/// Enriching a file that already has line records (issue 20): every debug-info record stays
+/// Enriching a file that already has line records: every debug-info record stays
 /// right before its own code load, as perf pairs them (checked by linux-perf-data's reader and
 /// `read_independently`'s rule), every planned body is there once with its lines, and enriching
 /// the result again changes nothing.
@@ -755,7 +755,7 @@ fn set_header_pid(path: &Path, pid: u32) {
     f.write_all(&pid.to_le_bytes()).unwrap();
 }
 
-/// Enriching in place while the writer runs (issue 20) is refused (exit 2, the file untouched),
+/// Enriching in place while the writer runs is refused (exit 2, the file untouched),
 /// before the source is read; `--force` does it; `-o` elsewhere does it with a warning. A live
 /// process that does not hold the file (a reused pid) is not its writer.
 #[test]
@@ -813,7 +813,7 @@ fn enrich_in_place_is_refused_while_the_writer_runs() {
 #[path = "../../../clrmap/benches/support/bigtrace.rs"]
 mod bigtrace;
 
-/// `perf jitdump --enrich` on a large trace (issue 20: it read the whole trace a second time,
+/// `perf jitdump --enrich` on a large trace (it read the whole trace a second time,
 /// 416 MB of memory for a 420 MB trace) and a large jitdump streams both: its peak RSS, measured
 /// by GNU time, stays far below either file's size, under the hostile runs' memory limit (256 MB
 /// + 4× the input).
@@ -879,7 +879,7 @@ fn profile_perf_checked(perf_dir: &Path, cap: Option<&Path>, env: &[(&str, &str)
     (o, marker.exists())
 }
 
-/// A missing or unusable `--perf` directory (issue 21) is bad usage, found before the command
+/// A missing or unusable `--perf` directory is bad usage, found before the command
 /// runs, with or without `-o`.
 #[test]
 fn profile_perf_dir_is_checked_before_the_run() {

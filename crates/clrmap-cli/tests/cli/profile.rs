@@ -1,5 +1,5 @@
 //! `clrmap profile` passes the child's status through like a shell, and has its own status when
-//! the profiler did not load (issue 16). Needs the .NET 8.0.4 runtime (mandatory in CI) and the
+//! the profiler did not load. Needs the .NET 8.0.4 runtime (mandatory in CI) and the
 //! profiler built by `cargo build --workspace`.
 
 use std::path::PathBuf;

@@ -1,10 +1,10 @@
-//! `clrmap profile` records the JIT's inline trees (issue 22, "Launches"): it sets
+//! `clrmap profile` records the JIT's inline trees in the processes it launches: it sets
 //! `DOTNET_RichDebugInfo=1`, and the profiler's own EventPipe session writes each event 189 and
 //! MethodDetails payload, unchanged, into the capture. `--no-inlines` turns it off; 3.1 has no
 //! trees and its captures stay as they were. Needs the .NET runtimes (mandatory in CI) and the
 //! profiler built by `cargo build --workspace`.
 //!
-//! The payloads are decoded here by hand from shared/spec/symbols.md §7 (not by the library's
+//! The payloads are decoded here by hand from docs/rich-debug-info.md (not by the library's
 //! decoder), and checked against what the runtime says through other channels: the profiler's
 //! FunctionIDs and code starts, GetFunctionInfo's tokens, and the inlining the program forbids.
 
@@ -30,7 +30,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-/// One body's tree, decoded by symbols.md §7: the nodes' (Method, ILOffset).
+/// One body's tree, decoded by docs/rich-debug-info.md: the nodes' (Method, ILOffset).
 struct Tree {
     method_id: u64,
     nodes: Vec<(u64, u32)>,

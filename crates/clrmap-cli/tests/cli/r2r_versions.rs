@@ -1,4 +1,4 @@
-//! ReadyToRun versions on the command line (issue #31): an image one major above the newest
+//! ReadyToRun versions on the command line: an image one major above the newest
 //! clrmap knows is refused with `unsupported_version` naming both majors, and `--assume-layout`
 //! reads it anyway, on every command that reads images.
 

@@ -1,4 +1,4 @@
-//! `clrmap serve` (issue 25, contract §7): the real binary, over real HTTP from outside the
+//! `clrmap serve` (docs/output.md#the-service): the real binary, over real HTTP from outside the
 //! process (`curl`, and raw sockets for slow clients), on loopback only.
 //!
 //! The oracle for lines is the runtime's own `StackTrace` in `examples/frames.stdout` (token, IL
@@ -262,7 +262,7 @@ fn symbolicate_answers_as_the_runtime_and_the_cli_in_each_form() {
     let s = Serve::start(&["--symbol-path", DEBUG]);
     let frames = runtime_frames();
     let (n, d, stamp) = pdb_ids(&repo_root().join(DEBUG).join("Frames.pdb"));
-    // §7: by the assembly's name, and by the PDB's name and id.
+    // docs/output.md#the-service: by the assembly's name, and by the PDB's name and id.
     for module in [serde_json::json!({"name": "Frames.dll"}), serde_json::json!({"name": "Frames.dll", "pdb": "Frames.pdb", "pdb_id": n})] {
         let req = serde_json::json!({"modules": [module], "frames": frames.iter().map(|f| serde_json::json!({"module": 0, "token": f.0, "il_offset": f.1})).collect::<Vec<_>>()});
         let (status, v) = post_json(&s, "/symbolicate", &req.to_string());
@@ -332,7 +332,7 @@ fn stacktrace_answers_as_the_cli_and_the_runtime() {
     assert_eq!(status, 200);
     assert!(head.to_ascii_lowercase().contains("content-type: text/plain"), "{head}");
     // Line by line as the runtime printed it; an async kickoff frame the runtime printed with no
-    // line is left to §6's own rule (docs/stacktrace.md), checked against the CLI below.
+    // line is left to printed stack traces' own rule (docs/stacktrace.md), checked against the CLI below.
     let got = String::from_utf8(body.clone()).unwrap();
     let kept: Vec<bool> = std::iter::once(false).chain(runtime_frames().iter().map(|f| f.2.is_empty())).chain([false, false]).collect();
     assert_eq!(got.split('\n').count(), want.split('\n').count());

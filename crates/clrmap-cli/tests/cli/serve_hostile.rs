@@ -1,4 +1,4 @@
-//! `clrmap serve` against hostile clients and upstreams (issue 32): the real binary over real
+//! `clrmap serve` against hostile clients and upstreams: the real binary over real
 //! HTTP on loopback, raw sockets from outside the process, and symbol servers started here that
 //! answer what a hostile one would (404s, redirects to `file:`, slow answers). Memory limits come
 //! from the documented deployment (docs/service.md: the systemd unit's `MemoryMax`, the
@@ -309,7 +309,7 @@ fn local_flags(flags: &[String], symbol_path: &Path, server: &str, cache: &Path)
     out
 }
 
-/// Issue 32's first request: one module named by 1 MiB of `A` and `.dll`, and `frames` frames
+/// The first hostile request: one module named by 1 MiB of `A` and `.dll`, and `frames` frames
 /// pointing at it.
 fn long_name_request(frames: usize) -> String {
     let name = format!("{}.dll", "A".repeat(1 << 20));
@@ -703,7 +703,7 @@ fn the_documented_deployments_hold_under_their_memory_limits() {
         let args = local_flags(&flags, &root, &up.url, &root.join("cache"));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut svc = Svc::start(Some(limit), &args);
-        // Every hostile load of issue 32 at once: the long name, 30 clients never reading 4.5 MB
+        // Every hostile load at once: the long name, 30 clients never reading 4.5 MB
         // answers each, and a flood of modules found nowhere.
         let long = long_name_request(2000);
         let (status, _) = post(&svc, &long);

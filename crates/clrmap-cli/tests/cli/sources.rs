@@ -1,4 +1,4 @@
-//! Source-level features (issue 35): `symbolize --context` with `--source-root` (a local file is
+//! Source-level features: `symbolize --context` with `--source-root` (a local file is
 //! used only when its hash is the PDB's), `pdb sources --extract` (a name that climbs out is
 //! refused) and `--verify` (one changed byte is spotted).
 

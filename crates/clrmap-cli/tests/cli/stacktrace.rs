@@ -1,4 +1,4 @@
-//! `clrmap stacktrace` (contract §6): the binary over real runtime text, FILE and stdin, and over
+//! `clrmap stacktrace` (docs/output.md#printed-stack-traces): the binary over real runtime text, FILE and stdin, and over
 //! hostile input under a memory and time limit.
 //!
 //! The oracle is the runtime: tests/dotnet/stacktrace/Shop.cs, compiled by Roslyn csc

@@ -1,4 +1,4 @@
-//! Symbol servers (issue 23), through the real binary, against the loopback SSQP server
+//! Symbol servers, through the real binary, against the loopback SSQP server
 //! `tests/symsrv/server.py` (nothing here reaches any other server).
 //!
 //! The oracle for lines is the runtime's own `StackTrace` in `examples/frames.stdout`

@@ -1,4 +1,4 @@
-//! Printed stack traces turned into source lines (`clrmap stacktrace`, contract §6).
+//! Printed stack traces turned into source lines (`clrmap stacktrace`, docs/output.md#printed-stack-traces).
 //!
 //! .NET 8 prints a frame whose module has no PDB, when the app sets
 //! `Switch.System.Diagnostics.StackTrace.ShowILOffsets`, as

@@ -254,7 +254,7 @@ impl<'a> PeImage<'a> {
         // by the directory's bytes, which are in the file. Neither the PE/COFF spec nor .NET's
         // reader asks the directory to be aligned (real images put it at 0x872), so `object` is
         // built with its `unaligned` feature: its integer fields are byte arrays, of alignment 1,
-        // and `slice_from_bytes` reads at any offset (issue 26; `_ALIGN_ONE` below holds it).
+        // and `slice_from_bytes` reads at any offset (`_ALIGN_ONE` below holds it).
         let count = r.len() / DEBUG_ENTRY_SIZE;
         let (entries, _) = object::pod::slice_from_bytes::<ImageDebugDirectory>(r.as_slice(), count).map_err(|()| bad(r.offset(), "whole debug directory entries"))?;
         Ok(entries
@@ -283,7 +283,7 @@ impl<'a> PeImage<'a> {
     /// Directory Entry"): the first *portable* one (MinorVersion `0x504D`), wherever it stands,
     /// as System.Reflection.Metadata's `PEReader.TryOpenAssociatedPortablePdb` chooses it. The
     /// kind is the entry's version, not its position: a ReadyToRun framework assembly built on
-    /// Windows has a Windows `.ni.pdb` entry first and the portable one second (issue 26).
+    /// Windows has a Windows `.ni.pdb` entry first and the portable one second.
     ///
     /// With no portable entry, the first well-formed Windows one, so that a caller can say the
     /// image names a Windows (MSF) PDB ([`CodeView::is_portable`] tells them apart). A malformed

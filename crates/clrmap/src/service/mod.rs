@@ -1,15 +1,15 @@
-//! The symbolication service's rules (`clrmap serve`, contract §7, docs/service.md), with no
+//! The symbolication service's rules (`clrmap serve`, docs/output.md#the-service, docs/service.md), with no
 //! HTTP: a request body in, an answer body or an error with its status out. One home for what a
 //! request means, so the HTTP front end only moves bytes.
 //!
 //! - `POST /symbolicate` ([`Service::symbolicate`]): JSON modules and frames. Each module's PDB
 //!   (or, for ReadyToRun frames, its image) is found once per request, through the symbol paths
 //!   and the symbol servers, and kept parsed in a bounded LRU shared by all requests. Frames come
-//!   in three forms ([`request`]): §7's (`module`, `token`, `il_offset`), Sentry's .NET frames
+//!   in three forms ([`request`]): clrmap's own (`module`, `token`, `il_offset`), Sentry's .NET frames
 //!   (`addr_mode` `rel:N`, `function_id`, `instruction_addr`), and the OpenTelemetry eBPF
 //!   profiler's (`address`: a jitted frame's tagged method index and IL offset, or a ReadyToRun
-//!   frame's RVA). Each frame is answered with §5's fields, by the runtime's line rule.
-//! - `POST /stacktrace` ([`Service::stacktrace`]): §6's text rewriting, one
+//!   frame's RVA). Each frame is answered with docs/output.md#symbolized-frames' fields, by the runtime's line rule.
+//! - `POST /stacktrace` ([`Service::stacktrace`]): docs/output.md#printed-stack-traces' text rewriting, one
 //!   [`crate::stacktrace::Rewriter`] per request.
 //!
 //! A malformed body is an error with a stable kind (`bad_json`, `bad_utf8`, `missing_field`,
@@ -401,7 +401,7 @@ impl std::io::Write for Bounded<'_> {
     }
 }
 
-/// One frame's answer: §5's fields but `address`, and an `error` where the module's symbols were
+/// One frame's answer: docs/output.md#symbolized-frames' fields but `address`, and an `error` where the module's symbols were
 /// not found.
 #[derive(Clone, Debug, Default, Serialize)]
 struct FrameOut {
@@ -584,7 +584,7 @@ impl Service {
         out.flush()
     }
 
-    /// Answer a `POST /stacktrace` body (§6): the text with each frame whose PDB is found
+    /// Answer a `POST /stacktrace` body (docs/output.md#printed-stack-traces): the text with each frame whose PDB is found
     /// rewritten, every other byte unchanged.
     pub fn stacktrace(&self, body: &[u8]) -> Result<Answer, ServiceError> {
         std::str::from_utf8(body).map_err(|e| ServiceError::new(400, "bad_utf8", format!("the body is not UTF-8: at byte {}", e.valid_up_to())))?;

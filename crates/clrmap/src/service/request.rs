@@ -1,4 +1,4 @@
-//! The request model of `POST /symbolicate` (contract §7, docs/service.md): what clients send,
+//! The request model of `POST /symbolicate` (docs/output.md#the-service, docs/service.md): what clients send,
 //! as lenient as the agents that send it. Numbers may be JSON numbers or strings (`"0x1a"`, as
 //! Sentry writes `instruction_addr` and `function_id`, or decimal); unknown fields are ignored,
 //! so a Sentry frame or debug image can be passed on as is.
@@ -42,7 +42,7 @@ pub struct StacktraceIn {
     pub frames: Option<Frames>,
 }
 
-/// One module: §7's fields, Sentry's `pe_dotnet` debug image, the OpenTelemetry profiler's
+/// One module: docs/output.md#the-service's fields, Sentry's `pe_dotnet` debug image, the OpenTelemetry profiler's
 /// mapping.
 #[derive(Debug, Default, Deserialize)]
 pub struct ModuleIn {
@@ -81,7 +81,7 @@ pub struct ModuleIn {
     pub pe_size_of_image: Option<Num>,
 }
 
-/// One frame: §7's (`module`, `token`, `il_offset`), Sentry's (`addr_mode` `rel:N`,
+/// One frame: clrmap's own (`module`, `token`, `il_offset`), Sentry's (`addr_mode` `rel:N`,
 /// `function_id`, `instruction_addr`), or the OpenTelemetry profiler's (`address`: a JIT frame's
 /// `0xf` tag, method index and IL offset, or a ReadyToRun frame's RVA).
 #[derive(Debug, Default, Deserialize)]

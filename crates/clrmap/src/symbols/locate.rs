@@ -1,6 +1,6 @@
 //! Finding a module's portable PDB, and proving it is the right one.
 //!
-//! For an assembly, candidates in order (issue 12; SRM's `PEReader.TryOpenAssociatedPortablePdb`
+//! For an assembly, candidates in order (SRM's `PEReader.TryOpenAssociatedPortablePdb`
 //! does the first and third):
 //! 1. the PDB embedded in the assembly (debug directory entry 17);
 //! 2. a PDB the user named (`--pdb FILE`);
@@ -375,7 +375,7 @@ fn from_servers(paths: &SymbolPaths, name: &str, guid: &[u8; 16], checksums: &[S
 }
 
 /// Why an image's PDB was not found, one line each, for a user who wonders why there are no
-/// lines (issue 26): the image names no PDB, or only a Windows (MSF) PDB, which clrmap does not
+/// lines: the image names no PDB, or only a Windows (MSF) PDB, which clrmap does not
 /// read; a name that is not a plain file name; each file passed over as another build, with both
 /// ids; and otherwise where the PDB was looked for.
 pub fn why_no_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths, passed: &[PassedOver]) -> Vec<String> {

@@ -1,5 +1,5 @@
 //! Why a module has no lines: what was wanted, where it was looked for, and what was found
-//! instead (issues 23 and 26). One value per reason, printed as a `note:` line in text and as
+//! instead. One value per reason, printed as a `note:` line in text and as
 //! fields in JSON (`{"note":{"module":...,"kind":"another_build",...}}`).
 
 /// One reason a module's PDB was not used.

@@ -1,5 +1,5 @@
 //! One name per body, whatever the source; each body recorded once; the frame rule from the
-//! recording (issue 21). Bodies.cs (tests/dotnet/bodies) runs once under `clrmap profile` (a
+//! recording. Bodies.cs (tests/dotnet/bodies) runs once under `clrmap profile` (a
 //! capture) while an EventPipe session collects a trace of the same process, on both real
 //! runtimes:
 //! * a body at one code start gets the same `name` and `full_name` from the capture, the trace
@@ -197,7 +197,7 @@ fn capture_trace_and_image_name_each_body_alike_and_record_it_once_on_both_runti
         println!("{v}: {common} bodies in both the capture and the trace: {same} named alike, {no_method_args} without the method's type arguments in the trace, {no_owner_args} of shared code without the owner's in the capture");
         assert!(common >= 50 && same * 2 > common, "{v}: {same} of {common} alike");
 
-        // What the notation must give, by contract §1 and §4 (checked by hand, not copied).
+        // What the notation must give, by docs/output.md#type-signatures and #il-to-native-maps (checked by hand, not copied).
         let all_cap: HashSet<&str> = cap.iter().filter_map(|b| b.full_name.as_deref()).collect();
         let all_trc: HashSet<&str> = trc.iter().filter_map(|b| b.full_name.as_deref()).collect();
         for want in

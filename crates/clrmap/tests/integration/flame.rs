@@ -1,4 +1,4 @@
-//! Issue 24: the sample profiler's stacks in a trace (`nettrace::read_samples`) and the flame
+//! The sample profiler's stacks in a trace (`nettrace::read_samples`) and the flame
 //! profiles made from them (`clrmap::profile`). Synthetic traces come from
 //! `nettrace::TraceWriter`; the stack reader is also checked on a real 8.0.4 trace's stack block.
 

@@ -1,4 +1,4 @@
-//! The runtime is the oracle for source lines (issue 12): Frames.cs (tests/dotnet/frames, built by
+//! The runtime is the oracle for source lines: Frames.cs (tests/dotnet/frames, built by
 //! Roslyn into tests/fixtures/frames) prints, for every frame of `new StackTrace(true)` at 200
 //! capture points, the method token, native offset, IL offset, file, line and column. The same
 //! run is recorded by the clrmap profiler (a capture) and by EventPipe (a trace). For every frame

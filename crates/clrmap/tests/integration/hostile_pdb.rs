@@ -1,4 +1,4 @@
-//! Hostile portable PDBs in the library (issue 20), built by `clrmap::pdb::writer`: line tables
+//! Hostile portable PDBs in the library, built by `clrmap::pdb::writer`: line tables
 //! are decoded per method and once per shared blob, names once per shared name, local names are
 //! bounded, a candidate's id is read from its header alone; and the structure-aware fuzz target's
 //! seeds and regressions replay through its checks on stable.

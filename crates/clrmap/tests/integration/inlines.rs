@@ -1,5 +1,5 @@
 //! The JIT's inline trees (event 189 and MethodDetails, docs/rich-debug-info.md): the blob's
-//! layout, the tree's checks with their error kinds and offsets, chains, orphans (#98755), chunk
+//! layout, the tree's checks with their error kinds and offsets, chains, orphans (dotnet/runtime#98755), chunk
 //! reassembly, and real 8.0.4 traces.
 
 use clrmap::inlines::raw::{encode_blob, encode_chunk, encode_chunks, ChunkHeader, RawMapping, RawNode, CHUNK_SIZE};
@@ -158,7 +158,7 @@ fn nesting_is_bounded() {
     assert_eq!(fault(&line(102), &[], 0), (ErrorKind::TooDeep, node_at(100) + 12));
 }
 
-/// #98755: the root's Child is 0 although inlinees follow; node 3 hangs below the orphan 2.
+/// dotnet/runtime#98755: the root's Child is 0 although inlinees follow; node 3 hangs below the orphan 2.
 fn orphans() -> Vec<RawNode> {
     vec![node(0x100, ROOT_IL, 1, 0), node(0x200, 4, 0, 0), node(0x300, 0x11, 3, 0), node(0x400, 2, 0, 0)]
 }

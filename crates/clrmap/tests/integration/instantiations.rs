@@ -1,5 +1,5 @@
 //! ReadyToRun instantiations (section 109) are named with their type and method arguments
-//! (issue 16, "Names that tell bodies apart"), on the real CoreLib and every R2R assembly of both
+//! (names that tell bodies apart), on the real CoreLib and every R2R assembly of both
 //! shared frameworks.
 //!
 //! The argument lists are read from the instantiation signatures; they are checked against what

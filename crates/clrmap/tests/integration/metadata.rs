@@ -207,7 +207,7 @@ fn every_name_form_matches_the_oracle_on_a_compiled_fixture() {
     let ours = clrmap_lines(&dll);
     assert_eq!(&ours, &expected[&dll]);
     let text = ours.join("\n");
-    // Hand-checked forms of contract §1.
+    // Hand-checked forms of docs/output.md#type-signatures.
     for want in [
         "<class NoNamespace`1/Nested`1<int32,string>>",
         "<class Fixture.Outer`1/Inner`1<int32,int64>>",

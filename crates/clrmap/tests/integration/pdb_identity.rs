@@ -1,4 +1,4 @@
-//! Which PDB answers for a module, and why not (issues 20 and 21): a trace's recorded PDB id is
+//! Which PDB answers for a module, and why not: a trace's recorded PDB id is
 //! read and checked, so another build's assembly or PDB never answers; the right PDB answers for a
 //! recording from another machine, named by `--pdb` or alone in a symbol directory; a `--pdb`
 //! that cannot be read is named with the reason; a PDB finds its assembly beside it by id.

@@ -119,7 +119,7 @@ fn live_maps_equal_clrmaps(rt: &Runtime, mcs: &Path, so: &Path) {
     }
     println!("{}: {equal} ReadyToRun maps equal to the live runtime's, across {modules:?}", rt.version);
     // An RVA only for ReadyToRun code inside its module's image; never for jitted code, even
-    // when the JIT's code heap lies within 4 GiB of a module's base (issue 14).
+    // when the JIT's code heap lies within 4 GiB of a module's base.
     let mut sizes: HashMap<String, u32> = HashMap::new();
     for b in &bodies {
         match (b.kind, b.body.rva) {
@@ -133,7 +133,7 @@ fn live_maps_equal_clrmaps(rt: &Runtime, mcs: &Path, so: &Path) {
     }
     assert!(equal > 300, "{}: only {equal} R2R methods compared", rt.version);
 
-    // Tiering (ilmap.md §1.5): a method with two bodies has two maps, and GetILToNativeMapping
+    // Tiering (docs/format-notes.md#the-profiling-api): a method with two bodies has two maps, and GetILToNativeMapping
     // by FunctionID answers with the first body's.
     let jit: Vec<&CapturedBody> = bodies.iter().filter(|b| b.kind == CodeKind::Jit).collect();
     let mut tiered = 0;

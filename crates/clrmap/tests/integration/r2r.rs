@@ -37,7 +37,7 @@ fn every_method_of_every_r2r_assembly_decodes() {
             instantiations += eps.iter().filter(|e| e.instantiation).count();
             for b in &list {
                 assert!(b.code_size > 0, "{} 0x{:08X}", f.display(), b.token);
-                // Contract §4: ranges inside the code, PROLOG first, IL ascending, EPILOG, NO_MAPPING last.
+                // docs/output.md#il-to-native-maps: ranges inside the code, PROLOG first, IL ascending, EPILOG, NO_MAPPING last.
                 for w in b.map.windows(2) {
                     assert!((w[0].il.sort_key(), w[0].native_start) <= (w[1].il.sort_key(), w[1].native_start));
                 }
@@ -57,7 +57,7 @@ fn every_method_of_every_r2r_assembly_decodes() {
     }
 }
 
-/// Independent cross-checks of how bodies are attributed (ilmap.md "Reading ... code sizes"):
+/// Independent cross-checks of how bodies are attributed (docs/format-notes.md#the-runtimes-map):
 /// the RUNTIME_FUNCTION table is sorted and non-overlapping; no function precedes the first entry
 /// point, so each function is claimed either as an entry or by exactly one funclet chain; the
 /// functions claimed as funclets carry no debug info of their own (edge case 18); and when one

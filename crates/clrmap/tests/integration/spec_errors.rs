@@ -1,4 +1,4 @@
-//! Malformed metadata prints `!error <kind>`, never a half-truth (issue 21): a raw `0x...` token
+//! Malformed metadata prints `!error <kind>`, never a half-truth: a raw `0x...` token
 //! stands only for a token that names no row. Each fixture is Frames.dll patched in a copy: a
 //! MethodSpec's method whose signature does not decode, a TypeSpec row that does not decode named
 //! as a MemberRef's parent and inside a modifier, a cyclic TypeSpec, and MethodDefs that no
@@ -29,7 +29,7 @@ fn pass_rid(md: &Metadata<'_>) -> u32 {
 
 /// Frames.dll with the first byte of MethodDef `rid`'s parameter list (after its calling
 /// convention, generic count, parameter count and return type, which are one byte each here)
-/// set to 0x22, a runtime-internal element type (`bad_element_type`, contract §2).
+/// set to 0x22, a runtime-internal element type (`bad_element_type`, docs/output.md#strictness).
 pub fn with_bad_method_signature(rid: u32) -> (Vec<u8>, u64) {
     let mut bytes = frames();
     let md = Metadata::parse(&bytes).unwrap();

@@ -1,4 +1,4 @@
-//! `clrmap::stacktrace` (contract §6): printed stack traces turned into source lines.
+//! `clrmap::stacktrace` (docs/output.md#printed-stack-traces): printed stack traces turned into source lines.
 //!
 //! The oracle is the runtime itself: tests/dotnet/stacktrace/Shop.cs, compiled here by Roslyn csc
 //! (scripts/install-roslyn.sh) with a portable PDB, runs on each current runtime (8.0, 9.0, 10.0) with ShowILOffsets on, once

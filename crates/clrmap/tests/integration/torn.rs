@@ -1,4 +1,4 @@
-//! Files from elsewhere, torn or odd (issue 14): a trace cut anywhere keeps every whole event, a
+//! Files from elsewhere, torn or odd: a trace cut anywhere keeps every whole event, a
 //! capture cut anywhere (inside a UTF-8 character too) keeps every whole record, a capture whose
 //! module paths name a device or a FIFO costs only names, and a .NET child process appends its
 //! own records to its parent's capture instead of erasing them.

@@ -1,4 +1,4 @@
-//! Inlined frames (contract §5, `--inlines`): the JIT's inline trees ([`crate::inlines`]) of a
+//! Inlined frames (docs/output.md#inlined-frames, `--inlines`): the JIT's inline trees ([`crate::inlines`]) of a
 //! trace or capture, tied to its bodies, and their inlinees named and given lines like every other
 //! method.
 //!
@@ -202,7 +202,7 @@ pub fn bulk_type_modules(e: &crate::nettrace::Event<'_>, out: &mut HashMap<u64, 
     }
 }
 
-/// One inlined frame of an answer (contract §5 `inlined`): an inlinee at an IL offset.
+/// One inlined frame of an answer (docs/output.md#inlined-frames): an inlinee at an IL offset.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct InlinedFrame<'s> {

@@ -177,8 +177,8 @@ impl ModuleLines {
 
     /// A body's line table: for each native offset where the runtime's line changes, that line,
     /// by the same rule as [`super::Symbolizer::symbolize`] for a leaf frame, then one more row
-    /// at `code_size` repeating the last line (a table ends at its last row's address, symbols.md
-    /// §5). Between two offsets where a map entry starts or ends, the runtime's IL offset, and so
+    /// at `code_size` repeating the last line (a table ends at its last row's address,
+    /// docs/perf.md#format-notes). Between two offsets where a map entry starts or ends, the runtime's IL offset, and so
     /// the line, cannot change, so those offsets are the only ones tried. A region with no line
     /// after one with a line gets line 0 (no source line); leading regions with no line get no row.
     pub fn rows(&self, token: u32, map: &[MapEntry], code_size: u32) -> Vec<LineRow> {

@@ -1,5 +1,5 @@
 //! The symbolization layer: any native address of a .NET process to its method, IL offset and
-//! source line, by the runtime's own stack-trace rules (symbols.md §2).
+//! source line, by the runtime's own stack-trace rules (docs/output.md#frame-rules).
 //!
 //! A [`Symbolizer`] opens a source of code bodies (a ReadyToRun image, an EventPipe trace or a
 //! clrmap capture), indexes the bodies once, and answers each address with a [`Frame`]:
@@ -86,7 +86,7 @@ pub struct Options {
     pub symbols: SymbolPaths,
 }
 
-/// The answer for one address (contract §5). Every field but `address` is `None` where unknown;
+/// The answer for one address (docs/output.md#symbolized-frames). Every field but `address` is `None` where unknown;
 /// an address in no known body has only `address`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -495,7 +495,7 @@ impl Symbolizer {
         !self.trees.is_empty()
     }
 
-    /// Answer one address with its inlined frames (contract §5 `--inlines`; the rule is in
+    /// Answer one address with its inlined frames (docs/output.md#inlined-frames; the rule is in
     /// `inlined.rs`): the inlinees whose code holds it, innermost first, and the physical frame
     /// at the outermost call site. Where no inline tree covers the address, the frame is exactly
     /// [`Self::symbolize`]'s and there are no inlined frames.
@@ -549,7 +549,7 @@ impl Symbolizer {
 
     /// The line table of the body at `index` in [`Self::store`]'s bodies: a row wherever the line
     /// that [`Self::symbolize`] gives a leaf address changes, and a last row at the code size
-    /// (symbols.md §5: perf ends a table at its last row). Empty when the body's module has no
+    /// (docs/perf.md#format-notes: perf ends a table at its last row). Empty when the body's module has no
     /// PDB, or no body has that index. For every offset `o` of the body, the last row at or before
     /// `o` has the file and line `symbolize(start + o, FrameKind::Leaf)` answers (line 0 where it
     /// answers none after a row with a line).

@@ -100,7 +100,7 @@ impl BodyTree {
 
 /// Does the tree's mapping at `offset` still hold there? Mappings are points, not ranges: one
 /// holds from its native offset up to the next mapping, clipped by the flat map's boundaries
-/// (symbols.md §7). So a mapping before the last flat boundary at or before `offset` is stale,
+/// (docs/rich-debug-info.md). So a mapping before the last flat boundary at or before `offset` is stale,
 /// and the flat map rules there.
 pub(super) fn current(tree: &InlineTree, map: &[MapEntry], offset: u32) -> bool {
     let Some(m) = tree.mapping_at(offset) else { return false };

@@ -88,7 +88,7 @@ impl fmt::Display for IlOffset {
     }
 }
 
-/// Contract §4: `il` is a number, or one of the strings `PROLOG`, `EPILOG`, `NO_MAPPING`.
+/// docs/output.md#il-to-native-maps: `il` is a number, or one of the strings `PROLOG`, `EPILOG`, `NO_MAPPING`.
 #[cfg(feature = "serde")]
 impl serde::Serialize for IlOffset {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -139,7 +139,7 @@ pub struct Bound {
     pub source: SourceTypes,
 }
 
-/// One entry of a public map, in the form of contract §4's JSON.
+/// One entry of a public map, in the form of docs/output.md#il-to-native-maps's JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct MapEntry {
@@ -257,7 +257,7 @@ impl fmt::Display for Tier {
 }
 
 /// One native code body and its public IL-to-native map: what every source (ReadyToRun image,
-/// trace, live capture) produces, and what `clrmap il dump --json` prints (contract §4).
+/// trace, live capture) produces, and what `clrmap il dump --json` prints (docs/output.md#il-to-native-maps).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CodeBody {
@@ -291,12 +291,12 @@ pub struct CodeBody {
     /// The public map, exactly as `GetILToNativeMapping3(start)` returns it.
     pub map: Vec<MapEntry>,
     /// The name with the parameter types, which tells overloads apart:
-    /// `System.Collections.Generic.List`1::Add(!0)` (contract §1 notation; for a trace, the
-    /// runtime's own rendering). After `map`, so contract §4's fields keep their order.
+    /// `System.Collections.Generic.List`1::Add(!0)` (the notation of docs/output.md#type-signatures; for a trace, the
+    /// runtime's own rendering). After `map`, so the fields of docs/output.md#il-to-native-maps keep their order.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub full_name: Option<String>,
     /// Precompiled or jitted, where the source says (images: always `r2r`). After `map` and
-    /// `full_name`, so contract §4's fields keep their order.
+    /// `full_name`, so the fields of docs/output.md#il-to-native-maps keep their order.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub kind: Option<CodeKind>,
     /// A jitted body's tier, where the source knows it (traces; a capture does not).

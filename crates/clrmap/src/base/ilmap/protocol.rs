@@ -1,5 +1,5 @@
 //! The two-call buffer protocol of `ICorProfilerInfo::GetILToNativeMapping` (corprof.idl), over a
-//! store of code bodies, with the runtime's exact results (ilmap.md §1.3).
+//! store of code bodies, with the runtime's exact results (docs/format-notes.md#the-profiling-api).
 //!
 //! `cMap` and `*pcMap` are **element counts**. The docs' remarks say to multiply `*pcMap` by the
 //! struct size before comparing it with `cMap`; that is wrong (both are counts). Compare
@@ -23,7 +23,7 @@ pub const E_INVALIDARG: i32 = 0x8007_0057_u32 as i32;
 pub struct MapStore {
     bodies: Vec<CodeBody>,
     /// FunctionID → index of its first body (GetILToNativeMapping answers with the first body, as
-    /// the runtime does with the default native code version; ilmap.md §1.5).
+    /// the runtime does with the default native code version; docs/format-notes.md#the-profiling-api).
     by_function: HashMap<u64, usize>,
     /// Code start → body index.
     by_start: HashMap<u64, usize>,
@@ -90,7 +90,7 @@ impl MapStore {
         self.get_il_to_native_mapping2(function_id, 0, c_map, pc_map, map)
     }
 
-    /// `GetILToNativeMapping2`: the ReJITID is ignored, as the runtime ignores it (ilmap.md §1.5):
+    /// `GetILToNativeMapping2`: the ReJITID is ignored, as the runtime ignores it (docs/format-notes.md#the-profiling-api):
     /// the answer is always the function's first body.
     pub fn get_il_to_native_mapping2(&self, function_id: u64, _rejit_id: u64, c_map: u32, pc_map: Option<&mut u32>, map: Option<&mut [CorDebugIlToNativeMap]>) -> i32 {
         if function_id == 0 {

@@ -1,4 +1,4 @@
-//! Native offset → IL offset, and IL offset → native ranges (ilmap.md §5.3).
+//! Native offset → IL offset, and IL offset → native ranges (docs/output.md#frame-rules).
 
 use super::model::{IlOffset, MapEntry};
 
@@ -6,7 +6,7 @@ use super::model::{IlOffset, MapEntry};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
     /// The offset is a return address (any frame but the leaf): look up `offset − 1`, the call
-    /// instruction itself (x86/x64; ilmap.md edge case 13).
+    /// instruction itself (x86/x64, where the call ends at the return address).
     pub return_address: bool,
 }
 
@@ -34,7 +34,7 @@ fn last_il(map: &[MapEntry]) -> Option<u32> {
 ///
 /// The map is searched in native order by floor: the last range start ≤ offset. Among ranges
 /// starting at that same native offset the lowest real IL offset wins; a special value only when
-/// there is no real one (§5.3 rule 3, for profiling). Below the first start: the prolog.
+/// there is no real one (a profiler's choice). Below the first start: the prolog.
 pub fn native_to_il(map: &[MapEntry], code_size: u32, offset: u32, policy: Policy) -> Resolved {
     let offset = if policy.return_address { offset.saturating_sub(1) } else { offset };
     if offset >= code_size {
@@ -62,7 +62,7 @@ pub fn native_to_il(map: &[MapEntry], code_size: u32, offset: u32, policy: Polic
 }
 
 /// What the runtime reports for a native offset in a stack frame: the map entry that holds it
-/// and the IL offset `StackFrame.GetILOffset()` gives (symbols.md §2).
+/// and the IL offset `StackFrame.GetILOffset()` gives (docs/output.md#frame-rules).
 ///
 /// The runtime scans its map in IL order (the public map's order) and takes the first entry
 /// whose range holds the offset (`DebuggerJitInfo::MapNativeOffsetToIL`). The last entry in
@@ -99,7 +99,7 @@ mod tests {
         MapEntry { il, native_start: s, native_end: e }
     }
 
-    /// The runtime's Max<T> example shape (ilmap.md), in IL order as the public map gives it:
+    /// The runtime's Max<T> example shape (measured on the live runtime), in IL order as the public map gives it:
     /// interleaved ranges (IL 0 and IL 15 each own two), a zero-length range, an epilog, and a
     /// NO_MAPPING range that ends at the code size (0x6e). Both lookups are tested on it.
     fn max_map() -> [MapEntry; 9] {

@@ -1,4 +1,4 @@
-//! The protocol's truncation, size query and E_INVALIDARG cases (ilmap.md §1.3).
+//! The protocol's truncation, size query and E_INVALIDARG cases (docs/format-notes.md#the-profiling-api).
 
 use super::*;
 

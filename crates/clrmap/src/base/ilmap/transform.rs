@@ -1,4 +1,4 @@
-//! From raw bounds to the public map, as the runtime does it (contract §4; ilmap.md §1.4,
+//! From raw bounds to the public map, as the runtime does it (docs/output.md#il-to-native-maps; docs/format-notes.md#the-runtimes-map,
 //! coreclr `DebuggerJitInfo::SetBoundaries` and `MapSortIL`).
 
 use super::model::{Bound, MapEntry};

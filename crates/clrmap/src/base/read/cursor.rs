@@ -139,7 +139,7 @@ impl<'a> Reader<'a> {
     ///
     /// Lead byte `0xxxxxxx`: 1 byte, 7 bits. `10xxxxxx`: 2 bytes, 14 bits, big-endian.
     /// `110xxxxx`: 4 bytes, 29 bits, big-endian. `111xxxxx` is not a compressed integer:
-    /// [`ErrorKind::BadCompressedInteger`] at the lead byte (contract §2; CoreCLR's fast path and
+    /// [`ErrorKind::BadCompressedInteger`] at the lead byte (docs/output.md#strictness; CoreCLR's fast path and
     /// dnlib would mask it, SRM rejects it, we reject it). Over-long but well-formed encodings
     /// (`80 05` for 5) are accepted, as every peer accepts them; the width returned is the number
     /// of bytes actually consumed, never a recomputed one.
@@ -199,7 +199,7 @@ impl<'a> Reader<'a> {
     /// The compressed value carries the table in its two low bits (0 TypeDef, 1 TypeRef,
     /// 2 TypeSpec) and the row above them. Tag 3 is not a table, and row 0 is the nil token: both
     /// are [`ErrorKind::BadToken`] at the token's first byte. So is a row above 0xFFFFFF: the
-    /// compressed form can carry rows up to 0x07FFFFFF (gdmap.md §2.4), but a metadata token has
+    /// compressed form can carry rows up to 0x07FFFFFF (docs/format-notes.md#compressed-integers), but a metadata token has
     /// 24 bits of row, and such a row would spill into the table byte. Whether TypeSpec is
     /// allowed depends on the position, so callers check [`token_table`] themselves.
     #[inline]
@@ -238,7 +238,7 @@ pub(crate) mod tests {
         Reader::new(bytes, 0).compressed_u32_sized("value")
     }
 
-    /// ECMA-335 II.23.2's unsigned examples and the width edges (gdmap.md §2.1): the decoder's and
+    /// ECMA-335 II.23.2's unsigned examples and the width edges (docs/format-notes.md#compressed-integers): the decoder's and
     /// the encoder's tests share them.
     pub(crate) const UNSIGNED_SPEC_VECTORS: &[(u32, &[u8])] =
         &[(0x03, &[0x03]), (0x7F, &[0x7F]), (0x80, &[0x80, 0x80]), (0x2E57, &[0xAE, 0x57]), (0x3FFF, &[0xBF, 0xFF]), (0x4000, &[0xC0, 0x00, 0x40, 0x00]), (0x1FFF_FFFF, &[0xDF, 0xFF, 0xFF, 0xFF])];
@@ -250,7 +250,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// ECMA-335 II.23.2's signed examples and the width edges (gdmap.md §2.2): the decoder's and
+    /// ECMA-335 II.23.2's signed examples and the width edges (docs/format-notes.md#compressed-integers): the decoder's and
     /// the encoder's tests share them.
     pub(crate) const SIGNED_SPEC_VECTORS: &[(i32, &[u8])] = &[
         (3, &[0x06]),
@@ -268,7 +268,7 @@ pub(crate) mod tests {
 
     #[test]
     fn signed_spec_vectors() {
-        // gdmap.md §2.2.
+        // docs/format-notes.md#compressed-integers.
         let cases = SIGNED_SPEC_VECTORS;
         for &(v, b) in cases {
             let mut r = Reader::new(b, 0);

@@ -1,7 +1,7 @@
 //! Errors: a `Copy` kind, where the fault is, and what was expected.
 //!
 //! Every error clrmap reports names a stable kind (its snake_case id is part of the output
-//! contract, `shared/spec/contract.md` §3), a [`Location`], and a static description of what the
+//! contract, docs/output.md#error-kinds), a [`Location`], and a static description of what the
 //! reader expected there. The location says what it is: usually the absolute offset of the first
 //! byte of the field at fault, but a look-up that fails names the RVA or address it was given,
 //! and a writer's or resolver's error may have no place in any input. Errors never allocate.
@@ -17,7 +17,7 @@ pub enum ErrorKind {
     /// more specific kind (for example `truncated_item` or `item_length_mismatch`).
     Truncated,
 
-    // --- Signatures and dictionary maps (contract §2-3) ---------------------------------------
+    // --- Signatures and dictionary maps (docs/output.md#strictness and #generic-dictionary-maps) ---------------------------------------
     /// The map is shorter than its 4-byte header word.
     TruncatedHeader,
     /// The directory (4 + 8·N bytes) does not fit in the map.
@@ -92,7 +92,7 @@ pub enum ErrorKind {
     BadNotation,
 }
 
-/// What kind of failure an error is (style.md): the bytes are malformed, the bytes are well
+/// What kind of failure an error is: the bytes are malformed, the bytes are well
 /// formed but break a rule, or a look-up found nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorFamily {

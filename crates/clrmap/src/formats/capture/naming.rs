@@ -1,4 +1,4 @@
-//! Names for captured bodies, in the notation every source shares (contract §1 and §4): `name`
+//! Names for captured bodies, in the notation every source shares (docs/output.md#type-signatures and #il-to-native-maps): `name`
 //! from the MethodDef, `full_name` with the owner's and the method's type arguments as the
 //! runtime instantiated them (the profiler records them by ClassID: module and TypeDef token)
 //! and the parameter types from the signature. Each module's metadata is read once, one module
@@ -11,7 +11,7 @@ use crate::ilmap::CodeKind;
 use crate::metadata::{Metadata, ModuleFiles, TypeDefInfo};
 use crate::r2r::ReadyToRunImage;
 
-/// The §1 keyword of a primitive CorElementType (an array element the runtime gave no class for).
+/// The notation's keyword of a primitive CorElementType (an array element the runtime gave no class for).
 fn element_keyword(code: u8) -> Option<&'static str> {
     Some(match code {
         0x02 => "bool",
@@ -34,7 +34,7 @@ fn element_keyword(code: u8) -> Option<&'static str> {
     })
 }
 
-/// An array suffix in §1 for `rank`: `[]` for a vector, `[0...,0...]` for rank 2 (the lower
+/// An array suffix in the notation for `rank`: `[]` for a vector, `[0...,0...]` for rank 2 (the lower
 /// bounds C# compilers write for a multi-dimensional array).
 pub(crate) fn array_suffix(rank: u32) -> String {
     if rank <= 1 {
@@ -53,7 +53,7 @@ fn collect<'t>(t: &'t RtType, out: &mut BTreeMap<&'t str, BTreeSet<u32>>) {
     }
 }
 
-/// A runtime type in §1 notation; `None` where a TypeDef could not be named.
+/// A runtime type in the type notation; `None` where a TypeDef could not be named.
 fn render(t: &RtType, infos: &HashMap<(String, u32), TypeDefInfo>) -> Option<String> {
     if let Some(rank) = t.rank {
         let element = match (t.args.first(), t.element) {

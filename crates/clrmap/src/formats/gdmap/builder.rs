@@ -7,7 +7,7 @@ use crate::read::write::push_compressed_u32;
 use crate::read::{Error, ErrorKind, Reader, Result};
 use crate::signature::{decode_type, encode_type, TreeProvider, Type};
 
-/// Builds a generic dictionary map (gdmap.md §10 item 23): canonical compressed integers,
+/// Builds a generic dictionary map (docs/format-notes.md#generic-dictionary-map): canonical compressed integers,
 /// identical items stored once, L computed from the encoded payload, and the sorted flag set only
 /// when the entries really are in ascending RVA order.
 #[derive(Clone, Debug, Default)]

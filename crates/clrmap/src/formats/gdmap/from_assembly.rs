@@ -1,4 +1,4 @@
-//! A realistic generic dictionary map built from an assembly's own instantiations (gdmap.md §7):
+//! A realistic generic dictionary map built from an assembly's own instantiations (docs/format-notes.md#dictionary-maps-from-assemblies):
 //! what `clrmap dict from-assembly` writes. It lives with the maps, not with the metadata: the
 //! metadata layer knows nothing of dictionary maps.
 
@@ -16,7 +16,7 @@ pub const fn method_spec_rva(rid: u32) -> u32 {
     0x0200_0000u32.wrapping_add(rid.wrapping_mul(16))
 }
 
-/// A realistic generic dictionary map from an assembly (gdmap.md §7): one entry per MethodSpec
+/// A realistic generic dictionary map from an assembly (docs/format-notes.md#dictionary-maps-from-assemblies): one entry per MethodSpec
 /// (its blob after the 0x0A byte) and per GENERICINST TypeSpec (its argument list), at the
 /// synthetic RVAs [`type_spec_rva`] and [`method_spec_rva`]. Rows must number under 2^20 for the
 /// two ranges to stay apart; larger tables are `out_of_range`. Identical instantiations share

@@ -14,9 +14,9 @@ pub const HEADER_SIZE: usize = 4;
 
 /// A generic dictionary map (`ICorDebugSymbolProvider2::GetGenericDictionaryInfo`), borrowed.
 ///
-/// Layout (gdmap.md §1): a little-endian header word (bit 31 sorted, bits 0-30 N), N entries
+/// Layout (docs/format-notes.md#generic-dictionary-map): a little-endian header word (bit 31 sorted, bits 0-30 N), N entries
 /// of (u32 RVA, u32 heap offset), then the heap. Heap size = length − (N·8 + 4) — the docs'
-/// prose has the subtraction backwards (gdmap.md §8.1). [`DictionaryMap::parse`] checks only the
+/// prose has the subtraction backwards (docs/format-notes.md#generic-dictionary-map). [`DictionaryMap::parse`] checks only the
 /// header and that the directory fits, in O(1); items are read when asked for.
 #[derive(Clone, Copy, Debug)]
 pub struct DictionaryMap<'a> {
@@ -82,7 +82,7 @@ impl<'a> DictionaryMap<'a> {
         // 4 + 8·N in u64 cannot overflow for N < 2^31.
         let dir_len = u64::from(count).saturating_mul(ENTRY_SIZE as u64);
         if dir_len > r.len() as u64 {
-            // Contract §3: the offset of the first entry that does not fit whole.
+            // docs/output.md#fault-offsets: the offset of the first entry that does not fit whole.
             let whole = (data.len().saturating_sub(HEADER_SIZE) / ENTRY_SIZE) as u64;
             let at = (HEADER_SIZE as u64).saturating_add(whole.saturating_mul(ENTRY_SIZE as u64));
             return Err(Error::new(ErrorKind::TruncatedDirectory, at, "N directory entries of 8 bytes"));
@@ -168,11 +168,11 @@ impl<'a> DictionaryMap<'a> {
         };
         let start = heap_start.saturating_add(u64::from(heap_offset));
         let mut r = Reader::new(tail, start);
-        // L: a compressed length, not counting itself (gdmap.md §1). Bounded by the file.
+        // L: a compressed length, not counting itself (docs/format-notes.md#generic-dictionary-map). Bounded by the file.
         let (length, length_width) = r.compressed_u32_sized("an item length").map_err(|e| if e.kind == ErrorKind::Truncated { Error::new(ErrorKind::TruncatedItem, start, e.expected) } else { e })?;
         let mut body = r.split(length as usize, "the item's L bytes").map_err(|_| Error::new(ErrorKind::TruncatedItem, start, "an item whose L bytes fit in the map"))?;
         let body_bytes = body.as_slice();
-        // T, bounded by L: a field that runs past L is `item_length_mismatch` (contract §3).
+        // T, bounded by L: a field that runs past L is `item_length_mismatch` (docs/output.md#which-fault-is-first).
         let count_at = body.offset();
         let (count, count_width) = body.compressed_u32_sized("an instantiation count").map_err(in_item)?;
         if count == 0 {

@@ -12,11 +12,11 @@
 //! Sources: dotnet/docs `icordebugsymbolprovider2-getgenericdictionaryinfo-method.md` and the
 //! comment above `GetGenericDictionaryInfo` in dotnet/runtime `src/coreclr/inc/cordebug.idl`
 //! (both garble the heap-size sentence: heap size = length − (8·N + 4)); the notes in
-//! `gdmap.md`. Byte order of the fixed fields is little-endian (every .NET Native target was);
+//! docs/format-notes.md#generic-dictionary-map. Byte order of the fixed fields is little-endian (every .NET Native target was);
 //! compressed integers are big-endian by ECMA-335 II.23.2, so the format is mixed-endian.
 //!
 //! * [`DictionaryMap::parse`] is O(1): header and directory bounds only.
-//! * [`DictionaryMap::validate`] reports the first fault in the order of `contract.md` §3;
+//! * [`DictionaryMap::validate`] reports the first fault in the order of docs/output.md#which-fault-is-first;
 //!   [`DictionaryMap::lint`] adds non-fatal findings.
 //! * [`Lookup`] finds an RVA's entry; [`Item`] decodes its instantiation through any provider.
 //! * [`DictionaryMapBuilder`] writes canonical maps.

@@ -6,7 +6,7 @@ use crate::read::{Error, ErrorKind, Result};
 /// `ICorDebugMemoryBuffer` (cordebug.idl): a block of memory in the caller's address space.
 ///
 /// `GetStartAddress` returns a pointer in the *caller's* address space, not a `CORDB_ADDRESS`
-/// (gdmap.md §5.2), so here it is the address of the borrowed bytes.
+/// (docs/format-notes.md#generic-dictionary-map), so here it is the address of the borrowed bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct MemoryBuffer<'a> {
     bytes: &'a [u8],
@@ -62,7 +62,7 @@ impl<S: AsRef<[u8]>> MapProvider<S> {
         Ok(MapProvider { storage })
     }
 
-    /// Serve `storage` after a full strict validation (contract §3).
+    /// Serve `storage` after a full strict validation (docs/output.md#which-fault-is-first).
     pub fn new_validated(storage: S) -> Result<Self> {
         DictionaryMap::parse(storage.as_ref())?.validate()?;
         Self::new(storage)

@@ -1,4 +1,4 @@
-//! gdmap.md §1 worked examples byte for byte, §10 edge cases, contract §3 faults and offsets.
+//! docs/format-notes.md#generic-dictionary-map worked examples byte for byte, edge cases, docs/output.md#generic-dictionary-maps faults and offsets.
 
 use super::*;
 use crate::read::ErrorKind::{self, *};
@@ -33,7 +33,7 @@ fn types_of(bytes: &[u8], rva: u32) -> Vec<String> {
 
 #[test]
 fn worked_example_two_entries_one_item() {
-    // gdmap.md §1: 23 bytes, heap size 3.
+    // docs/format-notes.md#generic-dictionary-map: 23 bytes, heap size 3.
     let bytes = hex("02 00 00 80  00 10 00 00 00 00 00 00  00 20 00 00 00 00 00 00  02 01 08");
     assert_eq!(bytes.len(), 23);
     let m = DictionaryMap::parse(&bytes).unwrap();
@@ -54,7 +54,7 @@ fn worked_example_two_entries_one_item() {
 
 #[test]
 fn worked_example_items() {
-    // gdmap.md §1 items, written by hand from the grammar.
+    // docs/format-notes.md#generic-dictionary-map items, written by hand from the grammar.
     let cases: [(&str, &[&str]); 3] =
         [("04 02 0E 12 49", &["string", "class 0x01000012"]), ("07 02 0E 15 12 15 01 08", &["string", "class 0x01000005<int32>"]), ("08 01 14 08 02 01 03 01 00", &["int32[0...2,...]"])];
     for (item, want) in cases {
@@ -71,11 +71,11 @@ fn worked_example_items() {
 
 #[test]
 fn header_and_directory_faults() {
-    // §10.1: under 4 bytes.
+    // under 4 bytes.
     for n in 0..4 {
         assert_eq!(fault(&vec![0; n]), (TruncatedHeader, 0));
     }
-    // §10.2: 4 + 8·N past the end; offset 4 + 8·⌊(len−4)/8⌋. N = 0x7FFFFFFF in 20 bytes.
+    // 4 + 8·N past the end; offset 4 + 8·⌊(len−4)/8⌋. N = 0x7FFFFFFF in 20 bytes.
     let mut huge = 0x7FFF_FFFFu32.to_le_bytes().to_vec();
     huge.extend_from_slice(&[0; 16]);
     assert_eq!(fault(&huge), (TruncatedDirectory, 20));
@@ -83,7 +83,7 @@ fn header_and_directory_faults() {
     huge_sorted.extend_from_slice(&[0; 13]);
     assert_eq!(fault(&huge_sorted), (TruncatedDirectory, 12));
     assert_eq!(fault(&map(2, &[(1, 0)], &[])), (TruncatedDirectory, 12));
-    // §10.3: N = 0 is valid, with or without heap bytes.
+    // N = 0 is valid, with or without heap bytes.
     DictionaryMap::parse(&map(0, &[], &[])).unwrap().validate().unwrap();
     DictionaryMap::parse(&map(0x8000_0000, &[], &[1, 2, 3])).unwrap().validate().unwrap();
 }
@@ -102,7 +102,7 @@ fn entry_faults_in_contract_order() {
     DictionaryMap::parse(&map(0x8000_0002, &[(0x10, 0), (0x10, 0)], &two)).unwrap().validate().unwrap();
     // a before b: the sorted check of an entry comes first.
     assert_eq!(fault(&map(0x8000_0003, &[(0x10, 0), (0x30, 3), (0x10, 3)], &two)), (Unsorted, 20));
-    // c. offset out of heap, at the offset field; §10.4.
+    // c. offset out of heap, at the offset field.
     assert_eq!(fault(&map(1, &[(0x10, 3)], &item)), (OffsetOutOfHeap, 8));
     assert_eq!(fault(&map(1, &[(0x10, 0)], &[])), (OffsetOutOfHeap, 8));
     // Entry order decides which fault is first: entry 0's bad item before entry 1's bad offset.
@@ -112,20 +112,20 @@ fn entry_faults_in_contract_order() {
 #[test]
 fn item_faults() {
     let at = |heap: &str| fault(&map(1, &[(0x10, 0)], &hex(heap)));
-    // L cut off, or L past the end of the file: truncated_item at L (§10.7). Heap starts at 12.
+    // L cut off, or L past the end of the file: truncated_item at L. Heap starts at 12.
     assert_eq!(at("80"), (TruncatedItem, 12));
     assert_eq!(at("05 01 08"), (TruncatedItem, 12));
     assert_eq!(at("C0 00 00"), (TruncatedItem, 12));
     // L with a bad lead byte.
     assert_eq!(at("E0 01 08"), (BadCompressedInteger, 12));
-    // T = 0 (§10.9); T past L.
+    // T = 0; T past L.
     assert_eq!(at("01 00"), (EmptyInstantiation, 13));
     assert_eq!(at("01 80 01"), (ItemLengthMismatch, 13));
     assert_eq!(at("00"), (ItemLengthMismatch, 13));
-    // A type that runs past L, even though the heap goes on (§10.7: never read past L).
+    // A type that runs past L, even though the heap goes on (never read past L).
     assert_eq!(at("02 01 12 49"), (ItemLengthMismatch, 15));
     assert_eq!(at("03 03 08 0E 08"), (ItemLengthMismatch, 16));
-    // Leftover bytes inside L (§10.8).
+    // Leftover bytes inside L.
     assert_eq!(at("03 01 08 08"), (ItemLengthMismatch, 15));
     // Signature faults inside items, at their absolute offsets.
     assert_eq!(at("02 01 00"), (BadElementType, 14));

@@ -1,4 +1,4 @@
-//! Strict validation (contract §3, "Which fault is first") and the lint report.
+//! Strict validation (docs/output.md#which-fault-is-first) and the lint report.
 
 use super::map::{DictionaryMap, Entry, Item};
 use crate::read::write::{compressed_u32_len, push_compressed_u32};
@@ -43,7 +43,7 @@ impl Seen {
 
 /// True if the item at `offset` is certainly well-formed: L fits the heap, T ≥ 1 fits L, and the
 /// body is exactly T types of the shapes [`quick::plain_types`] covers. `false` decides nothing:
-/// the strict reader then runs and names the fault, if any (gdmap.md §1; contract §3 (d)).
+/// the strict reader then runs and names the fault, if any (docs/format-notes.md#generic-dictionary-map; docs/output.md#which-fault-is-first, step d).
 #[inline]
 fn plainly_valid_item(heap: &[u8], offset: u32) -> bool {
     let Some(mut b) = heap.get(offset as usize..) else { return false };
@@ -149,7 +149,7 @@ fn first_conflicting_rva(map: &DictionaryMap<'_>) -> Option<u32> {
 }
 
 impl<'a> DictionaryMap<'a> {
-    /// Validate the whole map strictly and report the first fault, in the order contract §3
+    /// Validate the whole map strictly and report the first fault, in the order of docs/output.md#which-fault-is-first
     /// defines: for each entry in directory order, (a) `unsorted`, (b) `duplicate_rva`,
     /// (c) `offset_out_of_heap`, (d) its item, unless an earlier entry already read it.
     ///
@@ -230,7 +230,7 @@ impl<'a> DictionaryMap<'a> {
         ok
     }
 
-    /// The strict check in contract §3's order, entry by entry (what [`DictionaryMap::validate`]
+    /// The strict check in the order of docs/output.md#which-fault-is-first, entry by entry (what [`DictionaryMap::validate`]
     /// returns). Public for the tests and fuzz target that compare the two paths.
     #[doc(hidden)]
     pub fn validate_in_order(&self) -> Result<()> {
@@ -284,7 +284,7 @@ impl<'a> DictionaryMap<'a> {
     }
 
     /// Everything [`DictionaryMap::validate`] checks, and on success the findings that are not
-    /// faults (gdmap.md §10): unreferenced heap bytes, overlapping items, non-canonical
+    /// faults (docs/output.md#which-fault-is-first): unreferenced heap bytes, overlapping items, non-canonical
     /// compressed integers, duplicate entries.
     pub fn lint(&self) -> Result<Vec<Lint>> {
         self.validate()?;

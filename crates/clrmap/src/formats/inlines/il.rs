@@ -1,5 +1,5 @@
-//! What a method's IL holds at one offset: the evidence that recovers a #98755 orphan's parent
-//! (symbols.md §7, docs/rich-debug-info.md §6). A node's ILOffset is the offset of the `call`,
+//! What a method's IL holds at one offset: the evidence that recovers a dotnet/runtime#98755 orphan's parent
+//! (docs/rich-debug-info.md, sections 6 and 7). A node's ILOffset is the offset of the `call`,
 //! `callvirt` or `newobj` in its parent's IL; so a candidate parent is the parent only if its IL
 //! has such an instruction there, to the orphan's method.
 //!

@@ -10,7 +10,7 @@
 /// (`FireEtwJittedMethodRichDebugInfo(GetClrInstanceId(), pMethodDesc, nativeCodeId, ilCodeId,
 /// chunkIndex | finalChunkFlag, chunkSizeToEmit, data)`), and the event's template in
 /// `src/coreclr/vm/ClrEtwAll.man`. EventPipe metadata carries no field list for runtime events,
-/// so the layout is fixed here (checked against real 8.0.4 traces, symbols.md §7).
+/// so the layout is fixed here (checked against real 8.0.4 traces, docs/rich-debug-info.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChunkHeader {
     /// `ClrInstanceID` (u16, offset 0).

@@ -12,8 +12,8 @@ use crate::read::{Error, ErrorKind, Reader, Result};
 
 /// The deepest inline nesting accepted (levels below the root). The JIT stops inlining far sooner
 /// (`DEFAULT_MAX_INLINE_DEPTH` is 20 in dotnet/runtime's `src/coreclr/jit/jit.h`; `DOTNET_JITInlineDepth` can change it); this bound
-/// makes every chain cheap even on hostile input, and matches the contract's limit for nested
-/// types (§2: deeper than 100 is `too_deep`).
+/// makes every chain cheap even on hostile input, and matches the limit for nested types
+/// (docs/output.md#strictness: deeper than 100 is `too_deep`).
 pub const MAX_INLINE_DEPTH: u32 = 100;
 
 /// A node's parent, as far as the tree says.
@@ -162,7 +162,7 @@ impl InlineTree {
             }
         }
         // Parents and depths by walking from each node no link reaches: node 0 first, then the
-        // heads of the pieces #98755 cut off. Each node has at most one link into it, so each is
+        // heads of the pieces dotnet/runtime#98755 cut off. Each node has at most one link into it, so each is
         // reached at most once; what is never reached lies on a cycle.
         let mut parent: Vec<Option<Parent>> = vec![None; n];
         let mut depth: Vec<u32> = vec![0; n];
@@ -347,7 +347,7 @@ impl InlineTree {
         chain
     }
 
-    /// Recover orphans' parents by the rule of symbols.md §7: ordinals follow creation order, so
+    /// Recover orphans' parents by the rule of docs/rich-debug-info.md: ordinals follow creation order, so
     /// a parent has a lower index, and the parent's IL at the orphan's `il_offset` is a `call`,
     /// `callvirt` or `newobj` to the orphan's method. `is_call(caller, il_offset, callee)` answers
     /// from the caller's IL: `Some(true)` if it is such a call, `Some(false)` if not, `None` if it

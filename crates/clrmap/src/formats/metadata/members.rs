@@ -1,5 +1,5 @@
 //! Methods named by token, a MethodDef (II.22.26) or a MemberRef (II.22.25), as `Owner::Name`
-//! with their parameter types `(P1,P2)` in the notation of `contract.md` §1: what tells overloads
+//! with their parameter types `(P1,P2)` in the notation of docs/output.md#type-signatures: what tells overloads
 //! apart in a body's name, and what `meta specs` prints around a MethodSpec's arguments.
 
 use super::schema::table;
@@ -20,7 +20,7 @@ pub struct MethodSpecRow<'a> {
     pub instantiation: Reader<'a>,
 }
 
-/// The `0x...` form a token prints as when it names nothing, as the type printer does (§1).
+/// The `0x...` form a token prints as when it names nothing, as the type printer does (docs/output.md#type-signatures).
 fn raw(token: u32) -> String {
     format!("0x{token:08X}")
 }
@@ -38,7 +38,7 @@ impl<'a> Metadata<'a> {
 
     /// `Owner::Name` for a MethodDef or MemberRef token; `Ok(None)` for another table or a row that
     /// is not there. A MemberRef's owner is its Class (II.22.25, MemberRefParent): a type is
-    /// named as §1 names its token (a TypeSpec as its own signature, so a method of a generic
+    /// named as the notation names its token (a TypeSpec as its own signature, so a method of a generic
     /// instantiation reads `class N<A>::Name`), a ModuleRef as `[.module M]`, and a MethodDef
     /// (a vararg call site) by that method's own owner. An owner that names no row prints as its
     /// raw token, as the type printer does; a row that is there but cannot be named is an error

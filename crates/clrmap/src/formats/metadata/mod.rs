@@ -1,5 +1,5 @@
 //! ECMA-335 metadata of real .NET assemblies: PE → CLI header → metadata root → streams →
-//! tables (II.24), and the names a debugger shows for tokens (`contract.md` §1).
+//! tables (II.24), and the names a debugger shows for tokens (docs/output.md#type-signatures).
 //!
 //! [`Metadata::parse`] reads the headers and lays out every table once; rows are read on
 //! demand, zero-copy. [`Metadata`] implements [`crate::signature::TypeNames`], so signatures

@@ -1,4 +1,4 @@
-//! Type and method names from metadata, in the notation of `contract.md` §1.
+//! Type and method names from metadata, in the notation of docs/output.md#type-signatures.
 //!
 //! Naming one token is bounded: hostile metadata can make TypeSpecs refer to themselves through
 //! modifiers (`int32[] modreq(TS#1) modreq(TS#1)`), a tree that branches at every level, so a
@@ -243,7 +243,7 @@ impl Metadata<'_> {
     }
 }
 
-/// Names for the signature printer (contract §1): TypeDef `Ns.Name` / `Ns.Outer/Inner`; TypeRef
+/// Names for the signature printer (docs/output.md#type-signatures): TypeDef `Ns.Name` / `Ns.Outer/Inner`; TypeRef
 /// `[Asm]Ns.Name`, `[.module M]Ns.Name`, `<outer>/Inner`, or `Ns.Name` for the Module row or a nil
 /// scope; TypeSpec as its own signature. A token that names no row fails, and the printer then
 /// falls back to the raw `0x...` token.
@@ -349,7 +349,7 @@ impl<'a> Metadata<'a> {
     }
 }
 
-/// The §1 keyword of a core library primitive, by its namespace and name (`System`, `Int32`).
+/// The notation's keyword of a core library primitive, by its namespace and name (`System`, `Int32`).
 pub fn primitive_keyword(ns: &str, name: &str) -> Option<&'static str> {
     if ns != "System" {
         return None;
@@ -377,19 +377,19 @@ pub fn primitive_keyword(ns: &str, name: &str) -> Option<&'static str> {
     })
 }
 
-/// What naming a type argument needs of its TypeDef: its §1 name and whether it is a value type.
+/// What naming a type argument needs of its TypeDef: its name in the notation and whether it is a value type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TypeDefInfo {
     /// `Ns.Name`, or `Ns.Outer/Inner`.
     pub name: String,
     /// It extends `System.ValueType` or `System.Enum` (II.13), and is not `System.Enum` itself.
     pub value_type: bool,
-    /// The §1 keyword when this is a core library primitive (`int32`, `string`, `object`).
+    /// The notation's keyword when this is a core library primitive (`int32`, `string`, `object`).
     pub primitive: Option<&'static str>,
 }
 
 impl TypeDefInfo {
-    /// The type as a type argument, in §1: a primitive's keyword, else `class N` or
+    /// The type as a type argument, in the notation: a primitive's keyword, else `class N` or
     /// `valuetype N`, with `<A1,A2>` when it is a generic instantiation.
     pub fn as_argument(&self, args: &[String]) -> String {
         if let (Some(p), true) = (self.primitive, args.is_empty()) {
@@ -461,7 +461,7 @@ impl Metadata<'_> {
         Some(TypeDefInfo { name, value_type: self.is_value_type(rid), primitive })
     }
 
-    /// The TypeDefs of this module whose §1 names (`Ns.Outer/Inner`) are in `wanted`.
+    /// The TypeDefs of this module whose names in the notation (`Ns.Outer/Inner`) are in `wanted`.
     pub fn type_defs_named(&self, wanted: &std::collections::HashSet<String>) -> Vec<TypeDefInfo> {
         let mut out = Vec::new();
         if wanted.is_empty() {
@@ -483,9 +483,9 @@ impl Metadata<'_> {
         out
     }
 
-    /// A body's `name` (`Ns.Type::Method`, contract §4) and `full_name`
+    /// A body's `name` (`Ns.Type::Method`, docs/output.md#il-to-native-maps) and `full_name`
     /// (`Ns.Type<A1>::Method<B1>(P1,P2)`): the owner's and the method's type arguments where the
-    /// source knows them, already in §1 notation, and the parameter types from the MethodDef's
+    /// source knows them, already in the type notation, and the parameter types from the MethodDef's
     /// signature. `None` for a token this module does not define.
     pub fn body_names(&self, token: u32, owner_args: &[String], method_args: &[String]) -> Option<(String, Option<String>)> {
         let name = self.method_name(token)?;

@@ -1,5 +1,5 @@
 //! Every TypeSpec and MethodSpec of an assembly, rendered: what `clrmap meta specs` prints, and
-//! the instantiations that `gdmap::instantiation_map` turns into a dictionary map (gdmap.md §7).
+//! the instantiations that `gdmap::instantiation_map` turns into a dictionary map (docs/format-notes.md#dictionary-maps-from-assemblies).
 //! A MethodSpec prints with the method it instantiates, `Owner::Name<A1,A2>(P1,P2)`: its
 //! arguments alone do not say which method they are for.
 //!

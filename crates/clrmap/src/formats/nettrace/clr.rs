@@ -1,4 +1,4 @@
-//! The CLR's method events in a trace (ilmap.md §4.1-4.2, and "Checked against traces"):
+//! The CLR's method events in a trace (docs/format-notes.md#eventpipe-traces):
 //! MethodLoadVerbose 143 / MethodDCEndVerbose 144 and the IL maps 190 / 150, paired into code
 //! bodies whose maps equal what `GetILToNativeMapping3(start)` returns.
 
@@ -263,7 +263,7 @@ pub fn event_name(provider: &str, id: u32) -> Option<&'static str> {
 }
 
 /// `name` and `full_name` from the runtime's text alone (a module whose metadata is not at hand):
-/// nested types with `/`, the owner's type arguments in §1 notation (value-typeness unknown:
+/// nested types with `/`, the owner's type arguments in the type notation (value-typeness unknown:
 /// `class` for all but primitives) and the runtime's parameter list.
 fn names_from_text(namespace: &str, method: &str, signature: &str) -> (String, Option<String>) {
     let owner = naming::parse_owner(namespace);
@@ -493,7 +493,7 @@ impl TraceInlines {
         self.modules.get(&module_id).map(String::as_str)
     }
 
-    /// Recover the parents of the trees' #98755 orphans from the methods' IL
+    /// Recover the parents of the trees' dotnet/runtime#98755 orphans from the methods' IL
     /// ([`crate::inlines::il::recover_tree`]), reading each module the trace names once from
     /// its recorded path on this machine. A tree's root is placed by its body (`bodies`, from
     /// the same trace: module path and token); an inlinee by its MethodDetails token, in the

@@ -1,4 +1,4 @@
-//! EventPipe traces (`.nettrace`): where jitted code's IL-to-native maps live (ilmap.md §4).
+//! EventPipe traces (`.nettrace`): where jitted code's IL-to-native maps live (docs/format-notes.md#eventpipe-traces).
 //!
 //! [`read_events`] streams the container; [`MethodTable`] pairs MethodLoadVerbose/DCEnd events
 //! with their IL maps; [`read_code_bodies`] gives every jitted body with the map

@@ -1,8 +1,8 @@
-//! Names of trace bodies in the notation every source shares (contract §1 and §4). The runtime's
+//! Names of trace bodies in the notation every source shares (docs/output.md#type-signatures and #il-to-native-maps). The runtime's
 //! method events print the owner type with its instantiation (`Box`1[System.Int32]`,
 //! `Outer+Inner`) and the signature in its own style (`class System.String[]`); a body is named
 //! instead from its module's metadata (read from the path the trace gives, where it exists), with
-//! the owner's type arguments taken from the runtime's text and written in §1 notation. The
+//! the owner's type arguments taken from the runtime's text and written in the type notation. The
 //! events carry no method-level instantiation: a generic method's body is named without `<...>`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -136,12 +136,12 @@ pub(super) fn parse_owner(text: &str) -> Option<TextType> {
     (p.at == text.len()).then_some(t)
 }
 
-/// `Ns.Name` or `Ns.Outer/Inner`: the §1 form of a runtime type name.
+/// `Ns.Name` or `Ns.Outer/Inner`: the notation's form of a runtime type name.
 fn def_name(name: &str) -> String {
     name.replace('+', "/")
 }
 
-/// Every TypeDef name (§1 form) that naming `t`'s arguments needs looked up.
+/// Every TypeDef name (the notation's form) that naming `t`'s arguments needs looked up.
 fn wanted(t: &TextType, out: &mut HashSet<String>) {
     for a in &t.args {
         if !is_primitive(a) {
@@ -155,7 +155,7 @@ fn is_primitive(t: &TextType) -> bool {
     t.args.is_empty() && t.name.strip_prefix("System.").is_some_and(|n| primitive_keyword("System", n).is_some())
 }
 
-/// A type argument in §1 notation: a primitive's keyword, else `class N` or `valuetype N` as
+/// A type argument in the type notation: a primitive's keyword, else `class N` or `valuetype N` as
 /// the defining module says (`class` where no module at hand defines it), then its arguments
 /// and suffixes.
 pub(super) fn render_text(t: &TextType, value_types: &HashMap<String, bool>) -> String {
@@ -190,7 +190,7 @@ pub(super) fn render_text(t: &TextType, value_types: &HashMap<String, bool>) -> 
     s
 }
 
-/// The runtime's parameter list (`(class System.String[],unsigned int8&)`) in §1 notation as far
+/// The runtime's parameter list (`(class System.String[],unsigned int8&)`) in the type notation as far
 /// as the text allows (`(string[],uint8&)`): for a body whose module is not at hand.
 pub(super) fn params_from_text(params: &str) -> String {
     let mut out = params.to_owned();

@@ -1,4 +1,4 @@
-//! The `.nettrace` container (V4/V5; microsoft/perfview `NetTraceFormat_v5.md`, ilmap.md §4.4):
+//! The `.nettrace` container (V4/V5; microsoft/perfview `NetTraceFormat_v5.md`, docs/format-notes.md#eventpipe-traces):
 //! the `Nettrace` magic, FastSerialization objects, and the events inside Metadata and Event
 //! blocks. Streaming: one block is in memory at a time, so memory is bounded by the largest block.
 
@@ -401,7 +401,7 @@ impl Drop for Run<'_> {
     }
 }
 
-/// The events of one Metadata or Event block (compressed headers; ilmap.md §4.4).
+/// The events of one Metadata or Event block (compressed headers; docs/format-notes.md#eventpipe-traces).
 fn block_events(body: Reader<'_>, metadata: &IntMap<u32, EventMeta>, counts: &mut IntMap<u32, u64>, stats: &mut Stats, mut f: impl FnMut(&Event<'_>), is_metadata: bool) -> Result<()> {
     let mut r = body;
     let at = r.offset();
@@ -511,7 +511,7 @@ mod tests {
 
     #[test]
     fn a_version_above_the_newest_known_is_refused() {
-        // Issue #31's acceptance: the Trace object one version above, at its version field
+        // Versions read on purpose: the Trace object one version above, at its version field
         // (after the 8 + 4 + 20 bytes of the prelude and the 3 tags).
         let e = read_events(&trace(5, 2)[..], |_| {}).unwrap_err();
         assert_eq!((e.kind, e.offset(), e.versions), (ErrorKind::UnsupportedVersion, Some(35), Some((5, NEWEST_TRACE_VERSION))));

@@ -346,7 +346,7 @@ pub fn peek_id<F: std::io::Read + std::io::Seek>(file: &mut F) -> Option<PdbId> 
 /// The most sequence points one command prints from one PDB of `len` bytes: 2^20, or one per
 /// byte of the PDB when that is more. Every point takes at least 3 bytes of its blob, so a PDB
 /// whose methods do not share blobs never reaches this; one whose rows all name one large blob
-/// (issue 20) stops here.
+/// stops here.
 pub fn point_budget(len: usize) -> u64 {
     (len as u64).max(1 << 20)
 }

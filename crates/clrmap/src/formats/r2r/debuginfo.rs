@@ -1,4 +1,4 @@
-//! Debug info blobs (ilmap.md §2.3-2.6): bounds, variables and the fat header's extra chunks of
+//! Debug info blobs (docs/readytorun.md): bounds, variables and the fat header's extra chunks of
 //! one method, read in the [`DebugInfoLayout`] that the image's ReadyToRun major selects.
 //!
 //! The layouts were measured on the real framework images (docs/readytorun.md): R2R 10.1 (.NET
@@ -51,7 +51,7 @@ pub struct Var {
     pub call_return_il: Option<u32>,
 }
 
-/// How a method's blob starts (ilmap.md §2.3-2.4).
+/// How a method's blob starts (docs/readytorun.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HeaderLayout {
     /// `cbBounds, cbVars` (majors 3-16).
@@ -65,9 +65,9 @@ pub enum HeaderLayout {
 /// How the bounds are encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BoundsLayout {
-    /// §2.3: count, then (native delta, IL + 3, raw `SourceTypes`) as nibble values (majors 3-15).
+    /// Nibble: count, then (native delta, IL + 3, raw `SourceTypes`) as nibble values (majors 3-15).
     Nibble,
-    /// §2.5: fixed-width records of `source_bits` + N + I bits: 2 source bits at major 16 (0, 1
+    /// Bit-packed: fixed-width records of `source_bits` + N + I bits: 2 source bits at major 16 (0, 1
     /// CALL_INSTRUCTION, 2 STACK_EMPTY, 3 both), 3 independent ones from 17 (bit 0
     /// CALL_INSTRUCTION, bit 1 STACK_EMPTY, bit 2 ASYNC; `DebugInfo.md`, "Bounds Entry Encoding").
     BitPacked {
@@ -79,7 +79,7 @@ pub enum BoundsLayout {
 /// How the variables are encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VarsLayout {
-    /// §2.3: start, length, number + 4 (`MAX_ILNUM` −4), location (majors 3-16; on 10.0.12's
+    /// Start first: start, length, number + 4 (`MAX_ILNUM` −4), location (majors 3-16; on 10.0.12's
     /// images the first value is 0, a prolog start, for most variables).
     StartFirst,
     /// `DebugInfo.md`, "Vars Data Encoding": number + 6 (`MAX_ILNUM` −6), start, then the length,
@@ -120,7 +120,7 @@ impl DebugInfoLayout {
     /// Major 26 (.NET 11.0.0), measured.
     pub const FAT3: Self = DebugInfoLayout { header: HeaderLayout::FatOrSlim, bounds: BoundsLayout::BitPacked { source_bits: 3 }, vars: VarsLayout::NumberFirst };
 
-    /// The layout of `major`; `None` below 3 (2.x images predate the format of §2.3) and above
+    /// The layout of `major`; `None` below 3 (2.x images predate the nibble format) and above
     /// [`NEWEST_PROVEN_MAJOR`] (a future major may change it again: refused, never misread).
     pub const fn for_major(major: u16) -> Option<Self> {
         match major {
@@ -183,7 +183,7 @@ pub struct Chunks<'a> {
     pub async_info: Reader<'a>,
 }
 
-/// The IL field as stored: EPILOG 0, PROLOG 1, NO_MAPPING 2, IL n as n + 3 (§2.3).
+/// The IL field as stored: EPILOG 0, PROLOG 1, NO_MAPPING 2, IL n as n + 3, in every layout.
 fn il_from_biased(v: u32) -> IlOffset {
     IlOffset::from_raw(v.wrapping_add(0xFFFF_FFFD))
 }
@@ -208,8 +208,8 @@ pub fn decode_parts(blob: Reader<'_>, layout: DebugInfoLayout, with_vars: bool) 
     Ok(info)
 }
 
-/// A method's blob split into its chunks, after the header of sizes (§2.3; the fat header,
-/// §2.4). Chunks follow the header in the header's order (`DebugInfo.md`: "chunk start addresses
+/// A method's blob split into its chunks, after the header of sizes (slim; or fat, from
+/// major 17). Chunks follow the header in the header's order (`DebugInfo.md`: "chunk start addresses
 /// are computed by linear accumulation").
 pub fn split(blob: Reader<'_>, layout: DebugInfoLayout) -> Result<Chunks<'_>> {
     let mut header = Nibbles::new(blob);
@@ -270,7 +270,7 @@ fn whole(n: &Nibbles<'_>, bytes: Reader<'_>, what: &'static str) -> Result<()> {
     }
 }
 
-/// §2.3: count, then (native delta, biased IL, source) per entry.
+/// Nibble bounds: count, then (native delta, biased IL, source) per entry.
 pub fn nibble_bounds(bytes: Reader<'_>) -> Result<Vec<Bound>> {
     let mut out = Vec::new();
     nibble_bounds_into(bytes, &mut out)?;
@@ -296,7 +296,7 @@ fn nibble_bounds_into(bytes: Reader<'_>, out: &mut Vec<Bound>) -> Result<()> {
     whole(&n, bytes, "the end of the bounds after their last entry")
 }
 
-/// §2.5: count, N−1, I−1 as nibbles, then count records of S+N+I bits, LSB first.
+/// Bit-packed bounds: count, N−1, I−1 as nibbles, then count records of S+N+I bits, LSB first.
 pub fn bitpacked_bounds(bytes: Reader<'_>, source_bits: u32) -> Result<Vec<Bound>> {
     let mut out = Vec::new();
     bitpacked_bounds_into(bytes, source_bits, &mut out)?;
@@ -362,7 +362,7 @@ fn bitpacked_bounds_into(bytes: Reader<'_>, source_bits: u32, out: &mut Vec<Boun
     Ok(())
 }
 
-/// A location kind and its fields (§2.3 `VarLocType`; the same in both variable layouts).
+/// A location kind and its fields (`VarLocType`; the same in both variable layouts).
 fn var_loc(n: &mut Nibbles<'_>) -> Result<VarLoc> {
     let at = n.next_byte();
     Ok(match n.unsigned()? {
@@ -381,7 +381,7 @@ fn var_loc(n: &mut Nibbles<'_>) -> Result<VarLoc> {
     })
 }
 
-/// §2.3 vars ([`VarsLayout::StartFirst`]): start, length, number + 4, location kind and its
+/// Start-first variables ([`VarsLayout::StartFirst`]): start, length, number + 4, location kind and its
 /// fields.
 pub fn nibble_vars(bytes: Reader<'_>) -> Result<Vec<Var>> {
     let mut n = Nibbles::new(bytes);
@@ -478,7 +478,7 @@ pub fn async_info(bytes: Reader<'_>) -> Result<Vec<AsyncSuspension>> {
     Ok(out)
 }
 
-/// Writes the nibble stream (§2.2): low nibble first; 3 data bits per nibble, most significant
+/// Writes the nibble stream (docs/format-notes.md#varints): low nibble first; 3 data bits per nibble, most significant
 /// group first, bit 3 = "more follows".
 #[derive(Debug, Default)]
 pub struct NibbleWriter {
@@ -523,7 +523,7 @@ fn biased(il: IlOffset) -> u32 {
     il.to_raw().wrapping_add(3)
 }
 
-/// Encode bounds in the 3.x nibble format (§2.3): count, then (native delta, IL + 3, source).
+/// Encode bounds in the 3.x nibble format: count, then (native delta, IL + 3, source).
 pub fn encode_nibble_bounds(bounds: &[Bound]) -> Vec<u8> {
     let mut w = NibbleWriter::default();
     w.unsigned(u32::try_from(bounds.len()).unwrap_or(u32::MAX));
@@ -537,7 +537,7 @@ pub fn encode_nibble_bounds(bounds: &[Bound]) -> Vec<u8> {
     w.finish()
 }
 
-/// Encode bounds in the bit-packed format of R2R ≥ 16 (§2.5), with `source_bits` of 2 or 3:
+/// Encode bounds in the bit-packed format of R2R ≥ 16, with `source_bits` of 2 or 3:
 /// N and I are the bit lengths of the largest native delta and biased IL value (at least 1).
 pub fn encode_bitpacked_bounds(bounds: &[Bound], source_bits: u32) -> Vec<u8> {
     let bits = |v: u32| (32u32.saturating_sub(v.leading_zeros())).max(1);
@@ -726,7 +726,7 @@ mod tests {
 
     #[test]
     fn encoders_write_the_worked_blobs() {
-        // §2.3: bounds bytes `04 01 09 23 49 19 90 04 02`; §2.5: `34 03 40 88 03 a7 0c`.
+        // Nibble: bounds bytes `04 01 09 23 49 19 90 04 02`; bit-packed: `34 03 40 88 03 a7 0c`.
         assert_eq!(encode_nibble_bounds(&prolog_example()), [0x04, 0x01, 0x09, 0x23, 0x49, 0x19, 0x90, 0x04, 0x02]);
         assert_eq!(encode_bitpacked_bounds(&prolog_example(), 2), [0x34, 0x03, 0x40, 0x88, 0x03, 0xa7, 0x0c]);
     }

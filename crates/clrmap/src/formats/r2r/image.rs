@@ -1,4 +1,4 @@
-//! A ReadyToRun image (ilmap.md §3): READYTORUN_HEADER, sections, RUNTIME_FUNCTIONs, method
+//! A ReadyToRun image (docs/format-notes.md#readytorun-images): READYTORUN_HEADER, sections, RUNTIME_FUNCTIONs, method
 //! entry points (103 by MethodDef, 109 for instantiations), and each method's debug info (105).
 
 use super::debuginfo::{self, DebugInfo, DebugInfoLayout, NEWEST_PROVEN_MAJOR};
@@ -195,7 +195,7 @@ impl<'a> ReadyToRunImage<'a> {
         &self.functions
     }
 
-    /// Decode an entry-point `id` (§3.2): bit 0 clear → index = id >> 1; set → fixups follow and
+    /// Decode an entry-point `id` (docs/format-notes.md#readytorun-images): bit 0 clear → index = id >> 1; set → fixups follow and
     /// index = id >> 2.
     fn entry_index(id: u32) -> u32 {
         if id & 1 == 0 {
@@ -231,7 +231,7 @@ impl<'a> ReadyToRunImage<'a> {
         Ok(out)
     }
 
-    /// The debug info of the method whose entry RUNTIME_FUNCTION is `index` (§3.4), if any.
+    /// The debug info of the method whose entry RUNTIME_FUNCTION is `index` (docs/format-notes.md#readytorun-images), if any.
     pub fn debug_info(&self, index: u32) -> Result<Option<DebugInfo>> {
         match self.debug_array()? {
             Some((sec, arr)) => self.debug_info_in(sec, &arr, index, true),
@@ -258,7 +258,7 @@ impl<'a> ReadyToRunImage<'a> {
         }
     }
 
-    /// The debug info blob of the method whose entry RUNTIME_FUNCTION is `index` (§3.4).
+    /// The debug info blob of the method whose entry RUNTIME_FUNCTION is `index` (docs/format-notes.md#readytorun-images).
     fn debug_blob(&self, sec: Reader<'a>, arr: &NativeArray<'a>, index: u32) -> Result<Option<Reader<'a>>> {
         let Some(at) = arr.get(index)? else { return Ok(None) };
         let mut r = native::at(sec, at)?;

@@ -1,4 +1,4 @@
-//! READYTORUN method signatures in section 109 (ilmap.md "Reading InstanceMethodEntryPoints";
+//! READYTORUN method signatures in section 109 (docs/format-notes.md#readytorun-images;
 //! dotnet/runtime `src/coreclr/inc/readytorun.h` `ReadyToRunMethodSigFlags`): flags, then the
 //! owner type, the method's RID, its instantiation and a constraint. Their types are zapsig types
 //! ([`crate::signature::decode_zapsig_type`]).

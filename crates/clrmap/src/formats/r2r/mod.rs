@@ -1,5 +1,5 @@
 //! ReadyToRun images: where the runtime gets the IL-to-native maps of precompiled code
-//! (ilmap.md §2-3; dotnet/runtime `docs/design/coreclr/botr/readytorun-format.md`).
+//! (docs/format-notes.md#readytorun-images; dotnet/runtime `docs/design/coreclr/botr/readytorun-format.md`).
 //!
 //! Supported: majors 3 to 26, each read in the [`DebugInfoLayout`] its major selects: nibble
 //! bounds to 15 (3.1, 9.1 and 10.1 tested on real frameworks), bit-packed bounds with 2 source

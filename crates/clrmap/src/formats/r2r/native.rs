@@ -1,4 +1,4 @@
-//! NativeFormat primitives (dotnet/runtime `src/coreclr/vm/nativeformatreader.h`; ilmap.md §3.3):
+//! NativeFormat primitives (dotnet/runtime `src/coreclr/vm/nativeformatreader.h`; docs/format-notes.md#varints):
 //! the varint whose *low* bits give the length, NativeArray, and NativeHashtable. Not to be
 //! confused with ECMA compressed integers (high bits give the length) or the nibble stream.
 
@@ -133,7 +133,7 @@ impl<'a> NativeArray<'a> {
     }
 }
 
-/// A NativeHashtable (ilmap.md "Reading InstanceMethodEntryPoints"): header byte, bucket table,
+/// A NativeHashtable (docs/format-notes.md#readytorun-images): header byte, bucket table,
 /// buckets of (low hash byte, signed relative offset) entries.
 #[derive(Clone, Copy, Debug)]
 pub struct NativeHashtable<'a> {
@@ -187,7 +187,7 @@ impl<'a> NativeHashtable<'a> {
     }
 }
 
-/// The nibble stream (coreclr `nibblestream.h`; ilmap.md §2.2): low nibble first; each nibble is
+/// The nibble stream (coreclr `nibblestream.h`; docs/format-notes.md#varints): low nibble first; each nibble is
 /// 3 data bits and a "more" bit; groups are most significant first.
 #[derive(Clone, Debug)]
 pub struct Nibbles<'a> {
@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn nibble_examples_of_nibblestream_h() {
         // 0 -> X0, 7 -> X7, 8 -> 09 (nibbles 9 then 0), 63 -> 7F, 511 -> FF X7, 512 -> 89 08.
-        // ilmap.md §2.2 gives 64 -> F9 X0, but F9 X0 reads 1,7,0 = 120; 64 is 1,0,0 -> nibbles
+        // 64 is not F9 X0, as it was once written down: F9 X0 reads 1,7,0 = 120; 64 is 1,0,0 -> nibbles
         // 9,8,0 -> 89 X0, consistent with its own 512 -> 89 08 (1,0,0,0).
         let cases: &[(u32, &[u8])] = &[(0, &[0x00]), (7, &[0x07]), (8, &[0x09]), (63, &[0x7F]), (64, &[0x89, 0x00]), (120, &[0xF9, 0x00]), (511, &[0xFF, 0x07]), (512, &[0x89, 0x08])];
         for &(v, b) in cases {

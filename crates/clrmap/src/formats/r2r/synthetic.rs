@@ -374,7 +374,7 @@ fn every_known_major_reads_its_own_layout() {
 
 #[test]
 fn an_image_one_major_above_the_newest_is_refused_unless_a_layout_is_assumed() {
-    // Issue #31's acceptance: never misread a future layout. The major field is 4 bytes into
+    // Versions read on purpose: never misread a future layout. The major field is 4 bytes into
     // READYTORUN_HEADER; the error names the major found and the newest known.
     let above = super::NEWEST_PROVEN_MAJOR + 1;
     let (bytes, expected) = build(Machine::X64, 0x8664, above, Length::Record);

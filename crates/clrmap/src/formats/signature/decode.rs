@@ -1,5 +1,5 @@
 //! The strict type-signature decoder (ECMA-335 II.23.2.12, with the Augments corrections and the
-//! strictness rules of `contract.md` §2).
+//! strictness rules of docs/output.md#strictness).
 //!
 //! One recursive-descent walk, guarded by a depth limit, hands every production to a
 //! [`TypeProvider`]. The walk is generic over a [`Grammar`]: [`Ecma`] adds no code to the
@@ -11,7 +11,7 @@ use super::provider::TypeProvider;
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive};
 use crate::read::{token_table, Error, ErrorKind, Reader, Result};
 
-/// Types nested deeper than this are `too_deep` (contract §2). A top-level type is depth 1.
+/// Types nested deeper than this are `too_deep` (docs/output.md#strictness). A top-level type is depth 1.
 pub const MAX_DEPTH: u32 = 100;
 
 /// The largest ARRAY rank accepted. The runtime's limit is 32 (MAX_RANK); dnlib caps parsing at 64
@@ -61,7 +61,7 @@ pub(super) struct Ecma;
 
 impl<P: TypeProvider> Grammar<P> for Ecma {
     // END 0x00, the obsolete 0x17/0x1A, the runtime-internal 0x21/0x22/0x3B-0x3F, SENTINEL
-    // outside a parameter list, PINNED in a type, and everything unknown (contract §2).
+    // outside a parameter list, PINNED in a type, and everything unknown (docs/output.md#strictness).
     fn extra(_: &mut Decoder<'_, P, Self>, _: &mut Reader<'_>, _: u8, at: u64, _: u32, _: Position) -> Result<P::Type> {
         Err(bad_element_type(at))
     }

@@ -1,7 +1,7 @@
 //! ECMA-335 type signatures (II.23.2.12, with the corrections of dotnet/runtime
 //! `docs/design/specs/Ecma-335-Augments.md`): decode, encode, print, parse.
 //!
-//! * [`decode_type`] walks one type strictly (the rules of `contract.md` §2) and hands each
+//! * [`decode_type`] walks one type strictly (the rules of docs/output.md#strictness) and hands each
 //!   production to a [`TypeProvider`]: [`TreeProvider`] builds owned [`Type`] trees,
 //!   [`SpanRenderer`] and [`StreamRenderer`] print ILAsm text (one printer, into a buffer or a
 //!   writer), and `()` only validates ([`skip_type`]).

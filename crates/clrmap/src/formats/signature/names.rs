@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-/// Renders metadata tokens for the signature printer (contract §1).
+/// Renders metadata tokens for the signature printer (docs/output.md#type-signatures).
 ///
 /// Without metadata ([`HexTokens`]) a token prints as `0x` and 8 upper-case hex digits. The
 /// metadata module supplies a resolver that prints real names (`[System.Runtime]System.String`,

@@ -1,4 +1,4 @@
-//! A parser for the ILAsm notation of `contract.md` §1, with tokens written as `0x...`: the
+//! A parser for the ILAsm notation of docs/output.md#type-signatures, with tokens written as `0x...`: the
 //! inverse of the printer, used by `clrmap dict build` manifests.
 //!
 //! Whitespace matters where the notation puts it: suffixes `[]`, `*`, `&` follow a type directly,
@@ -11,7 +11,7 @@ use super::decode::{MAX_ARRAY_RANK, MAX_DEPTH};
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
 use crate::read::{Error, ErrorKind, Result};
 
-/// Parse one type written in contract §1 notation with hex tokens.
+/// Parse one type written in the notation of docs/output.md#type-signatures with hex tokens.
 pub fn parse_type(text: &str) -> Result<Type> {
     let mut p = Parser { s: text.as_bytes(), pos: 0 };
     p.skip_spaces();
@@ -259,7 +259,7 @@ impl Parser<'_> {
         Ok(Type::FnPtr { signature: Box::new(MethodSignature { calling_convention: CallingConvention(cc), generic_parameter_count: 0, return_type, parameters, sentinel }) })
     }
 
-    /// `[d1,d2,...]` with each dimension `L...H`, `L...` or `...` (contract §1).
+    /// `[d1,d2,...]` with each dimension `L...H`, `L...` or `...` (docs/output.md#type-signatures).
     fn shape(&mut self) -> Result<ArrayShape> {
         let start = self.pos;
         self.expect("[")?;

@@ -1,7 +1,7 @@
 //! Where a type stands, and the one rule of the grammar that depends on it: ELEMENT_TYPE_VOID.
 //!
 //! II.23.2.11 (RetType) and II.23.2.12 (`PTR CustomMod* VOID`) are the only productions that take
-//! VOID; everywhere else it is `bad_element_type` (contract §2 "Where modifiers may stand"). Custom
+//! VOID; everywhere else it is `bad_element_type` (docs/output.md#strictness). Custom
 //! modifiers are read as types wrapping the type they modify, so they keep the position they
 //! stand in: `PTR CMOD_OPT t VOID` is still a pointee. The strict decoder, the encoder, the fast
 //! acceptors and the method-signature readers all ask this module, so the rule is written once.
@@ -38,7 +38,7 @@ impl Position {
     }
 
     /// `Ok` if `primitive` may stand here; otherwise `bad_element_type` at `at`, the offset of
-    /// its element type byte (contract §3 "Offset").
+    /// its element type byte (docs/output.md#fault-offsets).
     pub fn check(self, primitive: Primitive, at: u64) -> Result<()> {
         if self.allows(primitive) {
             Ok(())

@@ -1,4 +1,4 @@
-//! The ILAsm-notation printer (`contract.md` §1): one printer, two places for its text.
+//! The ILAsm-notation printer (docs/output.md#type-signatures): one printer, two places for its text.
 //!
 //! The decoder hands productions over in byte order, and in that order every production's text
 //! is its parts' texts, plus prefixes and separators (given through the provider's `begin_*`
@@ -26,7 +26,7 @@ use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Ty
 use super::zapsig::ZapsigProvider;
 use crate::read::{Error, Reader, Result};
 
-/// The text of one ARRAY dimension (contract §1): `L...H` with H = L+S-1, `0...H` for a size
+/// The text of one ARRAY dimension (docs/output.md#type-signatures): `L...H` with H = L+S-1, `0...H` for a size
 /// alone, `L...` for a bound alone, `...` for neither.
 fn write_dimension(out: &mut dyn fmt::Write, size: Option<u32>, lower: Option<i32>) -> fmt::Result {
     match (lower, size) {
@@ -37,7 +37,7 @@ fn write_dimension(out: &mut dyn fmt::Write, size: Option<u32>, lower: Option<i3
     }
 }
 
-/// The calling-convention word of an FNPTR (contract §1), with its trailing space.
+/// The calling-convention word of an FNPTR (docs/output.md#type-signatures), with its trailing space.
 fn calling_convention_word(kind: u8) -> &'static str {
     match kind {
         1 => "unmanaged cdecl ",

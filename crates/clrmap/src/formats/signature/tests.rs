@@ -58,7 +58,7 @@ fn err_hex(s: &str) -> (ErrorKind, u64) {
     (e.kind, e.offset().unwrap())
 }
 
-/// Every production, rendered as contract §1 says, checked by hand against the bytes.
+/// Every production, rendered as docs/output.md#type-signatures says, checked by hand against the bytes.
 #[test]
 fn renderings() {
     let cases = [
@@ -83,13 +83,13 @@ fn renderings() {
         // CLASS TypeRef#0x12 = coded (0x12<<2)|1 = 0x49; VALUETYPE TypeDef#2 = 0x08.
         ("12 49", "class 0x01000012"),
         ("11 08", "valuetype 0x02000002"),
-        // GENERICINST CLASS TypeRef#5 <int32> (gdmap §1 example).
+        // GENERICINST CLASS TypeRef#5 <int32> (docs/format-notes.md#generic-dictionary-map).
         ("15 12 15 01 08", "class 0x01000005<int32>"),
         ("15 11 15 02 08 0E", "valuetype 0x01000005<int32,string>"),
         ("15 12 15 01 15 12 15 01 08", "class 0x01000005<class 0x01000005<int32>>"),
         ("1D 08", "int32[]"),
         ("1D 1D 0E", "string[][]"),
-        // ARRAY int32 rank 2, 1 size (3), 1 lower bound (0): gdmap §1.
+        // ARRAY int32 rank 2, 1 size (3), 1 lower bound (0): docs/format-notes.md#generic-dictionary-map.
         ("14 08 02 01 03 01 00", "int32[0...2,...]"),
         // Size only: 0...H. Lower bound only (-3 = 7B): L.... Neither: `...`.
         ("14 08 01 01 03 00", "int32[0...2]"),
@@ -106,7 +106,7 @@ fn renderings() {
         ("13 00", "!0"),
         ("13 81 00", "!256"),
         ("1E 03", "!!3"),
-        // Modifiers are suffixes, rendered recursively (contract §1 example).
+        // Modifiers are suffixes, rendered recursively (docs/output.md#type-signatures).
         ("1F 49 08", "int32 modreq(0x01000012)"),
         ("20 49 1F 08 08", "int32 modreq(0x02000002) modopt(0x01000012)"),
         // A modifier may name a TypeSpec (tag 2).
@@ -146,7 +146,7 @@ fn renderings() {
     }
 }
 
-/// Every error kind of contract §2, with its offset.
+/// Every error kind of docs/output.md#strictness, with its offset.
 #[test]
 fn errors() {
     use ErrorKind::*;

@@ -97,7 +97,7 @@ impl Primitive {
         })
     }
 
-    /// The ILAsm keyword (contract §1).
+    /// The ILAsm keyword (docs/output.md#type-signatures).
     pub const fn keyword(self) -> &'static str {
         match self {
             Primitive::Void => "void",
@@ -166,7 +166,7 @@ impl CallingConvention {
         self.0 & Self::EXPLICIT_THIS != 0
     }
     /// True for a method calling convention clrmap accepts in an FNPTR: kinds 0-5 and 9, and no
-    /// reserved bit 0x80 (contract §2).
+    /// reserved bit 0x80 (docs/output.md#strictness).
     pub const fn is_valid_method(self) -> bool {
         self.0 & 0x80 == 0 && matches!(self.kind(), 0..=5 | 9)
     }

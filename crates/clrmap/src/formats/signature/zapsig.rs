@@ -1,7 +1,7 @@
 //! The runtime's *zapsig* type signatures: the flavour of II.23.2.12 that ReadyToRun images write
 //! in their method signatures (section 109's instantiations, fixups), with codes ECMA-335 does not
-//! have. dotnet/runtime `src/coreclr/inc/corhdr.h` `CorElementTypeZapSig`; ilmap.md "Reading
-//! InstanceMethodEntryPoints".
+//! have. dotnet/runtime `src/coreclr/inc/corhdr.h` `CorElementTypeZapSig`;
+//! docs/format-notes.md#readytorun-images.
 //!
 //! | code | name | operands |
 //! |---|---|---|
@@ -16,7 +16,7 @@
 //! the generic type's token but not its arguments, which are read in the signature's own module.
 //!
 //! This grammar is its own ([`Zapsig`]); it shares the ECMA productions, the depth limit and the
-//! VOID rule with the strict decoder, which never accepts these codes (contract §2).
+//! VOID rule with the strict decoder, which never accepts these codes (docs/output.md#strictness).
 
 use super::decode::{bad_element_type, class_or_value_type, deeper, Decoder, Grammar};
 use super::position::Position;

@@ -1,4 +1,4 @@
-//! A client of the .NET diagnostics port (dotnet/diagnostics `ipc-protocol.md`; symbols.md §4):
+//! A client of the .NET diagnostics port (dotnet/diagnostics `ipc-protocol.md`; docs/attach.md#the-protocol-as-measured):
 //! find a running process's socket, ask it who it is, and stream an EventPipe trace from it, with
 //! the rundown that gives the maps of every method jitted before the attach. No restart, no
 //! environment variables in the target.

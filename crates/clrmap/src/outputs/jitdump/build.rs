@@ -46,7 +46,7 @@ pub fn symbol_name(name: Option<&str>, module: Option<&str>, token: u32) -> Stri
 }
 
 /// The symbol a method's code gets in a jitdump and a perf map, live and offline alike: the
-/// method's full name with its parameter types from its module's metadata (contract §4
+/// method's full name with its parameter types from its module's metadata (docs/output.md#il-to-native-maps
 /// `full_name` of the method's definition: `Ns.Type::Method(int32,string)`), so that overloads are
 /// told apart in `perf report`; else [`symbol_name`] with the module's file name and the token.
 /// Type arguments are left out: the live route knows them only at a cost, and both routes must

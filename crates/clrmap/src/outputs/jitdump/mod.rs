@@ -2,7 +2,7 @@
 //! (`perf-PID.map`), for .NET code: jitted bodies and ReadyToRun methods alike.
 //!
 //! The format is Linux `tools/perf/Documentation/jitdump-specification.txt`, as
-//! `tools/perf/util/jitdump.c` and `genelf_debug.c` read it (symbols.md §5):
+//! `tools/perf/util/jitdump.c` and `genelf_debug.c` read it (docs/perf.md#format-notes):
 //!
 //! * a 40-byte header: magic `JiTD` (0x4A695444, native order), version 1, header size, ELF
 //!   machine, a reserved word, pid, timestamp, flags;

@@ -1,4 +1,4 @@
-//! CPU profiles from the runtime's sampler (issue 24): a trace's ThreadSample stacks
+//! CPU profiles from the runtime's sampler: a trace's ThreadSample stacks
 //! ([`crate::nettrace::read_samples`]), every frame symbolized with its source line, aggregated
 //! by stack, and written as collapsed stacks (flamegraph.pl, inferno), a speedscope file or a
 //! gzipped pprof `profile.proto`.
