@@ -137,10 +137,10 @@ pub type ClrmapReservedSlot = unsafe extern "C" fn(*mut ICorProfilerInfo) -> HRE
 /// The vtable of `ICorProfilerInfo` through `ICorProfilerInfo9` (93 slots, corprof.idl order),
 /// with the three slots that serve IL-to-native maps; every other slot returns E_NOTIMPL.
 ///
-/// The three calls follow the runtime (ilmap.md §1.3): `cMap` and `*pcMap` count entries, not
-/// bytes (the docs' "multiply by the struct size" is wrong); `*pcMap` always gets the full count; a
-/// short buffer gets a partial copy and S_OK; `(0, &n, NULL)` is the size query; an unknown
-/// function or code start, a null `pcMap`, or a null `map` with `cMap > 0` is E_INVALIDARG.
+/// The three calls follow the runtime: `cMap` and `*pcMap` count entries, not bytes (the docs'
+/// "multiply by the struct size" is wrong); `*pcMap` always gets the full count; a short buffer
+/// gets a partial copy and S_OK; `(0, &n, NULL)` is the size query; an unknown function or code
+/// start, a null `pcMap`, or a null `map` with `cMap > 0` is E_INVALIDARG.
 #[repr(C)]
 pub struct ICorProfilerInfoVtbl {
     /// Slot 0, `IUnknown::QueryInterface`: IUnknown and ICorProfilerInfo.

@@ -126,8 +126,9 @@ pub struct ClrmapError {
     pub location_kind: u32,
     /// The offset, RVA, address or offset in the inflated embedded PDB (0 for NOWHERE).
     pub location: u64,
-    /// The error kind's stable id (`"bad_image"`, contract §3), or NULL when the failure is not a
-    /// library error (a null argument, a file that cannot be opened, an unrecognized file).
+    /// The error kind's stable id (`"bad_image"`, as the CLI prints it), or NULL when the failure
+    /// is not a library error (a null argument, a file that cannot be opened, an unrecognized
+    /// file).
     pub kind: *const c_char,
     /// The kind's family: `"parse"`, `"validity"` or `"resolve"`; NULL when `kind` is NULL.
     pub family: *const c_char,

@@ -183,9 +183,9 @@ pub unsafe extern "C" fn clrmap_profiler_info_function_ids(info: *mut ICorProfil
 }
 
 /// Symbolize an address (an RVA for an image): the FunctionID of the body containing it and the
-/// IL offset there, by the runtime's stack-trace rule for a leaf frame (symbols.md §2), with the
-/// entry kind kept: PROLOG, EPILOG and NO_MAPPING as their ULONG32 values. E_INVALIDARG outside
-/// every body. `clrmap_symbolizer_symbolize` gives the source line too.
+/// IL offset there, by the runtime's stack-trace rule for a leaf frame, with the entry kind kept:
+/// PROLOG, EPILOG and NO_MAPPING as their ULONG32 values. E_INVALIDARG outside every body.
+/// `clrmap_symbolizer_symbolize` gives the source line too.
 #[no_mangle]
 pub unsafe extern "C" fn clrmap_profiler_info_symbolize(info: *mut ICorProfilerInfo, address: u64, functionId: *mut u64, ilOffset: *mut u32) -> HRESULT {
     ffi_fn!({

@@ -78,7 +78,7 @@ pub unsafe extern "C" fn clrmap_symbol_provider_from_memory(data: *const u8, len
     })
 }
 
-/// The types of the dictionary at `rva`, rendered as contract.md §1 says with `0x` tokens, one
+/// The types of the dictionary at `rva`, rendered in the type notation with `0x` tokens, one
 /// per line (joined by `\n`), through the two-call protocol.
 ///
 /// `*pcb` always receives the size needed, NUL included. With `buf` null or `cb` too small,

@@ -4,7 +4,7 @@ use super::{ClrmapFrame, ClrmapSymbolizer};
 use crate::errors::Failure;
 use crate::hresult::{HRESULT, S_FALSE, S_OK};
 
-/// Symbolize one address with its inlined frames (contract §5 `--inlines`), by the two-call
+/// Symbolize one address with its inlined frames (the CLI's `--inlines`), by the two-call
 /// protocol of `GetILToNativeMapping`: the frames go to `frames` (room for `capacity`), innermost
 /// inlinee first and the physical method at the outermost call site last; `*count` is how many
 /// there are, also when they did not all fit (call again with that many). Where no inline tree

@@ -56,8 +56,9 @@ pub const CLRMAP_FRAME_RETURN_ADDRESS: u32 = 1;
 /// return address itself.
 pub const CLRMAP_FRAME_RETURN_ADDRESS_CLR31: u32 = 2;
 
-/// One symbolized address (contract §5). Strings are owned by the symbolizer and live until it is
-/// released; a field that is not known is NULL or 0, and `flags` says which are known.
+/// One symbolized address, with the fields the CLI prints. Strings are owned by the symbolizer and
+/// live until it is released; a field that is not known is NULL or 0, and `flags` says which are
+/// known.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct ClrmapFrame {
