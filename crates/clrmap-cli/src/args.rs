@@ -116,16 +116,6 @@ impl ServerArgs {
     }
 }
 
-/// The frame rule: a leaf as is; a return address by .NET 5's rule, or by CoreCLR 3.1's
-/// (`ReturnAddressAsIs`) when asked (`clr31`) or when the recorded runtime is older than .NET 5.
-pub fn frame_kind(return_address: bool, clr31: bool, runtime_major: Option<u16>) -> FrameKind {
-    match (return_address, clr31) {
-        (false, _) => FrameKind::Leaf,
-        (true, false) => FrameKind::ReturnAddress.for_runtime(runtime_major),
-        (true, true) => FrameKind::ReturnAddressAsIs,
-    }
-}
-
 impl FrameArgs {
     /// The symbol options the flags ask for.
     pub fn options(&self) -> Options {
@@ -136,7 +126,7 @@ impl FrameArgs {
     /// `--return-address`, 3.1's rule where the source recorded a runtime before .NET 5, or where
     /// `--clr31` asks for it.
     pub fn kind(&self, sym: &Symbolizer) -> FrameKind {
-        frame_kind(self.return_address, self.clr31, sym.runtime_major())
+        FrameKind::from_return_address(self.return_address, sym.runtime_major()).with_clr31(self.clr31)
     }
 
     /// Open a source (or, with `--pid`, a running process) with these symbol options.

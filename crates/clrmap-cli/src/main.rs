@@ -3,6 +3,9 @@
 //! Exit status: 0 success, 1 bad input (the error names its kind and offset), 2 bad usage.
 //! A panic (101) is always a bug.
 
+// Only `mapped` (memory-mapped inputs) may use `unsafe`; it allows it for itself.
+#![deny(unsafe_code)]
+
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -12,6 +15,7 @@ mod args;
 mod cmd;
 #[cfg(test)]
 mod golden;
+mod mapped;
 mod open;
 mod output;
 

@@ -235,8 +235,8 @@ pub fn report(e: &CliError) -> ExitCode {
 
 /// Map a regular file read-only (memory follows what is read, not the file's size), or fail
 /// with exit 1 naming the path. Devices and FIFOs are refused before they are opened.
-pub fn read_file(path: &std::path::Path) -> Result<clrmap_capi::MappedFile, CliError> {
-    clrmap_capi::map_file(path).map_err(|e| CliError::Kinded { kind: "io", message: format!("cannot read {}: {e}", path.display()) })
+pub fn read_file(path: &std::path::Path) -> Result<crate::mapped::MappedFile, CliError> {
+    crate::mapped::map_file(path).map_err(|e| CliError::Kinded { kind: "io", message: format!("cannot read {}: {e}", path.display()) })
 }
 
 /// Write one frame: llvm-symbolizer's layout (function, `file:line:column`, blank line) or a JSON

@@ -24,6 +24,7 @@
 //! }
 //! ```
 
+mod frame_kind;
 mod inlined;
 mod lines;
 pub mod profile_lines;
@@ -44,40 +45,12 @@ use crate::read::{Error, ErrorKind};
 use crate::why::{Note, Why};
 
 pub use crate::fs::OpenError;
+pub use frame_kind::FrameKind;
 pub use inlined::{bulk_type_modules, InlinedFrame, InlineeMethod, SourceInlines};
 use lines::ModuleLines;
 pub use lines::{SourceContext, MAX_CONTEXT_LINE};
 pub use source::{note_recorded_pdb, open_source, open_source_assuming, read_trace, OpenedSource, RecordedPdbs, SourceKind};
 pub use vars::{name_var, LocalNames, VarKind, VarName};
-
-/// How the address of a frame is to be read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FrameKind {
-    /// The leaf frame (or an exact instruction address): looked up as is.
-    #[default]
-    Leaf,
-    /// A return address (every frame below the leaf): the call is at address − 1, and so are its
-    /// method and IL offset, as .NET 5 and later compute them for stack traces.
-    ReturnAddress,
-    /// A return address, read as CoreCLR 3.1's `StackFrame.GetILOffset()` reads it: the method is
-    /// the one holding the call (address − 1), but the IL offset is looked up at the return
-    /// address itself, the instruction after the call.
-    ReturnAddressAsIs,
-}
-
-impl FrameKind {
-    /// The rule the runtime that ran the bodies uses for this kind of frame: a return address of
-    /// a runtime before .NET 5 (CoreCLR 3.1, major 3) is read as it reads it
-    /// ([`FrameKind::ReturnAddressAsIs`]); anything else is unchanged. `runtime_major` is what the
-    /// source recorded ([`Symbolizer::runtime_major`]); `None` (an image, an old capture) keeps
-    /// .NET 5's rule. The one home of this rule: the CLI and the C ABI both ask here.
-    pub fn for_runtime(self, runtime_major: Option<u16>) -> FrameKind {
-        match self {
-            FrameKind::ReturnAddress if runtime_major.is_some_and(|m| m < 5) => FrameKind::ReturnAddressAsIs,
-            kind => kind,
-        }
-    }
-}
 
 /// Options: where PDBs are looked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -761,20 +734,4 @@ fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> 
         }
     }
     Err(input(last))
-}
-
-#[cfg(test)]
-mod frame_rule_tests {
-    use super::FrameKind;
-
-    #[test]
-    fn a_return_address_follows_the_recorded_runtime() {
-        // CoreCLR 3.1 reports major 3 (its RuntimeInformation event, or the capture's path).
-        assert_eq!(FrameKind::ReturnAddress.for_runtime(Some(3)), FrameKind::ReturnAddressAsIs);
-        assert_eq!(FrameKind::ReturnAddress.for_runtime(Some(5)), FrameKind::ReturnAddress);
-        assert_eq!(FrameKind::ReturnAddress.for_runtime(Some(8)), FrameKind::ReturnAddress);
-        assert_eq!(FrameKind::ReturnAddress.for_runtime(None), FrameKind::ReturnAddress);
-        assert_eq!(FrameKind::Leaf.for_runtime(Some(3)), FrameKind::Leaf);
-        assert_eq!(FrameKind::ReturnAddressAsIs.for_runtime(Some(8)), FrameKind::ReturnAddressAsIs);
-    }
 }
