@@ -15,6 +15,8 @@ use crate::symbolizer::{FrameKind, MAX_CONTEXT_LINE};
 pub(super) enum Stop {
     TooLarge,
     Busy,
+    /// A module the frames need is not in the LRU, and the caller may not load it here.
+    NotCached,
 }
 
 /// An answer's bytes, bounded by the configured largest answer and by the room its server

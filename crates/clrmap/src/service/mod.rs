@@ -66,6 +66,9 @@ impl Config {
     }
 }
 
+/// The kind [`Service::answer`] stops with when it may not load a module it needs.
+const NOT_CACHED: &str = "not_cached";
+
 /// The default bound on one answer: 64 MiB.
 pub const DEFAULT_MAX_ANSWER: u64 = 64 << 20;
 
@@ -235,6 +238,21 @@ impl Service {
     /// with 503 `busy`. The answer is written frame by frame as each is answered, and stops with
     /// 413 `answer_too_large` past [`Config::max_answer`].
     pub fn symbolicate_within(&self, body: &[u8], room: &mut dyn FnMut(u64) -> bool) -> Result<Answer, ServiceError> {
+        self.answer(body, room, true)
+    }
+
+    /// [`Service::symbolicate_within`] when every module the body asks about is already in the
+    /// LRU (found, or remembered missing): no file is read and no server asked, so a server may
+    /// answer on its own event loop. `None`: some module is not, and the caller answers with
+    /// [`Service::symbolicate_within`] where blocking is fine.
+    pub fn symbolicate_cached(&self, body: &[u8], room: &mut dyn FnMut(u64) -> bool) -> Option<Result<Answer, ServiceError>> {
+        match self.answer(body, room, false) {
+            Err(e) if e.kind == NOT_CACHED => None,
+            other => Some(other),
+        }
+    }
+
+    fn answer(&self, body: &[u8], room: &mut dyn FnMut(u64) -> bool, may_load: bool) -> Result<Answer, ServiceError> {
         let text = std::str::from_utf8(body).map_err(|e| ServiceError::new(400, "bad_utf8", format!("the body is not UTF-8: at byte {}", e.valid_up_to())))?;
         let max = self.config.max_frames;
         let request: Request = request::with_frame_budget(max, || serde_json::from_str(text)).map_err(|e| {
@@ -273,19 +291,20 @@ impl Service {
         }
         drop(groups);
         let mut out = Bounded::new(self.config.max_answer, room);
-        match self.write_answer(&mut out, &idents, &asks, nested, context) {
+        match self.write_answer(&mut out, &idents, &asks, nested, context, may_load) {
             Ok(()) => Ok(Answer { body: out.buf, frames: u64::try_from(total).unwrap_or(u64::MAX) }),
             Err(Stop::TooLarge) => {
                 Err(ServiceError::new(413, "answer_too_large", format!("the answer is over {} bytes (the service's --max-answer); send fewer frames in one request", self.config.max_answer)))
             }
             Err(Stop::Busy) => Err(ServiceError::new(503, "busy", "the service holds as many answer bytes as it may; retry later")),
+            Err(Stop::NotCached) => Err(ServiceError::new(503, NOT_CACHED, "a module is not in the LRU")),
         }
     }
 
     /// Look up each module a frame asks about (its PDB for IL frames, its image for RVAs: once
     /// per request), then write every frame: `{"frames":[...]}`, or `{"stacktraces":[{"frames":
     /// [...]},...]}` when `nested`.
-    fn write_answer(&self, out: &mut Bounded<'_>, idents: &[Ident], asks: &[Vec<(usize, Ask)>], nested: bool, context: u32) -> Result<(), Stop> {
+    fn write_answer(&self, out: &mut Bounded<'_>, idents: &[Ident], asks: &[Vec<(usize, Ask)>], nested: bool, context: u32, may_load: bool) -> Result<(), Stop> {
         let mut pdbs: Vec<Option<Slot>> = vec![None; idents.len()];
         let mut images: Vec<Option<Slot>> = vec![None; idents.len()];
         for (module, ask) in asks.iter().flatten() {
@@ -293,12 +312,12 @@ impl Service {
             match ask {
                 Ask::Il { .. } => {
                     if let Some(slot @ None) = pdbs.get_mut(*module) {
-                        *slot = Some(self.lookup(ident.pdb_key(), || self.load_pdb(ident)));
+                        *slot = Some(self.lookup(ident.pdb_key(), may_load, || self.load_pdb(ident)).ok_or(Stop::NotCached)?);
                     }
                 }
                 Ask::Rva { .. } => {
                     if let Some(slot @ None) = images.get_mut(*module) {
-                        *slot = Some(self.lookup(ident.image_key(), || self.load_image(ident)));
+                        *slot = Some(self.lookup(ident.image_key(), may_load, || self.load_image(ident)).ok_or(Stop::NotCached)?);
                     }
                 }
             }
@@ -342,12 +361,15 @@ impl Service {
         Ok(Answer { body: out, frames: stats.frames })
     }
 
-    /// The LRU's slot for `key`, loading it on a miss.
-    fn lookup(&self, key: Option<String>, load: impl FnOnce() -> Result<(Slot, u64), String>) -> Slot {
-        let Some(key) = key else { return Slot::Missing(Arc::from("the module names neither an assembly nor a PDB with an id")) };
+    /// The LRU's slot for `key`, loading it on a miss (`None` on a miss when not `may_load`).
+    fn lookup(&self, key: Option<String>, may_load: bool, load: impl FnOnce() -> Result<(Slot, u64), String>) -> Option<Slot> {
+        let Some(key) = key else { return Some(Slot::Missing(Arc::from("the module names neither an assembly nor a PDB with an id"))) };
         if let Some(slot) = self.lru.lock().unwrap_or_else(PoisonError::into_inner).get(&key, self.config.missing_ttl) {
             self.hits.fetch_add(1, Ordering::Relaxed);
-            return slot;
+            return Some(slot);
+        }
+        if !may_load {
+            return None;
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let (slot, size) = match load() {
@@ -363,7 +385,7 @@ impl Service {
         // overhead.
         let size = size.saturating_add(u64::try_from(key.len()).unwrap_or(u64::MAX).saturating_mul(2)).saturating_add(ENTRY_OVERHEAD);
         self.lru.lock().unwrap_or_else(PoisonError::into_inner).put(key, slot.clone(), size, self.config.lru_bytes);
-        slot
+        Some(slot)
     }
 
     /// Find a module's image (for ReadyToRun frames) and index its bodies.
@@ -420,5 +442,17 @@ mod tests {
         assert_eq!((c.cache_misses, c.fetch_failures, c.cache_hits), (1, 1, 0));
         s.symbolicate(body).unwrap();
         assert_eq!(s.counts().cache_hits, 1);
+    }
+
+    #[test]
+    fn a_cached_answer_needs_every_module_in_the_lru_and_equals_the_loaded_one() {
+        let s = service();
+        let body = br#"{"modules":[{"name":"Nowhere.dll"}],"frames":[{"module":0,"token":1,"il_offset":3}]}"#;
+        assert!(s.symbolicate_cached(body, &mut |_| true).is_none());
+        assert_eq!(s.counts().cache_misses, 0, "nothing is looked for");
+        let loaded = s.symbolicate(body).unwrap();
+        assert_eq!(s.symbolicate_cached(body, &mut |_| true), Some(Ok(loaded)));
+        // A malformed body is its own answer, with nothing looked up.
+        assert_eq!(s.symbolicate_cached(b"{", &mut |_| true).map(|r| r.map_err(|e| e.kind)), Some(Err("bad_json")));
     }
 }
