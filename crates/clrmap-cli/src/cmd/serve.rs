@@ -543,18 +543,19 @@ fn log(fields: serde_json::Value) {
 /// A request's log line: written from borrowed fields with one write, no tree of values.
 #[derive(serde::Serialize)]
 struct RequestLine<'a> {
-    ts: f64,
-    event: &'static str,
-    method: &'a str,
-    path: &'a str,
-    status: u16,
-    ms: f64,
-    frames: u64,
+    // In the order the lines have always had (by name).
     bytes_in: u64,
     bytes_out: usize,
+    error: Option<&'static str>,
+    event: &'static str,
+    frames: u64,
+    method: &'a str,
+    ms: f64,
+    path: &'a str,
     #[serde(serialize_with = "displayed")]
     peer: SocketAddr,
-    error: Option<&'static str>,
+    status: u16,
+    ts: f64,
 }
 
 fn displayed<S: serde::Serializer>(v: &SocketAddr, s: S) -> Result<S::Ok, S::Error> {
