@@ -10,6 +10,10 @@
 # 1. Load: one replica, wrk with 8 connections, each request a batch of 50 frames (the Frames
 #    fixture's own frames, §7 form); prints requests/s, p50/p99 latency, frames/s and the peak RSS
 #    (VmHWM) after a warm-up request. Goals: >= 20,000 frames/s, p99 < 50 ms, RSS < 256 MB.
+#    Then the peer: for 1, 50 and 1000 frames per request, clrmap's answer to the request is saved
+#    and nginx serves that file for the same POST (a static file, as fast as an answer can be
+#    sent); each is loaded in turn in the same run, and the lines `bench: peer ...` give both
+#    rates, both p99s and clrmap's share of nginx's rate. BENCH_PEERS=0 leaves it out.
 # 2. Scale-out: two replicas behind nginx, sharing one cache folder that both fill from a loopback
 #    symbol server (tests/symsrv/server.py) at once; the same load through nginx; then again with
 #    replica 1 killed (SIGKILL) half way. Checks: both replicas answered, every answer through
@@ -38,6 +42,7 @@ PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done
     [[ -f "$WORK/nginx/nginx.pid" ]] && kill "$(cat "$WORK/nginx/nginx.pid")" 2> /dev/null || true
+    [[ -f "$WORK/nginx-static/nginx.pid" ]] && kill "$(cat "$WORK/nginx-static/nginx.pid")" 2> /dev/null || true
     wait 2> /dev/null || true
     rm -rf "$WORK"
 }
@@ -57,6 +62,8 @@ for line in open(f"{root}/examples/frames.stdout"):
     if f[0] in ("F", "E") and f[4] == "Frames.dll":
         frames.append({"module": 0, "token": int(f[3], 16), "il_offset": int(f[6])})
 batch = [frames[i % len(frames)] for i in range(50)]
+for n in (1, 50, 1000):
+    json.dump({"modules": [{"name": "Frames.dll"}], "frames": [frames[i % len(frames)] for i in range(n)]}, open(f"{work}/by-name-{n}.json", "w"))
 b = open(pdb, "rb").read()
 at = b.index(b"#Pdb\0"); off = struct.unpack("<I", b[at-8:at-4])[0]; base = b.index(b"BSJB")
 g = b[base+off:base+off+16]
@@ -103,13 +110,13 @@ load() {
 field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<< "$2"; }
 
 report() {
-    local name=$1 result=$2
+    local name=$1 result=$2 frames=${3:-50}
     local req dur p50 p99
     req=$(field requests "$result"); dur=$(field duration_us "$result"); p50=$(field p50_us "$result"); p99=$(field p99_us "$result")
     python3 -c "
 req, dur, p50, p99 = $req, $dur, $p50, $p99
 rate = req / (dur / 1e6)
-print(f'bench: $name requests={req} rate={rate:.0f}/s frames_per_s={rate*50:.0f} p50_ms={p50/1000:.2f} p99_ms={p99/1000:.2f} socket_errors=$(field socket_errors "$result") non2xx=$(field non2xx "$result")')
+print(f'bench: $name requests={req} rate={rate:.0f}/s frames_per_s={rate*$frames:.0f} p50_ms={p50/1000:.2f} p99_ms={p99/1000:.2f} socket_errors=$(field socket_errors "$result") non2xx=$(field non2xx "$result")')
 "
 }
 
@@ -126,6 +133,52 @@ python3 -c "import json,sys; v=json.load(open('$WORK/direct.json')); assert len(
 R=$(load "http://127.0.0.1:$P1/symbolicate" "$WORK/by-name.json")
 report single "$R"
 echo "bench: single peak_rss_mb=$(peak_rss_mb "$PID1")"
+
+# --- 1b. The peer: nginx sending clrmap's own answers as static files -------------------------
+if [[ "${BENCH_PEERS:-1}" != 0 ]]; then
+    S=$(free_port)
+    mkdir -p "$WORK/static" "$WORK/nginx-static"
+    # nginx's workers (another user when started as root) read the files.
+    chmod 755 "$WORK" "$WORK/static"
+    cat > "$WORK/nginx-static/nginx.conf" << EOF
+worker_processes auto;
+daemon on;
+pid $WORK/nginx-static/nginx.pid;
+error_log $WORK/nginx-static/error.log;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $WORK/nginx-static/body;
+    proxy_temp_path $WORK/nginx-static/proxy;
+    fastcgi_temp_path $WORK/nginx-static/fastcgi;
+    uwsgi_temp_path $WORK/nginx-static/uwsgi;
+    scgi_temp_path $WORK/nginx-static/scgi;
+    server {
+        listen 127.0.0.1:$S;
+        root $WORK/static;
+        # The static module answers only GET and HEAD: a POST is sent the file all the same.
+        location / { error_page 405 =200 \$uri; }
+    }
+}
+EOF
+    nginx -p "$WORK/nginx-static" -c "$WORK/nginx-static/nginx.conf" || fail "the static nginx did not start"
+    echo "bench: load before the peers: $(cut -d' ' -f1-3 /proc/loadavg)"
+    for n in 1 50 1000; do
+        curl -sf --data-binary @"$WORK/by-name-$n.json" "http://127.0.0.1:$P1/symbolicate" > "$WORK/static/answer-$n.json" || fail "the $n-frame request failed"
+        curl -sf --data-binary @"$WORK/by-name-$n.json" "http://127.0.0.1:$S/answer-$n.json" | cmp -s - "$WORK/static/answer-$n.json" || fail "nginx does not send the $n-frame answer"
+        RC=$(load "http://127.0.0.1:$P1/symbolicate" "$WORK/by-name-$n.json")
+        RN=$(load "http://127.0.0.1:$S/answer-$n.json" "$WORK/by-name-$n.json")
+        report "peer-clrmap-$n" "$RC" "$n"
+        report "peer-nginx-$n" "$RN" "$n"
+        python3 -c "
+c, cd, n, nd = $(field requests "$RC"), $(field duration_us "$RC"), $(field requests "$RN"), $(field duration_us "$RN")
+rc, rn = c / (cd / 1e6), n / (nd / 1e6)
+print(f'bench: peer frames=$n clrmap_rate={rc:.0f}/s nginx_rate={rn:.0f}/s share={rc / rn * 100:.0f}% clrmap_frames_per_s={rc * $n:.0f} clrmap_p99_ms={$(field p99_us "$RC") / 1000:.2f} nginx_p99_ms={$(field p99_us "$RN") / 1000:.2f}')
+"
+    done
+    echo "bench: load after the peers: $(cut -d' ' -f1-3 /proc/loadavg)"
+    kill "$(cat "$WORK/nginx-static/nginx.pid")" 2> /dev/null || true
+fi
 kill "$PID1"
 
 # --- 2. Two replicas behind nginx, one shared cache -----------------------------------------

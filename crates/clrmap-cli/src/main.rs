@@ -18,6 +18,7 @@ mod golden;
 mod mapped;
 mod open;
 mod output;
+mod progress;
 
 use output::CliError;
 
@@ -26,6 +27,9 @@ use output::CliError;
 #[derive(Debug, Parser)]
 #[command(name = "clrmap", version, about, long_about = None)]
 struct Cli {
+    /// No progress on stderr (it is shown only when stderr is a terminal anyway).
+    #[arg(short = 'q', long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -162,6 +166,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    progress::set_quiet(cli.quiet);
     if let Command::Trace(TraceGroup::Collect(args)) = &cli.command {
         return cmd::diag::collect(args);
     }

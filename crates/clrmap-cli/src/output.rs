@@ -243,14 +243,25 @@ pub fn read_file(path: &std::path::Path) -> Result<crate::mapped::MappedFile, Cl
 /// line.
 pub fn write_frame(f: &clrmap::symbolizer::Frame<'_>, json: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     if json {
-        serde_json::to_writer(&mut *out, f).map_err(json_io)?;
-        return out.write_all(b"\n");
+        // The line is built in a buffer kept between lines, then written at once: one call
+        // through `out` a line, not one a token.
+        return LINE.with_borrow_mut(|line| {
+            line.clear();
+            serde_json::to_writer(&mut *line, f).map_err(json_io)?;
+            line.push(b'\n');
+            out.write_all(line)
+        });
     }
     writeln!(out, "{}", Text(f.method.unwrap_or("??")))?;
     match (f.file, f.line) {
         (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}\n", Text(file), f.column.unwrap_or(0)),
         _ => out.write_all(b"??:0:0\n\n"),
     }
+}
+
+thread_local! {
+    /// A JSON answer line being written (see [`write_frame`]).
+    static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Write one answer with the source lines around its line (`symbolize --context`): in JSON the

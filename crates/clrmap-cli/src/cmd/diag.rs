@@ -129,17 +129,15 @@ pub fn ps(args: &PsArgs, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Draws `received N KiB` on stderr, at most every 200 ms, when stderr is a terminal.
+/// The bytes received so far, on a terminal (see [`crate::progress`]).
 struct Progress {
-    show: bool,
-    last: Instant,
+    bar: Option<crate::progress::Progress>,
 }
 
 impl Progress {
     fn update(&mut self, bytes: u64) {
-        if self.show && self.last.elapsed() >= Duration::from_millis(200) {
-            self.last = Instant::now();
-            eprint!("\rreceived {} KiB", bytes >> 10);
+        if let Some(bar) = &self.bar {
+            bar.set(bytes);
         }
     }
 }
@@ -195,7 +193,8 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
         eprintln!("warning: no Ctrl-C handler ({e}); stop with --duration");
     }
     let terminal = std::io::stderr().is_terminal();
-    let mut progress = Progress { show: terminal, last: Instant::now() };
+    let terminal = terminal && crate::progress::shown();
+    let mut progress = Progress { bar: terminal.then(|| crate::progress::Progress::stream("collecting the trace")) };
     let until = if args.duration.is_some() {
         "for the duration"
     } else if client.is_some() {
@@ -229,9 +228,8 @@ pub fn collect(args: &CollectArgs) -> ExitCode {
             (result, Some(launched))
         }
     };
-    if terminal {
-        eprintln!();
-    }
+    // The progress line is cleared before anything else is said.
+    drop(progress);
     // A started command is not left running: the trace of it has ended.
     let runtime_exited = matches!(&result, Ok(c) if c.reason == EndReason::TargetExited);
     let app = launched.as_mut().map(|l| l.finish(args.timeout, runtime_exited));

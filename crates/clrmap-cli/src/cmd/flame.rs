@@ -56,7 +56,13 @@ pub struct FlameArgs {
 /// a trace with no samples gives an empty profile and a warning (status 0 both).
 pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let options = Options { symbols: SymbolPaths { pdb: a.pdb.clone(), dirs: a.symbol_path.clone(), servers: a.servers.servers() } };
+    let finding = if options.symbols.servers.is_some() {
+        crate::progress::Progress::waiting("reading the trace and finding symbols (symbol servers)")
+    } else {
+        crate::progress::Progress::waiting("reading the trace's methods")
+    };
     let sym = Symbolizer::open(&a.trace, options).map_err(crate::open::open_error)?;
+    drop(finding);
     crate::open::warn(&a.trace, sym.warnings());
     let format = match a.format {
         FlameFormat::Collapsed => Format::Collapsed,
@@ -64,7 +70,9 @@ pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
         FlameFormat::Pprof => Format::Pprof,
     };
     let file = clrmap::fs::open_input(&a.trace).map_err(crate::open::open_error)?;
-    let (profile, fault) = Profile::read(&sym, BufReader::with_capacity(1 << 20, file), format.per_thread()).map_err(CliError::input)?;
+    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let reading = crate::progress::Reading::new(file, crate::progress::Progress::bytes(total, "sampling stacks"));
+    let (profile, fault) = Profile::read(&sym, BufReader::with_capacity(1 << 20, reading), format.per_thread()).map_err(CliError::input)?;
     let shown = a.trace.display().to_string();
     if let Some(f) = fault {
         // Said once by the symbolizer's open when the same fault stopped it too.

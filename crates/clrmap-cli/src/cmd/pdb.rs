@@ -485,7 +485,9 @@ fn sources(
         writeln!(out, "documents: {}", docs.len())?;
     }
     let (mut failed, mut written) = (false, 0u64);
+    let extracting = if extract.is_some() { crate::progress::Progress::items(docs.len() as u64, "extracting sources") } else { crate::progress::Progress::items(0, "") };
     for (rid, doc) in (1u32..).zip(&docs) {
+        extracting.add(1);
         let source = pdb.embedded_source(rid).map_err(bad)?;
         let mut row = SourceOut {
             document: rid,

@@ -192,6 +192,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
     let spawned = c.spawn().map_err(|e| CliError::Message(format!("cannot run {program}: {e}")));
     let waited = spawned.and_then(|mut child| {
         let pid = child.id();
+        let _running = crate::progress::Progress::waiting(&format!("profiling process {pid}"));
         child.wait().map(|s| (pid, s)).map_err(|e| CliError::Message(format!("cannot wait for {program}: {e}")))
     });
     if let Some(private) = &runtime_map {

@@ -320,15 +320,36 @@ fn busy(what: &str) -> Outcome {
     error(StatusCode::SERVICE_UNAVAILABLE, "busy", &format!("the service holds as many buffered bytes as it may (--max-buffered-mb) and cannot take {what}; retry later"))
 }
 
-fn endpoint_of(path: &str) -> &'static str {
-    match path {
-        "/symbolicate" => "symbolicate",
-        "/stacktrace" => "stacktrace",
-        "/healthz" => "healthz",
-        "/metrics" => "metrics",
-        _ => "other",
-    }
+/// The endpoints: a request's path picks one, its method must be the route's (HEAD too for a
+/// GET), and its name labels the metrics and the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Symbolicate,
+    Stacktrace,
+    Healthz,
+    Metrics,
 }
+
+/// Each route's path, name and method.
+const ROUTES: [(&str, Route, &str, Method); 4] = [
+    ("/symbolicate", Route::Symbolicate, "symbolicate", Method::POST),
+    ("/stacktrace", Route::Stacktrace, "stacktrace", Method::POST),
+    ("/healthz", Route::Healthz, "healthz", Method::GET),
+    ("/metrics", Route::Metrics, "metrics", Method::GET),
+];
+
+fn route_of(path: &str) -> Option<(Route, &'static str, &'static Method)> {
+    ROUTES.iter().find(|r| r.0 == path).map(|r| (r.1, r.2, &r.3))
+}
+
+fn endpoint_of(route: Option<(Route, &'static str, &'static Method)>) -> &'static str {
+    route.map_or("other", |r| r.1)
+}
+
+/// A body at most this long whose modules are all in the LRU is answered on the connection's own
+/// task, without the hand-over to a blocking thread (about as long as the answer itself for a
+/// few frames); anything else goes to a blocking thread.
+const INLINE_BODY: usize = 16 << 10;
 
 /// How long a body over the limit is still read (and thrown away) before the 413 goes out, so
 /// that a client still sending sees the answer rather than a reset connection (a lingering
@@ -385,23 +406,21 @@ async fn read_body(mut body: Incoming, limit: u64, deadline: Duration, held: &mu
     Ok(data.freeze())
 }
 
-async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
-    let path = req.uri().path().to_owned();
-    let method = req.method().clone();
-    let allowed = match path.as_str() {
-        "/symbolicate" | "/stacktrace" => Method::POST,
-        "/healthz" | "/metrics" => Method::GET,
-        _ => return error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint {path}; the endpoints are POST /symbolicate, POST /stacktrace, GET /healthz, GET /metrics")),
+async fn handle(state: Arc<State>, req: Request<Incoming>, route: Option<(Route, &'static str, &'static Method)>) -> Outcome {
+    let Some((route, _, allowed)) = route else {
+        let path = req.uri().path();
+        return error(StatusCode::NOT_FOUND, "not_found", &format!("no endpoint {path}; the endpoints are POST /symbolicate, POST /stacktrace, GET /healthz, GET /metrics"));
     };
+    let method = req.method();
     if method != allowed && !(allowed == Method::GET && method == Method::HEAD) {
-        let mut o = error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", &format!("{path} takes {allowed}, not {method}"));
+        let mut o = error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", &format!("{} takes {allowed}, not {method}", req.uri().path()));
         o.response.headers_mut().insert(ALLOW, HeaderValue::from_static(if allowed == Method::GET { "GET, HEAD" } else { "POST" }));
         return o;
     }
-    match path.as_str() {
-        "/healthz" => return Outcome { response: respond(StatusCode::OK, "text/plain; charset=utf-8", "ok"), frames: 0, error: None, bytes_in: 0 },
-        "/metrics" => return Outcome { response: respond(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", metrics_text(&state)), frames: 0, error: None, bytes_in: 0 },
-        _ => {}
+    match route {
+        Route::Healthz => return Outcome { response: respond(StatusCode::OK, "text/plain; charset=utf-8", "ok"), frames: 0, error: None, bytes_in: 0 },
+        Route::Metrics => return Outcome { response: respond(StatusCode::OK, "text/plain; version=0.0.4; charset=utf-8", metrics_text(&state)), frames: 0, error: None, bytes_in: 0 },
+        Route::Symbolicate | Route::Stacktrace => {}
     }
     // A declared length over the limit is refused before a byte of the body is read.
     let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
@@ -421,8 +440,17 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
         return Outcome { bytes_in, ..busy("the work on this body") };
     }
     let left = state.request_timeout.saturating_sub(started.elapsed());
+    let stack = route == Route::Stacktrace;
+    if !stack && body.len() <= INLINE_BODY {
+        if let Some(mut answer_held) = state.budget.take(0) {
+            if let Some(result) = state.service.symbolicate_cached(&body, &mut |n| answer_held.grow(n)) {
+                drop(body);
+                drop(held);
+                return answered(result, false, Some(answer_held), bytes_in);
+            }
+        }
+    }
     let worker = state.clone();
-    let stack = path == "/stacktrace";
     let job = tokio::task::spawn_blocking(move || {
         // The answer's bytes are taken from the budget as it grows, and held until it is sent.
         let Some(mut answer_held) = worker.budget.take(0) else {
@@ -450,6 +478,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Outcome {
         Ok(Ok(r)) => r,
     };
     let (result, answer_held) = result;
+    answered(result, stack, answer_held, bytes_in)
+}
+
+/// The response to what the service answered.
+fn answered(result: Result<clrmap::service::Answer, ServiceError>, stack: bool, answer_held: Option<Held>, bytes_in: u64) -> Outcome {
     match result {
         Ok(answer) => {
             let content_type = if stack { "text/plain; charset=utf-8" } else { "application/json" };
@@ -507,27 +540,75 @@ fn log(fields: serde_json::Value) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
+/// A request's log line: written from borrowed fields with one write, no tree of values.
+#[derive(serde::Serialize)]
+struct RequestLine<'a> {
+    // In the order the lines have always had (by name).
+    bytes_in: u64,
+    bytes_out: usize,
+    error: Option<&'static str>,
+    event: &'static str,
+    frames: u64,
+    method: &'a str,
+    ms: f64,
+    path: &'a str,
+    #[serde(serialize_with = "displayed")]
+    peer: SocketAddr,
+    status: u16,
+    ts: f64,
+}
+
+fn displayed<S: serde::Serializer>(v: &SocketAddr, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+thread_local! {
+    /// The log line being written, kept between requests.
+    static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 async fn serve_one(state: Arc<State>, peer: SocketAddr, req: Request<Incoming>) -> Result<Response<AnswerBody>, Infallible> {
     let started = Instant::now();
-    let method = req.method().to_string();
-    let path = req.uri().path().to_owned();
-    let endpoint = endpoint_of(&path);
+    let method = req.method().clone();
+    let route = route_of(req.uri().path());
+    // The path is kept for the log only when it is not a route's own (a route's is static).
+    let other_path = if route.is_none() { Some(req.uri().path().to_owned()) } else { None };
+    let endpoint = endpoint_of(route);
     state.metrics.in_flight.fetch_add(1, Ordering::Relaxed);
-    let outcome = handle(state.clone(), req).await;
+    let outcome = handle(state.clone(), req, route).await;
     state.metrics.in_flight.fetch_sub(1, Ordering::Relaxed);
     let elapsed = started.elapsed();
     let status = outcome.response.status().as_u16();
     state.metrics.record(endpoint, status, elapsed, outcome.frames);
-    let bytes_out = outcome.response.body().data.len();
-    log(serde_json::json!({
-        "ts": now(), "event": "request", "method": method, "path": path, "status": status,
-        "ms": elapsed.as_secs_f64() * 1000.0, "frames": outcome.frames, "bytes_in": outcome.bytes_in,
-        "bytes_out": bytes_out, "peer": peer.to_string(), "error": outcome.error,
-    }));
+    let path = match (route, &other_path) {
+        (Some(_), _) => ROUTES.iter().find(|r| r.2 == endpoint).map_or("", |r| r.0),
+        (None, Some(p)) => p.as_str(),
+        (None, None) => "",
+    };
+    let line = RequestLine {
+        ts: now(),
+        event: "request",
+        method: method.as_str(),
+        path,
+        status,
+        ms: elapsed.as_secs_f64() * 1000.0,
+        frames: outcome.frames,
+        bytes_in: outcome.bytes_in,
+        bytes_out: outcome.response.body().data.len(),
+        peer,
+        error: outcome.error,
+    };
+    LINE.with_borrow_mut(|buf| {
+        buf.clear();
+        if serde_json::to_writer(&mut *buf, &line).is_ok() {
+            buf.push(b'\n');
+            let _ = std::io::stderr().lock().write_all(buf);
+        }
+    });
     Ok(outcome.response)
 }
 

@@ -27,6 +27,7 @@ mod perf;
 mod perf_links;
 mod profile;
 mod profile_inlines;
+mod progress;
 mod r2r_versions;
 mod scripts;
 mod sdk_sources;

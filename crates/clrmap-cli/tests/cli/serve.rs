@@ -680,6 +680,14 @@ fn scale_out_behind_nginx_short() {
         let line = out.lines().find(|l| l.starts_with(&format!("bench: {phase} requests="))).unwrap_or_else(|| panic!("{out}"));
         assert!(line.contains(" non2xx=0") && line.contains(" socket_errors=0"), "{line}");
     }
+    // Beside nginx sending the same answers as static files, at 1, 50 and 1000 frames.
+    for n in [1, 50, 1000] {
+        for who in ["clrmap", "nginx"] {
+            let line = out.lines().find(|l| l.starts_with(&format!("bench: peer-{who}-{n} requests="))).unwrap_or_else(|| panic!("{out}"));
+            assert!(line.contains(" non2xx=0") && line.contains(" socket_errors=0"), "{line}");
+        }
+        assert!(out.lines().any(|l| l.starts_with(&format!("bench: peer frames={n} clrmap_rate="))), "{out}");
+    }
 }
 
 #[test]

@@ -155,6 +155,12 @@ impl ModuleSymbols {
         self.lines.line(token, il).map(|(p, file)| (p.line, p.column, p.end_line, p.end_column, file))
     }
 
+    /// [`ModuleSymbols::span`], the Document row and its SourceLink URL, from one look-up.
+    pub fn span_at(&self, token: u32, il: u32) -> Option<SpanAt<'_>> {
+        let (p, file) = self.lines.line(token, il)?;
+        Some(SpanAt { line: p.line, column: p.column, end_line: p.end_line, end_column: p.end_column, file, document: p.document, source_link: self.lines.source_link(p.document) })
+    }
+
     /// The SourceLink URL of the document of a method's line at an IL offset.
     pub fn source_link(&self, token: u32, il: u32) -> Option<&str> {
         self.lines.source_link(self.document(token, il)?)
@@ -169,6 +175,25 @@ impl ModuleSymbols {
     pub fn pdb_bytes(&self) -> &[u8] {
         self.lines.pdb_bytes()
     }
+}
+
+/// A method's line at an IL offset, with where its document is ([`ModuleSymbols::span_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpanAt<'a> {
+    /// Start line.
+    pub line: u32,
+    /// Start column.
+    pub column: u32,
+    /// End line.
+    pub end_line: u32,
+    /// End column.
+    pub end_column: u32,
+    /// The document's name where it could be read.
+    pub file: Option<&'a str>,
+    /// The Document row.
+    pub document: u32,
+    /// The document's URL by the PDB's SourceLink map.
+    pub source_link: Option<&'a str>,
 }
 
 /// One module of the source: where its file is, the PDB the recording names for it, and its line

@@ -1,0 +1,55 @@
+//! The symbolication service's own cost, in process, on one thread: `Service::symbolicate` on
+//! bodies of 1, 50 and 1000 frames of the committed Frames fixture (its PDB from a symbol path,
+//! already in the LRU), next to the line lookup it wraps (`ModuleSymbols::span_at` on the same
+//! frames). The ratio of the two per frame is what parsing and writing JSON cost.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+
+use std::path::Path;
+
+use clrmap::pdb::locate::SymbolPaths;
+use clrmap::service::{Config, Service};
+use clrmap::symbolizer::ModuleSymbols;
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// (token, IL offset) of every Frames.dll frame the runtime printed (examples/frames.stdout).
+fn frames() -> Vec<(u32, u32)> {
+    let text = std::fs::read_to_string(root().join("examples/frames.stdout")).unwrap();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f.len() > 6 && (f[0] == "F" || f[0] == "E") && f[4] == "Frames.dll").then(|| (u32::from_str_radix(f[3], 16).unwrap(), f[6].parse().unwrap()))
+        })
+        .collect()
+}
+
+fn body(frames: &[(u32, u32)], n: usize) -> Vec<u8> {
+    let list: Vec<String> = (0..n).map(|i| frames[i % frames.len()]).map(|(t, il)| format!(r#"{{"module":0,"token":{t},"il_offset":{il}}}"#)).collect();
+    format!(r#"{{"modules":[{{"name":"Frames.dll"}}],"frames":[{}]}}"#, list.join(",")).into_bytes()
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = root().join("tests/fixtures/frames/debug-portable");
+    let frames = frames();
+    assert!(!frames.is_empty());
+    let service = Service::new(Config::new(SymbolPaths { pdb: None, dirs: vec![dir.clone()], servers: None }, 256 << 20, 100_000));
+    let mut g = c.benchmark_group("service");
+    for n in [1usize, 50, 1000] {
+        let b = body(&frames, n);
+        let first = service.symbolicate(&b).unwrap();
+        assert_eq!(first.frames, n as u64);
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_function(format!("symbolicate_{n}"), |bench| bench.iter(|| service.symbolicate(black_box(&b)).unwrap().body.len()));
+    }
+    let lines = ModuleSymbols::from_pdb(std::fs::read(dir.join("Frames.pdb")).unwrap()).unwrap();
+    let queries: Vec<(u32, u32)> = (0..1000).map(|i| frames[i % frames.len()]).collect();
+    g.throughput(Throughput::Elements(1000));
+    g.bench_function("span_at_1000", |bench| bench.iter(|| queries.iter().filter_map(|&(t, il)| lines.span_at(black_box(t), il)).map(|s| s.line).fold(0u32, u32::wrapping_add)));
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,361 @@
+//! Writing `POST /symbolicate` answers: each frame's JSON object streamed straight into the
+//! answer's bytes, from fields borrowed from the parsed symbols (no tree of values, no string
+//! copied per frame), and the answer's bound.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::ident::Ident;
+use super::lru::Slot;
+use super::ANSWER_STEP;
+use crate::pdb::WINDOWS_PDB_MESSAGE;
+use crate::symbolizer::{FrameKind, MAX_CONTEXT_LINE};
+
+/// Why an answer stopped being written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Stop {
+    TooLarge,
+    Busy,
+    /// A module the frames need is not in the LRU, and the caller may not load it here.
+    NotCached,
+}
+
+/// An answer's bytes, bounded by the configured largest answer and by the room its server
+/// grants.
+pub(super) struct Bounded<'a> {
+    pub(super) buf: Vec<u8>,
+    pub(super) max: u64,
+    granted: u64,
+    room: &'a mut dyn FnMut(u64) -> bool,
+}
+
+impl<'a> Bounded<'a> {
+    pub(super) fn new(max: u64, room: &'a mut dyn FnMut(u64) -> bool) -> Self {
+        Bounded { buf: Vec::new(), max, granted: 0, room }
+    }
+
+    /// Append `data`, asking for room as the buffer grows.
+    pub(super) fn push(&mut self, data: &[u8]) -> Result<(), Stop> {
+        let want = u64::try_from(self.buf.len().saturating_add(data.len())).unwrap_or(u64::MAX);
+        if want > self.max {
+            return Err(Stop::TooLarge);
+        }
+        // The room asked for is the buffer's capacity (what it really holds), grown by doubling
+        // up to the bound.
+        let cap = u64::try_from(self.buf.capacity()).unwrap_or(u64::MAX);
+        if want > cap {
+            let target = want.max(cap.saturating_mul(2)).max(ANSWER_STEP).min(self.max);
+            while target > self.granted {
+                if !(self.room)(ANSWER_STEP) {
+                    return Err(Stop::Busy);
+                }
+                self.granted = self.granted.saturating_add(ANSWER_STEP);
+            }
+            let extra = usize::try_from(target).unwrap_or(usize::MAX).saturating_sub(self.buf.len());
+            self.buf.reserve_exact(extra);
+        }
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+}
+
+/// One frame's answer: docs/output.md#symbolized-frames' fields but `address`, and an `error` where the module's symbols were
+/// not found. Every string is borrowed from the request's modules or the parsed symbols.
+#[derive(Clone, Debug, Default)]
+struct FrameOut<'a> {
+    module: Option<&'a str>,
+    token: Option<u32>,
+    method: Option<&'a str>,
+    il_offset: Option<u32>,
+    file: Option<&'a str>,
+    line: Option<u32>,
+    column: Option<u32>,
+    end_line: Option<u32>,
+    end_column: Option<u32>,
+    /// The document's URL by the PDB's SourceLink map (no field when none).
+    source_link: Option<&'a str>,
+    /// Sentry's context lines, from the source the PDB embeds (no fields when none).
+    context: Option<(Vec<String>, String, Vec<String>)>,
+    /// (kind, message), when the module's symbols were not found.
+    error: Option<(&'static str, &'a str)>,
+}
+
+impl FrameOut<'_> {
+    /// The JSON object, in the field order clients have always seen.
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"module\":");
+        opt_str(out, self.module);
+        out.extend_from_slice(b",\"token\":");
+        opt_u32(out, self.token);
+        out.extend_from_slice(b",\"method\":");
+        opt_str(out, self.method);
+        out.extend_from_slice(b",\"il_offset\":");
+        opt_u32(out, self.il_offset);
+        out.extend_from_slice(b",\"file\":");
+        opt_str(out, self.file);
+        out.extend_from_slice(b",\"line\":");
+        opt_u32(out, self.line);
+        out.extend_from_slice(b",\"column\":");
+        opt_u32(out, self.column);
+        out.extend_from_slice(b",\"end_line\":");
+        opt_u32(out, self.end_line);
+        out.extend_from_slice(b",\"end_column\":");
+        opt_u32(out, self.end_column);
+        if let Some(link) = self.source_link {
+            out.extend_from_slice(b",\"source_link\":");
+            string(out, link);
+        }
+        if let Some((pre, this, post)) = &self.context {
+            if !pre.is_empty() {
+                out.extend_from_slice(b",\"pre_context\":");
+                strings(out, pre);
+            }
+            out.extend_from_slice(b",\"context_line\":");
+            string(out, this);
+            if !post.is_empty() {
+                out.extend_from_slice(b",\"post_context\":");
+                strings(out, post);
+            }
+        }
+        if let Some((kind, message)) = self.error {
+            out.extend_from_slice(b",\"error\":{\"kind\":");
+            string(out, kind);
+            out.extend_from_slice(b",\"message\":");
+            string(out, message);
+            out.push(b'}');
+        }
+        out.push(b'}');
+    }
+}
+
+/// What one frame asks.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Ask {
+    /// A jitted (or any IL) frame: token and IL offset, answered from the PDB.
+    Il { token: u32, il: u32 },
+    /// A ReadyToRun frame: an RVA in the image, answered through its map.
+    Rva { rva: u32, kind: FrameKind },
+}
+
+/// What the frames of a request are answered from: each module's identity and the slots found
+/// for it (its PDB for IL frames, its image for RVAs), all looked up before any frame is written.
+pub(super) struct Found<'a> {
+    pub(super) idents: &'a [Ident],
+    pub(super) pdbs: &'a [Option<Slot>],
+    pub(super) images: &'a [Option<Slot>],
+    pub(super) context: u32,
+}
+
+impl Found<'_> {
+    /// Write each frame's object, comma-separated (a comma first unless `first`), into `out`,
+    /// taking its bytes from `left` (shared by the runs written at once) every few frames: stop
+    /// (false) when `left` runs out.
+    pub(super) fn write_run(&self, asks: &[(usize, Ask)], first: bool, out: &mut Vec<u8>, left: &AtomicUsize) -> bool {
+        let mut counted = out.len();
+        for (i, (module, ask)) in asks.iter().enumerate() {
+            if i > 0 || !first {
+                out.push(b',');
+            }
+            self.write_frame(*module, *ask, out);
+            if i % 16 == 15 || i.saturating_add(1) == asks.len() {
+                let grew = out.len().saturating_sub(counted);
+                counted = out.len();
+                if left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| l.checked_sub(grew)).is_err() {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn write_frame(&self, module: usize, ask: Ask, out: &mut Vec<u8>) {
+        let Some(ident) = self.idents.get(module) else { return };
+        if let Some(why) = &ident.bad {
+            return FrameOut { error: Some(("bad_module", why)), ..FrameOut::default() }.write(out);
+        }
+        // Every slot a frame asks for was looked up before the first frame is written.
+        let unknown = || FrameOut { module: ident.name.as_deref(), ..FrameOut::default() };
+        match ask {
+            Ask::Il { token, il } => match self.pdbs.get(module).and_then(Option::as_ref) {
+                Some(slot) => answer_il(ident, slot, token, il, self.context, out),
+                None => unknown().write(out),
+            },
+            Ask::Rva { rva, kind } => match self.images.get(module).and_then(Option::as_ref) {
+                Some(slot) => answer_rva(ident, slot, rva, kind, out),
+                None => unknown().write(out),
+            },
+        }
+    }
+}
+
+fn missing<'a>(ident: &'a Ident, why: &'a str) -> FrameOut<'a> {
+    // A Windows PDB where the module's PDB was: its own kind, with Sentry's words first.
+    let kind = if why.starts_with(WINDOWS_PDB_MESSAGE) { "unsupported_pdb_format" } else { "not_found" };
+    FrameOut { module: ident.name.as_deref(), error: Some((kind, why)), ..FrameOut::default() }
+}
+
+fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32, context: u32, out: &mut Vec<u8>) {
+    let pdb = match slot {
+        Slot::Pdb(p) => p,
+        Slot::Missing(why) => return FrameOut { token: Some(token), il_offset: Some(il), ..missing(ident, why) }.write(out),
+        Slot::Image(_) => return FrameOut { module: ident.name.as_deref(), token: Some(token), il_offset: Some(il), ..FrameOut::default() }.write(out),
+    };
+    let method = pdb.method_name(token);
+    let mut f = FrameOut { module: ident.name.as_deref(), token: Some(token), method: method.as_deref(), il_offset: Some(il), ..FrameOut::default() };
+    if let Some(span) = pdb.lines.span_at(token, il) {
+        f.file = span.file;
+        f.line = Some(span.line);
+        f.column = Some(span.column);
+        f.end_line = Some(span.end_line);
+        f.end_column = Some(span.end_column);
+        f.source_link = span.source_link;
+        let text = Some(span.document).filter(|_| context > 0).and_then(|rid| pdb.source(rid));
+        f.context = text.and_then(|t| crate::pdb::sources::context(&t, span.line, context, context, MAX_CONTEXT_LINE));
+    }
+    f.write(out);
+}
+
+fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut Vec<u8>) {
+    let sym = match slot {
+        Slot::Image(s) => s,
+        Slot::Missing(why) => return missing(ident, why).write(out),
+        Slot::Pdb(_) => return FrameOut { module: ident.name.as_deref(), ..FrameOut::default() }.write(out),
+    };
+    let f = sym.symbolize(u64::from(rva), kind);
+    FrameOut {
+        // As `clrmap symbolize` answers: an RVA inside no body has every field null. Otherwise the
+        // module's name as the request gave it (a file from a symbol server's cache is named in
+        // lower case).
+        module: f.module.map(|m| ident.name.as_deref().unwrap_or(m)),
+        token: f.token,
+        method: f.method,
+        il_offset: f.il_offset,
+        file: f.file,
+        line: f.line,
+        column: f.column,
+        end_line: f.end_line,
+        end_column: f.end_column,
+        ..FrameOut::default()
+    }
+    .write(out);
+}
+
+fn opt_u32(out: &mut Vec<u8>, v: Option<u32>) {
+    match v {
+        Some(n) => number(out, n),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// A decimal number, without going through `fmt`.
+fn number(out: &mut Vec<u8>, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    loop {
+        at = at.saturating_sub(1);
+        if let Some(d) = digits.get_mut(at) {
+            // The remainder is below 10.
+            *d = b'0'.saturating_add(u8::try_from(n % 10).unwrap_or(0));
+        }
+        n /= 10;
+        if n == 0 || at == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(at..).unwrap_or(&[]));
+}
+
+fn opt_str(out: &mut Vec<u8>, v: Option<&str>) {
+    match v {
+        Some(s) => string(out, s),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn strings(out: &mut Vec<u8>, v: &[String]) {
+    out.push(b'[');
+    for (i, s) in v.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        string(out, s);
+    }
+    out.push(b']');
+}
+
+/// A JSON string, escaped exactly as serde_json escapes one (`\"`, `\\`, the short forms of
+/// backspace, form feed, newline, carriage return and tab, `\u00XX` for other control bytes),
+/// so answers are byte for byte what they were; runs that need no escape are copied whole.
+pub(super) fn string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(bytes.get(start..i).unwrap_or(&[]));
+        if short.is_empty() {
+            let hi = HEX.get(usize::from(b >> 4)).copied().unwrap_or(b'0');
+            let lo = HEX.get(usize::from(b & 0xf)).copied().unwrap_or(b'0');
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hi, lo]);
+        } else {
+            out.extend_from_slice(short);
+        }
+        start = i.saturating_add(1);
+    }
+    out.extend_from_slice(bytes.get(start..).unwrap_or(&[]));
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_and_numbers_are_written_as_serde_json_writes_them() {
+        for s in ["", "plain", "a\"b\\c", "tab\there\nnew\r\u{8}\u{c}", "\u{0}\u{1f}\u{7f}", "é ü 漢 🙂", "C:\\src\\Program.cs"] {
+            let mut out = Vec::new();
+            string(&mut out, s);
+            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
+        for n in [0u32, 7, 10, 99, 100, 100663297, u32::MAX] {
+            let mut out = Vec::new();
+            number(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+    }
+
+    #[test]
+    fn a_frame_object_is_valid_json_with_every_field() {
+        let f = FrameOut {
+            module: Some("A.dll"),
+            token: Some(0x0600_0001),
+            method: Some("N.C::M"),
+            file: Some("/src/\"x\".cs"),
+            line: Some(3),
+            source_link: Some("https://x/y.cs"),
+            context: Some((vec!["a".into()], "b".into(), Vec::new())),
+            error: Some(("not_found", "why")),
+            ..FrameOut::default()
+        };
+        let mut out = Vec::new();
+        f.write(&mut out);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["file"], "/src/\"x\".cs");
+        assert_eq!(v["il_offset"], serde_json::Value::Null);
+        assert_eq!(v["pre_context"][0], "a");
+        assert!(v.get("post_context").is_none());
+        assert_eq!(v["error"]["kind"], "not_found");
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys.len(), 13);
+    }
+}
