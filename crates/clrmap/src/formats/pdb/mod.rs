@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Everything is decoded lazily and borrowed from the PDB's bytes. [`embedded`] inflates the PDB
-//! that an assembly carries in its debug directory; [`locate`] finds and matches a module's PDB.
+//! that an assembly carries in its debug directory; [`crate::locate`] finds and matches a module's PDB.
 //!
 //! ```
 //! # fn main() -> clrmap::Result<()> {
