@@ -11,6 +11,7 @@ mod dict;
 mod dict_errors;
 mod errors;
 mod flame;
+mod flame_running;
 mod hang;
 mod help;
 mod hostile;
