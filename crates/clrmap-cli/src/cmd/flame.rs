@@ -47,6 +47,11 @@ pub struct FlameArgs {
     /// pdb_mismatch).
     #[arg(long, value_name = "FILE")]
     pub pdb: Option<PathBuf>,
+    /// Keep only what ran: the samples the runtime's sampler took while their thread ran managed
+    /// code. Waits are left out (idle thread-pool workers, the pool's gate thread, a thread
+    /// blocked on a lock), and so is time in native code (docs/flame.md).
+    #[arg(long)]
+    pub running: bool,
     /// Symbol servers and their cache.
     #[command(flatten)]
     pub servers: crate::args::ServerArgs,
@@ -72,7 +77,7 @@ pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let file = clrmap::fs::open_input(&a.trace).map_err(crate::open::open_error)?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
     let reading = crate::progress::Reading::new(file, crate::progress::Progress::bytes(total, "sampling stacks"));
-    let (profile, fault) = Profile::read(&sym, BufReader::with_capacity(1 << 20, reading), format.per_thread()).map_err(CliError::input)?;
+    let (profile, fault) = Profile::read_running(&sym, BufReader::with_capacity(1 << 20, reading), format.per_thread(), clrmap::profile::MAX_NODES, a.running).map_err(CliError::input)?;
     let shown = a.trace.display().to_string();
     if let Some(f) = fault {
         // Said once by the symbolizer's open when the same fault stopped it too.
@@ -92,6 +97,26 @@ pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     if st.folded > 0 {
         eprintln!("warning: {}: {} samples past the profile's bound of {} call-tree nodes were counted at their deepest known caller", Text(&shown), st.folded, clrmap::profile::MAX_NODES);
+    }
+    let external = st.samples_external.saturating_mul(100).checked_div(st.trace.samples).unwrap_or(0);
+    if !a.running && external >= 50 {
+        eprintln!("note: {}: {external}% of the samples were taken outside managed code (threads waiting, or in native code); --running leaves them out", Text(&shown));
+    }
+    if a.running && st.trace.samples > 0 && st.samples.saturating_mul(100) < st.trace.samples {
+        eprintln!(
+            "warning: {}: the sampler marked {} of {} samples external, so --running keeps almost nothing: .NET 9's sampler marks threads running managed code external too (measured on 9.0.20); leave --running out",
+            Text(&shown),
+            st.samples_external,
+            st.trace.samples
+        );
+    }
+    if a.running {
+        eprintln!(
+            "note: {}: --running left out {} samples taken outside managed code (waiting, or in native code), and with them {} threads that never ran managed code",
+            Text(&shown),
+            st.samples_left_out,
+            st.threads_left_out
+        );
     }
     crate::open::notes(&sym, false);
     let name = a.trace.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| shown.clone());

@@ -275,6 +275,9 @@ fn check_perf_route(dir: &Path) -> Result<(), CliError> {
         }
     }
     let dir = absolute(dir)?;
+    if let Some(w) = perf_map_lookalike(&dir) {
+        eprintln!("warning: --perf: {w}");
+    }
     match std::fs::metadata(&dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => return Err(CliError::Usage(format!("--perf: {} is not a directory", dir.display()))),
@@ -290,6 +293,17 @@ fn check_perf_route(dir: &Path) -> Result<(), CliError> {
         }
         Err(e) => Err(CliError::Usage(format!("--perf: cannot write into {}: {e}", dir.display()))),
     }
+}
+
+/// Why DIR is a poor place for the jitdump, if it is: perf (6.1 measured) takes any mapped file
+/// whose path starts with `/tmp/perf-` for a perf map (its test is on the path's text), so the
+/// `jitted-PID-N.so` files `perf inject --jit` writes beside the jitdump would be read as maps,
+/// and the jitted code shows as unsymbolized addresses.
+fn perf_map_lookalike(dir: &Path) -> Option<String> {
+    let text = dir.to_string_lossy();
+    text.starts_with("/tmp/perf-").then(|| {
+        format!("{text} starts with /tmp/perf-, which perf takes for a perf map's path: `perf inject --jit` writes its jitted-*.so files there and perf report then leaves the jitted code unsymbolized; choose another directory")
+    })
 }
 
 /// `profile --pid`: attach, record until asked to stop or the process exits, then detach.

@@ -46,7 +46,12 @@ fn collapsed_to_stdout_names_the_hot_line() {
     let own = format!("Hot::OwnLoop (Hot.cs:{})", hot_line("// HOT-OWN"));
     let ending_in_own: u64 = lines.iter().filter(|(s, _)| s.rsplit(';').next().unwrap().starts_with("Hot::OwnLoop")).map(|l| l.1).sum();
     let at_line: u64 = lines.iter().filter(|(s, _)| s.ends_with(&own)).map(|l| l.1).sum();
-    assert!(ending_in_own > 200 && at_line * 10 >= ending_in_own * 9, "{at_line} of {ending_in_own}");
+    // The loop's body line holds most of it; the rest is the `for` line's increment and test,
+    // as in perf's samples of the same loop (docs/flame.md, "The sampler's bias").
+    let src = std::fs::read_to_string(repo_root().join("tests/dotnet/perf/Hot.cs")).unwrap();
+    let header = format!("Hot::OwnLoop (Hot.cs:{})", src.lines().position(|l| l.contains("for (long i = 0; i < n; i++)")).unwrap() + 1);
+    let at_header: u64 = lines.iter().filter(|(s, _)| s.ends_with(&header)).map(|l| l.1).sum();
+    assert!(ending_in_own > 200 && at_line * 2 > ending_in_own && at_line + at_header == ending_in_own, "{at_line} and {at_header} of {ending_in_own}");
     // Root first: Main, then the loop.
     assert!(lines.iter().filter(|(s, _)| s.contains("Hot::OwnLoop")).all(|(s, _)| s.starts_with("Hot::Main (Hot.cs:")), "{lines:?}");
 }

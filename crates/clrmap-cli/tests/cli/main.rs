@@ -4,6 +4,7 @@
 mod addresses;
 mod attach_inlines;
 mod capture_identity;
+mod capture_names;
 mod cpu;
 mod daily;
 mod debug_layouts;
@@ -11,6 +12,7 @@ mod dict;
 mod dict_errors;
 mod errors;
 mod flame;
+mod flame_running;
 mod hang;
 mod help;
 mod hostile;

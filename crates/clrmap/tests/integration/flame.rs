@@ -33,7 +33,8 @@ fn samples_come_with_their_stacks_leaf_first() {
     let bytes = w.finish().unwrap();
     let (got, stats, fault) = samples(&bytes);
     assert!(fault.is_none(), "{fault:?}");
-    assert_eq!(got, vec![(7, a.to_vec(), true), (8, b.to_vec(), false), (7, b.to_vec(), true)]);
+    // Type 1 is external code, 2 managed (the runtime's ep-types.h).
+    assert_eq!(got, vec![(7, a.to_vec(), false), (8, b.to_vec(), true), (7, b.to_vec(), false)]);
     assert_eq!((stats.samples, stats.stacks, stats.unknown_stack_ids, stats.stacks_dropped), (3, 2, 0, 0));
     assert_eq!((stats.pointer_size, stats.sampling_rate_ns, stats.process_id), (Some(8), Some(1_000_000), Some(42)));
     // The other provider's event with a stack is no sample.
@@ -45,7 +46,7 @@ fn a_32_bit_trace_reads_4_byte_addresses() {
     let mut w = TraceWriter::new(Vec::new(), 4, 1_000_000, 1).unwrap();
     w.metadata(&[(META, SAMPLE_PROFILER, 0)]).unwrap();
     w.stacks(1, &[&[0x1000_2000, 0x3000_4000]], 4).unwrap();
-    w.events(&[(META, 3, 1, 1, &1u32.to_le_bytes())]).unwrap();
+    w.events(&[(META, 3, 1, 1, &2u32.to_le_bytes())]).unwrap();
     let (got, _, fault) = samples(&w.finish().unwrap());
     assert!(fault.is_none(), "{fault:?}");
     assert_eq!(got, vec![(3, vec![0x1000_2000, 0x3000_4000], true)]);
@@ -92,7 +93,7 @@ fn a_torn_stack_block_keeps_its_whole_stacks() {
     w.events(&[(META, 1, 1, 1, &1u32.to_le_bytes()), (META, 1, 2, 1, &1u32.to_le_bytes()), (META, 1, 3, 1, &1u32.to_le_bytes())]).unwrap();
     let (got, stats, fault) = samples(&w.finish().unwrap());
     assert!(fault.is_none(), "{fault:?}");
-    assert_eq!(got, vec![(1, vec![0x11, 0x12], true)]);
+    assert_eq!(got, vec![(1, vec![0x11, 0x12], false)]);
     assert_eq!((stats.stacks, stats.stacks_dropped, stats.unknown_stack_ids), (1, 2, 2));
 }
 
@@ -192,12 +193,16 @@ fn hot_loop_line(version: &str, events: u64, major: u16) {
     let in_own: Vec<_> = lines.iter().filter(|(s, _)| s.last().unwrap().starts_with("Hot::OwnLoop ")).collect();
     let total: u64 = in_own.iter().map(|l| l.1).sum();
     let at_line: u64 = in_own.iter().filter(|(s, _)| s.last().unwrap() == &format!("Hot::OwnLoop (Hot.cs:{own})")).map(|l| l.1).sum();
-    // Most of the weight, and more than at any other line (3.1's loop spends a tenth at the
-    // `for` line's increment and test).
-    assert!(total > 200 && at_line * 4 >= total * 3, "{version}: {at_line} of {total} at line {own}: {lines:?}");
+    // Every leaf is in the loop: its body's line, or the `for` line's increment and test. The
+    // body holds most of the weight, as perf's samples of the same loop do (docs/flame.md,
+    // "The sampler's bias": 58% body, 42% header on 8.0.31): a managed sample's leaf is read at
+    // its own address, so the header's instructions keep their samples.
+    let src = std::fs::read_to_string(support::fixture("tests/dotnet/perf/Hot.cs")).unwrap();
+    let header = src.lines().position(|l| l.contains("for (long i = 0; i < n; i++)")).unwrap() + 1;
+    let at_header: u64 = in_own.iter().filter(|(s, _)| s.last().unwrap() == &format!("Hot::OwnLoop (Hot.cs:{header})")).map(|l| l.1).sum();
+    assert!(total > 200 && at_line * 2 > total && at_line + at_header == total, "{version}: {at_line} and {at_header} of {total} at lines {own} and {header}: {lines:?}");
     // Root first: Main calls OwnLoop; callers are read at their return addresses, so Main's
     // frame is the line of the call.
-    let src = std::fs::read_to_string(support::fixture("tests/dotnet/perf/Hot.cs")).unwrap();
     let call = src.lines().position(|l| l.contains("own ^= OwnLoop(")).unwrap() + 1;
     assert!(in_own.iter().all(|(s, _)| s.len() >= 2 && s[s.len() - 2] == format!("Hot::Main (Hot.cs:{call})")), "{in_own:?}");
     // The framework loop: its calls out to string.GetHashCode are at its line.
@@ -264,9 +269,10 @@ fn with_samples(real: &[u8], stacks: &[&[u64]], events: &[(u64, u32, bool)]) -> 
     w.sequence_point().unwrap();
     w.metadata(&[(60_000, SAMPLE_PROFILER, 0)]).unwrap();
     w.stacks(1, stacks, 8).unwrap();
-    let payload1 = 1u32.to_le_bytes();
-    let payload2 = 2u32.to_le_bytes();
-    let ev: Vec<(u32, u64, u32, u64, &[u8])> = events.iter().map(|&(t, s, m)| (60_000, t, s, 1, if m { &payload1[..] } else { &payload2[..] })).collect();
+    // The runtime's sample types: 2 managed, 1 external (eventpipe/ep-types.h).
+    let managed = 2u32.to_le_bytes();
+    let external = 1u32.to_le_bytes();
+    let ev: Vec<(u32, u64, u32, u64, &[u8])> = events.iter().map(|&(t, s, m)| (60_000, t, s, 1, if m { &managed[..] } else { &external[..] })).collect();
     w.events(&ev).unwrap();
     w.finish().unwrap()
 }

@@ -10,7 +10,7 @@
 mod naming;
 mod record;
 
-pub use naming::name_captured;
+pub use naming::{name_captured, BodyNamer, ModuleBytes, ModuleLoader};
 
 pub use record::{Body, End, Header, Hex, InlineEvent, InlineSession, ModuleRecord, PdbChecksum, PdbRecord, Record, RtType};
 
@@ -295,8 +295,10 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
                 // an old profiler wrote (docs/capture-format.md).
                 rva: if kind == CodeKind::R2r { l.rva } else { None },
                 code_size: l.code_size,
-                name: None,
-                full_name: None,
+                // The names the profiler recorded: kept where the module file cannot be had
+                // (name_captured names the body from it where it can).
+                name: l.name,
+                full_name: l.full_name,
                 signature: None,
                 module,
                 module_path: Some(l.module.clone()),

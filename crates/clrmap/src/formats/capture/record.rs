@@ -269,6 +269,15 @@ pub struct Body {
     /// The method's own type arguments (`GetFunctionInfo2`); empty for a method that is not generic.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub method_args: Vec<RtType>,
+    /// The body's `name` (`Ns.Type::Method`), as clrmap names it from the module's metadata
+    /// ([`BodyNamer`](super::BodyNamer)), written by the profiler so the capture names its bodies
+    /// without the assemblies at hand. Absent in captures written before names were recorded,
+    /// and where the module file could not be read at the recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The body's `full_name` (type arguments and parameter types, contract §1), as `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_name: Option<String>,
 }
 
 /// A type as the runtime describes it by ClassID: a TypeDef of a module with its type arguments,

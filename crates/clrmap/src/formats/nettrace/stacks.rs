@@ -63,6 +63,11 @@ impl Canon {
     }
 }
 
+/// A ThreadSample's type for a thread the runtime stopped in cooperative mode, running managed
+/// code (`EventPipeSampleProfilerSampleType` in the runtime's eventpipe/ep-types.h: 0 error,
+/// 1 external, 2 managed).
+const SAMPLE_MANAGED: u32 = 2;
+
 /// One ThreadSample event with its stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample<'a> {
@@ -72,7 +77,8 @@ pub struct Sample<'a> {
     pub timestamp: u64,
     /// The stack, leaf first: the leaf's instruction address, then its callers' return addresses.
     pub frames: &'a [u64],
-    /// True when the thread was running managed code (payload 1); false for external code (2).
+    /// True when the thread was running managed code (payload 2, the runtime's
+    /// `EP_SAMPLE_PROFILER_SAMPLE_TYPE_MANAGED`); false for external code (1) and anything else.
     pub managed: bool,
     /// The stack's identity in the trace: samples with the same key have the same frames, and
     /// equal stacks have one key across sequence points (while a bounded table of the distinct
@@ -197,7 +203,7 @@ pub fn read_samples<R: Read>(r: R, mut f: impl FnMut(&Sample<'_>)) -> Result<(St
         if e.meta.event_id != 0 || e.meta.provider != SAMPLE_PROFILER {
             return;
         }
-        let managed = e.payload.clone().u32("a ThreadSample's type").map(|t| t == 1).unwrap_or(false);
+        let managed = e.payload.clone().u32("a ThreadSample's type").map(|t| t == SAMPLE_MANAGED).unwrap_or(false);
         let t = table.borrow();
         match t.get(e.stack_id) {
             Some(([], _)) => empty = empty.saturating_add(1),

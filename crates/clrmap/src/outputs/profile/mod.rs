@@ -28,7 +28,7 @@ mod collapsed;
 mod pprof;
 mod speedscope;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
 use crate::nettrace::{read_samples, IntMap, Sample};
@@ -101,6 +101,13 @@ pub struct Stats {
     pub unknown_frames: u64,
     /// Distinct stacks in the profile.
     pub stacks: u64,
+    /// Samples the sampler took outside managed code (type external: the thread waited, or ran
+    /// native code), counted or not.
+    pub samples_external: u64,
+    /// Those left out ([`Profile::read_running`]).
+    pub samples_left_out: u64,
+    /// Threads all of whose samples were left out.
+    pub threads_left_out: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -200,6 +207,11 @@ struct Builder<'s> {
     path: Vec<u32>,
     first_ts: Option<u64>,
     last_ts: u64,
+    /// Only samples taken in managed code are counted.
+    running: bool,
+    /// Threads with a sample left out, and threads with a sample counted.
+    left_out: HashSet<u64>,
+    counted: HashSet<u64>,
 }
 
 impl Profile {
@@ -213,6 +225,17 @@ impl Profile {
     /// [`Self::read`] with a call tree of at most `max_nodes` nodes (at most [`MAX_NODES`]):
     /// past it, samples count at their deepest known caller ([`Stats::folded`]).
     pub fn read_bounded<R: Read>(sym: &Symbolizer, trace: R, per_thread: bool, max_nodes: usize) -> Result<(Profile, Option<Error>)> {
+        Self::read_running(sym, trace, per_thread, max_nodes, false)
+    }
+
+    /// [`Self::read_bounded`], counting with `running` only the samples the sampler took while
+    /// their thread ran managed code (type managed): the time threads spent waiting, or in native
+    /// code, is left out ([`Stats::samples_left_out`]), and a thread that never ran managed code
+    /// while sampled (an idle pool worker, the pool's gate thread) is left out whole
+    /// ([`Stats::threads_left_out`]). The sampler calls a sample managed when the thread was in
+    /// cooperative mode as the runtime stopped it, and external when it was in preemptive mode:
+    /// blocked in a wait or a system call, or running native code.
+    pub fn read_running<R: Read>(sym: &Symbolizer, trace: R, per_thread: bool, max_nodes: usize, running: bool) -> Result<(Profile, Option<Error>)> {
         let mut p = Profile { per_thread, max_nodes: max_nodes.min(MAX_NODES), ..Profile::default() };
         let mut b = Builder {
             sym,
@@ -229,6 +252,9 @@ impl Profile {
             path: Vec::new(),
             first_ts: None,
             last_ts: 0,
+            running,
+            left_out: HashSet::new(),
+            counted: HashSet::new(),
         };
         let (trace_stats, fault) = read_samples(trace, |s| p.add(&mut b, s))?;
         p.flush(&mut b);
@@ -241,6 +267,7 @@ impl Profile {
             p.duration_ns = u64::try_from(ticks.saturating_mul(1_000_000_000).checked_div(u128::from(freq)).unwrap_or(0)).unwrap_or(u64::MAX);
         }
         p.stats.trace = trace_stats;
+        p.stats.threads_left_out = b.left_out.difference(&b.counted).count() as u64;
         p.stats.stacks = p.nodes.iter().filter(|n| n.samples > 0).count() as u64;
         Ok((p, fault))
     }
@@ -265,6 +292,17 @@ impl Profile {
     }
 
     fn add(&mut self, b: &mut Builder<'_>, s: &Sample<'_>) {
+        if !s.managed {
+            self.stats.samples_external = self.stats.samples_external.saturating_add(1);
+        }
+        if b.running {
+            if !s.managed {
+                b.left_out.insert(s.thread_id);
+                self.stats.samples_left_out = self.stats.samples_left_out.saturating_add(1);
+                return;
+            }
+            b.counted.insert(s.thread_id);
+        }
         let thread = if self.per_thread { s.thread_id } else { 0 };
         if b.first_ts.is_none() {
             b.first_ts = Some(s.timestamp);
