@@ -26,6 +26,7 @@
 #[cfg(feature = "serde")]
 pub mod capture;
 pub mod diag;
+pub mod dump;
 pub mod fs;
 pub mod gdmap;
 pub mod ilmap;
