@@ -127,6 +127,20 @@ namespace Dumpee
                 Crash();
                 return 0;
             }
+            // `live-big`: about 1 GB of touched heap first, for measuring a large core.
+            var ballast = new List<byte[]>();
+            if (mode == "live-big")
+            {
+                for (int i = 0; i < 1000; i++)
+                {
+                    var block = new byte[1 << 20];
+                    for (int j = 0; j < block.Length; j += 4096)
+                    {
+                        block[j] = 1;
+                    }
+                    ballast.Add(block);
+                }
+            }
             Locks.Start();
             new Thread(() => Deep.Recurse(200)) { IsBackground = true, Name = "deep" }.Start();
             Deep.Reached.Wait();
@@ -138,6 +152,7 @@ namespace Dumpee
             Console.Out.Flush();
             Console.In.ReadLine();
             GC.KeepAlive(chain);
+            GC.KeepAlive(ballast);
             return 0;
         }
     }

@@ -113,8 +113,8 @@ fn read_thread(t: Target<'_, '_>, thread: u64) -> Result<RuntimeThread> {
     let frame = t.ptr(thread, "Thread", "Frame")?;
     // An exception is in flight while the thread has an exception tracker; its object is the
     // one the thread threw last (a handle to it).
+    // `ExceptionTracker` holds the innermost ExInfo's address (zero without one).
     let tracker = t.ptr(thread, "Thread", "ExceptionTracker").unwrap_or(0);
-    let tracker = if tracker != 0 { t.core.u64(tracker).unwrap_or(0) } else { 0 };
     let exception = if tracker != 0 {
         let handle = t.ptr(thread, "Thread", "LastThrownObject").unwrap_or(0);
         let obj = if handle != 0 { t.core.u64(handle).unwrap_or(0) } else { 0 };

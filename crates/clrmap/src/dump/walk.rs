@@ -69,6 +69,10 @@ pub(super) fn walk(t: Target<'_, '_>, rt: &RuntimeThread, regs: &[u64], max_fram
                     if frame == FRAME_TOP || frame == 0 {
                         return;
                     }
+                    if out.frames.len() >= max_frames {
+                        out.notes.push(format!("stopped after {} frames", out.frames.len()));
+                        return;
+                    }
                     if !seen.insert(frame) || seen.len() > target::MAX_FRAMES {
                         out.notes.push(format!("the frame chain loops at 0x{frame:x}"));
                         return;
