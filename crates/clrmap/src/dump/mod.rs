@@ -188,6 +188,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
         };
         walk::walk(t, &rt, &regs, max_frames, &mut names, entry);
     }
+    names.name_frames(by_tid.values_mut().flat_map(|t| t.frames.iter_mut()));
     Ok(finish(report, by_tid, &core))
 }
 

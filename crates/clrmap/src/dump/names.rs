@@ -47,15 +47,25 @@ impl Names {
         bytes
     }
 
-    /// `Ns.Type::Method` for a MethodDef token of the module at `path`.
-    pub fn method_name(&mut self, path: &str, token: u32) -> Option<String> {
-        let key = (path.to_owned(), token);
-        if let Some(n) = self.names.get(&key) {
-            return n.clone();
+    /// Name every frame that has a module and a token but no name yet: each module's metadata is
+    /// parsed once for all its frames.
+    pub fn name_frames<'f>(&mut self, frames: impl Iterator<Item = &'f mut DumpFrame>) {
+        let mut by_module: HashMap<String, Vec<&'f mut DumpFrame>> = HashMap::new();
+        for f in frames {
+            if let (None, Some(_), Some(path)) = (&f.method, f.token, &f.module) {
+                by_module.entry(path.clone()).or_default().push(f);
+            }
         }
-        let name = self.file(path).and_then(|b| Metadata::parse(&b).ok().and_then(|md| md.method_name(token)));
-        self.names.insert(key, name.clone());
-        name
+        for (path, frames) in by_module {
+            let Some(bytes) = self.file(&path) else { continue };
+            let Ok(md) = Metadata::parse(&bytes) else { continue };
+            for f in frames {
+                let Some(token) = f.token else { continue };
+                let key = (path.clone(), token);
+                let name = self.names.entry(key).or_insert_with(|| md.method_name(token)).clone();
+                f.method = name;
+            }
+        }
     }
 
     fn type_name(&mut self, path: &str, token: u32) -> Option<String> {
@@ -101,17 +111,13 @@ impl Names {
                     f.method = Some(name);
                 } else {
                     f.token = Some(token);
-                    if let Some(path) = module_path(t, module) {
-                        f.method = self.method_name(&path, token);
-                        f.module = Some(path);
-                    }
+                    f.module = module_path(t, module);
                 }
             }
         } else if let Some(module) = block.r2r_module {
             f.code = Some("r2r");
             if let (Some(path), Some((begin, _, _))) = (module_path(t, module), block.function) {
                 f.token = self.r2r_token(&path, begin);
-                f.method = f.token.and_then(|tok| self.method_name(&path, tok));
                 f.module = Some(path);
             }
         }
