@@ -17,6 +17,8 @@ pub mod core;
 pub mod descriptor;
 pub mod names;
 pub mod target;
+#[cfg(test)]
+mod tests;
 mod walk;
 
 use std::collections::BTreeMap;
