@@ -69,6 +69,13 @@ enum Command {
     /// A log: `clrmap stacktrace crash.log --symbol-path build/pdbs > crash-with-lines.log`
     #[command(verbatim_doc_comment)]
     Stacktrace(cmd::stacktrace::StacktraceArgs),
+    /// Crash dumps: every thread of a Linux core of a .NET 9 or later process, with its managed
+    /// frames, read through the runtime's contract descriptor (no DAC, no SOS).
+    ///
+    /// Example: `createdump -u -f /tmp/app.core PID` (createdump is beside libcoreclr.so in the
+    /// framework directory), then `clrmap dump /tmp/app.core`, or `clrmap dump /tmp/app.core --json`.
+    #[command(verbatim_doc_comment)]
+    Dump(cmd::dump::DumpArgs),
     /// CPU profiles from a trace's samples (the runtime's sample profiler): every frame with its
     /// method and source line, as collapsed stacks (flamegraph.pl, inferno), a speedscope file
     /// or a gzipped pprof profile.
@@ -149,6 +156,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
         Command::Pdb(c) => cmd::pdb::run(c, out),
         Command::Symbolize(a) => cmd::symbolize::run(a, out),
         Command::Stacktrace(a) => cmd::stacktrace::run(a, out),
+        Command::Dump(a) => cmd::dump::run(a, out),
         Command::Flame(a) => cmd::flame::run(a, out),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Perf(c) => cmd::perf::run(c, out),

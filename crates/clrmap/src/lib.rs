@@ -39,7 +39,7 @@ pub use base::{fs, ilmap, read};
 #[cfg(feature = "serde")]
 pub use formats::capture;
 pub use formats::{gdmap, inlines, metadata, nettrace, pdb, pe, r2r, signature};
-pub use live::diag;
+pub use live::{diag, dump};
 pub use outputs::{jitdump, profile};
 pub use symbols::{locate, symsrv, why};
 

@@ -2,6 +2,7 @@
 
 pub mod diag;
 pub mod dict;
+pub mod dump;
 pub mod flame;
 pub mod il;
 pub mod meta;

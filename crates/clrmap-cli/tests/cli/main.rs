@@ -10,6 +10,7 @@ mod daily;
 mod debug_layouts;
 mod dict;
 mod dict_errors;
+mod dump;
 mod errors;
 mod flame;
 mod flame_running;

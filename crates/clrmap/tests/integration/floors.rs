@@ -12,7 +12,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("symbols", &["symsrv", "locate", "why"]),
     ("answers", &["symbolizer", "stacktrace"]),
     ("outputs", &["profile", "jitdump"]),
-    ("live", &["diag"]),
+    ("live", &["diag", "dump"]),
     ("service", &["service"]),
 ];
 

@@ -1,0 +1,74 @@
+//! `clrmap dump CORE`: every thread of a Linux core of a .NET process, with its managed frames
+//! (the library's `dump` module; docs/dumps.md).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::output::{CliError, Text};
+
+/// `clrmap dump CORE`
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// The core file: createdump's full dump (`createdump -u`, or DOTNET_DbgEnableMiniDump=1 with
+    /// DOTNET_DbgMiniDumpType=4 at a crash) or the kernel's core.
+    pub core: PathBuf,
+    /// One JSON document: the runtime, every thread with its frames, and the notes.
+    #[arg(long)]
+    pub json: bool,
+    /// The most frames listed a thread.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub max_frames: usize,
+}
+
+/// Run it: a file that is not an ELF core is an error (exit 1); what the core or the runtime
+/// lacks is a note in the output.
+pub fn run(a: DumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let bytes = crate::output::read_file(&a.core)?;
+    let report = clrmap::dump::analyze(&bytes, &clrmap::dump::Options { max_frames: a.max_frames }).map_err(|error| CliError::Input { error, json: a.json })?;
+    if a.json {
+        serde_json::to_writer_pretty(&mut *out, &report).map_err(|e| CliError::Io(std::io::Error::other(e)))?;
+        writeln!(out).map_err(CliError::Io)?;
+        return Ok(());
+    }
+    write_text(&report, out).map_err(CliError::Io)
+}
+
+fn write_text(r: &clrmap::dump::DumpReport, out: &mut dyn Write) -> std::io::Result<()> {
+    match &r.runtime {
+        Some(rt) => writeln!(out, "runtime {} (descriptor 0x{:x}, from the {})", Text(&rt.path), rt.descriptor, rt.found_in)?,
+        None => writeln!(out, "runtime: none with a contract descriptor")?,
+    }
+    for t in &r.threads {
+        write!(out, "\nthread {} (0x{:x})", t.os_id, t.os_id)?;
+        if let Some(id) = t.managed_id {
+            write!(out, " managed id {id}")?;
+        }
+        writeln!(out)?;
+        if let Some(e) = &t.exception {
+            writeln!(out, "  exception {} at 0x{:x}: {}", Text(e.type_name.as_deref().unwrap_or("?")), e.address, Text(e.message.as_deref().unwrap_or("")))?;
+        }
+        for f in &t.frames {
+            if f.kind == "managed" {
+                write!(out, "  {:016x} {:016x} {}", f.sp, f.ip, Text(f.method.as_deref().unwrap_or("??")))?;
+                if let Some(off) = f.native_offset {
+                    write!(out, " +0x{off:x}")?;
+                }
+                if let Some(m) = &f.module {
+                    write!(out, " [{}]", Text(m.rsplit('/').next().unwrap_or(m)))?;
+                }
+                writeln!(out)?;
+            } else {
+                writeln!(out, "  {:016x} {:016x} [{}]", f.sp, f.ip, Text(&f.kind))?;
+            }
+        }
+        for n in &t.notes {
+            writeln!(out, "  note: {}", Text(n))?;
+        }
+    }
+    for n in &r.notes {
+        writeln!(out, "note: {}", Text(n))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,276 @@
+//! `clrmap dump CORE`: cores of tests/dotnet/dump/Dumpee.cs made by the runtime's own createdump
+//! (a live process with a deadlock of three threads, a deep recursion, a thread-pool thread parked
+//! in an async continuation and a thread inside List.Sort; and a crash on an unhandled
+//! exception), checked against dotnet-dump's `clrstack -all`: every managed frame it lists is
+//! in clrmap's list for that thread, in order, with the same stack pointer and method.
+//!
+//! .NET 10 walks every thread; .NET 9's descriptor describes threads but no code map or frames,
+//! and .NET 8 has no descriptor: both are checked for what they give and the note that says so.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::support::{clrmap, code, dotnet_file, repo_root, runtime, stderr, stdout, Runtime};
+
+/// dotnet-dump, installed into the runtimes' home (`.dotnet/tools`); a missing one fails.
+fn dotnet_dump() -> String {
+    dotnet_file("tools/dotnet-dump")
+}
+
+/// One core at a time: createdump and dotnet-dump are heavy on two cores.
+static LOCK: Mutex<()> = Mutex::new(());
+
+/// Dumpee.dll built by csc against `rt`'s framework, with a runtimeconfig for exactly `rt`.
+fn dumpee(rt: &Runtime) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-dump").join(rt.label());
+    std::fs::create_dir_all(&dir).unwrap();
+    let dll = dir.join("Dumpee.dll");
+    let mut c = Command::new(dotnet_file("roslyn/csc"));
+    c.args(["-nologo", "-noconfig", "-nostdlib", "-deterministic", "-optimize-", "-debug:portable", "-target:exe"]);
+    for a in ["System.Private.CoreLib", "System.Runtime", "System.Console", "System.Collections", "System.Threading", "System.Threading.Tasks", "System.Threading.Thread"] {
+        c.arg(format!("-r:{}", rt.file(&format!("{a}.dll")).display()));
+    }
+    c.arg(format!("-out:{}", dll.display())).arg(repo_root().join("tests/dotnet/dump/Dumpee.cs"));
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "csc: {}", String::from_utf8_lossy(&out.stdout));
+    std::fs::write(dir.join("Dumpee.runtimeconfig.json"), rt.runtimeconfig()).unwrap();
+    dll
+}
+
+/// A full core of the live Dumpee, by `createdump -u` once it says it is ready.
+fn live_core(rt: &Runtime) -> PathBuf {
+    let dll = dumpee(rt);
+    let core = dll.with_file_name("live.core");
+    let _ = std::fs::remove_file(&core);
+    let mut child = Command::new(&rt.dotnet).arg(&dll).arg("live").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let pid = line.trim().strip_prefix("ready ").unwrap_or_else(|| panic!("Dumpee said {line:?}")).to_owned();
+    let out = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(&core).arg(&pid).output().unwrap();
+    let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(out.status.success() && core.is_file(), "createdump: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    core
+}
+
+/// The runtime's own full dump at an unhandled exception (DOTNET_DbgEnableMiniDump=1,
+/// DOTNET_DbgMiniDumpType=4).
+fn crash_core(rt: &Runtime) -> PathBuf {
+    let dll = dumpee(rt);
+    let core = dll.with_file_name("crash.core");
+    let _ = std::fs::remove_file(&core);
+    let out = Command::new(&rt.dotnet).arg(&dll).arg("crash").env("DOTNET_DbgEnableMiniDump", "1").env("DOTNET_DbgMiniDumpType", "4").env("DOTNET_DbgMiniDumpName", &core).output().unwrap();
+    assert!(!out.status.success(), "the crash did not crash");
+    assert!(core.is_file(), "no crash dump: {}", String::from_utf8_lossy(&out.stderr));
+    core
+}
+
+/// dotnet-dump's managed frames per OS thread id: (child SP, method as `Ns.Type+Nested.Method`,
+/// generic arguments and parameters dropped).
+fn oracle(core: &Path) -> BTreeMap<u64, Vec<(u64, String)>> {
+    let out = Command::new(dotnet_dump()).arg("analyze").arg(core).args(["-c", "clrstack -all", "-c", "exit"]).output().unwrap();
+    assert!(out.status.success(), "dotnet-dump: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut map: BTreeMap<u64, Vec<(u64, String)>> = BTreeMap::new();
+    let mut tid = None;
+    for line in text.lines() {
+        if let Some(h) = line.trim().strip_prefix("OS Thread Id: 0x") {
+            let id = u64::from_str_radix(h.split_whitespace().next().unwrap(), 16).unwrap();
+            tid = Some(id);
+            map.entry(id).or_default();
+            continue;
+        }
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        if parts.len() < 3 || parts[0].len() != 16 || u64::from_str_radix(parts[0], 16).is_err() || parts[2].starts_with('[') {
+            continue;
+        }
+        let site = parts[2..].join(" ");
+        let method = strip_generics(site.split('(').next().unwrap().trim());
+        map.get_mut(&tid.unwrap()).unwrap().push((u64::from_str_radix(parts[0], 16).unwrap(), method));
+    }
+    map
+}
+
+/// `A`1[[X, Y]].M[[Z]]` → `A`1.M`.
+fn strip_generics(s: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    for c in s.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// clrmap's JSON report.
+fn report(core: &Path) -> serde_json::Value {
+    let started = Instant::now();
+    let out = clrmap(&["dump", core.to_str().unwrap(), "--json"]);
+    assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(60));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// clrmap's managed frames per OS thread: (SP, method in dotnet-dump's notation).
+fn managed_frames(r: &serde_json::Value) -> BTreeMap<u64, Vec<(u64, String)>> {
+    let mut map = BTreeMap::new();
+    for t in r["threads"].as_array().unwrap() {
+        let frames = t["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "managed")
+            .map(|f| (f["sp"].as_u64().unwrap(), f["method"].as_str().unwrap_or("??").replace('/', "+").replace("::", ".")))
+            .collect();
+        map.insert(t["os_id"].as_u64().unwrap(), frames);
+    }
+    map
+}
+
+/// Every frame of `want` is in `have`, in order.
+fn assert_subsequence(tid: u64, want: &[(u64, String)], have: &[(u64, String)]) {
+    let mut it = have.iter();
+    for w in want {
+        assert!(it.any(|h| h == w), "thread 0x{tid:x}: dotnet-dump's frame {w:x?} is not in clrmap's list (in order):\n{have:#x?}\nwanted:\n{want:#x?}");
+    }
+}
+
+fn check_against_dotnet_dump(core: &Path) -> (serde_json::Value, usize) {
+    let want = oracle(core);
+    let r = report(core);
+    let have = managed_frames(&r);
+    let mut compared = 0;
+    for (tid, frames) in &want {
+        let got = have.get(tid).unwrap_or_else(|| panic!("clrmap has no thread 0x{tid:x}"));
+        assert_subsequence(*tid, frames, got);
+        compared += frames.len();
+    }
+    (r, compared)
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn dump_live_10_equals_dotnet_dump() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime("10.0");
+    let core = live_core(&rt);
+    let (r, compared) = check_against_dotnet_dump(&core);
+    assert!(compared > 200, "only {compared} frames compared");
+    let all: Vec<String> = managed_frames(&r).into_values().flatten().map(|(_, m)| m).collect();
+    // The scenarios are all there: the deadlock, the recursion, the continuation, the sort.
+    for m in ["Dumpee.Locks.Take", "Dumpee.Deep.Recurse", "Dumpee.Blocking.Compare", "System.Collections.Generic.List`1.Sort", "System.Threading.ThreadPoolWorkQueue.Dispatch"] {
+        assert!(all.iter().any(|a| a == m), "no frame of {m}");
+    }
+    assert!(all.iter().any(|a| a.starts_with("Dumpee.Chains+<Inner>d__") && a.ends_with(".MoveNext")), "no frame of the continuation");
+    assert_eq!(all.iter().filter(|m| *m == "Dumpee.Deep.Recurse").count(), 201);
+    assert_eq!(r["runtime"]["contracts"]["StackWalk"], 1);
+    let _ = std::fs::remove_file(core);
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn dump_crash_10_names_the_exception() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime("10.0");
+    let core = crash_core(&rt);
+    let (r, _) = check_against_dotnet_dump(&core);
+    let thrower = r["threads"].as_array().unwrap().iter().find(|t| !t["exception"].is_null()).expect("a thread with an exception in flight");
+    assert_eq!(thrower["exception"]["type_name"], "System.InvalidOperationException");
+    assert_eq!(thrower["exception"]["message"], "dumpee crash");
+    let methods: Vec<String> = thrower["frames"].as_array().unwrap().iter().filter_map(|f| f["method"].as_str().map(str::to_owned)).collect();
+    let i = methods.iter().position(|m| m == "Dumpee.Program::Thrower").expect("Thrower's frame");
+    assert_eq!(&methods[i..i + 6], ["Dumpee.Program::Thrower", "Dumpee.Program::Thrower", "Dumpee.Program::Thrower", "Dumpee.Program::Thrower", "Dumpee.Program::Crash", "Dumpee.Program::Main"]);
+    let _ = std::fs::remove_file(core);
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn dump_9_lists_threads_and_says_why_no_frames() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime("9.0");
+    let core = live_core(&rt);
+    let want = oracle(&core);
+    let r = report(&core);
+    assert!(r["runtime"]["descriptor"].as_u64().unwrap() > 0);
+    assert!(r["runtime"]["contracts"]["StackWalk"].is_null());
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("no ExecutionManager or StackWalk contract"), "{notes}");
+    // Every thread dotnet-dump lists is a managed thread of clrmap's, with its managed id.
+    for tid in want.keys() {
+        let t = r["threads"].as_array().unwrap().iter().find(|t| t["os_id"] == *tid).unwrap_or_else(|| panic!("no thread 0x{tid:x}"));
+        assert!(t["managed_id"].as_u64().is_some(), "thread 0x{tid:x} has no managed id");
+    }
+    let _ = std::fs::remove_file(core);
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn dump_8_has_no_descriptor() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime("8.0");
+    let core = live_core(&rt);
+    let r = report(&core);
+    assert!(r["runtime"].is_null());
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("no readable contract descriptor"), "{notes}");
+    assert!(r["threads"].as_array().unwrap().len() >= 8);
+    let _ = std::fs::remove_file(core);
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn dump_truncated_and_corrupted_cores_end() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime("10.0");
+    let core = live_core(&rt);
+    let bytes = std::fs::read(&core).unwrap();
+    let cut = core.with_file_name("cut.core");
+    // Cut anywhere: the headers, the notes, the middle of memory, just before the end.
+    for at in [0usize, 10, 64, 200, 4096, 20_000, bytes.len() / 3, bytes.len() / 2, bytes.len() - 4096] {
+        std::fs::write(&cut, &bytes[..at]).unwrap();
+        let started = Instant::now();
+        let out = clrmap(&["dump", cut.to_str().unwrap(), "--json"]);
+        assert!(matches!(code(&out), Some(0 | 1)), "cut at {at}: {:?} {}", code(&out), stderr(&out));
+        assert!(started.elapsed() < Duration::from_secs(60), "cut at {at} took {:?}", started.elapsed());
+        if code(&out) == Some(0) && at > 0 {
+            let r: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+            assert!(!r["notes"].as_array().unwrap().is_empty(), "cut at {at}: a truncated core with no note");
+        }
+    }
+    // Corrupt every 4 KiB page's first bytes after the headers: no panic, no hang.
+    let mut bad = bytes.clone();
+    let mut i = 8192;
+    while i + 8 < bad.len() {
+        bad[i..i + 8].copy_from_slice(&0x4141_4141_4141_4141u64.to_le_bytes());
+        i += 4096 * 7;
+    }
+    std::fs::write(&cut, &bad).unwrap();
+    let started = Instant::now();
+    let out = clrmap(&["dump", cut.to_str().unwrap()]);
+    assert!(matches!(code(&out), Some(0 | 1)), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let _ = std::fs::remove_file(cut);
+    let _ = std::fs::remove_file(core);
+}
+
+#[test]
+fn dump_rejects_what_is_not_a_core() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-dump");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("not-a-core");
+    std::fs::write(&f, b"\x7fELF but not really").unwrap();
+    let out = clrmap(&["dump", f.to_str().unwrap()]);
+    assert_eq!(code(&out), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad_image"), "{}", stderr(&out));
+    let out = clrmap(&["dump"]);
+    assert_eq!(code(&out), Some(2));
+}

@@ -1,0 +1,203 @@
+//! Crash dumps: every managed thread's stack from a Linux ELF core of a .NET process, read
+//! through the runtime's own contract descriptor (no DAC, no SOS).
+//!
+//! The steps, each in its own file:
+//! * [`core`]: the core's memory segments, threads and file mappings;
+//! * [`descriptor`]: libcoreclr.so's exported `DotNetRuntimeContractDescriptor` (.NET 9 and
+//!   later), its types, globals and contracts;
+//! * [`target`]: the thread store's threads and their explicit frame chains;
+//! * [`code`]: code addresses to methods and the unwinding of managed frames;
+//! * [`names`]: method names from the modules' metadata on disk.
+//!
+//! What a runtime's descriptor lacks is said in a note, never guessed: .NET 8 has no
+//! descriptor, and .NET 9's describes threads but not the code map or the frames.
+
+pub mod code;
+pub mod core;
+pub mod descriptor;
+pub mod names;
+pub mod target;
+#[cfg(test)]
+mod tests;
+mod walk;
+
+use std::collections::BTreeMap;
+
+pub use self::core::{Core, CoreThread, FileMapping, Machine};
+pub use self::descriptor::Descriptor;
+use self::target::Target;
+use crate::read::Result;
+
+/// What to read besides the frames.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The most frames listed on one thread (0: the default, 10 000).
+    pub max_frames: usize,
+}
+
+/// A whole dump's answer.
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct DumpReport {
+    /// The machine (`x64`, `arm64`).
+    pub machine: String,
+    /// The runtime, when the core has one with a descriptor.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub runtime: Option<RuntimeInfo>,
+    /// Every thread of the core, with its managed frames where it has them.
+    pub threads: Vec<DumpThread>,
+    /// What could not be read, and why.
+    pub notes: Vec<String>,
+}
+
+/// The runtime the core holds.
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct RuntimeInfo {
+    /// libcoreclr.so's path.
+    pub path: String,
+    /// The descriptor's address.
+    pub descriptor: u64,
+    /// Where its symbol was found (`core` or `file`).
+    pub found_in: &'static str,
+    /// The contracts and their versions.
+    pub contracts: BTreeMap<String, u64>,
+}
+
+/// One thread.
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct DumpThread {
+    /// The OS thread id.
+    pub os_id: u64,
+    /// The managed thread id, for a thread the runtime knows.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub managed_id: Option<u32>,
+    /// The exception in flight.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub exception: Option<ExceptionInfo>,
+    /// Frames, innermost first.
+    pub frames: Vec<DumpFrame>,
+    /// What stopped or limited the walk.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
+    pub notes: Vec<String>,
+}
+
+/// An exception object.
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct ExceptionInfo {
+    /// The object's address.
+    pub address: u64,
+    /// Its type, `Ns.Type`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub type_name: Option<String>,
+    /// Its message.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub message: Option<String>,
+}
+
+/// One frame.
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct DumpFrame {
+    /// `managed`, or the kind of an explicit runtime frame (`InlinedCallFrame`, ...).
+    pub kind: String,
+    /// The instruction pointer (a return address for every frame but the innermost).
+    pub ip: u64,
+    /// The stack pointer (a managed frame's) or the explicit frame's address.
+    pub sp: u64,
+    /// `Ns.Type::Method`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub method: Option<String>,
+    /// The MethodDef token.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub token: Option<u32>,
+    /// The module's path.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub module: Option<String>,
+    /// The offset of `ip` in the method's code.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub native_offset: Option<u64>,
+    /// `jit` or `r2r`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub code: Option<&'static str>,
+}
+
+/// Read a core: its threads, and for a .NET process with a descriptor, every managed thread's
+/// frames. A core that is not an ELF core is an error; anything else missing is a note.
+pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
+    let core = Core::parse(data)?;
+    let mut report = DumpReport { machine: machine_name(core.machine()), ..DumpReport::default() };
+    report.notes.extend(core.notes().iter().cloned());
+    let mut by_tid: BTreeMap<u64, DumpThread> = core.threads().iter().map(|t| (u64::from(t.tid), DumpThread { os_id: u64::from(t.tid), ..DumpThread::default() })).collect();
+    let finish = |mut report: DumpReport, by_tid: BTreeMap<u64, DumpThread>, core: &Core<'_>| {
+        let order: Vec<u64> = core.threads().iter().map(|t| u64::from(t.tid)).collect();
+        let mut by_tid = by_tid;
+        report.threads = order.iter().filter_map(|tid| by_tid.remove(tid)).collect();
+        report.threads.extend(by_tid.into_values());
+        for (a, e) in core.missing() {
+            report.notes.push(format!("the core lacks memory 0x{a:x}-0x{e:x} that the walk needed"));
+        }
+        report
+    };
+    let Some((path, base)) = descriptor::find_runtime(&core) else {
+        report.notes.push("no libcoreclr.so is mapped: not a .NET (CoreCLR) process, or the core has no file mappings".to_owned());
+        return Ok(finish(report, by_tid, &core));
+    };
+    let d = match descriptor::read(&core, &path, base) {
+        Ok(d) => d,
+        Err(e) => {
+            report.notes.push(format!(
+                "{path} has no readable contract descriptor ({}: {}{}); runtimes before .NET 9 export none, so only the core's threads are listed",
+                e.kind,
+                e.message(),
+                e.location
+            ));
+            return Ok(finish(report, by_tid, &core));
+        }
+    };
+    report.runtime = Some(RuntimeInfo { path: path.clone(), descriptor: d.address, found_in: d.found_in, contracts: d.contracts.iter().map(|(k, v)| (k.clone(), *v)).collect() });
+    let t = Target { core: &core, d: &d };
+    let threads = match target::threads(t, &mut report.notes) {
+        Ok(v) => v,
+        Err(e) => {
+            report.notes.push(format!("the thread store cannot be read: {}{}", e.message(), e.location));
+            Vec::new()
+        }
+    };
+    let can_walk = d.contract("ExecutionManager").is_some() && d.contract("StackWalk").is_some();
+    if !can_walk {
+        report.notes.push("the runtime's descriptor has no ExecutionManager or StackWalk contract (so .NET 9): threads are listed without frames".to_owned());
+    }
+    if core.machine() != Machine::X64 && can_walk {
+        report.notes.push("managed frames are unwound on x64 only".to_owned());
+    }
+    let mut names = names::Names::default();
+    let max_frames = if options.max_frames == 0 { 10_000 } else { options.max_frames };
+    for rt in threads {
+        let entry = by_tid.entry(rt.os_id).or_insert_with(|| DumpThread { os_id: rt.os_id, ..DumpThread::default() });
+        entry.managed_id = Some(rt.managed_id);
+        if let Some(obj) = rt.exception {
+            entry.exception = Some(names.exception(t, obj));
+        }
+        if !can_walk || core.machine() != Machine::X64 {
+            continue;
+        }
+        let Some(regs) = core.threads().iter().find(|c| u64::from(c.tid) == rt.os_id).map(|c| c.regs.clone()) else {
+            entry.notes.push("the core has no registers for this thread".to_owned());
+            continue;
+        };
+        walk::walk(t, &rt, &regs, max_frames, &mut names, entry);
+    }
+    names.name_frames(by_tid.values_mut().flat_map(|t| t.frames.iter_mut()));
+    Ok(finish(report, by_tid, &core))
+}
+
+fn machine_name(m: Machine) -> String {
+    match m {
+        Machine::X64 => "x64".to_owned(),
+        Machine::Arm64 => "arm64".to_owned(),
+        Machine::Other(n) => format!("elf-machine-{n}"),
+    }
+}

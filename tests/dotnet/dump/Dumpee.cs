@@ -1,0 +1,159 @@
+// A process to dump. `live`: several threads parked in known places (a deadlock of three threads,
+// a deep recursion, async continuations waiting on a task, a thread inside framework code), then
+// "ready <pid>" on stdout and a wait on stdin while the test runs createdump. `crash`: an unhandled
+// exception thrown through nested frames, for the runtime's own crash dump.
+using System;
+using System.Collections.Generic;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Dumpee
+{
+    public static class Locks
+    {
+        static readonly object A = new object(), B = new object(), C = new object();
+        static readonly CountdownEvent Held = new CountdownEvent(3);
+
+        public static void Take(object first, object second)
+        {
+            lock (first)
+            {
+                Held.Signal();
+                Held.Wait();
+                lock (second)
+                {
+                    Console.WriteLine("never");
+                }
+            }
+        }
+
+        public static void Start()
+        {
+            new Thread(() => Take(A, B)) { IsBackground = true, Name = "deadlock-1" }.Start();
+            new Thread(() => Take(B, C)) { IsBackground = true, Name = "deadlock-2" }.Start();
+            new Thread(() => Take(C, A)) { IsBackground = true, Name = "deadlock-3" }.Start();
+            while (Held.CurrentCount > 0)
+            {
+                Thread.Sleep(10);
+            }
+        }
+    }
+
+    public static class Deep
+    {
+        public static readonly ManualResetEventSlim Reached = new ManualResetEventSlim();
+        static readonly ManualResetEventSlim Never = new ManualResetEventSlim();
+
+        public static int Recurse(int depth)
+        {
+            if (depth == 0)
+            {
+                Reached.Set();
+                Never.Wait();
+                return 0;
+            }
+            return Recurse(depth - 1) + 1;
+        }
+    }
+
+    public static class Chains
+    {
+        public static readonly TaskCompletionSource<int> Gate = new TaskCompletionSource<int>();
+        public static readonly ManualResetEventSlim Reached = new ManualResetEventSlim();
+        static readonly ManualResetEventSlim Never = new ManualResetEventSlim();
+
+        public static async Task<int> Outer()
+        {
+            int v = await Middle();
+            return v + 1;
+        }
+
+        static async Task<int> Middle()
+        {
+            int v = await Inner();
+            return v * 2;
+        }
+
+        static async Task<int> Inner()
+        {
+            await Task.Yield();
+            // A continuation, run by a thread-pool thread, parked here.
+            Reached.Set();
+            Never.Wait();
+            return await Gate.Task;
+        }
+    }
+
+    public sealed class Blocking : IComparer<int>
+    {
+        public static readonly ManualResetEventSlim Inside = new ManualResetEventSlim();
+        static readonly ManualResetEventSlim Never = new ManualResetEventSlim();
+
+        public int Compare(int x, int y)
+        {
+            Inside.Set();
+            Never.Wait();
+            return x.CompareTo(y);
+        }
+
+        public static void SortForever()
+        {
+            var items = new List<int> { 3, 1, 2 };
+            items.Sort(new Blocking());
+        }
+    }
+
+    public static class Program
+    {
+        static void Thrower(int n)
+        {
+            if (n == 0)
+            {
+                throw new InvalidOperationException("dumpee crash");
+            }
+            Thrower(n - 1);
+        }
+
+        static void Crash()
+        {
+            Thrower(3);
+        }
+
+        public static int Main(string[] args)
+        {
+            string mode = args.Length > 0 ? args[0] : "live";
+            if (mode == "crash")
+            {
+                Crash();
+                return 0;
+            }
+            // `live-big`: about 1 GB of touched heap first, for measuring a large core.
+            var ballast = new List<byte[]>();
+            if (mode == "live-big")
+            {
+                for (int i = 0; i < 1000; i++)
+                {
+                    var block = new byte[1 << 20];
+                    for (int j = 0; j < block.Length; j += 4096)
+                    {
+                        block[j] = 1;
+                    }
+                    ballast.Add(block);
+                }
+            }
+            Locks.Start();
+            new Thread(() => Deep.Recurse(200)) { IsBackground = true, Name = "deep" }.Start();
+            Deep.Reached.Wait();
+            new Thread(Blocking.SortForever) { IsBackground = true, Name = "framework" }.Start();
+            Blocking.Inside.Wait();
+            Task<int> chain = Chains.Outer();
+            Chains.Reached.Wait();
+            Console.WriteLine("ready " + Environment.ProcessId);
+            Console.Out.Flush();
+            Console.In.ReadLine();
+            GC.KeepAlive(chain);
+            GC.KeepAlive(ballast);
+            return 0;
+        }
+    }
+}
