@@ -87,9 +87,6 @@ struct State {
     module_paths: HashMap<usize, String>,
     /// ModuleID → its MVID as the capture writes it (`None`: the runtime did not tell).
     mvids: HashMap<usize, Option<String>>,
-    /// Names each recorded body from its module file, as `clrmap` would with the file at hand,
-    /// so the capture names its bodies wherever it is read.
-    namer: Option<clrmap::capture::BodyNamer>,
 }
 
 fn state() -> &'static Mutex<State> {
@@ -107,7 +104,6 @@ fn state() -> &'static Mutex<State> {
             types: HashMap::new(),
             module_paths: HashMap::new(),
             mvids: HashMap::new(),
-            namer: None,
         })
     })
 }
@@ -348,7 +344,6 @@ unsafe extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mu
             s.types.clear();
             s.module_paths.clear();
             s.mvids.clear();
-            s.namer = None;
             modules::reset();
             s.info = Some(info);
             s.out = Some(out);
@@ -435,7 +430,6 @@ unsafe extern "system" fn profiler_detach_succeeded(_this: *mut c_void) -> Hresu
             s.types.clear();
             s.module_paths.clear();
             s.mvids.clear();
-            s.namer = None;
             modules::reset();
         }
         S_OK
@@ -548,8 +542,7 @@ fn raw(map: &[IlMap]) -> Vec<[u32; 3]> {
 
 /// One record per code body: a JSON line, written whole in one `write` (a crash loses at most
 /// the line being written, and processes sharing the file never interleave inside a line).
-fn record(s: &mut State, r2r: bool, mut body: Body) {
-    modules::body_names(s, &mut body, r2r);
+fn record(s: &mut State, r2r: bool, body: Body) {
     let line = if r2r { Record::R2r(body) } else { Record::Jit(body) }.to_line();
     let Some(out) = s.out.as_mut() else { return };
     let _ = out.write_all(line.as_bytes());
@@ -614,10 +607,12 @@ fn drain_r2r(s: &mut State) {
                 map: raw(map),
                 map1: None,
                 before_attach: false,
-                class_args,
-                method_args,
+                // Names are read from the assembly at symbolization: naming each body inside the
+                // JIT callback slowed attach enough to change what a short run records.
                 name: None,
                 full_name: None,
+                class_args,
+                method_args,
             };
             record(s, true, body);
         }
@@ -693,10 +688,10 @@ fn record_jitted(s: &mut State, info: Info, fid: usize, rejit: usize, before_att
             map: raw(&map),
             map1: if rva.is_some() { None } else { map1.clone() },
             before_attach,
-            class_args: class_args.clone(),
-            method_args: method_args.clone(),
             name: None,
             full_name: None,
+            class_args: class_args.clone(),
+            method_args: method_args.clone(),
         };
         record(s, rva.is_some(), b);
         if let Some(p) = s.perf.as_mut() {

@@ -75,30 +75,6 @@ fn pdb_of(bytes: &[u8], mvid: Option<[u8; 16]>) -> Option<(PdbRecord, Vec<PdbChe
     Some((pdb, checksums))
 }
 
-/// A module file mapped, not read: the runtime maps the same file, so its pages are shared, and
-/// the profiled process does not hold a second copy of every assembly it names.
-fn map_module(path: &str) -> Option<clrmap::capture::ModuleBytes> {
-    let f = std::fs::File::open(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    // SAFETY: the file is an assembly the runtime has loaded (and maps itself); it is only read.
-    let m = unsafe { memmap2::Mmap::map(&f) }.ok()?;
-    Some(Box::new(m))
-}
-
-/// The body's `name` and `full_name`, from its module file (read once per module): only from a
-/// file whose MVID is the one the runtime loaded.
-pub(crate) fn body_names(s: &mut crate::State, body: &mut clrmap::capture::Body, r2r: bool) {
-    let namer = s.namer.get_or_insert_with(|| clrmap::capture::BodyNamer::new(Box::new(map_module)));
-    let mvid = body.mvid.as_deref().and_then(clrmap::metadata::parse_mvid);
-    let kind = if r2r { clrmap::ilmap::CodeKind::R2r } else { clrmap::ilmap::CodeKind::Jit };
-    if let Some((name, full)) = namer.name(&body.module, mvid, body.token, kind, body.rva, &body.class_args, &body.method_args) {
-        body.name = Some(name);
-        body.full_name = full;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

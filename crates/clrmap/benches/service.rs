@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use clrmap::pdb::locate::SymbolPaths;
+use clrmap::locate::SymbolPaths;
 use clrmap::service::{Config, Service};
 use clrmap::symbolizer::ModuleSymbols;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};

@@ -4,7 +4,6 @@
 mod addresses;
 mod attach_inlines;
 mod capture_identity;
-mod capture_names;
 mod cpu;
 mod daily;
 mod debug_layouts;

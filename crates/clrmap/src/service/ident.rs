@@ -5,10 +5,8 @@ use std::sync::Arc;
 
 use super::request::{file_name, parse_debug_id, parse_guid, ModuleIn, Num};
 use super::{ServiceError, MAX_NAME};
-use crate::metadata::Metadata;
 use crate::locate::SymbolPaths;
 use crate::pdb::WINDOWS_PDB_MESSAGE;
-use crate::pe::PeImage;
 
 /// One module of a request, as understood from its fields.
 #[derive(Debug, Default)]

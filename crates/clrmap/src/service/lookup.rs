@@ -11,6 +11,9 @@ use crate::pe::PeImage;
 use crate::symbolizer::ModuleSymbols;
 use crate::symbols::module::{assembly_of_pdb, pdb_by_name, plain_file_name, ImageMiss};
 
+/// A module's PDB, and its assembly where one of its build is at hand (for method names).
+type Found = (FoundPdb, Option<Vec<u8>>);
+
 impl Service {
     /// Find and parse a module's PDB (and its assembly, for names).
     pub(super) fn load_pdb(&self, ident: &Ident) -> Result<(Slot, u64), String> {
@@ -68,7 +71,7 @@ impl Service {
     /// checked when given), then its own PDB (embedded, beside it, in a symbol path, or from a
     /// symbol server by its CodeView id).
     /// `Ok(None)`: no assembly of that name (and ids) anywhere.
-    pub(super) fn pdb_by_assembly(&self, ident: &Ident, name: &str) -> Result<Option<(FoundPdb, Option<Vec<u8>>)>, String> {
+    pub(super) fn pdb_by_assembly(&self, ident: &Ident, name: &str) -> Result<Option<Found>, String> {
         let paths = &self.config.paths;
         let (path, bytes) = match self.find_image(ident, name) {
             Ok(found) => found,
@@ -92,7 +95,7 @@ impl Service {
 
     /// A module's PDB by its file name alone (`pdb`, else the assembly's stem with `.pdb`) in the
     /// symbol paths, with its assembly beside it where one of its build is. `Ok(None)`: none.
-    fn pdb_named(&self, ident: &Ident) -> Result<Option<(FoundPdb, Option<Vec<u8>>)>, String> {
+    fn pdb_named(&self, ident: &Ident) -> Result<Option<Found>, String> {
         let paths = &self.config.paths;
         let Some(pdb) = ident.pdb_name() else { return Ok(None) };
         let Some((path, bytes)) = pdb_by_name(&pdb, paths) else { return Ok(None) };

@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::metadata::Metadata;
 use crate::locate::SymbolPaths;
+use crate::metadata::Metadata;
 use crate::pdb::PortablePdb;
 use crate::pe::PeImage;
 use crate::symbolizer::{ModuleSymbols, Options, Symbolizer};

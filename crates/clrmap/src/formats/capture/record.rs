@@ -275,7 +275,7 @@ pub struct Body {
     /// and where the module file could not be read at the recording.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// The body's `full_name` (type arguments and parameter types, contract §1), as `name`.
+    /// The body's `full_name` (type arguments and parameter types, docs/output.md#type-signatures), as `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full_name: Option<String>,
 }
