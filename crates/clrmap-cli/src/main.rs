@@ -69,11 +69,15 @@ enum Command {
     /// A log: `clrmap stacktrace crash.log --symbol-path build/pdbs > crash-with-lines.log`
     #[command(verbatim_doc_comment)]
     Stacktrace(cmd::stacktrace::StacktraceArgs),
-    /// Crash dumps: every thread of a Linux core of a .NET 9 or later process, with its managed
-    /// frames, read through the runtime's contract descriptor (no DAC, no SOS).
+    /// Crash dumps: every thread of a Linux core of a .NET process, with its managed frames on
+    /// .NET 10 and later, read through the data descriptor the runtime exports for debuggers (no
+    /// DAC, no SOS). .NET 9 gives the threads alone, .NET 8 the core's threads; a note says why.
     ///
-    /// Example: `createdump -u -f /tmp/app.core PID` (createdump is beside libcoreclr.so in the
-    /// framework directory), then `clrmap dump /tmp/app.core`, or `clrmap dump /tmp/app.core --json`.
+    /// Example: `dotnet tests/fixtures/perf/Hot.dll 20 & sleep 1; "$(dirname "$(readlink -f "$(command -v dotnet)")")"/shared/Microsoft.NETCore.App/*/createdump -u -f /tmp/hot.core $!; clrmap dump /tmp/hot.core; kill $!`
+    /// (createdump, the runtime's dumper, is beside libcoreclr.so in the framework directory;
+    /// `-u` makes a full dump). At a crash, the runtime writes one itself when run with
+    /// DOTNET_DbgEnableMiniDump=1 DOTNET_DbgMiniDumpType=4 DOTNET_DbgMiniDumpName=/tmp/app.core.
+    /// `clrmap dump /tmp/app.core --json` prints one JSON document.
     #[command(verbatim_doc_comment)]
     Dump(cmd::dump::DumpArgs),
     /// CPU profiles from a trace's samples (the runtime's sample profiler): every frame with its

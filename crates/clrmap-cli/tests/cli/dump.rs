@@ -2,7 +2,7 @@
 //! (a live process with a deadlock of three threads, a deep recursion, a thread-pool thread parked
 //! in an async continuation and a thread inside List.Sort; and a crash on an unhandled
 //! exception), checked against dotnet-dump's `clrstack -all`: every managed frame it lists is
-//! in clrmap's list for that thread, in order, with the same stack pointer and method.
+//! in clrmap's list for that thread, in order, with the same stack pointer, instruction pointer and method.
 //!
 //! .NET 10 walks every thread; .NET 9's descriptor describes threads but no code map or frames,
 //! and .NET 8 has no descriptor: both are checked for what they give and the note that says so.
@@ -70,13 +70,13 @@ fn crash_core(rt: &Runtime) -> PathBuf {
     core
 }
 
-/// dotnet-dump's managed frames per OS thread id: (child SP, method as `Ns.Type+Nested.Method`,
-/// generic arguments and parameters dropped).
-fn oracle(core: &Path) -> BTreeMap<u64, Vec<(u64, String)>> {
+/// dotnet-dump's managed frames per OS thread id: (child SP, IP, method as
+/// `Ns.Type+Nested.Method`, generic arguments and parameters dropped).
+fn oracle(core: &Path) -> BTreeMap<u64, Vec<(u64, u64, String)>> {
     let out = Command::new(dotnet_dump()).arg("analyze").arg(core).args(["-c", "clrstack -all", "-c", "exit"]).output().unwrap();
     assert!(out.status.success(), "dotnet-dump: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    let mut map: BTreeMap<u64, Vec<(u64, String)>> = BTreeMap::new();
+    let mut map: BTreeMap<u64, Vec<(u64, u64, String)>> = BTreeMap::new();
     let mut tid = None;
     for line in text.lines() {
         if let Some(h) = line.trim().strip_prefix("OS Thread Id: 0x") {
@@ -91,7 +91,7 @@ fn oracle(core: &Path) -> BTreeMap<u64, Vec<(u64, String)>> {
         }
         let site = parts[2..].join(" ");
         let method = strip_generics(site.split('(').next().unwrap().trim());
-        map.get_mut(&tid.unwrap()).unwrap().push((u64::from_str_radix(parts[0], 16).unwrap(), method));
+        map.get_mut(&tid.unwrap()).unwrap().push((u64::from_str_radix(parts[0], 16).unwrap(), u64::from_str_radix(parts[1], 16).unwrap(), method));
     }
     map
 }
@@ -120,8 +120,8 @@ fn report(core: &Path) -> serde_json::Value {
     serde_json::from_str(&stdout(&out)).unwrap()
 }
 
-/// clrmap's managed frames per OS thread: (SP, method in dotnet-dump's notation).
-fn managed_frames(r: &serde_json::Value) -> BTreeMap<u64, Vec<(u64, String)>> {
+/// clrmap's managed frames per OS thread: (SP, IP, method in dotnet-dump's notation).
+fn managed_frames(r: &serde_json::Value) -> BTreeMap<u64, Vec<(u64, u64, String)>> {
     let mut map = BTreeMap::new();
     for t in r["threads"].as_array().unwrap() {
         let frames = t["frames"]
@@ -129,7 +129,7 @@ fn managed_frames(r: &serde_json::Value) -> BTreeMap<u64, Vec<(u64, String)>> {
             .unwrap()
             .iter()
             .filter(|f| f["kind"] == "managed")
-            .map(|f| (f["sp"].as_u64().unwrap(), f["method"].as_str().unwrap_or("??").replace('/', "+").replace("::", ".")))
+            .map(|f| (f["sp"].as_u64().unwrap(), f["ip"].as_u64().unwrap(), f["method"].as_str().unwrap_or("??").replace('/', "+").replace("::", ".")))
             .collect();
         map.insert(t["os_id"].as_u64().unwrap(), frames);
     }
@@ -137,7 +137,7 @@ fn managed_frames(r: &serde_json::Value) -> BTreeMap<u64, Vec<(u64, String)>> {
 }
 
 /// Every frame of `want` is in `have`, in order.
-fn assert_subsequence(tid: u64, want: &[(u64, String)], have: &[(u64, String)]) {
+fn assert_subsequence(tid: u64, want: &[(u64, u64, String)], have: &[(u64, u64, String)]) {
     let mut it = have.iter();
     for w in want {
         assert!(it.any(|h| h == w), "thread 0x{tid:x}: dotnet-dump's frame {w:x?} is not in clrmap's list (in order):\n{have:#x?}\nwanted:\n{want:#x?}");
@@ -165,7 +165,7 @@ fn dump_live_10_equals_dotnet_dump() {
     let core = live_core(&rt);
     let (r, compared) = check_against_dotnet_dump(&core);
     assert!(compared > 200, "only {compared} frames compared");
-    let all: Vec<String> = managed_frames(&r).into_values().flatten().map(|(_, m)| m).collect();
+    let all: Vec<String> = managed_frames(&r).into_values().flatten().map(|(_, _, m)| m).collect();
     // The scenarios are all there: the deadlock, the recursion, the continuation, the sort.
     for m in ["Dumpee.Locks.Take", "Dumpee.Deep.Recurse", "Dumpee.Blocking.Compare", "System.Collections.Generic.List`1.Sort", "System.Threading.ThreadPoolWorkQueue.Dispatch"] {
         assert!(all.iter().any(|a| a == m), "no frame of {m}");
