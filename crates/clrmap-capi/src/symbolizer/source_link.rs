@@ -27,6 +27,6 @@ pub unsafe extern "C" fn clrmap_symbolizer_source_link(sym: *const ClrmapSymboli
             return Err(Failure::new(CLRMAP_E_NOT_FOUND, "a frame whose document has a SourceLink URL"));
         };
         // SAFETY: `pcb` is non-null; `buf` holds `cb` bytes or is NULL, per the contract.
-        Ok(unsafe { copy_text(&url, buf, cb, pcb) })
+        Ok(unsafe { copy_text(url, buf, cb, pcb) })
     })
 }
