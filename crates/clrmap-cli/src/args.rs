@@ -132,7 +132,7 @@ impl FrameArgs {
     /// Open a source (or, with `--pid`, a running process) with these symbol options.
     pub fn open_or_pid(&self, source: Option<&std::path::Path>) -> Result<Symbolizer, CliError> {
         match (self.pid, source) {
-            (Some(pid), _) => crate::open::symbolizer_for_pid(pid, self),
+            (Some(pid), _) => crate::open::symbolizer_for_pid(pid, self.timeout, self.options()),
             (None, Some(source)) => self.open(source),
             (None, None) => Err(CliError::Usage("give a SOURCE file or --pid".into())),
         }

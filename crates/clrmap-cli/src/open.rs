@@ -94,8 +94,8 @@ pub fn snapshot(pid: u32, timeout: Option<std::time::Duration>) -> Result<Opened
 
 /// A symbolizer over process `pid`'s jitted methods, now, with the PDB options of `frame`
 /// (`il at --pid`, `symbolize --pid`).
-pub fn symbolizer_for_pid(pid: u32, frame: &crate::args::FrameArgs) -> Result<clrmap::symbolizer::Symbolizer, CliError> {
-    clrmap::symbolizer::Symbolizer::from_opened(snapshot(pid, frame.timeout)?, None, frame.options()).map_err(open_error)
+pub fn symbolizer_for_pid(pid: u32, timeout: Option<std::time::Duration>, options: clrmap::symbolizer::Options) -> Result<clrmap::symbolizer::Symbolizer, CliError> {
+    clrmap::symbolizer::Symbolizer::from_opened(snapshot(pid, timeout)?, None, options).map_err(open_error)
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ pub struct FlameArgs {
     pub pdb: Option<PathBuf>,
     /// Keep only what ran: the samples the runtime's sampler took while their thread ran managed
     /// code. Waits are left out (idle thread-pool workers, the pool's gate thread, a thread
-    /// blocked on a lock), and so is time in native code (docs/flame.md).
+    /// blocked on a lock), and so is time in native code, which the sampler marks apart.
     #[arg(long)]
     pub running: bool,
     /// Symbol servers and their cache.

@@ -87,3 +87,32 @@ fn the_assembly_and_its_pdb_give_names_in_the_service_and_lines_in_stacktrace() 
     drop(s);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn stacktrace_says_when_it_changed_nothing_and_when_a_pdb_went_unused() {
+    let dir = folder_with("silent", &[]);
+    let pdb = repo_root().join(DEBUG).join("Frames.pdb");
+    // No frame of the `MODULE:token` form at all.
+    let plain = dir.join("plain.txt");
+    std::fs::write(&plain, "Unhandled exception. System.Exception: boom\n   at Other.Main() in /src/Other.cs:line 3\n").unwrap();
+    let o = clrmap(&["stacktrace", plain.to_str().unwrap(), "--pdb", pdb.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), std::fs::read_to_string(&plain).unwrap());
+    let err = stderr(&o);
+    assert!(err.contains("note: no frame printed without its PDB"), "{err}");
+    assert!(err.contains("note: the PDB given for Frames.dll (or Frames.exe) was not used"), "{err}");
+    // A frame of a module the --pdb is not for: it says so, and that nothing got a line.
+    let other = dir.join("other.txt");
+    std::fs::write(&other, "   at Other.Main() in Other.dll:token 0x6000001+0x0\n").unwrap();
+    let o = clrmap(&["stacktrace", other.to_str().unwrap(), "--pdb", pdb.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(err.contains("note: none of the 1 frames printed without a PDB got a line"), "{err}");
+    assert!(err.contains("was not used"), "{err}");
+    // A frame of its module: no note at all.
+    let ours = dir.join("ours.txt");
+    std::fs::write(&ours, "   at Frames.Program.Main(String[] args) in Frames.dll:token 0x600003e+0x6\n").unwrap();
+    let o = clrmap(&["stacktrace", ours.to_str().unwrap(), "--pdb", pdb.to_str().unwrap()]);
+    assert_eq!(stderr(&o), "");
+    assert!(stdout(&o).ends_with(":line 696\n"), "{}", stdout(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

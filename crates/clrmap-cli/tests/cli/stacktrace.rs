@@ -163,8 +163,10 @@ fn errors_and_warnings() {
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).as_bytes(), std::fs::read(&text).unwrap());
     let err = stderr(&o);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    // The warning, and the note that nothing got a line.
+    assert_eq!(err.lines().count(), 2, "{err}");
     assert!(err.starts_with("warning: Broken.dll: PDB not used: ") && err.contains("Broken.pdb") && err.contains("unsupported_pdb"), "{err}");
+    assert_eq!(err.lines().nth(1), Some("note: none of the 2 frames printed without a PDB got a line: no PDB of their modules was found"), "{err}");
     // A FILE or a --pdb that cannot be read: status 1, naming it.
     let missing = dir.join("missing.txt");
     let o = clrmap(&["stacktrace", missing.to_str().unwrap()]);
@@ -244,7 +246,7 @@ fn hostile_text_stays_bounded_and_passes_through() {
     let sink = dir.join("out.txt");
     // Far less than the input may be held: the limit is for the input, not 4x it.
     let o = limited(&[input.to_str().unwrap(), "--symbol-path", dir.to_str().unwrap()], size / 8, &sink, 60);
-    assert_eq!(stderr(&o), "");
+    assert_eq!(stderr(&o), "note: none of the 200000 frames printed without a PDB got a line: no PDB of their modules was found\n");
     assert!(std::fs::read(&sink).unwrap() == std::fs::read(&input).unwrap(), "the output differs from the input");
 }
 

@@ -30,7 +30,7 @@
 //! # Finding a module's PDB
 //! The text names a module (`Shop.dll`), not a PDB id. For each symbol directory in order:
 //! 1. if the directory holds the assembly itself (`DIR/Shop.dll`, a PE image), its PDB is the
-//!    one [`crate::locate`] finds for it: embedded, beside it, or in a symbol directory,
+//!    one [`crate::symbols::locate`] finds for it: embedded, beside it, or in a symbol directory,
 //!    and only one whose id equals the assembly's CodeView entry. The first assembly found
 //!    decides: when no PDB of its build is found, the module gets no lines (a PDB of another
 //!    build would give wrong lines), and the files passed over are reported;
@@ -68,12 +68,12 @@ use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::fs::{read_input, OpenError, MAX_FILE};
-use crate::locate::{locate_pdb_noting, why_no_pdb, SymbolPaths};
-use crate::metadata::table;
-use crate::pdb::PortablePdb;
-use crate::pe::PeImage;
-use crate::symbolizer::ModuleSymbols;
+use crate::answers::symbolizer::ModuleSymbols;
+use crate::base::fs::{read_input, OpenError, MAX_FILE};
+use crate::formats::metadata::table;
+use crate::formats::pdb::PortablePdb;
+use crate::formats::pe::PeImage;
+use crate::symbols::locate::{locate_pdb_noting, why_no_pdb, SymbolPaths};
 use crate::symbols::module;
 
 /// The longest line looked at, in bytes (line ending included). A longer line is copied through
@@ -93,7 +93,7 @@ pub struct Options {
     pub pdbs: Vec<PathBuf>,
     /// Symbol servers: asked for the PDB of an assembly found in a symbol directory, by the id
     /// its CodeView entry names (the text alone names no id to ask for).
-    pub servers: Option<std::sync::Arc<crate::symsrv::SymbolServers>>,
+    pub servers: Option<std::sync::Arc<crate::symbols::symsrv::SymbolServers>>,
 }
 
 /// Something the rewriter tells once, while the text still goes through unchanged.
@@ -114,7 +114,7 @@ pub enum Notice {
         /// The assembly found.
         assembly: PathBuf,
         /// Why, one reason each: files of another build passed over (with both ids), where the
-        /// PDB was looked for ([`crate::locate::why_no_pdb`]).
+        /// PDB was looked for ([`crate::symbols::locate::why_no_pdb`]).
         why: Vec<String>,
     },
 }
@@ -155,7 +155,7 @@ struct ModulePdb {
 
 impl ModulePdb {
     /// Parse a PDB's bytes once: `Err` when they are not a portable PDB.
-    fn new(bytes: Vec<u8>) -> crate::read::Result<Self> {
+    fn new(bytes: Vec<u8>) -> crate::base::read::Result<Self> {
         let kickoff = {
             let pdb = PortablePdb::parse(&bytes)?;
             let mut map = HashMap::new();

@@ -233,7 +233,7 @@ pub enum OpenError {
         /// The file.
         path: PathBuf,
         /// The error.
-        error: crate::read::Error,
+        error: crate::base::read::Error,
     },
     /// The file is none of the known sources.
     Unrecognized {
@@ -329,6 +329,17 @@ pub fn file_id(path: &Path) -> Option<(u64, u64)> {
         let _ = path;
         None
     }
+}
+
+/// The longest file name a module may give (the common file-system limit).
+const MAX_NAME: usize = 255;
+
+/// Whether `name` names a file in the directory it is joined to, and nothing else: not empty,
+/// `.` or `..`, no separator or NUL, at most 255 bytes. Every name that comes from an input (an
+/// image's CodeView entry, a recording, a printed stack trace, a request) passes here before it
+/// is joined to a symbol directory, so no input can make clrmap read outside one.
+pub fn plain_file_name(name: &str) -> bool {
+    !(name.is_empty() || name == "." || name == ".." || name.len() > MAX_NAME || name.contains(['/', '\\', '\0']))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use object::pe::{ImageCor20Header, ImageDataDirectory, ImageDebugDirectory, Imag
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader, SectionTable};
 use object::LittleEndian as LE;
 
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 /// An RVA and a size, as in a PE data directory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -349,7 +349,7 @@ impl<'a> PeImage<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::read::Location;
+    use crate::base::read::Location;
 
     #[test]
     fn an_rva_outside_the_sections_is_reported_as_an_rva() {

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::ident::Ident;
 use super::lru::Slot;
 use super::ANSWER_STEP;
-use crate::pdb::WINDOWS_PDB_MESSAGE;
-use crate::symbolizer::{FrameKind, MAX_CONTEXT_LINE};
+use crate::answers::symbolizer::{FrameKind, MAX_CONTEXT_LINE};
+use crate::formats::pdb::WINDOWS_PDB_MESSAGE;
 
 /// Why an answer stopped being written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,7 +209,7 @@ fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32, context: u32, out:
         f.end_column = Some(span.end_column);
         f.source_link = span.source_link;
         let text = Some(span.document).filter(|_| context > 0).and_then(|rid| pdb.source(rid));
-        f.context = text.and_then(|t| crate::pdb::sources::context(&t, span.line, context, context, MAX_CONTEXT_LINE));
+        f.context = text.and_then(|t| crate::formats::pdb::sources::context(&t, span.line, context, context, MAX_CONTEXT_LINE));
     }
     f.write(out);
 }
@@ -220,6 +220,8 @@ fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut V
         Slot::Missing(why) => return missing(ident, why).write(out),
         Slot::Pdb(_) => return FrameOut { module: ident.name.as_deref(), ..FrameOut::default() }.write(out),
     };
+    // The frame rule for this image's runtime, as the CLI and the C ABI take it.
+    let kind = FrameKind::from_return_address(kind != FrameKind::Leaf, sym.runtime_major());
     let f = sym.symbolize(u64::from(rva), kind);
     FrameOut {
         // As `clrmap symbolize` answers: an RVA inside no body has every field null. Otherwise the

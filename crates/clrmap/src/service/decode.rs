@@ -4,7 +4,7 @@
 use super::answer::Ask;
 use super::request::{parse_num, FrameIn, Num};
 use super::ServiceError;
-use crate::symbolizer::FrameKind;
+use crate::answers::symbolizer::FrameKind;
 
 /// Where a frame is in the request: `frames[i]`, or `stacktraces[g].frames[i]`.
 #[derive(Clone, Copy, Debug)]

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::request::{file_name, parse_debug_id, parse_guid, ModuleIn, Num};
 use super::{ServiceError, MAX_NAME};
-use crate::locate::SymbolPaths;
-use crate::pdb::WINDOWS_PDB_MESSAGE;
+use crate::formats::pdb::WINDOWS_PDB_MESSAGE;
+use crate::symbols::locate::SymbolPaths;
 
 /// One module of a request, as understood from its fields.
 #[derive(Debug, Default)]
@@ -68,7 +68,7 @@ impl Ident {
     }
 
     pub(super) fn pdb_key(&self) -> Option<String> {
-        let hex = |g: &[u8; 16]| crate::symsrv::key::guid_n(g);
+        let hex = |g: &[u8; 16]| crate::symbols::symsrv::key::guid_n(g);
         match (&self.guid, self.pdb_name(), &self.name) {
             (Some(g), Some(p), _) => Some(format!("pdb\u{0}{}\u{0}{p}\u{0}{:?}", hex(g), self.stamp)),
             (None, _, Some(n)) => Some(format!("asm\u{0}{n}\u{0}{:?}\u{0}{:?}", self.mvid.as_ref().map(hex), self.pe_key)),
@@ -79,7 +79,7 @@ impl Ident {
 
     pub(super) fn image_key(&self) -> Option<String> {
         let name = self.name.as_deref()?;
-        Some(format!("img\u{0}{name}\u{0}{:?}\u{0}{:?}", self.mvid.as_ref().map(crate::symsrv::key::guid_n), self.pe_key))
+        Some(format!("img\u{0}{name}\u{0}{:?}\u{0}{:?}", self.mvid.as_ref().map(crate::symbols::symsrv::key::guid_n), self.pe_key))
     }
 }
 
@@ -93,7 +93,7 @@ pub(super) fn parse_code_id(text: &str) -> Option<(u32, u32)> {
 /// What the symbol servers said about `key` (a 404, a 500, a timeout), as `; symbol server
 /// URL: KEY: WHAT` each (at most 4), so a frame's error says why: looked up by key, at a cost
 /// that does not grow with the number of failures.
-pub(super) fn server_notes(paths: &SymbolPaths, key: Option<&crate::symsrv::Key>) -> String {
+pub(super) fn server_notes(paths: &SymbolPaths, key: Option<&crate::symbols::symsrv::Key>) -> String {
     let (Some(servers), Some(key)) = (&paths.servers, key) else { return String::new() };
     servers.notes_for(key).iter().take(4).map(|n| format!("; {n}")).collect()
 }
@@ -101,7 +101,7 @@ pub(super) fn server_notes(paths: &SymbolPaths, key: Option<&crate::symsrv::Key>
 pub(super) fn ident_note(ident: &Ident) -> String {
     let mut s = String::new();
     if let Some(m) = &ident.mvid {
-        s.push_str(&format!(" with MVID {}", crate::metadata::mvid_text(m)));
+        s.push_str(&format!(" with MVID {}", crate::formats::metadata::mvid_text(m)));
     }
     if let Some((t, z)) = ident.pe_key {
         s.push_str(&format!(" with PE key {t:08X}{z:x}"));
@@ -111,7 +111,7 @@ pub(super) fn ident_note(ident: &Ident) -> String {
 
 /// Why a module's PDB was not found, when a Windows PDB stood where it was looked for (a file in
 /// a symbol path, or what a symbol server sent): Sentry's words, then where.
-pub(super) fn windows_pdb_note(passed: &[crate::locate::PassedOver], paths: &SymbolPaths, key: Option<&crate::symsrv::Key>) -> Option<String> {
+pub(super) fn windows_pdb_note(passed: &[crate::symbols::locate::PassedOver], paths: &SymbolPaths, key: Option<&crate::symbols::symsrv::Key>) -> Option<String> {
     if let Some(p) = passed.iter().find(|p| p.windows_pdb) {
         return Some(format!("{WINDOWS_PDB_MESSAGE}: {} is a Windows (MSF) PDB", p.path.display()));
     }

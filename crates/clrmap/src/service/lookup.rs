@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{ident_note, server_notes, windows_pdb_note, Ident, PdbModule, Service, Slot};
-use crate::locate::{find_recorded_pdb_noting, locate_pdb_noting, FoundPdb, PdbOrigin, RecordedPdb};
-use crate::pdb::{PortablePdb, WINDOWS_PDB_MESSAGE};
-use crate::pe::PeImage;
-use crate::symbolizer::ModuleSymbols;
+use crate::answers::symbolizer::ModuleSymbols;
+use crate::formats::pdb::{PortablePdb, WINDOWS_PDB_MESSAGE};
+use crate::formats::pe::PeImage;
+use crate::symbols::locate::{find_recorded_pdb_noting, locate_pdb_noting, FoundPdb, PdbOrigin, RecordedPdb};
 use crate::symbols::module::{assembly_of_pdb, pdb_by_name, plain_file_name, ImageMiss};
 
 /// A module's PDB, and its assembly where one of its build is at hand (for method names).
@@ -28,13 +28,14 @@ impl Service {
             let recorded = RecordedPdb { guid, age: 1, path: name.clone(), checksums: Vec::new() };
             let mut passed = Vec::new();
             let found = find_recorded_pdb_noting(&recorded, None, paths, &mut passed).map_err(|e| e.to_string())?;
-            let key = crate::symsrv::key::portable_pdb(&name, &guid);
+            let key = crate::symbols::symsrv::key::portable_pdb(&name, &guid);
             if found.is_none() {
                 if let Some(note) = windows_pdb_note(&passed, paths, key.as_ref()) {
                     return Err(note);
                 }
             }
-            let found = found.ok_or_else(|| format!("no PDB {name} with id {} in the symbol paths or on a symbol server{}", crate::symsrv::key::guid_n(&guid), server_notes(paths, key.as_ref())))?;
+            let found =
+                found.ok_or_else(|| format!("no PDB {name} with id {} in the symbol paths or on a symbol server{}", crate::symbols::symsrv::key::guid_n(&guid), server_notes(paths, key.as_ref())))?;
             if let Some(stamp) = ident.stamp {
                 let id = PortablePdb::parse(&found.bytes).map_err(|e| e.to_string())?.id();
                 // Sentry's rule: the age asked for is a lower bound (a symbol server may hold a
@@ -83,7 +84,7 @@ impl Service {
         let found = locate_pdb_noting(&image, Some(&path), paths, &mut passed).map_err(|e| e.to_string())?;
         let found = found.ok_or_else(|| {
             let cv = image.codeview().ok().flatten();
-            let key = cv.as_ref().filter(|cv| cv.is_portable()).and_then(|cv| crate::symsrv::key::portable_pdb(cv.file_name(), &cv.guid));
+            let key = cv.as_ref().filter(|cv| cv.is_portable()).and_then(|cv| crate::symbols::symsrv::key::portable_pdb(cv.file_name(), &cv.guid));
             match (windows_pdb_note(&passed, paths, key.as_ref()), cv) {
                 (Some(note), _) => note,
                 (None, Some(cv)) if !cv.is_portable() => format!("{WINDOWS_PDB_MESSAGE}: {} names only a Windows PDB, {}", path.display(), cv.path),
@@ -100,7 +101,7 @@ impl Service {
         let Some(pdb) = ident.pdb_name() else { return Ok(None) };
         let Some((path, bytes)) = pdb_by_name(&pdb, paths) else { return Ok(None) };
         let bytes = bytes.map_err(|e| e.to_string())?;
-        if crate::pdb::is_windows_pdb(&bytes) {
+        if crate::formats::pdb::is_windows_pdb(&bytes) {
             return Err(format!("{WINDOWS_PDB_MESSAGE}: {} is a Windows (MSF) PDB", path.display()));
         }
         PortablePdb::parse(&bytes).map_err(|e| format!("{}: {}{}: {}", path.display(), e.kind, e.location, e.message()))?;
@@ -118,7 +119,7 @@ impl Service {
         crate::symbols::module::find_image(name, ident.mvid, ident.pe_key, &self.config.paths).map_err(|miss| match miss {
             ImageMiss::NotFound => None,
             ImageMiss::OtherMvid { key, has } => {
-                let has = has.map_or_else(|| "none".to_owned(), |m| crate::metadata::mvid_text(&m));
+                let has = has.map_or_else(|| "none".to_owned(), |m| crate::formats::metadata::mvid_text(&m));
                 Some(format!("the image {name} under PE key {key} has MVID {has}, not the{} the module gives", ident_note(ident)))
             }
         })

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::PdbModule;
-use crate::symbolizer::Symbolizer;
+use crate::answers::symbolizer::Symbolizer;
 
 /// What the LRU holds for a key.
 #[derive(Clone, Debug)]

@@ -10,7 +10,7 @@
 //!   profiler's (`address`: a jitted frame's tagged method index and IL offset, or a ReadyToRun
 //!   frame's RVA). Each frame is answered with docs/output.md#symbolized-frames' fields, by the runtime's line rule.
 //! - `POST /stacktrace` ([`Service::stacktrace`]): docs/output.md#printed-stack-traces' text rewriting, one
-//!   [`crate::stacktrace::Rewriter`] per request.
+//!   [`crate::answers::stacktrace::Rewriter`] per request.
 //!
 //! A malformed body is an error with a stable kind (`bad_json`, `bad_utf8`, `missing_field`,
 //! `bad_value`: status 400; `too_many_frames`: 413). A module whose symbols are not found is not
@@ -29,11 +29,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::locate::SymbolPaths;
-use crate::metadata::Metadata;
-use crate::pdb::PortablePdb;
-use crate::pe::PeImage;
-use crate::symbolizer::{ModuleSymbols, Options, Symbolizer};
+use crate::answers::symbolizer::{ModuleSymbols, Options, Symbolizer};
+use crate::formats::metadata::Metadata;
+use crate::formats::pdb::PortablePdb;
+use crate::formats::pe::PeImage;
+use crate::symbols::locate::SymbolPaths;
 use answer::{Ask, Bounded, Found, Stop};
 use decode::{ask_of, json_error, At};
 use ident::{ident_note, server_notes, windows_pdb_note, Ident};
@@ -354,8 +354,8 @@ impl Service {
     /// rewritten, every other byte unchanged.
     pub fn stacktrace(&self, body: &[u8]) -> Result<Answer, ServiceError> {
         std::str::from_utf8(body).map_err(|e| ServiceError::new(400, "bad_utf8", format!("the body is not UTF-8: at byte {}", e.valid_up_to())))?;
-        let options = crate::stacktrace::Options { dirs: self.config.paths.dirs.clone(), pdbs: Vec::new(), servers: self.config.paths.servers.clone() };
-        let mut rewriter = crate::stacktrace::Rewriter::new(options).map_err(|e| ServiceError::new(500, "internal", e.to_string()))?;
+        let options = crate::answers::stacktrace::Options { dirs: self.config.paths.dirs.clone(), pdbs: Vec::new(), servers: self.config.paths.servers.clone() };
+        let mut rewriter = crate::answers::stacktrace::Rewriter::new(options).map_err(|e| ServiceError::new(500, "internal", e.to_string()))?;
         let mut out = Vec::with_capacity(body.len());
         let stats = rewriter.rewrite(body, &mut out, &mut |_| {}).map_err(|e| ServiceError::new(500, "internal", e.to_string()))?;
         Ok(Answer { body: out, frames: stats.frames })
@@ -393,7 +393,7 @@ impl Service {
         let name = ident.name.as_deref().ok_or("the module names no assembly (name or code_file)")?;
         let (path, bytes) = self.find_image(ident, name).map_err(|why| {
             why.unwrap_or_else(|| {
-                let key = ident.pe_key.and_then(|(t, s)| crate::symsrv::key::pe_image(name, t, s));
+                let key = ident.pe_key.and_then(|(t, s)| crate::symbols::symsrv::key::pe_image(name, t, s));
                 format!("no image {name}{} in the symbol paths or on a symbol server{}", ident_note(ident), server_notes(&self.config.paths, key.as_ref()))
             })
         })?;

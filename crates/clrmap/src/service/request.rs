@@ -346,7 +346,7 @@ mod tests {
     fn guids_in_n_and_d_forms_and_sentry_debug_ids() {
         let bytes = [0xf6, 0x72, 0x7b, 0x49, 0x0a, 0x39, 0xfc, 0x44, 0x87, 0x8e, 0x5a, 0x2d, 0x63, 0xb6, 0xcc, 0x4b];
         assert_eq!(parse_guid("497b72f6390a44fc878e5a2d63b6cc4b"), Some(bytes));
-        assert_eq!(crate::symsrv::key::guid_n(&bytes), "497b72f6390a44fc878e5a2d63b6cc4b");
+        assert_eq!(crate::symbols::symsrv::key::guid_n(&bytes), "497b72f6390a44fc878e5a2d63b6cc4b");
         assert_eq!(parse_debug_id("497b72f6-390a-44fc-878e-5a2d63b6cc4b-c0b21b72"), Some((bytes, Some(0xc0b2_1b72))));
         assert_eq!(parse_debug_id("497B72F6-390A-44FC-878E-5A2D63B6CC4B"), Some((bytes, None)));
         // Every form Sentry and SSQP use: compact 32 and 40 digits, an age suffix, any case.

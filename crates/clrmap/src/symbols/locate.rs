@@ -25,15 +25,15 @@
 
 use std::path::{Path, PathBuf};
 
-use super::module::plain_file_name;
 use super::why::Why;
-use crate::fs::{read_input, read_regular, OpenError, MAX_FILE};
-use crate::pdb::embedded::embedded_pdb;
-pub use crate::pdb::RecordedPdb;
-use crate::pdb::{PdbId, PortablePdb};
-use crate::pe::PeImage;
-use crate::read::{Error, ErrorKind, Result};
-use crate::symsrv::SymbolServers;
+use crate::base::fs::plain_file_name;
+use crate::base::fs::{read_input, read_regular, OpenError, MAX_FILE};
+use crate::base::read::{Error, ErrorKind, Result};
+use crate::formats::pdb::embedded::embedded_pdb;
+pub use crate::formats::pdb::RecordedPdb;
+use crate::formats::pdb::{PdbId, PortablePdb};
+use crate::formats::pe::PeImage;
+use crate::symbols::symsrv::SymbolServers;
 
 /// Where to look for PDBs besides the assembly itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -104,8 +104,8 @@ fn read_candidate(path: &Path) -> Option<Vec<u8>> {
 /// first, so a huge file of another build, or a sparse one, costs nothing). A portable PDB whose
 /// id fails the check is noted in `passed`.
 fn read_candidate_pdb(path: &Path, wanted: [u8; 16], check: impl Fn(&PdbId) -> bool, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
-    let mut file = crate::fs::open_regular(path).ok()?;
-    let Some(id) = crate::pdb::peek_id(&mut file) else {
+    let mut file = crate::base::fs::open_regular(path).ok()?;
+    let Some(id) = crate::formats::pdb::peek_id(&mut file) else {
         if is_windows_pdb_file(&mut file) {
             passed.push(PassedOver { path: path.to_owned(), guid: [0; 16], wanted, windows_pdb: true });
         }
@@ -123,7 +123,7 @@ fn read_candidate_pdb(path: &Path, wanted: [u8; 16], check: impl Fn(&PdbId) -> b
 /// `None` when the file is not a PE image with a CodeView `RSDS` entry, or cannot be read. A
 /// candidate assembly is checked this way before it is read whole.
 pub fn peek_codeview_guid<F: std::io::Read + std::io::Seek>(file: &mut F) -> Option<[u8; 16]> {
-    use crate::read::Reader;
+    use crate::base::read::Reader;
     use std::io::SeekFrom;
     // Reads `len` bytes at `at`, or `None`.
     fn read_at<F: std::io::Read + std::io::Seek>(file: &mut F, at: u64, len: usize) -> Option<Vec<u8>> {
@@ -177,7 +177,7 @@ pub fn peek_codeview_guid<F: std::io::Read + std::io::Seek>(file: &mut F) -> Opt
         let kind = r.u32("Type").ok()?;
         r.skip(8, "SizeOfData, AddressOfRawData").ok()?;
         // The portable CodeView entry, wherever it stands (`PeImage::codeview`'s rule).
-        (kind == crate::pe::DEBUG_TYPE_CODEVIEW && minor == crate::pe::PORTABLE_CODEVIEW_MINOR).then(|| r.u32("PointerToRawData").ok()).flatten()
+        (kind == crate::formats::pe::DEBUG_TYPE_CODEVIEW && minor == crate::formats::pe::PORTABLE_CODEVIEW_MINOR).then(|| r.u32("PointerToRawData").ok()).flatten()
     })?;
     let cv = read_at(file, u64::from(data), 20)?;
     let mut r = Reader::new(&cv, 0);
@@ -191,7 +191,7 @@ pub fn peek_codeview_guid<F: std::io::Read + std::io::Seek>(file: &mut F) -> Opt
 /// headers, [`peek_codeview_guid`]) is `guid`; one with another is noted in `passed`. `None` also
 /// when it cannot be read or has no CodeView entry.
 pub fn read_candidate_assembly(path: &Path, guid: &[u8; 16], passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
-    let mut file = crate::fs::open_regular(path).ok()?;
+    let mut file = crate::base::fs::open_regular(path).ok()?;
     let found = peek_codeview_guid(&mut file)?;
     if &found != guid {
         passed.push(PassedOver { path: path.to_owned(), guid: found, wanted: *guid, windows_pdb: false });
@@ -204,7 +204,7 @@ pub fn read_candidate_assembly(path: &Path, guid: &[u8; 16], passed: &mut Vec<Pa
 fn is_windows_pdb_file<F: std::io::Read + std::io::Seek>(file: &mut F) -> bool {
     use std::io::{Read, SeekFrom};
     let mut head = Vec::new();
-    file.seek(SeekFrom::Start(0)).is_ok() && file.by_ref().take(64).read_to_end(&mut head).is_ok() && crate::pdb::is_windows_pdb(&head)
+    file.seek(SeekFrom::Start(0)).is_ok() && file.by_ref().take(64).read_to_end(&mut head).is_ok() && crate::formats::pdb::is_windows_pdb(&head)
 }
 
 /// A file found where a module's PDB or assembly was looked for, but of another build (another
@@ -359,13 +359,13 @@ fn upper_hex(bytes: &[u8]) -> String {
 /// whose id passes `check`.
 fn from_servers(paths: &SymbolPaths, name: &str, guid: &[u8; 16], checksums: &[String], check: &dyn Fn(&PdbId) -> bool) -> Option<FoundPdb> {
     let servers = paths.servers.as_ref()?;
-    let key = crate::symsrv::key::portable_pdb(name, guid)?;
+    let key = crate::symbols::symsrv::key::portable_pdb(name, guid)?;
     let headers: Vec<(&str, String)> = if checksums.is_empty() { Vec::new() } else { vec![("SymbolChecksum", checksums.join(";"))] };
     // Whether a file is the one the key names: the header's id first (a few KiB), so junk or
     // another build costs nothing; then the whole PDB must parse with that GUID. What the caller
     // asks beyond the key (the stamp) is checked after: a PDB of the key is never junk.
     let good = |p: &Path| {
-        let id_ok = crate::fs::open_regular(p).ok().and_then(|mut f| crate::pdb::peek_id(&mut f)).is_some_and(|id| &id.guid() == guid);
+        let id_ok = crate::base::fs::open_regular(p).ok().and_then(|mut f| crate::formats::pdb::peek_id(&mut f)).is_some_and(|id| &id.guid() == guid);
         id_ok && read_candidate(p).is_some_and(|b| PortablePdb::parse(&b).is_ok_and(|pdb| &pdb.id().guid() == guid))
     };
     let entry = servers.fetch(&key, &headers, &good)?;

@@ -6,10 +6,10 @@
 //! The sources, in order, for a module's PDB:
 //! 1. the module's assembly, where the process loaded it, else by file name (and PE key) in each
 //!    symbol directory, else from a symbol server by its PE key; then that assembly's PDB by
-//!    [`crate::locate::locate_pdb_noting`] (embedded, the user's, beside it, symbol directories,
+//!    [`crate::symbols::locate::locate_pdb_noting`] (embedded, the user's, beside it, symbol directories,
 //!    symbol servers);
 //! 2. with a recorded CodeView id, the PDB without any assembly
-//!    ([`crate::locate::find_recorded_pdb_noting`]);
+//!    ([`crate::symbols::locate::find_recorded_pdb_noting`]);
 //! 3. the PDB by file name (the module's stem with `.pdb`) in each symbol directory.
 //!
 //! A new source (a build-artifact store, debuginfod) is one more step here.
@@ -17,21 +17,12 @@
 use std::path::{Path, PathBuf};
 
 use super::locate::{locate_pdb_noting, open_pdb_with, read_candidate_assembly, FoundPdb, PassedOver, SymbolPaths};
-use crate::fs::{read_regular, MAX_FILE};
-use crate::metadata::Metadata;
-use crate::pdb::RecordedPdb;
-use crate::pe::PeImage;
+use crate::base::fs::{read_regular, MAX_FILE};
+use crate::formats::metadata::Metadata;
+use crate::formats::pdb::RecordedPdb;
+use crate::formats::pe::PeImage;
 
-/// The longest file name a module may give (the common file-system limit).
-const MAX_NAME: usize = 255;
-
-/// Whether `name` names a file in the directory it is joined to, and nothing else: not empty,
-/// `.` or `..`, no separator or NUL, at most 255 bytes. Every name that comes from an input (an
-/// image's CodeView entry, a recording, a printed stack trace, a request) passes here before it
-/// is joined to a symbol directory, so no input can make clrmap read outside one.
-pub fn plain_file_name(name: &str) -> bool {
-    !(name.is_empty() || name == "." || name == ".." || name.len() > MAX_NAME || name.contains(['/', '\\', '\0']))
-}
+pub use crate::base::fs::plain_file_name;
 
 /// A module's file name without `.dll` or `.exe` (either case): its PDB's stem.
 pub fn module_stem(module: &str) -> &str {
@@ -191,7 +182,7 @@ pub fn find_image(name: &str, mvid: Option<[u8; 16]>, pe_key: Option<(u32, u32)>
     }
     let of_key = |bytes: &[u8]| bytes.starts_with(b"MZ") && pe_key.is_none_or(|k| pe_key_of(bytes) == Some(k));
     let of_mvid = |bytes: &[u8]| mvid.is_none_or(|m| mvid_of(bytes) == Some(m));
-    let key = pe_key.and_then(|(t, s)| crate::symsrv::key::pe_image(name, t, s));
+    let key = pe_key.and_then(|(t, s)| crate::symbols::symsrv::key::pe_image(name, t, s));
     for dir in &paths.dirs {
         let mut candidates = vec![dir.join(name)];
         if let (Some(key), Some((t, s))) = (&key, pe_key) {
@@ -219,12 +210,12 @@ pub fn find_image(name: &str, mvid: Option<[u8; 16]>, pe_key: Option<(u32, u32)>
 /// A PDB found by its file name alone in the symbol directories: the first regular file
 /// `DIR/pdb_name`, with its bytes or why they cannot be read. Used when a module's assembly is
 /// nowhere to be found, so nothing proves the PDB's build: the caller says so.
-pub fn pdb_by_name(pdb_name: &str, paths: &SymbolPaths) -> Option<(PathBuf, Result<Vec<u8>, crate::fs::OpenError>)> {
+pub fn pdb_by_name(pdb_name: &str, paths: &SymbolPaths) -> Option<(PathBuf, Result<Vec<u8>, crate::base::fs::OpenError>)> {
     if !plain_file_name(pdb_name) {
         return None;
     }
     paths.dirs.iter().map(|d| d.join(pdb_name)).find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file())).map(|p| {
-        let bytes = crate::fs::read_input(&p, MAX_FILE);
+        let bytes = crate::base::fs::read_input(&p, MAX_FILE);
         (p, bytes)
     })
 }

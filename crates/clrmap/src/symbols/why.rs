@@ -78,7 +78,7 @@ impl core::fmt::Display for Why {
             Why::WindowsPdb { pdb, pdb_id, age } => {
                 write!(f, "the assembly names only a Windows PDB, {pdb} (GUID {pdb_id}, age {age}), which clrmap does not read: it reads portable PDBs")
             }
-            Why::WindowsPdbFile { path } => write!(f, "{path} is a Windows (MSF) PDB: {}; not used", crate::pdb::WINDOWS_PDB_MESSAGE),
+            Why::WindowsPdbFile { path } => write!(f, "{path} is a Windows (MSF) PDB: {}; not used", crate::formats::pdb::WINDOWS_PDB_MESSAGE),
             Why::NotAFileName { pdb } => write!(f, "the assembly's CodeView entry names {pdb:?}, which is not a file name"),
             Why::AnotherBuild { path, pdb_id, wanted } => write!(f, "{path} is another build (PDB GUID {pdb_id}, not the {wanted} wanted); not used"),
             Why::AnotherBuildMvid { path, mvid, wanted } => write!(f, "{path} is another build (MVID {mvid}, not the {wanted} the capture recorded); not used"),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[(&str, &[&str])] = &[
     ("base", &["read", "fs", "ilmap"]),
     ("formats", &["pe", "signature", "metadata", "pdb", "r2r", "inlines", "gdmap", "nettrace", "capture"]),
-    ("symbols", &["symsrv", "locate", "why"]),
+    ("symbols", &["symsrv", "locate", "module", "why"]),
     ("answers", &["symbolizer", "stacktrace"]),
     ("outputs", &["profile", "jitdump"]),
     ("live", &["diag", "dump"]),
@@ -61,13 +61,41 @@ fn imports(text: &str) -> BTreeSet<String> {
         let mut rest = code;
         while let Some(i) = rest.find("crate::") {
             rest = &rest[i + "crate::".len()..];
-            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let mut name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            // The library names modules by their floors' paths (`crate::formats::pdb`); the
+            // re-exports at the root (`crate::pdb`) are for users only.
+            if FLOORS.iter().any(|(floor, _)| *floor == name && *floor != "service") {
+                let after = &rest[name.len()..];
+                name = after.strip_prefix("::").unwrap_or("").chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            }
             if !name.is_empty() {
                 out.insert(name);
             }
         }
     }
     out
+}
+
+/// The library reaches its modules by their floors' paths, never through the root's re-exports,
+/// so that every import shows which floor it reaches.
+#[test]
+fn the_library_names_modules_by_their_floors() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut short = Vec::new();
+    for file in files.iter().filter(|f| !f.ends_with("lib.rs")) {
+        for (i, line) in std::fs::read_to_string(file).unwrap().lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for (_, mods) in FLOORS.iter().filter(|(f, _)| *f != "service") {
+                for m in *mods {
+                    if code.contains(&format!("crate::{m}::")) || code.contains(&format!("crate::{m};")) {
+                        short.push(format!("{}:{}: crate::{m}", file.display(), i + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(short.is_empty(), "use the floor's path:\n{}", short.join("\n"));
 }
 
 #[test]
@@ -129,6 +157,7 @@ fn no_import_runs_from_a_lower_floor_back_up_and_no_floor_has_a_cycle() {
 
 #[test]
 fn the_import_reader_sees_imports_and_skips_comments() {
-    let got = imports("use crate::pdb::X;\n/// [`crate::symbolizer::Y`]\nlet a = crate::fs::read(); // crate::diag\n#[cfg(test)]\nuse crate::service;\n");
-    assert_eq!(got.into_iter().collect::<Vec<_>>(), ["fs", "pdb"]);
+    let got =
+        imports("use crate::formats::pdb::X;\n/// [`crate::answers::symbolizer::Y`]\nlet a = crate::base::fs::read(); // crate::diag\nuse crate::service::Z;\n#[cfg(test)]\nuse crate::live::dump;\n");
+    assert_eq!(got.into_iter().collect::<Vec<_>>(), ["fs", "pdb", "service"]);
 }

@@ -19,7 +19,7 @@ pub enum FrameKind {
 
 impl FrameKind {
     /// The frame kind of an address, from whether it is a return address and from the runtime
-    /// the source recorded ([`crate::symbolizer::Symbolizer::runtime_major`]): a leaf is read as
+    /// the source recorded ([`crate::answers::symbolizer::Symbolizer::runtime_major`]): a leaf is read as
     /// is, a return address by the rule of that runtime ([`FrameKind::for_runtime`]).
     pub fn from_return_address(return_address: bool, runtime_major: Option<u16>) -> FrameKind {
         if return_address {

@@ -1,4 +1,4 @@
-//! Inlined frames (docs/output.md#inlined-frames, `--inlines`): the JIT's inline trees ([`crate::inlines`]) of a
+//! Inlined frames (docs/output.md#inlined-frames, `--inlines`): the JIT's inline trees ([`crate::formats::inlines`]) of a
 //! trace or capture, tied to its bodies, and their inlinees named and given lines like every other
 //! method.
 //!
@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::inlines::InlineTree;
+use crate::formats::inlines::InlineTree;
 
 /// One inlinee: who it is, as the source recorded it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,7 +52,7 @@ impl SourceInlines {
     /// that defines an inlinee is its type's (a generic instantiation over another module's types
     /// may be *loaded* by that other module, which MethodDetails names); without it, the loader
     /// module.
-    pub fn from_trace(bodies: &[crate::ilmap::CodeBody], trace: &crate::nettrace::TraceInlines, type_modules: &HashMap<u64, u64>) -> SourceInlines {
+    pub fn from_trace(bodies: &[crate::base::ilmap::CodeBody], trace: &crate::formats::nettrace::TraceInlines, type_modules: &HashMap<u64, u64>) -> SourceInlines {
         let mut out = SourceInlines::default();
         for body in bodies {
             let (Some(start), Some(tree)) = (body.start, trace.tree_of(body)) else { continue };
@@ -73,14 +73,14 @@ impl SourceInlines {
 
 impl SourceInlines {
     /// Give back, from the IL, the call sites a runtime did not fill in
-    /// ([`crate::inlines::call_sites_known`]): where a node's parent's IL has exactly one call to
-    /// the node's method ([`crate::inlines::il::recover_call_sites`]). Each tree's root is placed
+    /// ([`crate::formats::inlines::call_sites_known`]): where a node's parent's IL has exactly one call to
+    /// the node's method ([`crate::formats::inlines::il::recover_call_sites`]). Each tree's root is placed
     /// by its body (`bodies`: module path and token), each inlinee by what the source recorded.
     /// Returns how many call sites were recovered.
-    pub fn recover_call_sites(&mut self, bodies: &[crate::ilmap::CodeBody]) -> usize {
-        use crate::inlines::il::{read_modules, recover_call_sites, IlModules};
+    pub fn recover_call_sites(&mut self, bodies: &[crate::base::ilmap::CodeBody]) -> usize {
+        use crate::formats::inlines::il::{read_modules, recover_call_sites, IlModules};
         use std::path::PathBuf;
-        let forgotten = |t: &InlineTree| t.nodes().iter().skip(1).any(|n| n.call_site().is_none() && n.parent != crate::inlines::Parent::Unknown);
+        let forgotten = |t: &InlineTree| t.nodes().iter().skip(1).any(|n| n.call_site().is_none() && n.parent != crate::formats::inlines::Parent::Unknown);
         let mut roots: HashMap<(Option<u32>, u64), (u64, PathBuf, u32)> = HashMap::new();
         for b in bodies {
             let (Some(start), Some(fid), Some(path)) = (b.start, b.function_id, b.module_path.as_ref()) else { continue };
@@ -121,12 +121,12 @@ impl SourceInlines {
     /// body's code start, and each MethodDetails with the inlinee's module and token as the
     /// runtime answered `GetFunctionInfo` (so the defining module, whatever loaded it). On a
     /// runtime whose JIT does not fill in the call sites (`runtime_major`, the capture's:
-    /// [`crate::inlines::call_sites_known`]) the trees come with them forgotten.
-    pub fn from_capture(recorded: &[crate::capture::CapturedInline], runtime_major: Option<u16>) -> SourceInlines {
-        use crate::capture::InlineEventKind;
-        use crate::read::Reader;
+    /// [`crate::formats::inlines::call_sites_known`]) the trees come with them forgotten.
+    pub fn from_capture(recorded: &[crate::formats::capture::CapturedInline], runtime_major: Option<u16>) -> SourceInlines {
+        use crate::base::read::Reader;
+        use crate::formats::capture::InlineEventKind;
         let mut out = SourceInlines::default();
-        let mut collectors: HashMap<u32, crate::inlines::InlineCollector> = HashMap::new();
+        let mut collectors: HashMap<u32, crate::formats::inlines::InlineCollector> = HashMap::new();
         // (pid, start) → (MethodID, NativeCodeId), from each chunk's header (docs/rich-debug-info.md §2).
         let mut starts: HashMap<(u32, u64), (u64, u64)> = HashMap::new();
         for c in recorded {
@@ -154,8 +154,8 @@ impl SourceInlines {
                 }
             }
         }
-        let known = crate::inlines::call_sites_known(runtime_major);
-        let finished: HashMap<u32, crate::inlines::Inlines> = collectors
+        let known = crate::formats::inlines::call_sites_known(runtime_major);
+        let finished: HashMap<u32, crate::formats::inlines::Inlines> = collectors
             .into_iter()
             .map(|(pid, c)| {
                 let mut inlines = c.finish();
@@ -179,8 +179,8 @@ impl SourceInlines {
 /// TypeNameID, u32 Flags, u8 CorElementType, utf16z Name, u32 TypeParameterCount, u64
 /// TypeParameters[TypeParameterCount]`). A value cut short ends the list: the pairs before it
 /// are kept.
-pub fn bulk_type_modules(e: &crate::nettrace::Event<'_>, out: &mut HashMap<u64, u64>) {
-    if e.meta.provider != crate::nettrace::RUNTIME || e.meta.event_id != 15 {
+pub fn bulk_type_modules(e: &crate::formats::nettrace::Event<'_>, out: &mut HashMap<u64, u64>) {
+    if e.meta.provider != crate::formats::nettrace::RUNTIME || e.meta.event_id != 15 {
         return;
     }
     let mut r = e.payload;
@@ -191,7 +191,7 @@ pub fn bulk_type_modules(e: &crate::nettrace::Event<'_>, out: &mut HashMap<u64, 
     // Each value takes at least 31 bytes: the count cannot ask for more work than the payload.
     for _ in 0..count.min(u32::try_from(r.len() / 31).unwrap_or(u32::MAX)) {
         let (Ok(type_id), Ok(module_id)) = (r.u64("TypeID"), r.u64("ModuleID")) else { return };
-        if r.skip(9, "TypeNameID, Flags, CorElementType").is_err() || crate::nettrace::utf16z(&mut r).is_err() {
+        if r.skip(9, "TypeNameID, Flags, CorElementType").is_err() || crate::formats::nettrace::utf16z(&mut r).is_err() {
             return;
         }
         let Ok(params) = r.u32("TypeParameterCount") else { return };
@@ -214,7 +214,7 @@ pub struct InlinedFrame<'s> {
     pub method: Option<&'s str>,
     /// The IL offset in the inlinee: the mapping's for the innermost, the call site of the frame
     /// inside it for the others (`None` where the runtime did not give that call site:
-    /// [`crate::inlines::call_sites_known`]).
+    /// [`crate::formats::inlines::call_sites_known`]).
     pub il_offset: Option<u32>,
     /// The document name exactly as the PDB stores it.
     pub file: Option<&'s str>,

@@ -7,9 +7,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use crate::ilmap::{runtime_il_offset, MapEntry};
-use crate::pdb::{DocumentNames, PortablePdb};
-use crate::read::Result;
+use crate::base::ilmap::{runtime_il_offset, MapEntry};
+use crate::base::read::Result;
+use crate::formats::pdb::{DocumentNames, PortablePdb};
 
 use super::LineRow;
 
@@ -75,7 +75,7 @@ pub(crate) struct ModuleLines {
     /// Each document's SourceLink URL, once asked for.
     links: Box<[OnceLock<Option<Arc<str>>>]>,
     /// The PDB's SourceLink map (`None`: none, or one that does not parse).
-    link_map: OnceLock<Option<crate::pdb::sources::SourceLink>>,
+    link_map: OnceLock<Option<crate::formats::pdb::sources::SourceLink>>,
     decoded: Mutex<Decoded>,
 }
 
@@ -96,8 +96,8 @@ impl ModuleLines {
     /// Context lines around `line` of Document row `row`: from the source the PDB embeds, else
     /// from the first of `roots` that maps the document to a local file whose hash is the
     /// document's.
-    pub fn context(&self, row: u32, line: u32, each_side: u32, roots: &[crate::pdb::sources::SourceRoot]) -> Option<SourceContext> {
-        use crate::pdb::sources;
+    pub fn context(&self, row: u32, line: u32, each_side: u32, roots: &[crate::formats::pdb::sources::SourceRoot]) -> Option<SourceContext> {
+        use crate::formats::pdb::sources;
         let pdb = PortablePdb::parse(&self.pdb).ok()?;
         let (text, origin) = match pdb.embedded_source(row).ok().flatten().and_then(|s| s.text(sources::MAX_SOURCE).ok()) {
             Some(text) => (text, "embedded"),
@@ -225,7 +225,7 @@ fn decode_blob(pdb: &PortablePdb<'_>, blob: u32, initial_in_blob: bool) -> BlobP
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pdb::writer::{PdbWriter, Point};
+    use crate::formats::pdb::writer::{PdbWriter, Point};
 
     #[test]
     fn a_shared_blob_is_decoded_once_and_each_row_keeps_its_document() {
@@ -256,7 +256,7 @@ mod tests {
         let b = w.document_name("b.cs");
         w.document(a);
         w.document(b);
-        let blob = crate::pdb::writer::encode_points(Some(2), &[Point::visible(0, 3, 1, 3, 5)]);
+        let blob = crate::formats::pdb::writer::encode_points(Some(2), &[Point::visible(0, 3, 1, 3, 5)]);
         let blob = w.blob(&blob);
         w.method(0, blob);
         let lines = ModuleLines::new(w.build()).unwrap();

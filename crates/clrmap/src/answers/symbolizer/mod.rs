@@ -6,9 +6,9 @@
 //!
 //! 1. the body whose code holds the address (for a return address: the address − 1, the call);
 //! 2. the IL offset the runtime reports for that native offset
-//!    ([`crate::ilmap::runtime_il_offset`]);
+//!    ([`crate::base::ilmap::runtime_il_offset`]);
 //! 3. the last visible sequence point at or before that IL offset, from the PDB of the body's
-//!    module ([`crate::pdb`]), found and matched by [`crate::locate`] when the module is first
+//!    module ([`crate::formats::pdb`]), found and matched by [`crate::symbols::locate`] when the module is first
 //!    hit. A module whose recorded path does not exist here (a recording from another machine) is
 //!    looked for by file name in the symbol directories too. Where the source recorded the PDB id
 //!    of the image that ran (a trace's ModuleLoad events), an assembly or PDB of another build is
@@ -35,16 +35,16 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::fs::{file_id, read_input};
-use crate::fs::{read_regular, MAX_FILE};
-use crate::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
-use crate::locate::{check_explicit, check_recorded, find_pdb, locate_pdb_noting, why_no_pdb_structured, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
-use crate::pdb::PortablePdb;
-use crate::pe::PeImage;
-use crate::read::{Error, ErrorKind};
-use crate::why::{Note, Why};
+use crate::base::fs::{file_id, read_input};
+use crate::base::fs::{read_regular, MAX_FILE};
+use crate::base::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
+use crate::base::read::{Error, ErrorKind};
+use crate::formats::pdb::PortablePdb;
+use crate::formats::pe::PeImage;
+use crate::symbols::locate::{check_explicit, check_recorded, find_pdb, locate_pdb_noting, why_no_pdb_structured, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
+use crate::symbols::why::{Note, Why};
 
-pub use crate::fs::OpenError;
+pub use crate::base::fs::OpenError;
 pub use frame_kind::FrameKind;
 pub use inlined::{bulk_type_modules, InlinedFrame, InlineeMethod, SourceInlines};
 use lines::ModuleLines;
@@ -133,7 +133,7 @@ impl ModuleSymbols {
 
     /// A body's line table, by the runtime's stack-trace rule at every offset (see
     /// [`Symbolizer::line_table`]).
-    pub fn line_table(&self, token: u32, map: &[crate::ilmap::MapEntry], code_size: u32) -> Vec<LineRow> {
+    pub fn line_table(&self, token: u32, map: &[crate::base::ilmap::MapEntry], code_size: u32) -> Vec<LineRow> {
         self.lines.rows(token, map, code_size)
     }
 
@@ -245,7 +245,7 @@ pub struct Symbolizer {
     /// The major version of the runtime that ran the bodies, where the source records it.
     runtime_major: Option<u16>,
     /// The JIT's inline trees by (pid, code start), and the inlinees named (`--inlines`).
-    trees: HashMap<(Option<u32>, u64), Arc<crate::inlines::InlineTree>>,
+    trees: HashMap<(Option<u32>, u64), Arc<crate::formats::inlines::InlineTree>>,
     /// The same trees by body index, with each body's flat-map boundaries, for the query.
     body_trees: Vec<Option<profile_lines::BodyTree>>,
     inlinees: Vec<Inlinee>,
@@ -274,7 +274,7 @@ impl Symbolizer {
     /// Like [`Symbolizer::open`], but a ReadyToRun image is read in the debug info layout
     /// `assume` when one is given, whatever its major says (the user's `--assume-layout`): for an
     /// image newer than this reader, which is otherwise `unsupported_version`.
-    pub fn open_assuming(path: &Path, options: Options, assume: Option<crate::r2r::DebugInfoLayout>) -> Result<Self, OpenError> {
+    pub fn open_assuming(path: &Path, options: Options, assume: Option<crate::formats::r2r::DebugInfoLayout>) -> Result<Self, OpenError> {
         let opened = open_source_assuming(path, assume)?;
         Self::from_opened(opened, Some(path), options)
     }
@@ -303,7 +303,7 @@ impl Symbolizer {
                     };
                     // An embedded PDB's offsets are into its inflated bytes, not the image's.
                     let embedded = found.origin == PdbOrigin::Embedded;
-                    let located = |error| if embedded { crate::pdb::embedded::inflated(error) } else { error };
+                    let located = |error| if embedded { crate::formats::pdb::embedded::inflated(error) } else { error };
                     Some(ModuleLines::new(found.bytes).map_err(|error| OpenError::Input { path: at, error: located(error) })?)
                 }
                 None => {
@@ -477,7 +477,7 @@ impl Symbolizer {
     /// Context lines around the line [`Self::symbolize`] gives `address` (`each_side` lines before
     /// and after): from the source the PDB embeds, else from a `roots` file whose hash is the
     /// document's. `None` when the frame has no line or no such text.
-    pub fn context(&self, address: u64, kind: FrameKind, each_side: u32, roots: &[crate::pdb::sources::SourceRoot]) -> Option<SourceContext> {
+    pub fn context(&self, address: u64, kind: FrameKind, each_side: u32, roots: &[crate::formats::pdb::sources::SourceRoot]) -> Option<SourceContext> {
         let (frame, index) = self.frame(address, kind, false);
         let index = index?;
         let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m))?;
@@ -531,7 +531,7 @@ impl Symbolizer {
         }
         // The physical method: at the outermost call site when the chain reaches it and the
         // call site is known, else (no chain, one cut by an unknown parent, or a call site the
-        // runtime did not give: crate::inlines::call_sites_known) exactly the flat answer.
+        // runtime did not give: crate::formats::inlines::call_sites_known) exactly the flat answer.
         match root.and_then(|r| r.known_il_offset()) {
             Some(root_il) => {
                 frame.il_offset = Some(root_il);
@@ -623,8 +623,8 @@ impl Symbolizer {
     /// Note the assemblies passed over because their MVID is not the one the capture recorded.
     fn note_mvids(&self, module: &Module, passed: Vec<(PathBuf, [u8; 16])>) {
         let Some(want) = module.mvid else { return };
-        let wanted = crate::metadata::mvid_text(&want);
-        let why = passed.into_iter().map(|(path, mvid)| Why::AnotherBuildMvid { path: path.display().to_string(), mvid: crate::metadata::mvid_text(&mvid), wanted: wanted.clone() });
+        let wanted = crate::formats::metadata::mvid_text(&want);
+        let why = passed.into_iter().map(|(path, mvid)| Why::AnotherBuildMvid { path: path.display().to_string(), mvid: crate::formats::metadata::mvid_text(&mvid), wanted: wanted.clone() });
         self.push_notes(module, why.collect());
     }
 
@@ -695,7 +695,7 @@ fn name_inlinees(
         });
         let name = module.and_then(|i| {
             let bytes = assemblies.entry(i).or_insert_with(|| modules.get(i).and_then(|m| m.query().assembly(symbols)));
-            let md = crate::metadata::Metadata::parse(bytes.as_deref()?).ok()?;
+            let md = crate::formats::metadata::Metadata::parse(bytes.as_deref()?).ok()?;
             md.method_name(m.token)
         });
         out.insert(*key, Inlinee { token: m.token, name, module });
@@ -719,8 +719,8 @@ fn same_stem(pdb: &Path, module: Option<&str>) -> bool {
 fn load_lines(assembly: &[u8], path: Option<&Path>, symbols: &SymbolPaths) -> Result<Option<ModuleLines>, Error> {
     let image = PeImage::parse(assembly)?;
     let Some(found) = find_pdb(&image, path, symbols)? else { return Ok(None) };
-    let embedded = found.origin == crate::locate::PdbOrigin::Embedded;
-    let lines = ModuleLines::new(found.bytes).map_err(|e| if embedded { crate::pdb::embedded::inflated(e) } else { e })?;
+    let embedded = found.origin == crate::symbols::locate::PdbOrigin::Embedded;
+    let lines = ModuleLines::new(found.bytes).map_err(|e| if embedded { crate::formats::pdb::embedded::inflated(e) } else { e })?;
     Ok(Some(lines))
 }
 

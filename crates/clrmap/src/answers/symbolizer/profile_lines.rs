@@ -16,8 +16,8 @@
 //!
 //! A chain cut by an unknown parent (dotnet/runtime#98755) uses its inlinees, then the flat map.
 
-use crate::ilmap::{runtime_il_offset, IlOffset, MapEntry};
-use crate::inlines::InlineTree;
+use crate::base::ilmap::{runtime_il_offset, IlOffset, MapEntry};
+use crate::formats::inlines::InlineTree;
 
 use super::LineRow;
 
@@ -119,7 +119,7 @@ fn position_at(map: &[MapEntry], code_size: u32, tree: Option<&InlineTree>, offs
         if let Some((last, inner)) = chain.steps.split_last() {
             let (inner, root) = if chain.parent_unknown { (chain.steps.as_slice(), None) } else { (inner, Some(last)) };
             for step in inner {
-                // A call site the runtime did not give has no line (crate::inlines::NO_CALL_SITE).
+                // A call site the runtime did not give has no line (crate::formats::inlines::NO_CALL_SITE).
                 if let Some(p) = step.known_il_offset().and_then(|il| line_of(Who::Inlinee(step.method_id), il)) {
                     return Some(p);
                 }
@@ -142,8 +142,8 @@ fn position_at(map: &[MapEntry], code_size: u32, tree: Option<&InlineTree>, offs
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inlines::raw::{encode_blob, RawMapping, RawNode};
-    use crate::read::Reader;
+    use crate::base::read::Reader;
+    use crate::formats::inlines::raw::{encode_blob, RawMapping, RawNode};
 
     fn entry(il: IlOffset, start: u32, end: u32) -> MapEntry {
         MapEntry { il, native_start: start, native_end: end }

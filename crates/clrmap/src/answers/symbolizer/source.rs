@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use crate::fs::{open_input, read_input, OpenError, MAX_FILE};
-use crate::ilmap::CodeBody;
-use crate::locate::RecordedPdb;
-use crate::metadata::Metadata;
-use crate::r2r::ReadyToRunImage;
-use crate::read::Error;
+use crate::base::fs::{open_input, read_input, OpenError, MAX_FILE};
+use crate::base::ilmap::CodeBody;
+use crate::base::read::Error;
+use crate::formats::metadata::Metadata;
+use crate::formats::r2r::ReadyToRunImage;
+use crate::symbols::locate::RecordedPdb;
 
 use super::inlined::SourceInlines;
 
@@ -79,18 +79,18 @@ pub fn read_trace<R: Read>(reader: R) -> Result<OpenedSource, Error> {
     let mut pdbs = HashMap::new();
     let mut runtime_major = None;
     let mut type_modules = HashMap::new();
-    let (bodies, mut trace_inlines, warning) = crate::nettrace::read_code_bodies_and_inlines(reader, |e| {
-        runtime_major = runtime_major.or_else(|| crate::nettrace::runtime_information(e).and_then(|r| r.major()));
+    let (bodies, mut trace_inlines, warning) = crate::formats::nettrace::read_code_bodies_and_inlines(reader, |e| {
+        runtime_major = runtime_major.or_else(|| crate::formats::nettrace::runtime_information(e).and_then(|r| r.major()));
         note_recorded_pdb(e, &mut pdbs);
         super::inlined::bulk_type_modules(e, &mut type_modules);
     })?;
     // Trees that .NET 8 broke (dotnet/runtime#98755) get back the parents their callers' IL
     // settles; the rest stay unknown (docs/rich-debug-info.md).
-    if trace_inlines.inlines.trees().any(|(_, t)| t.nodes().iter().any(|n| n.parent == crate::inlines::Parent::Unknown)) {
+    if trace_inlines.inlines.trees().any(|(_, t)| t.nodes().iter().any(|n| n.parent == crate::formats::inlines::Parent::Unknown)) {
         trace_inlines.recover_parents_from_il(&bodies, &type_modules);
     }
     let mut inlines = SourceInlines::from_trace(&bodies, &trace_inlines, &type_modules);
-    // .NET 10 gives no call sites; the IL settles those it can (crate::inlines::call_sites_known).
+    // .NET 10 gives no call sites; the IL settles those it can (crate::formats::inlines::call_sites_known).
     inlines.recover_call_sites(&bodies);
     let named = std::mem::take(&mut trace_inlines.named_r2r);
     Ok(OpenedSource { kind: SourceKind::Trace, bodies, image: None, warnings: warning.into_iter().collect(), runtime_major, pdbs, mvids: HashMap::new(), inlines, named })
@@ -98,7 +98,7 @@ pub fn read_trace<R: Read>(reader: R) -> Result<OpenedSource, Error> {
 
 /// Keep the module path and PDB id of a module load event (see [`RecordedPdbs`]); other events
 /// are passed over. For a reader of trace events that builds its own [`OpenedSource`].
-pub fn note_recorded_pdb(e: &crate::nettrace::Event<'_>, pdbs: &mut RecordedPdbs) {
+pub fn note_recorded_pdb(e: &crate::formats::nettrace::Event<'_>, pdbs: &mut RecordedPdbs) {
     if let Some((path, pdb)) = recorded_pdb(e) {
         // One path, one file: the first load names it.
         pdbs.entry(path).or_insert(pdb);
@@ -109,8 +109,8 @@ pub fn note_recorded_pdb(e: &crate::nettrace::Event<'_>, pdbs: &mut RecordedPdbs
 /// PDB: version 2 adds, after the IL path, `utf16z ModuleNativePath, u16 ClrInstanceID, GUID
 /// ManagedPdbSignature, u32 ManagedPdbAge, utf16z ManagedPdbBuildPath` (ClrEtwAll.man). `None`
 /// for other events, older versions, and modules without a CodeView entry (a zero GUID).
-fn recorded_pdb(e: &crate::nettrace::Event<'_>) -> Option<(String, RecordedPdb)> {
-    use crate::nettrace::{utf16z, RUNDOWN, RUNTIME};
+fn recorded_pdb(e: &crate::formats::nettrace::Event<'_>) -> Option<(String, RecordedPdb)> {
+    use crate::formats::nettrace::{utf16z, RUNDOWN, RUNTIME};
     match (e.meta.provider.as_str(), e.meta.event_id) {
         (RUNTIME, 152) | (RUNDOWN, 153) | (RUNDOWN, 154) => {}
         _ => return None,
@@ -142,7 +142,7 @@ pub fn open_source(path: &Path) -> Result<OpenedSource, OpenError> {
 
 /// Like [`open_source`], but a ReadyToRun image is read in the debug info layout `assume` when one
 /// is given, whatever its major ([`ReadyToRunImage::parse_assuming`], `--assume-layout`).
-pub fn open_source_assuming(path: &Path, assume: Option<crate::r2r::DebugInfoLayout>) -> Result<OpenedSource, OpenError> {
+pub fn open_source_assuming(path: &Path, assume: Option<crate::formats::r2r::DebugInfoLayout>) -> Result<OpenedSource, OpenError> {
     let io = |error: std::io::Error| OpenError::Io { path: path.to_owned(), error };
     let input = |error: Error| OpenError::Input { path: path.to_owned(), error };
     // A trace is streamed (memory follows its events, not its size); the others are read whole.
@@ -157,15 +157,15 @@ pub fn open_source_assuming(path: &Path, assume: Option<crate::r2r::DebugInfoLay
     // Captures are JSON lines: without the `serde` feature there is no reader for them.
     #[cfg(feature = "serde")]
     if bytes.starts_with(b"{\"format\":\"clrmap-capture\"") {
-        let capture = crate::capture::read_capture(&bytes).map_err(input)?;
+        let capture = crate::formats::capture::read_capture(&bytes).map_err(input)?;
         let warnings: Vec<Error> = capture.warning.into_iter().collect();
         // The PDB id each module's image named, as the profiler read it at load time: the PDB is
         // then found by that id, with or without the assembly (as for traces).
         let pdbs = capture.recorded_pdbs();
         let mut captured = capture.bodies;
         // Names come from each module's own metadata, never from an assembly of another build
-        // (crate::capture::name_captured).
-        crate::capture::name_captured(&mut captured);
+        // (crate::formats::capture::name_captured).
+        crate::formats::capture::name_captured(&mut captured);
         let mvids: HashMap<String, [u8; 16]> = captured.iter().filter_map(|c| Some((c.module_path.clone(), c.mvid?))).collect();
         let bodies: Vec<CodeBody> = captured.into_iter().map(|c| c.body).collect();
         let mut inlines = SourceInlines::from_capture(&capture.inlines, capture.runtime_major);
@@ -179,7 +179,7 @@ pub fn open_source_assuming(path: &Path, assume: Option<crate::r2r::DebugInfoLay
             for b in &mut bodies {
                 name_body(&md, b);
                 // An instantiation's full name carries its arguments, from its signature.
-                if let Some(name) = b.signature.and_then(|at| crate::r2r::instantiation_name(&bytes, at, &md)) {
+                if let Some(name) = b.signature.and_then(|at| crate::formats::r2r::instantiation_name(&bytes, at, &md)) {
                     b.full_name = Some(name);
                 }
             }
@@ -205,9 +205,9 @@ mod tests {
     use std::collections::HashMap;
     use std::path::{Path, PathBuf};
 
-    use crate::capture::{Body, Header, ModuleRecord, PdbRecord, Record};
-    use crate::locate::SymbolPaths;
-    use crate::symbolizer::{FrameKind, Options, Symbolizer};
+    use crate::answers::symbolizer::{FrameKind, Options, Symbolizer};
+    use crate::formats::capture::{Body, Header, ModuleRecord, PdbRecord, Record};
+    use crate::symbols::locate::SymbolPaths;
 
     fn repo(rel: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
@@ -226,14 +226,14 @@ mod tests {
     /// (`examples/frames.stdout`: return address, file, line, column).
     fn capture_of_the_trace(with_module: bool) -> (String, Vec<(u64, String, u32, u32)>) {
         let trace = super::read_trace(std::io::BufReader::new(std::fs::File::open(repo("examples/frames.nettrace")).unwrap())).unwrap();
-        let bodies: Vec<&crate::ilmap::CodeBody> = trace.bodies.iter().filter(|b| b.module.as_deref() == Some("Frames.dll")).collect();
+        let bodies: Vec<&crate::base::ilmap::CodeBody> = trace.bodies.iter().filter(|b| b.module.as_deref() == Some("Frames.dll")).collect();
         let path = bodies[0].module_path.clone().unwrap();
         assert!(!Path::new(&path).exists(), "{path}");
         let image = std::fs::read(repo("tests/fixtures/frames/debug-embedded/Frames.dll")).unwrap();
-        let cv = crate::pe::PeImage::parse(&image).unwrap().codeview().unwrap().unwrap();
-        let mut text = Header { format: crate::capture::FORMAT.into(), version: crate::capture::VERSION, pid: 1, ..Header::default() }.to_line();
+        let cv = crate::formats::pe::PeImage::parse(&image).unwrap().codeview().unwrap().unwrap();
+        let mut text = Header { format: crate::formats::capture::FORMAT.into(), version: crate::formats::capture::VERSION, pid: 1, ..Header::default() }.to_line();
         if with_module {
-            let pdb = PdbRecord { guid: crate::metadata::mvid_text(&cv.guid), age: cv.age, path: cv.path.to_owned() };
+            let pdb = PdbRecord { guid: crate::formats::metadata::mvid_text(&cv.guid), age: cv.age, path: cv.path.to_owned() };
             text.push_str(&Record::Module(ModuleRecord { pid: Some(1), module: path.clone(), mvid: None, pdb: Some(pdb), pdb_checksums: Vec::new() }).to_line());
         }
         let mut starts: HashMap<u32, Vec<u64>> = HashMap::new();

@@ -7,8 +7,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::metadata::MethodArgs;
-use crate::pdb::LocalScope;
+use crate::formats::metadata::MethodArgs;
+use crate::formats::pdb::LocalScope;
 
 /// What a variable number names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,7 +118,7 @@ pub fn name_var(number: i32, args: Option<&MethodArgs<'_>>, locals: &LocalNames)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pdb::LocalVariable;
+    use crate::formats::pdb::LocalVariable;
 
     #[test]
     fn arguments_then_locals_then_specials() {

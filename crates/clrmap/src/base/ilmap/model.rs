@@ -308,7 +308,7 @@ pub struct CodeBody {
     pub version: Option<u32>,
     /// For an instantiation compiled into a ReadyToRun image (section 109): the file offset of
     /// its method signature, which holds the type's and the method's arguments
-    /// ([`crate::r2r::instantiation_name`]). Not part of the JSON contract.
+    /// ([`crate::formats::r2r::instantiation_name`]). Not part of the JSON contract.
     #[cfg_attr(feature = "serde", serde(skip))]
     pub signature: Option<u64>,
 }

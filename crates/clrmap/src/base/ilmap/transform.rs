@@ -69,7 +69,7 @@ fn rank(il: super::IlOffset) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ilmap::{IlOffset, SourceTypes};
+    use crate::base::ilmap::{IlOffset, SourceTypes};
 
     fn b(native_offset: u32, il: IlOffset, source: u32) -> Bound {
         Bound { native_offset, il_offset: il, source: SourceTypes(source) }
@@ -118,7 +118,7 @@ mod tests {
 #[cfg(test)]
 mod props {
     use super::*;
-    use crate::ilmap::{IlOffset, SourceTypes};
+    use crate::base::ilmap::{IlOffset, SourceTypes};
     use proptest::prelude::*;
 
     /// The runtime's rule, written the slow and obvious way: drop CALL_INSTRUCTION entries, merge

@@ -77,7 +77,7 @@ mod tests {
 
     #[test]
     fn unsigned_vectors() {
-        for &(v, b) in crate::read::cursor::tests::UNSIGNED_SPEC_VECTORS {
+        for &(v, b) in crate::base::read::cursor::tests::UNSIGNED_SPEC_VECTORS {
             let mut out = Vec::new();
             push_compressed_u32(&mut out, v).unwrap();
             assert_eq!(out, b);
@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn signed_vectors() {
-        let cases = crate::read::cursor::tests::SIGNED_SPEC_VECTORS;
+        let cases = crate::base::read::cursor::tests::SIGNED_SPEC_VECTORS;
         for &(v, b) in cases {
             let mut out = Vec::new();
             push_compressed_i32(&mut out, v).unwrap();

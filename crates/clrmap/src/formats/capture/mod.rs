@@ -14,9 +14,9 @@ pub use naming::{name_captured, BodyNamer, ModuleBytes, ModuleLoader};
 
 pub use record::{Body, End, Header, Hex, InlineEvent, InlineSession, ModuleRecord, PdbChecksum, PdbRecord, Record, RtType};
 
-use crate::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry};
-use crate::pdb::RecordedPdb;
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry};
+use crate::base::read::{Error, ErrorKind, Result};
+use crate::formats::pdb::RecordedPdb;
 
 /// The capture format's name in its header line.
 pub const FORMAT: &str = "clrmap-capture";
@@ -128,7 +128,7 @@ impl Capture {
 
 // The GUID text rule lives with the metadata that holds MVIDs (so the symbolizer has it without
 // the capture reader's `serde` feature).
-pub use crate::metadata::{mvid_text, parse_mvid};
+pub use crate::formats::metadata::{mvid_text, parse_mvid};
 
 /// Everything whole in a capture.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -235,7 +235,7 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             pid = h.pid;
             if out.runtime_major.is_none() {
                 let reported = h.runtime_version_string.as_deref().or(h.runtime_version.as_deref());
-                out.runtime_major = reported.and_then(|v| crate::nettrace::runtime_major(v, h.runtime_path.as_deref()));
+                out.runtime_major = reported.and_then(|v| crate::formats::nettrace::runtime_major(v, h.runtime_path.as_deref()));
             }
             out.pids.push(pid);
             if h.attach {
@@ -322,7 +322,7 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
         });
     }
     if out.runtime_major.is_none() {
-        out.runtime_major = out.bodies.iter().find(|b| b.module_path.ends_with("/System.Private.CoreLib.dll")).and_then(|b| crate::nettrace::runtime_major("", Some(&b.module_path)));
+        out.runtime_major = out.bodies.iter().find(|b| b.module_path.ends_with("/System.Private.CoreLib.dll")).and_then(|b| crate::formats::nettrace::runtime_major("", Some(&b.module_path)));
     }
     Ok(out)
 }

@@ -7,9 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{CapturedBody, RtType};
-use crate::ilmap::CodeKind;
-use crate::metadata::{Metadata, ModuleFiles, TypeDefInfo};
-use crate::r2r::ReadyToRunImage;
+use crate::base::ilmap::CodeKind;
+use crate::formats::metadata::{Metadata, ModuleFiles, TypeDefInfo};
+use crate::formats::r2r::ReadyToRunImage;
 
 /// The notation's keyword of a primitive CorElementType (an array element the runtime gave no class for).
 fn element_keyword(code: u8) -> Option<&'static str> {
@@ -105,12 +105,12 @@ pub fn name_captured(bodies: &mut [CapturedBody]) {
     }
     let args: Vec<(Vec<String>, Vec<String>)> = bodies.iter().map(|b| (render_all(&b.class_args, &infos), render_all(&b.method_args, &infos))).collect();
     // The bodies, by module: paths that name one file (links, `..`, `//`) are one module, read
-    // once (crate::fs::file_id).
+    // once (crate::base::fs::file_id).
     let mut by_module: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut by_file: HashMap<(u64, u64), String> = HashMap::new();
     let mut same: HashMap<&str, String> = HashMap::new();
     for (i, b) in bodies.iter().enumerate() {
-        let path = same.entry(&b.module_path).or_insert_with(|| match crate::fs::file_id(std::path::Path::new(&b.module_path)) {
+        let path = same.entry(&b.module_path).or_insert_with(|| match crate::base::fs::file_id(std::path::Path::new(&b.module_path)) {
             Some(id) => by_file.entry(id).or_insert_with(|| b.module_path.clone()).clone(),
             None => b.module_path.clone(),
         });
@@ -257,7 +257,7 @@ fn image_names(bytes: &[u8], md: &Metadata<'_>) -> HashMap<u32, String> {
     if let Ok(image) = ReadyToRunImage::parse(bytes) {
         for b in image.code_bodies().unwrap_or_default() {
             if let (Some(rva), Some(at)) = (b.rva, b.signature) {
-                if let Some(name) = crate::r2r::instantiation_name(bytes, at, md) {
+                if let Some(name) = crate::formats::r2r::instantiation_name(bytes, at, md) {
                     names.insert(rva, name);
                 }
             }

@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 
 use super::map::{DictionaryMap, COUNT_MASK, SORTED_FLAG};
-use crate::read::write::push_compressed_u32;
-use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{decode_type, encode_type, TreeProvider, Type};
+use crate::base::read::write::push_compressed_u32;
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::signature::{decode_type, encode_type, TreeProvider, Type};
 
 /// Builds a generic dictionary map (docs/format-notes.md#generic-dictionary-map): canonical compressed integers,
 /// identical items stored once, L computed from the encoded payload, and the sorted flag set only

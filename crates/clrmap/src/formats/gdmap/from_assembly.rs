@@ -3,8 +3,8 @@
 //! metadata layer knows nothing of dictionary maps.
 
 use super::DictionaryMapBuilder;
-use crate::metadata::{table, Metadata};
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
+use crate::formats::metadata::{table, Metadata};
 
 /// The synthetic RVA of a TypeSpec's dictionary in [`instantiation_map`]: 0x01000000 + 16·row.
 pub const fn type_spec_rva(rid: u32) -> u32 {

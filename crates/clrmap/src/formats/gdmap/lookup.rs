@@ -1,7 +1,7 @@
 //! Lookup by RVA.
 
 use super::map::{DictionaryMap, Entry};
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
 
 /// How to treat the sorted flag when looking up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

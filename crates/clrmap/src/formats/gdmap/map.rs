@@ -1,7 +1,7 @@
 //! The zero-copy reader: header, directory entries, heap items.
 
-use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{decode_type, render_one, skip_type, SpanRenderer, TypeNames, TypeProvider, TypeSig};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::signature::{decode_type, render_one, skip_type, SpanRenderer, TypeNames, TypeProvider, TypeSig};
 
 /// Bit 31 of the header word: the entries are sorted by RVA, ascending.
 pub const SORTED_FLAG: u32 = 0x8000_0000;

@@ -1,7 +1,7 @@
 //! The service shape of `ICorDebugSymbolProvider2::GetGenericDictionaryInfo`, in Rust.
 
 use super::map::DictionaryMap;
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
 
 /// `ICorDebugMemoryBuffer` (cordebug.idl): a block of memory in the caller's address space.
 ///

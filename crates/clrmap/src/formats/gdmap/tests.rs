@@ -1,8 +1,8 @@
 //! docs/format-notes.md#generic-dictionary-map worked examples byte for byte, edge cases, docs/output.md#generic-dictionary-maps faults and offsets.
 
 use super::*;
-use crate::read::ErrorKind::{self, *};
-use crate::signature::{parse_type, HexTokens, Primitive, Type};
+use crate::base::read::ErrorKind::{self, *};
+use crate::formats::signature::{parse_type, HexTokens, Primitive, Type};
 
 fn hex(s: &str) -> Vec<u8> {
     s.split_whitespace().map(|b| u8::from_str_radix(b, 16).unwrap()).collect()
@@ -247,13 +247,13 @@ fn memory_buffer_service() {
 
 mod properties {
     use super::super::*;
-    use crate::signature::{HexTokens, TreeProvider, Type};
+    use crate::formats::signature::{HexTokens, TreeProvider, Type};
     use proptest::prelude::*;
 
     proptest! {
         #[test]
         fn build_parse_round_trip(
-            items in prop::collection::vec(prop::collection::vec(crate::signature::tests_support::ty(), 1..4), 1..8),
+            items in prop::collection::vec(prop::collection::vec(crate::formats::signature::tests_support::ty(), 1..4), 1..8),
             picks in prop::collection::vec((any::<u32>(), 0usize..8), 0..40),
             sort in any::<bool>(),
         ) {
@@ -300,7 +300,7 @@ mod properties {
         /// the same answer, the same fault included (kind, offset, message).
         #[test]
         fn fast_proof_never_changes_the_answer(
-            items in prop::collection::vec(prop::collection::vec(crate::signature::tests_support::ty(), 1..3), 1..6),
+            items in prop::collection::vec(prop::collection::vec(crate::formats::signature::tests_support::ty(), 1..3), 1..6),
             edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
         ) {
             let mut b = DictionaryMapBuilder::new();

@@ -1,9 +1,9 @@
 //! Strict validation (docs/output.md#which-fault-is-first) and the lint report.
 
 use super::map::{DictionaryMap, Entry, Item};
-use crate::read::write::{compressed_u32_len, push_compressed_u32};
-use crate::read::{Error, ErrorKind, Result};
-use crate::signature::{encode_type, quick, TreeProvider};
+use crate::base::read::write::{compressed_u32_len, push_compressed_u32};
+use crate::base::read::{Error, ErrorKind, Result};
+use crate::formats::signature::{encode_type, quick, TreeProvider};
 
 /// A bitset over heap offsets: which items have been read. One bit per heap byte.
 struct Seen(Vec<u64>);

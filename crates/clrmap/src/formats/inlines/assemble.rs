@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::raw::{ChunkHeader, LAST_CHUNK_FLAG};
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 /// Decode one payload's header; the rest of the payload is returned as the chunk's bytes
 /// (`ChunkLength` of them). A header cut short, or a `ChunkLength` beyond the payload, is

@@ -3,7 +3,7 @@
 //! is checked in tree.rs.
 
 use super::raw::{RawMapping, RawNode, MAPPING_SIZE, NODE_SIZE};
-use crate::read::{ErrorKind, Reader, Result};
+use crate::base::read::{ErrorKind, Reader, Result};
 
 /// The blob's records with the absolute offset of each record's first byte, so that the tree's
 /// checks can name the field at fault.
@@ -20,7 +20,7 @@ pub(crate) struct Blob {
 ///   `8 + nodes·20 + mappings·13` bytes: `_ASSERTE(pBuffer - &buffer[0] == dataSize)`).
 pub(crate) fn read_blob(blob: Reader<'_>) -> Result<Blob> {
     let mut r = blob;
-    let bad = |e: crate::read::Error| e.with_kind(ErrorKind::BadDebugInfo);
+    let bad = |e: crate::base::read::Error| e.with_kind(ErrorKind::BadDebugInfo);
     // `WriteToBuffer(&pBuffer, numInlineTree); WriteToBuffer(&pBuffer, numMappings);`
     let head = r;
     let n_nodes = r.u32("the inline tree's node count").map_err(bad)?;

@@ -1,6 +1,6 @@
 //! `MethodDetails` (runtime provider, event 72): what names an inlinee's MethodDesc.
 
-use crate::read::{ErrorKind, Reader, Result};
+use crate::base::read::{ErrorKind, Reader, Result};
 
 /// One `MethodDetails` event: a MethodDesc's token, type and loader module (raw.rs for the
 /// layout and its source).
@@ -27,7 +27,7 @@ impl MethodDetails {
     /// (checked before allocating).
     pub fn parse(payload: Reader<'_>) -> Result<MethodDetails> {
         let mut r = payload;
-        let bad = |e: crate::read::Error| e.with_kind(ErrorKind::BadTrace);
+        let bad = |e: crate::base::read::Error| e.with_kind(ErrorKind::BadTrace);
         let method_id = r.u64("MethodDetails' MethodID").map_err(bad)?;
         let type_id = r.u64("MethodDetails' TypeID").map_err(bad)?;
         let token = r.u32("MethodDetails' MethodToken").map_err(bad)?;

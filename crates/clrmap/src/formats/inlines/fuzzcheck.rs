@@ -5,7 +5,7 @@
 #![allow(clippy::panic, clippy::indexing_slicing, clippy::arithmetic_side_effects, clippy::unwrap_used, clippy::expect_used)]
 
 use super::{InlineCollector, InlineTree, Parent};
-use crate::read::Reader;
+use crate::base::read::Reader;
 
 /// Every invariant of one parsed tree: each mapping's inlinee is a node; each chain is no longer
 /// than the node count, starts at the mapping's node, follows parents, and ends at node 0 or at

@@ -6,10 +6,10 @@
 //! The instructions are walked from the start of the body (ECMA-335 III: each opcode's operand
 //! size), so an offset inside another instruction's operand is never taken for a call.
 
-use crate::metadata::schema::table;
-use crate::metadata::Metadata;
-use crate::pe::PeImage;
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::metadata::schema::table;
+use crate::formats::metadata::Metadata;
+use crate::formats::pe::PeImage;
 
 /// The instruction at an IL offset, as far as recovery needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -370,7 +370,7 @@ pub fn read_modules<'p>(paths: impl IntoIterator<Item = &'p std::path::Path>, li
         if out.contains_key(p) {
             continue;
         }
-        if let Ok(b) = crate::fs::read_regular(p, limit) {
+        if let Ok(b) = crate::base::fs::read_regular(p, limit) {
             out.insert(p.to_path_buf(), b);
         }
     }

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 pub use details::MethodDetails;
 pub use tree::{Chain, ChainStep, InlineNode, InlineTree, Parent, RichMapping, MAX_INLINE_DEPTH, NO_CALL_SITE};
 
-use crate::read::{Error, Reader, Result};
+use crate::base::read::{Error, Reader, Result};
 
 /// Whether the inline trees of a runtime of this major version carry true call sites (each
 /// node's `ILOffset`: the IL offset of the call in the parent's method). `None` (not known) is

@@ -8,7 +8,7 @@
 
 use super::blob::{read_blob, Blob};
 use super::raw::{MAPPING_INLINEE_AT, NODE_CHILD_AT, NODE_SIBLING_AT};
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 /// The deepest inline nesting accepted (levels below the root). The JIT stops inlining far sooner
 /// (`DEFAULT_MAX_INLINE_DEPTH` is 20 in dotnet/runtime's `src/coreclr/jit/jit.h`; `DOTNET_JITInlineDepth` can change it); this bound

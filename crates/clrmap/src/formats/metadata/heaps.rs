@@ -1,6 +1,6 @@
 //! The `#Strings` and `#Blob` heaps (ECMA-335 II.24.2.3-4).
 
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 /// `#Strings`: NUL-terminated UTF-8 strings, indexed by byte offset.
 #[derive(Clone, Copy, Debug, Default)]

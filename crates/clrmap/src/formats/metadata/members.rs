@@ -4,8 +4,8 @@
 
 use super::schema::table;
 use super::Metadata;
-use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{decode_return_type, stream_one, SpanRenderer, TypeNames};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::signature::{decode_return_type, stream_one, SpanRenderer, TypeNames};
 
 /// The longest parameter list printed (names are bounded one by one; this bounds their sum).
 const MAX_PARAMS_TEXT: usize = 64 << 10;

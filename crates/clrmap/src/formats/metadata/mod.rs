@@ -2,7 +2,7 @@
 //! tables (II.24), and the names a debugger shows for tokens (docs/output.md#type-signatures).
 //!
 //! [`Metadata::parse`] reads the headers and lays out every table once; rows are read on
-//! demand, zero-copy. [`Metadata`] implements [`crate::signature::TypeNames`], so signatures
+//! demand, zero-copy. [`Metadata`] implements [`crate::formats::signature::TypeNames`], so signatures
 //! print with real names.
 
 use core::cell::{Cell, RefCell};
@@ -24,8 +24,8 @@ pub use schema::{table, Coded, Column};
 pub use specs::{method_spec_args, method_spec_header, spec_lines, SpecLine, SpecMethod};
 pub use tables::{Row, Table, Tables};
 
-use crate::pe::PeImage;
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
+use crate::formats::pe::PeImage;
 
 /// An assembly's metadata, borrowed from its bytes.
 #[derive(Debug)]

@@ -10,8 +10,8 @@ use core::fmt;
 
 use super::schema::table;
 use super::Metadata;
-use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{skip_type, stream_one, TypeNames};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::signature::{skip_type, stream_one, TypeNames};
 
 /// Nesting deeper than this (enclosing types, TypeRef scopes, TypeSpecs inside modifiers) is
 /// refused: hostile metadata can make any of them a cycle (Augments item 3 warns of TypeSpec cycles).
@@ -429,7 +429,7 @@ impl Metadata<'_> {
     /// `System.Enum` (a TypeRef or, in the core library, a TypeDef), and it is not `System.Enum`.
     pub fn is_value_type(&self, rid: u32) -> bool {
         let Ok(row) = self.tables.row(table::TYPE_DEF, rid) else { return false };
-        let names = |r: &crate::metadata::Row<'_>, name: usize, ns: usize| -> Option<(String, String)> {
+        let names = |r: &crate::formats::metadata::Row<'_>, name: usize, ns: usize| -> Option<(String, String)> {
             let n = r.get(name).and_then(|i| self.strings.get(i)).ok()?;
             let s = r.get(ns).and_then(|i| self.strings.get(i)).ok()?;
             Some((s.to_owned(), n.to_owned()))
@@ -541,7 +541,7 @@ impl ModuleFiles {
         if size > MAX_MODULE_FILE || size > self.left {
             return None;
         }
-        let bytes = crate::fs::read_regular(path, MAX_MODULE_FILE.min(self.left)).ok()?;
+        let bytes = crate::base::fs::read_regular(path, MAX_MODULE_FILE.min(self.left)).ok()?;
         self.left = self.left.saturating_sub(bytes.len() as u64);
         Some(bytes)
     }

@@ -1,6 +1,6 @@
 //! The metadata root and stream headers (ECMA-335 II.24.2.1-2).
 
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 /// `BSJB`, the metadata root's signature.
 pub const METADATA_SIGNATURE: u32 = 0x424A_5342;

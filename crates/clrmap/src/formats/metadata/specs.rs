@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use super::schema::table;
 use super::Metadata;
-use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{decode_type, render_one, ArrayShape, MethodSignature, Primitive, SpanRenderer, TypeNames, TypeProvider};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::signature::{decode_type, render_one, ArrayShape, MethodSignature, Primitive, SpanRenderer, TypeNames, TypeProvider};
 
 /// One line of `meta specs`: a token and its rendering (or why it failed).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The table stream `#~` / `#-` (ECMA-335 II.24.2.6): row counts, column widths, row access.
 
 use super::schema::{columns, Column, TABLE_COUNT};
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 /// The largest number of columns in any table (Assembly, AssemblyRef).
 const MAX_COLUMNS: usize = 9;

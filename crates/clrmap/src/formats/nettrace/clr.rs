@@ -9,8 +9,8 @@ use std::collections::HashMap;
 mod naming;
 
 use super::stream::{utf16z, Event};
-use crate::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry, Tier};
-use crate::read::{Reader, Result};
+use crate::base::ilmap::{CodeBody, CodeKind, IlOffset, MapEntry, Tier};
+use crate::base::read::{Reader, Result};
 
 /// `Microsoft-Windows-DotNETRuntime`.
 pub const RUNTIME: &str = "Microsoft-Windows-DotNETRuntime";
@@ -304,7 +304,7 @@ pub struct MethodTable {
     /// MethodDef) get a map of no entries, and are still named.
     mapped: std::collections::HashSet<usize>,
     /// Event 189 chunks and MethodDetails, as they stream by.
-    inlines: crate::inlines::InlineCollector,
+    inlines: crate::formats::inlines::InlineCollector,
 }
 
 impl MethodTable {
@@ -460,7 +460,7 @@ pub fn read_code_bodies<R: std::io::Read>(r: R) -> Result<Vec<CodeBody>> {
 #[derive(Clone, Debug, Default)]
 pub struct TraceInlines {
     /// The trees by (MethodID, NativeCodeId), and the MethodDetails by MethodID.
-    pub inlines: crate::inlines::Inlines,
+    pub inlines: crate::formats::inlines::Inlines,
     /// Code start → (MethodID, NativeCodeId), from MethodLoadVerbose / MethodDCEndVerbose.
     code_ids: HashMap<u64, (u64, u64)>,
     /// ModuleID → the module's IL path (ModuleLoad / ModuleDCEnd).
@@ -471,8 +471,8 @@ pub struct TraceInlines {
     pub named_r2r: Vec<CodeBody>,
     /// The traced runtime's major version, as it reported it (RuntimeInformation) or as its
     /// framework modules' directory says. On a runtime whose JIT does not fill in the call sites
-    /// ([`crate::inlines::call_sites_known`], .NET 10) the trees come with them forgotten
-    /// ([`crate::inlines::NO_CALL_SITE`]).
+    /// ([`crate::formats::inlines::call_sites_known`], .NET 10) the trees come with them forgotten
+    /// ([`crate::formats::inlines::NO_CALL_SITE`]).
     pub runtime_major: Option<u16>,
 }
 
@@ -483,7 +483,7 @@ impl TraceInlines {
     }
 
     /// The inline tree of a body read from the same trace (by its `start`), if the trace has one.
-    pub fn tree_of(&self, body: &CodeBody) -> Option<&crate::inlines::InlineTree> {
+    pub fn tree_of(&self, body: &CodeBody) -> Option<&crate::formats::inlines::InlineTree> {
         let (method_id, native_code_id) = self.code_id(body.start?)?;
         self.inlines.tree(method_id, native_code_id)
     }
@@ -494,7 +494,7 @@ impl TraceInlines {
     }
 
     /// Recover the parents of the trees' dotnet/runtime#98755 orphans from the methods' IL
-    /// ([`crate::inlines::il::recover_tree`]), reading each module the trace names once from
+    /// ([`crate::formats::inlines::il::recover_tree`]), reading each module the trace names once from
     /// its recorded path on this machine. A tree's root is placed by its body (`bodies`, from
     /// the same trace: module path and token); an inlinee by its MethodDetails token, in the
     /// module of its type where `type_modules` (TypeID → ModuleID, from BulkType events) knows
@@ -527,13 +527,13 @@ impl TraceInlines {
             }
         }
         let paths: Vec<PathBuf> = places.values().chain(keys.iter().filter_map(|k| roots.get(k))).map(|(p, _)| p.clone()).collect();
-        let bytes = crate::inlines::il::read_modules(paths.iter().map(PathBuf::as_path), 1 << 30);
-        let modules = crate::inlines::il::IlModules::new(&bytes);
+        let bytes = crate::formats::inlines::il::read_modules(paths.iter().map(PathBuf::as_path), 1 << 30);
+        let modules = crate::formats::inlines::il::IlModules::new(&bytes);
         let mut recovered = 0usize;
         for key in keys {
             let root = roots.get(&key).cloned();
             let Some(tree) = self.inlines.tree_mut(key.0, key.1) else { continue };
-            let got = crate::inlines::il::recover_tree(tree, &modules, |mid| if mid == key.0 { root.clone() } else { places.get(&mid).cloned() });
+            let got = crate::formats::inlines::il::recover_tree(tree, &modules, |mid| if mid == key.0 { root.clone() } else { places.get(&mid).cloned() });
             recovered = recovered.saturating_add(got);
         }
         recovered
@@ -544,7 +544,7 @@ impl TraceInlines {
 /// `DOTNET_RichDebugInfo=1` on .NET 7+) and MethodDetails: the bodies, the trees and what pairs
 /// them, and the fault that cut the trace (a warning, as there). A trace without them (3.1, or
 /// the private provider's keyword 0x40000 not enabled) gives empty [`TraceInlines::inlines`].
-pub fn read_code_bodies_and_inlines<R: std::io::Read>(r: R, also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::read::Error>)> {
+pub fn read_code_bodies_and_inlines<R: std::io::Read>(r: R, also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::base::read::Error>)> {
     read_all(r, also)
 }
 
@@ -555,18 +555,18 @@ const HEADER_LEN: u64 = 8 + 4 + 20;
 /// Every jitted body of a trace, keeping every whole event before a cut or a fault: a process
 /// killed mid-run leaves a torn trace, and what it wrote whole is still true. The fault comes back
 /// as a warning (its kind and absolute offset). Only a file that is not a trace is an error.
-pub fn read_code_bodies_partial<R: std::io::Read>(r: R) -> Result<(Vec<CodeBody>, Option<crate::read::Error>)> {
+pub fn read_code_bodies_partial<R: std::io::Read>(r: R) -> Result<(Vec<CodeBody>, Option<crate::base::read::Error>)> {
     read_code_bodies_partial_with(r, |_| {})
 }
 
 /// [`read_code_bodies_partial`], in the same single pass also showing every event to `also` (for
 /// what a reader needs besides the bodies, such as the modules' PDB ids).
-pub fn read_code_bodies_partial_with<R: std::io::Read>(r: R, also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, Option<crate::read::Error>)> {
+pub fn read_code_bodies_partial_with<R: std::io::Read>(r: R, also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, Option<crate::base::read::Error>)> {
     read_all(r, also).map(|(bodies, _, fault)| (bodies, fault))
 }
 
 /// The one pass behind [`read_code_bodies_partial_with`] and [`read_code_bodies_and_inlines`].
-fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::read::Error>)> {
+fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::base::read::Error>)> {
     let mut table = MethodTable::default();
     let mut reported_major = None;
     let (stats, fault) = super::stream::read_events_partial(r, |e| {
@@ -581,7 +581,7 @@ fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<
     // The runtime's version: as it reported it, else from a framework module's directory
     // (`.../Microsoft.NETCore.App/10.0.12/System.Private.CoreLib.dll`).
     inlines.runtime_major = reported_major.or_else(|| inlines.modules.values().find_map(|p| runtime_major("", Some(p))));
-    if !crate::inlines::call_sites_known(inlines.runtime_major) {
+    if !crate::formats::inlines::call_sites_known(inlines.runtime_major) {
         inlines.inlines.forget_call_sites();
     }
     // Every body ran in the traced process (the Trace object's process id).

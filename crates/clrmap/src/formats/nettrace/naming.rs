@@ -7,8 +7,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::ilmap::CodeBody;
-use crate::metadata::{primitive_keyword, ModuleFiles};
+use crate::base::ilmap::CodeBody;
+use crate::formats::metadata::{primitive_keyword, ModuleFiles};
 
 /// The deepest nesting of type arguments parsed; deeper text is not parsed (the owner keeps no
 /// arguments).

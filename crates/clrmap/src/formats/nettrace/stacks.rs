@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use std::io::Read;
 
 use super::stream::{read_with, Side, Stats};
-use crate::read::{Error, Reader, Result};
+use crate::base::read::{Error, Reader, Result};
 
 /// The provider of the runtime's sampler.
 pub const SAMPLE_PROFILER: &str = "Microsoft-DotNETCore-SampleProfiler";
@@ -137,7 +137,7 @@ impl StackTable {
                 Ok(b) => b,
                 Err(e) => {
                     stats.stacks_dropped = stats.stacks_dropped.saturating_add(u64::from(count.saturating_sub(i)));
-                    return Err(e.with_kind(crate::read::ErrorKind::BadTrace));
+                    return Err(e.with_kind(crate::base::read::ErrorKind::BadTrace));
                 }
             };
             if size.checked_rem(pointer_size) != Some(0) {

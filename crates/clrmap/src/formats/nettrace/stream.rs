@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Read;
 
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 /// A multiplicative hash for integer keys (keys the trace chose: a collision costs time
 /// only, every map here is bounded).
@@ -110,7 +110,7 @@ pub struct Event<'a> {
     /// Timestamp (QPC ticks).
     pub timestamp: u64,
     /// The event's stack, by its id in the stack blocks since the last sequence point (0: none
-    /// recorded; see [`crate::nettrace::read_samples`]).
+    /// recorded; see [`crate::formats::nettrace::read_samples`]).
     pub stack_id: u32,
     /// The payload, with absolute offsets.
     pub payload: Reader<'a>,
@@ -138,7 +138,7 @@ pub struct Stats {
     pub sampling_rate_ns: Option<u32>,
     /// Timestamp ticks per second (the QPC frequency), from the Trace object.
     pub qpc_frequency: Option<u64>,
-    /// [`crate::nettrace::read_samples`]: ThreadSample events delivered with their stacks.
+    /// [`crate::formats::nettrace::read_samples`]: ThreadSample events delivered with their stacks.
     pub samples: u64,
     /// ThreadSample events whose stack id names no stack read before them (since the last
     /// sequence point): not delivered.

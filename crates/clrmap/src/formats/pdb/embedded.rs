@@ -2,8 +2,8 @@
 //! Debug Directory Entry", type 17): `MPDB`, the PDB's size as a u32, then the PDB as a raw
 //! deflate stream (RFC 1951).
 
-use crate::pe::{PeImage, DEBUG_TYPE_EMBEDDED_PORTABLE_PDB};
-use crate::read::{Error, ErrorKind, Location, Result};
+use crate::base::read::{Error, ErrorKind, Location, Result};
+use crate::formats::pe::{PeImage, DEBUG_TYPE_EMBEDDED_PORTABLE_PDB};
 
 /// `MPDB`, little-endian.
 const MAGIC: u32 = 0x4244_504D;

@@ -6,9 +6,9 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use super::{embedded, PortablePdb, HIDDEN_LINE};
-use crate::metadata::table;
-use crate::pe::{PeImage, DEBUG_TYPE_EMBEDDED_PORTABLE_PDB};
-use crate::read::Error;
+use crate::base::read::Error;
+use crate::formats::metadata::table;
+use crate::formats::pe::{PeImage, DEBUG_TYPE_EMBEDDED_PORTABLE_PDB};
 
 /// Spec limits (PortablePdb-Metadata.md, "Sequence Points Blob").
 const LINE_LIMIT: u32 = 0x2000_0000;
@@ -271,13 +271,13 @@ fn reference_line(pdb: &PortablePdb<'_>, token: u32, il: u32) -> Option<(u32, u3
 }
 
 /// The structure-aware PDB mode: [`structured_pdb`] through [`fuzz_check_pdb`], and the lazy,
-/// shared line table ([`crate::symbolizer::ModuleSymbols`]) against a plain decoding of each
+/// shared line table ([`crate::answers::symbolizer::ModuleSymbols`]) against a plain decoding of each
 /// method, at IL offsets from the bytes.
 pub fn fuzz_check_pdb_structured(data: &[u8]) {
     let bytes = structured_pdb(data);
     fuzz_check_pdb(&bytes);
     let pdb = PortablePdb::parse(&bytes).expect("the writer's PDB parses");
-    let lines = crate::symbolizer::ModuleSymbols::from_pdb(bytes.clone()).expect("the writer's PDB parses");
+    let lines = crate::answers::symbolizer::ModuleSymbols::from_pdb(bytes.clone()).expect("the writer's PDB parses");
     let methods = pdb.method_count();
     let mut b = Bytes(data.get(data.len() / 2..).unwrap_or(&[]));
     for _ in 0..64 {
@@ -297,7 +297,7 @@ pub fn fuzz_check_capture_pdb(data: &[u8]) {
     let (first, second) = data.split_at(data.len() / 2);
     let bytes = structured_pdb(first);
     let pdb = PortablePdb::parse(&bytes).expect("the writer's PDB parses");
-    let lines = crate::symbolizer::ModuleSymbols::from_pdb(bytes.clone()).expect("the writer's PDB parses");
+    let lines = crate::answers::symbolizer::ModuleSymbols::from_pdb(bytes.clone()).expect("the writer's PDB parses");
     let methods = pdb.method_count();
     let mut b = Bytes(second);
     let mut text = String::from("{\"format\":\"clrmap-capture\",\"version\":1,\"pid\":7}\n");
@@ -324,7 +324,7 @@ pub fn fuzz_check_capture_pdb(data: &[u8]) {
             map.join(",")
         ));
     }
-    let capture = crate::capture::read_capture(text.as_bytes()).expect("a capture written here reads");
+    let capture = crate::formats::capture::read_capture(text.as_bytes()).expect("a capture written here reads");
     for c in &capture.bodies {
         let body = &c.body;
         let rows = lines.line_table(body.token, &body.map, body.code_size);
@@ -335,7 +335,7 @@ pub fn fuzz_check_capture_pdb(data: &[u8]) {
             assert_eq!(last.native_offset, body.code_size, "{:#010X}: the table ends at the code size", body.token);
         }
         for row in rows.iter().take(rows.len().saturating_sub(1)) {
-            let (_, il) = crate::ilmap::runtime_il_offset(&body.map, body.code_size, row.native_offset);
+            let (_, il) = crate::base::ilmap::runtime_il_offset(&body.map, body.code_size, row.native_offset);
             match reference_line(&pdb, body.token, il) {
                 Some((line, column, file)) => {
                     assert_eq!((row.line, row.column, Some(row.file.clone())), (line, column, Some(file.unwrap_or_default())), "{:#010X} +{:#X}", body.token, row.native_offset)

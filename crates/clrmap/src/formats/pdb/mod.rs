@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Everything is decoded lazily and borrowed from the PDB's bytes. [`embedded`] inflates the PDB
-//! that an assembly carries in its debug directory; [`crate::locate`] finds and matches a module's PDB.
+//! that an assembly carries in its debug directory; [`crate::symbols::locate`] finds and matches a module's PDB.
 //!
 //! ```
 //! # fn main() -> clrmap::Result<()> {
@@ -43,9 +43,9 @@ pub mod writer;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::metadata::schema::TABLE_COUNT;
-use crate::metadata::{table, Blobs, Root, Strings, Tables};
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::metadata::schema::TABLE_COUNT;
+use crate::formats::metadata::{table, Blobs, Root, Strings, Tables};
 
 pub use recorded::RecordedPdb;
 pub use scope::{LocalScope, LocalVariable};

@@ -1,6 +1,6 @@
 //! What a recording (a trace's ModuleLoad event, a capture's `module` record) says about a
 //! module's PDB: the CodeView entry of the image the runtime loaded. Finding the PDB it names is
-//! [`crate::locate`]'s work.
+//! [`crate::symbols::locate`]'s work.
 
 /// What a recording says about a module's PDB: the CodeView entry of the image the runtime
 /// loaded, as a trace's ModuleLoad event carries it (`ManagedPdbSignature`, `ManagedPdbAge`,

@@ -8,8 +8,8 @@
 use std::collections::HashMap;
 
 use super::PortablePdb;
-use crate::metadata::table;
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
+use crate::formats::metadata::table;
 
 /// The most bytes of local names [`PortablePdb::local_scopes`] gives for one method (names shared
 /// by many LocalVariable rows count once per row).

@@ -10,7 +10,7 @@
 //! ΔLines = ΔColumns = 0 is a hidden point and has no start fields. The first visible point's
 //! start line and column are unsigned; later ones are signed deltas from the previous visible one.
 
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 /// The line the spec gives a hidden sequence point (`0xFEEFEE`).
 pub const HIDDEN_LINE: u32 = 0x00FE_EFEE;

@@ -16,8 +16,8 @@
 //! value with its `*` replaced by the rest of the path, its `\` turned into `/`. Any other key
 //! matches the path exactly. Of the keys that match, the longest wins.
 
-use crate::metadata::schema::{table, Coded};
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::metadata::schema::{table, Coded};
 
 use super::PortablePdb;
 
@@ -443,7 +443,7 @@ impl SourceRoot {
 pub fn local_source(roots: &[SourceRoot], doc: &DocumentInfo, max: u64) -> Option<Vec<u8>> {
     roots.iter().find_map(|root| {
         let path = root.local(&doc.name)?;
-        let bytes = crate::fs::read_regular(&path, max).ok()?;
+        let bytes = crate::base::fs::read_regular(&path, max).ok()?;
         (hash_file(&doc.hash_algorithm, &bytes).as_deref() == Some(doc.hash.as_slice())).then_some(bytes)
     })
 }
@@ -478,7 +478,7 @@ mod tests {
 
     #[test]
     fn embedded_sources_are_found_by_their_document_and_kind() {
-        use crate::pdb::writer::PdbWriter;
+        use crate::formats::pdb::writer::PdbWriter;
         let mut w = PdbWriter::new([1; 20]);
         for name in ["/a.cs", "/b.cs", "/c.cs"] {
             let n = w.document_name(name);

@@ -20,8 +20,8 @@
 //! ```
 #![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects, clippy::cast_possible_truncation, clippy::expect_used, clippy::panic)]
 
-use crate::metadata::table;
-use crate::read::write::{push_compressed_i32, push_compressed_u32};
+use crate::base::read::write::{push_compressed_i32, push_compressed_u32};
+use crate::formats::metadata::table;
 
 use super::HIDDEN_LINE;
 
@@ -380,7 +380,7 @@ pub fn encode_points(initial_document: Option<u32>, points: &[Point]) -> Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pdb::PortablePdb;
+    use crate::formats::pdb::PortablePdb;
 
     #[test]
     fn round_trips_through_the_reader() {
@@ -415,10 +415,10 @@ mod tests {
         let pdb = b"BSJB and then the rest of a PDB";
         let entry = embedded_entry(pdb);
         assert_eq!(&entry[..4], b"MPDB");
-        assert_eq!(crate::pdb::embedded::inflate(&entry[8..], pdb.len(), 0).unwrap(), pdb);
+        assert_eq!(crate::formats::pdb::embedded::inflate(&entry[8..], pdb.len(), 0).unwrap(), pdb);
         let bomb = zip_bomb_entry(1 << 30, 1024);
         assert!(bomb.len() < 2 << 20, "{}", bomb.len());
-        assert_eq!(crate::pdb::embedded::inflate(&zip_bomb_entry(0, 3)[8..], 3 << 20, 0).unwrap(), vec![0; 3 << 20]);
+        assert_eq!(crate::formats::pdb::embedded::inflate(&zip_bomb_entry(0, 3)[8..], 3 << 20, 0).unwrap(), vec![0; 3 << 20]);
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! are `unsupported_version`: their cold parts follow other methods' entries.
 
 use super::image::{ReadyToRunImage, RuntimeFunction};
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
 
 /// Section 120 (readytorun.h `HotColdMap`): pairs of (cold, hot) RUNTIME_FUNCTION indexes.
 const HOT_COLD_MAP: u32 = 120;
@@ -163,7 +163,7 @@ mod tests {
         assert_eq!(ix.frame_props(0x305).unwrap().parent_start, None);
         for rva in [0, 0xFF, 0x110, 0x260, 0x26F, 0x280, 0x310, u32::MAX] {
             let e = ix.frame_props(rva).unwrap_err();
-            assert_eq!((e.kind, e.location), (ErrorKind::NotFound, crate::read::Location::Rva(rva)), "{rva:#x}");
+            assert_eq!((e.kind, e.location), (ErrorKind::NotFound, crate::base::read::Location::Rva(rva)), "{rva:#x}");
         }
         assert_eq!(ix.frame_props(0x105).unwrap_err().kind, ErrorKind::BadReadyToRun);
         assert_eq!(index(&[], &[]).frame_props(0).unwrap_err().kind, ErrorKind::NotFound);

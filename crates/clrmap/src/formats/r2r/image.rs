@@ -4,9 +4,9 @@
 use super::debuginfo::{self, DebugInfo, DebugInfoLayout, NEWEST_PROVEN_MAJOR};
 use super::machine::{Machine, Os};
 use super::native::{self, NativeArray, NativeHashtable};
-use crate::ilmap::{public_map, CodeBody};
-use crate::pe::PeImage;
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::ilmap::{public_map, CodeBody};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::pe::PeImage;
 
 /// `RTR\0`.
 pub const READYTORUN_SIGNATURE: u32 = 0x0052_5452;
@@ -311,7 +311,7 @@ impl<'a> ReadyToRunImage<'a> {
                 rva: Some(entry.begin),
                 code_size,
                 map: public_map(&bounds, code_size),
-                kind: Some(crate::ilmap::CodeKind::R2r),
+                kind: Some(crate::base::ilmap::CodeKind::R2r),
                 signature: e.signature,
                 ..CodeBody::default()
             });

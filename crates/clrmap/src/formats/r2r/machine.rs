@@ -30,8 +30,8 @@
 //!   from the unwind info's FunctionLength (`Arm64.UnwindInfo`: bits 0-17 × 4; `Arm.UnwindInfo`:
 //!   bits 0-17 × 2).
 
-use crate::pe::PeImage;
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
+use crate::formats::pe::PeImage;
 
 /// `IMAGE_FILE_MACHINE_I386`.
 pub const IMAGE_FILE_MACHINE_I386: u16 = 0x014C;
@@ -165,14 +165,14 @@ impl Machine {
 }
 
 /// A reader at the unwind record `rva` points to, to the end of its section.
-fn unwind_record<'a>(pe: &PeImage<'a>, rva: u32) -> Result<crate::read::Reader<'a>> {
+fn unwind_record<'a>(pe: &PeImage<'a>, rva: u32) -> Result<crate::base::read::Reader<'a>> {
     pe.reader_from(rva).map_err(|e| e.with_kind(ErrorKind::BadReadyToRun))
 }
 
 /// `decodeUnsigned` of the x86 GC info (`src/coreclr/inc/gcdecoder.cpp`): 7 bits a byte, most
 /// significant group first, the high bit set while more bytes follow. More than 5 bytes, or a
 /// value past 32 bits, is corruption.
-pub fn gc_decode_unsigned(r: &mut crate::read::Reader<'_>) -> Result<u32> {
+pub fn gc_decode_unsigned(r: &mut crate::base::read::Reader<'_>) -> Result<u32> {
     let at = r.offset();
     let mut value = 0u64;
     for _ in 0..5 {
@@ -188,7 +188,7 @@ pub fn gc_decode_unsigned(r: &mut crate::read::Reader<'_>) -> Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::read::Reader;
+    use crate::base::read::Reader;
 
     #[test]
     fn machine_values_and_os_overrides() {

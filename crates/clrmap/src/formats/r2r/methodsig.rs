@@ -1,15 +1,15 @@
 //! READYTORUN method signatures in section 109 (docs/format-notes.md#readytorun-images;
 //! dotnet/runtime `src/coreclr/inc/readytorun.h` `ReadyToRunMethodSigFlags`): flags, then the
 //! owner type, the method's RID, its instantiation and a constraint. Their types are zapsig types
-//! ([`crate::signature::decode_zapsig_type`]).
+//! ([`crate::formats::signature::decode_zapsig_type`]).
 //!
 //! A body's full name comes from here: the owner type carries the type's arguments and the
 //! instantiation the method's (``System.Collections.Generic.List`1<int32>::Add(!0)``), which is
 //! what tells the instantiations of one method apart.
 
-use crate::metadata::Metadata;
-use crate::read::{Error, ErrorKind, Reader, Result};
-use crate::signature::{decode_zapsig_type, SpanRenderer, ZapsigProvider};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::metadata::Metadata;
+use crate::formats::signature::{decode_zapsig_type, SpanRenderer, ZapsigProvider};
 
 const UNBOXING_STUB: u32 = 0x01;
 const INSTANTIATING_STUB: u32 = 0x02;
@@ -124,7 +124,7 @@ pub fn instantiation_name(image: &[u8], at: u64, md: &Metadata<'_>) -> Option<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signature::HexTokens;
+    use crate::formats::signature::HexTokens;
 
     /// Read a signature with hex token names: flags, module, owner, token, arguments, constraint.
     fn read(bytes: &[u8]) -> (u32, Option<u32>, Option<String>, u32, Vec<String>, Option<String>) {
@@ -132,7 +132,7 @@ mod tests {
         let mut r = Reader::new(bytes, 0);
         let s = read_method_signature(&mut r, &mut printer).unwrap();
         assert!(r.is_empty(), "{bytes:02X?}");
-        let text = |t: &crate::signature::Span| printer.text(*t).to_owned();
+        let text = |t: &crate::formats::signature::Span| printer.text(*t).to_owned();
         (s.flags, s.module, s.owner.as_ref().map(text), s.token, s.instantiation.iter().map(text).collect(), s.constraint.as_ref().map(text))
     }
 

@@ -2,7 +2,7 @@
 //! the varint whose *low* bits give the length, NativeArray, and NativeHashtable. Not to be
 //! confused with ECMA compressed integers (high bits give the length) or the nibble stream.
 
-use crate::read::{Error, ErrorKind, Reader, Result};
+use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 fn bad(at: u64, expected: &'static str) -> Error {
     Error::new(ErrorKind::BadReadyToRun, at, expected)

@@ -5,8 +5,8 @@
 
 use super::machine::{Machine, Os};
 use super::ReadyToRunImage;
-use crate::ilmap::{Bound, IlOffset, SourceTypes};
-use crate::read::ErrorKind;
+use crate::base::ilmap::{Bound, IlOffset, SourceTypes};
+use crate::base::read::ErrorKind;
 
 const TEXT_RVA: u32 = 0x1000;
 const TEXT_FILE: usize = 0x200;

@@ -9,7 +9,7 @@
 use super::position::Position;
 use super::provider::TypeProvider;
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive};
-use crate::read::{token_table, Error, ErrorKind, Reader, Result};
+use crate::base::read::{token_table, Error, ErrorKind, Reader, Result};
 
 /// Types nested deeper than this are `too_deep` (docs/output.md#strictness). A top-level type is depth 1.
 pub const MAX_DEPTH: u32 = 100;

@@ -8,8 +8,8 @@
 use super::decode::{MAX_ARRAY_RANK, MAX_DEPTH};
 use super::position::Position;
 use super::types::{MethodSignature, Type};
-use crate::read::write::{push_coded_type_token, push_compressed_i32, push_compressed_u32};
-use crate::read::{token_table, Error, ErrorKind, Result};
+use crate::base::read::write::{push_coded_type_token, push_compressed_i32, push_compressed_u32};
+use crate::base::read::{token_table, Error, ErrorKind, Result};
 
 /// Append the canonical encoding of `ty`.
 pub fn encode_type(ty: &Type, out: &mut Vec<u8>) -> Result<()> {

@@ -15,7 +15,7 @@ pub trait TypeNames {
     /// it names a row that is there but malformed (a TypeSpec whose signature does not decode or
     /// contains itself). The printers then fail with this error, where they print the raw token
     /// for a token that names no row (`None`, the default).
-    fn name_fault(&self, token: u32) -> Option<crate::read::Error> {
+    fn name_fault(&self, token: u32) -> Option<crate::base::read::Error> {
         let _ = token;
         None
     }
@@ -36,7 +36,7 @@ impl<T: TypeNames + ?Sized> TypeNames for &T {
         (**self).write_type_name(token, out)
     }
 
-    fn name_fault(&self, token: u32) -> Option<crate::read::Error> {
+    fn name_fault(&self, token: u32) -> Option<crate::base::read::Error> {
         (**self).name_fault(token)
     }
 }

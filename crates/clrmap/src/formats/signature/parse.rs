@@ -9,7 +9,7 @@
 
 use super::decode::{MAX_ARRAY_RANK, MAX_DEPTH};
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
 
 /// Parse one type written in the notation of docs/output.md#type-signatures with hex tokens.
 pub fn parse_type(text: &str) -> Result<Type> {

@@ -7,7 +7,7 @@
 //! acceptors and the method-signature readers all ask this module, so the rule is written once.
 
 use super::types::Primitive;
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
 
 /// The error text for a VOID where the grammar does not take one.
 const VOID_HERE: &str = "VOID only as an FNPTR return or under PTR";

@@ -24,7 +24,7 @@ use super::names::TypeNames;
 use super::provider::TypeProvider;
 use super::types::{ArrayShape, CallingConvention, MethodSignature, Primitive, Type};
 use super::zapsig::ZapsigProvider;
-use crate::read::{Error, Reader, Result};
+use crate::base::read::{Error, Reader, Result};
 
 /// The text of one ARRAY dimension (docs/output.md#type-signatures): `L...H` with H = L+S-1, `0...H` for a size
 /// alone, `L...` for a bound alone, `...` for neither.
@@ -515,7 +515,7 @@ pub fn render(bytes: &[u8], names: &dyn TypeNames) -> Result<String> {
     let mut r = Reader::new(bytes, 0);
     let s = render_one(&mut r, &mut SpanRenderer::new(names))?;
     if !r.is_empty() {
-        return Err(r.error(crate::ErrorKind::ItemLengthMismatch, "no bytes after the type"));
+        return Err(r.error(crate::base::read::ErrorKind::ItemLengthMismatch, "no bytes after the type"));
     }
     Ok(s)
 }

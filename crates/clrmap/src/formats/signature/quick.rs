@@ -17,7 +17,7 @@
 use super::decode::{ARRAY, CLASS, FNPTR, GENERICINST, MVAR, SZARRAY, VALUETYPE, VAR};
 use super::position::Position;
 use super::{CallingConvention, MAX_ARRAY_RANK};
-use crate::read::Reader;
+use crate::base::read::Reader;
 
 /// Compound types (SZARRAY, GENERICINST, FNPTR, ARRAY) allowed in one sequence. The nesting depth of any type is
 /// at most this count, well under [`super::MAX_DEPTH`], so no depth fault can be missed.
@@ -398,7 +398,7 @@ pub(crate) fn short_counted_types<const N: usize, const K: usize>(lanes: &[[u16;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signature::Primitive;
+    use crate::formats::signature::Primitive;
     use proptest::prelude::*;
 
     /// The strict decoder's verdict on "exactly `count` types, nothing after".

@@ -5,7 +5,7 @@ use super::names::TypeNames;
 use super::print::SpanRenderer;
 use super::provider::{TreeProvider, TypeProvider};
 use super::types::Type;
-use crate::read::{Reader, Result};
+use crate::base::read::{Reader, Result};
 
 /// One type signature's bytes, already checked by the strict decoder, with their absolute offset.
 /// Decoding it again through any provider cannot fail on its bytes; it costs one walk.

@@ -1,7 +1,7 @@
 //! Spec tables and hand-checked renderings for the signature codec.
 
 use super::*;
-use crate::read::{ErrorKind, Reader};
+use crate::base::read::{ErrorKind, Reader};
 
 fn hex(s: &str) -> Vec<u8> {
     s.split_whitespace().map(|b| u8::from_str_radix(b, 16).unwrap()).collect()
@@ -275,7 +275,7 @@ fn parser_rejects_garbage_and_accepts_spaces_after_commas() {
 
 pub(crate) mod roundtrip {
     use super::super::*;
-    use crate::read::Reader;
+    use crate::base::read::Reader;
     use proptest::prelude::*;
 
     fn token() -> impl Strategy<Value = u32> {

@@ -21,7 +21,7 @@
 use super::decode::{bad_element_type, class_or_value_type, deeper, Decoder, Grammar};
 use super::position::Position;
 use super::provider::TypeProvider;
-use crate::read::{Reader, Result};
+use crate::base::read::{Reader, Result};
 
 const VAR_ZAPSIG: u8 = 0x3B;
 const NATIVE_ARRAY_TEMPLATE_ZAPSIG: u8 = 0x3C;
@@ -99,8 +99,8 @@ pub fn skip_zapsig_type(r: &mut Reader<'_>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::read::ErrorKind;
-    use crate::signature::{skip_type, HexTokens, SpanRenderer};
+    use crate::base::read::ErrorKind;
+    use crate::formats::signature::{skip_type, HexTokens, SpanRenderer};
 
     fn render(bytes: &[u8]) -> String {
         let mut p = SpanRenderer::new(&HexTokens);
@@ -140,7 +140,7 @@ mod tests {
         fn strict_types_read_the_same_as_zapsig(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24)) {
             let mut strict = Reader::new(&bytes, 0);
             let mut p = SpanRenderer::new(&HexTokens);
-            if let Ok(span) = crate::signature::decode_type(&mut strict, &mut p) {
+            if let Ok(span) = crate::formats::signature::decode_type(&mut strict, &mut p) {
                 let want = p.text(span).to_owned();
                 let mut zap = Reader::new(&bytes, 0);
                 let mut q = SpanRenderer::new(&HexTokens);

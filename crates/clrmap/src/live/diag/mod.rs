@@ -33,13 +33,13 @@ use std::time::{Duration, Instant};
 
 pub use bounded::{connect as connect_within, Bounded, Limit};
 pub use discover::{exited, list_sockets, mapped_runtime_version, parse_socket_name, parse_start_key, proc_cmdline, rich_debug_info_enabled, socket_path, start_key, tmp_dir};
-pub use reverse::{parse_advertise, start_suspended, Advertise, OthersGuard, ReverseServer, ADVERTISE_LEN, ADVERTISE_MAGIC};
+pub use reverse::{parse_advertise, Advertise, OthersGuard, ReverseServer, ADVERTISE_LEN, ADVERTISE_MAGIC};
 pub use session::{
-    Chunk, Framer, Provider, Session, SessionConfig, SessionReader, Stopper, BUFFERING_MODE_BLOCK, DEFAULT_RUNDOWN_KEYWORDS, JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE, SAMPLE_PROFILER,
+    start_suspended, Chunk, Framer, Provider, Session, SessionConfig, SessionReader, Stopper, BUFFERING_MODE_BLOCK, DEFAULT_RUNDOWN_KEYWORDS, JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE, SAMPLE_PROFILER,
     SAMPLE_PROFILER_KEYWORDS,
 };
 
-use crate::symbolizer::{OpenedSource, SourceKind};
+use crate::answers::symbolizer::{OpenedSource, SourceKind};
 
 /// How long a process whose socket refused or cut the connection is watched for its exit.
 const EXIT_GRACE: Duration = Duration::from_millis(300);
@@ -589,10 +589,10 @@ pub fn snapshot_until(client: &Client, limit: &Limit<'_>) -> Result<OpenedSource
     stopper.send_until(limit)?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, session.reader_until(*limit));
     let mut runtime_major = None;
-    let mut pdbs = crate::symbolizer::RecordedPdbs::new();
-    let decoded = crate::nettrace::read_code_bodies_partial_with(&mut reader, |e| {
-        runtime_major = runtime_major.or_else(|| crate::nettrace::runtime_information(e).and_then(|r| r.major()));
-        crate::symbolizer::note_recorded_pdb(e, &mut pdbs);
+    let mut pdbs = crate::answers::symbolizer::RecordedPdbs::new();
+    let decoded = crate::formats::nettrace::read_code_bodies_partial_with(&mut reader, |e| {
+        runtime_major = runtime_major.or_else(|| crate::formats::nettrace::runtime_information(e).and_then(|r| r.major()));
+        crate::answers::symbolizer::note_recorded_pdb(e, &mut pdbs);
     });
     let ended = reader.get_ref().ended();
     if let Some(e) = ended {

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use super::bounded::{Bounded, Limit};
 use super::ipc::{self, Message};
-use super::session::{Port, Session, SessionConfig};
 use super::{DiagError, DiagErrorKind};
 
 /// The advertisement's magic.
@@ -59,7 +58,7 @@ pub struct ReverseServer {
     listener: UnixListener,
     dir: PathBuf,
     path: PathBuf,
-    timeout: Duration,
+    pub(super) timeout: Duration,
     /// A connection of the traced runtime taken by [`ReverseServer::resume_others`]'s thread.
     parked: Mutex<Option<(u64, UnixStream)>>,
 }
@@ -256,18 +255,6 @@ fn resume_on(stream: &mut UnixStream, limit: &Limit<'_>, peer: &str) -> Result<(
         ipc::receive(s)
     })?;
     ipc::expect_ok(reply, "ResumeRuntime").map(|_| ())
-}
-
-/// The first runtime that connects to `server`: a session started on its connection (the
-/// runtime is still suspended, so the session sees its whole start-up), then ResumeRuntime. All
-/// of it within `limit`; `check` as in [`ReverseServer::accept`]. Later commands (StopTracing) go
-/// to the same server.
-pub fn start_suspended(server: &Arc<ReverseServer>, config: &SessionConfig, limit: &Limit<'_>, check: &mut dyn FnMut() -> Result<(), DiagError>) -> Result<(Session, Advertise), DiagError> {
-    let (stream, adv) = server.accept(limit, check)?;
-    let peer = format!("process {}", adv.pid);
-    let session = Session::start_on(stream, Port::Reverse(Arc::clone(server), adv.pid), &peer, server.timeout, config, limit)?;
-    server.resume(adv.pid, limit, check)?;
-    Ok((session, adv))
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use super::bounded::{Bounded, Limit};
 use super::ipc::{self, Message, Payload};
-use super::reverse::ReverseServer;
+use super::reverse::{Advertise, ReverseServer};
 use super::{Client, DiagError, DiagErrorKind};
-use crate::nettrace::MAX_BLOCK;
+use crate::formats::nettrace::MAX_BLOCK;
 
 /// `Microsoft-Windows-DotNETRuntime` keywords: Loader 0x8, Jit 0x10, JittedMethodILToNativeMap
 /// 0x20000: dotnet-trace's `JITSymbols` set (0x60098), which gives every jitted method's load
@@ -50,7 +50,7 @@ pub struct Provider {
 impl Provider {
     /// The runtime provider with the keywords that give IL maps, verbose.
     pub fn jit_symbols() -> Self {
-        Provider { name: crate::nettrace::RUNTIME.to_owned(), keywords: JIT_SYMBOLS_KEYWORDS, level: LEVEL_VERBOSE, filter: None }
+        Provider { name: crate::formats::nettrace::RUNTIME.to_owned(), keywords: JIT_SYMBOLS_KEYWORDS, level: LEVEL_VERBOSE, filter: None }
     }
 
     /// The runtime's sampler ([`SAMPLE_PROFILER`]), verbose.
@@ -87,7 +87,7 @@ impl Provider {
     /// provider already in the list, and its level raised to verbose.
     pub fn add_inline_trees(providers: &mut Vec<Provider>) {
         const PRIVATE: &str = "Microsoft-Windows-DotNETRuntimePrivate";
-        for (name, keywords) in [(crate::nettrace::RUNTIME, INLINE_RUNTIME_KEYWORDS), (PRIVATE, RICH_DEBUG_INFO_KEYWORD)] {
+        for (name, keywords) in [(crate::formats::nettrace::RUNTIME, INLINE_RUNTIME_KEYWORDS), (PRIVATE, RICH_DEBUG_INFO_KEYWORD)] {
             match providers.iter_mut().find(|p| p.name == name) {
                 Some(p) => {
                     p.keywords |= keywords;
@@ -562,7 +562,7 @@ impl Framer {
                     return self.fail("the type's EndObject");
                 }
                 // The same version rule as the file reader's (`nettrace::stream`).
-                if let Err(e) = crate::nettrace::check_type_version(part.get(..n).unwrap_or(&[]), version, min_reader, version_at) {
+                if let Err(e) = crate::formats::nettrace::check_type_version(part.get(..n).unwrap_or(&[]), version, min_reader, version_at) {
                     self.fault = Some(e.to_string());
                     self.phase = Phase::Broken;
                     return;
@@ -622,6 +622,18 @@ impl Framer {
     pub fn fault(&self) -> Option<&str> {
         self.fault.as_deref()
     }
+}
+
+/// The first runtime that connects to `server`: a session started on its connection (the
+/// runtime is still suspended, so the session sees its whole start-up), then ResumeRuntime. All
+/// of it within `limit`; `check` as in [`ReverseServer::accept`]. Later commands (StopTracing) go
+/// to the same server.
+pub fn start_suspended(server: &Arc<ReverseServer>, config: &SessionConfig, limit: &Limit<'_>, check: &mut dyn FnMut() -> Result<(), DiagError>) -> Result<(Session, Advertise), DiagError> {
+    let (stream, adv) = server.accept(limit, check)?;
+    let peer = format!("process {}", adv.pid);
+    let session = Session::start_on(stream, Port::Reverse(Arc::clone(server), adv.pid), &peer, server.timeout, config, limit)?;
+    server.resume(adv.pid, limit, check)?;
+    Ok((session, adv))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! format on Linux), with `RUNTIME_FUNCTION` addresses relative to the range section's start.
 
 use super::target::{Context, Target};
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
 
 /// How many levels the range section map has on a 64-bit target, and the bits below level 1.
 const MAP_LEVELS: u32 = 5;

@@ -16,7 +16,7 @@ use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::Endianness;
 
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
 
 /// The most threads read from the notes: a core with more is hostile or beyond what a report
 /// lists.

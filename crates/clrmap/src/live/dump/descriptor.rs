@@ -19,7 +19,7 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use object::{elf, Endianness, Object, ObjectSymbol};
 
 use super::core::Core;
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
 
 /// The descriptor's magic, "DNCCDAC\0" read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"DNCCDAC\0");
@@ -319,7 +319,7 @@ fn build_id_in_core(core: &Core<'_>, base: u64) -> Option<Vec<u8>> {
 /// The symbol's address from the file on disk, when its build id equals the core's.
 fn symbol_in_file(core: &Core<'_>, path: &str, base: u64, name: &str) -> Option<u64> {
     let want = build_id_in_core(core, base)?;
-    let bytes = crate::fs::read_regular(std::path::Path::new(path), 512 << 20).ok()?;
+    let bytes = crate::base::fs::read_regular(std::path::Path::new(path), 512 << 20).ok()?;
     let file = object::read::elf::ElfFile64::<Endianness>::parse(&*bytes).ok()?;
     if file.build_id().ok()?? != want.as_slice() {
         return None;

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 pub use self::core::{Core, CoreThread, FileMapping, Machine};
 pub use self::descriptor::Descriptor;
 use self::target::Target;
-use crate::read::Result;
+use crate::base::read::Result;
 
 /// What to read besides the frames.
 #[derive(Clone, Debug, Default)]

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use super::code::CodeBlock;
 use super::target::Target;
 use super::{DumpFrame, ExceptionInfo};
-use crate::metadata::Metadata;
-use crate::r2r::ReadyToRunImage;
+use crate::formats::metadata::Metadata;
+use crate::formats::r2r::ReadyToRunImage;
 
 /// The most bytes of module files read for names, in all.
 const MAX_MODULE_BYTES: u64 = 1 << 30;
@@ -38,7 +38,7 @@ impl Names {
         }
         let size = std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len()).unwrap_or(u64::MAX);
         let bytes = if size <= MAX_MODULE_FILE && self.read.saturating_add(size) <= MAX_MODULE_BYTES {
-            crate::fs::read_regular(std::path::Path::new(path), MAX_MODULE_FILE).ok().map(std::sync::Arc::new)
+            crate::base::fs::read_regular(std::path::Path::new(path), MAX_MODULE_FILE).ok().map(std::sync::Arc::new)
         } else {
             None
         };

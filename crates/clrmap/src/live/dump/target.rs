@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use super::core::Core;
 use super::descriptor::Descriptor;
-use crate::read::{Error, ErrorKind, Result};
+use crate::base::read::{Error, ErrorKind, Result};
 
 /// The most threads walked from the thread store.
 const MAX_THREADS: usize = 100_000;

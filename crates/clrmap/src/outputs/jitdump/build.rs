@@ -5,13 +5,13 @@
 //! body with an RVA gets its code from the image; jitted code is zeros, and `perf annotate` has no
 //! instructions for it. Module load addresses, body addresses and sizes come from the capture or
 //! trace, the lines from each module's PDB by the profile rule
-//! ([`crate::symbolizer::Symbolizer::profile_line_table`]).
+//! ([`crate::answers::symbolizer::Symbolizer::profile_line_table`]).
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ilmap::CodeBody;
-use crate::read::Error;
-use crate::symbolizer::Symbolizer;
+use crate::answers::symbolizer::Symbolizer;
+use crate::base::ilmap::CodeBody;
+use crate::base::read::Error;
 
 use std::io::{Read, Seek, SeekFrom, Write};
 
@@ -51,7 +51,7 @@ pub fn symbol_name(name: Option<&str>, module: Option<&str>, token: u32) -> Stri
 /// told apart in `perf report`; else [`symbol_name`] with the module's file name and the token.
 /// Type arguments are left out: the live route knows them only at a cost, and both routes must
 /// name a body alike.
-pub fn perf_name(md: Option<&crate::metadata::Metadata<'_>>, module: Option<&str>, token: u32) -> String {
+pub fn perf_name(md: Option<&crate::formats::metadata::Metadata<'_>>, module: Option<&str>, token: u32) -> String {
     match md.and_then(|md| md.body_names(token, &[], &[])) {
         Some((name, full)) => full.unwrap_or(name),
         None => symbol_name(None, module, token),
@@ -63,7 +63,7 @@ pub fn perf_name(md: Option<&crate::metadata::Metadata<'_>>, module: Option<&str
 fn name_of(body: &CodeBody, images: &mut Images) -> String {
     if body.name.is_some() {
         if let Some(bytes) = body.module_path.as_deref().and_then(|p| images.bytes(p)) {
-            if let Ok(md) = crate::metadata::Metadata::parse(bytes) {
+            if let Ok(md) = crate::formats::metadata::Metadata::parse(bytes) {
                 if md.method_name(body.token).is_some() {
                     return perf_name(Some(&md), body.module.as_deref(), body.token);
                 }
@@ -103,14 +103,14 @@ struct Images(HashMap<String, Option<Vec<u8>>>);
 impl Images {
     /// The bytes of the module file at `path` (read once; `None`: unreadable).
     fn bytes(&mut self, path: &str) -> Option<&[u8]> {
-        self.0.entry(path.to_owned()).or_insert_with(|| crate::fs::read_regular(std::path::Path::new(path), crate::fs::MAX_FILE).ok()).as_deref()
+        self.0.entry(path.to_owned()).or_insert_with(|| crate::base::fs::read_regular(std::path::Path::new(path), crate::base::fs::MAX_FILE).ok()).as_deref()
     }
 
     /// `size` bytes of code at `rva` in the image at `path`, when one section's raw data holds
     /// them all.
     fn code(&mut self, path: &str, rva: u32, size: u32) -> Option<Vec<u8>> {
-        let bytes = self.0.entry(path.to_owned()).or_insert_with(|| crate::fs::read_regular(std::path::Path::new(path), crate::fs::MAX_FILE).ok()).as_deref()?;
-        let image = crate::pe::PeImage::parse(bytes).ok()?;
+        let bytes = self.0.entry(path.to_owned()).or_insert_with(|| crate::base::fs::read_regular(std::path::Path::new(path), crate::base::fs::MAX_FILE).ok()).as_deref()?;
+        let image = crate::formats::pe::PeImage::parse(bytes).ok()?;
         let mut code = image.reader_at(rva, size).ok()?;
         Some(code.bytes(size as usize, "code").ok()?.to_vec())
     }
@@ -171,7 +171,7 @@ pub fn enrich(dump: &[u8], planned: &[Planned], order: &[u64]) -> Result<(Vec<u8
         Ok((stats, warning)) => Ok((out, stats, warning)),
         Err(StreamError::Input(e)) => Err(e),
         // A slice and a vector do not fail.
-        Err(StreamError::Io(_)) => Err(Error::new(crate::read::ErrorKind::Truncated, 0, "a readable jitdump")),
+        Err(StreamError::Io(_)) => Err(Error::new(crate::base::read::ErrorKind::Truncated, 0, "a readable jitdump")),
     }
 }
 

@@ -19,10 +19,10 @@
 //!   ignores and other readers (`linux-perf-data`, samply) show as the column.
 //!
 //! perf ends each generated line table at its last entry's address, so every table clrmap
-//! writes ends with an entry at the end of the code ([`crate::symbolizer::LineRow`]). Each code
+//! writes ends with an entry at the end of the code ([`crate::answers::symbolizer::LineRow`]). Each code
 //! load gets its own code index: `perf inject --jit` names its ELF file `jitted-PID-INDEX.so`.
 //!
-//! [`build`] turns a [`crate::symbolizer::Symbolizer`]'s bodies (a capture or a trace) into records,
+//! [`build`] turns a [`crate::answers::symbolizer::Symbolizer`]'s bodies (a capture or a trace) into records,
 //! writes a whole file, enriches a jitdump the runtime wrote (`DOTNET_PerfMapEnabled=1`) and writes
 //! perf maps. The live profiler (`crates/clrmap-profiler`) encodes its records with the same
 //! functions.
@@ -32,7 +32,7 @@ pub mod build;
 pub mod fuzzcheck;
 pub mod read;
 
-use crate::symbolizer::LineRow;
+use crate::answers::symbolizer::LineRow;
 
 /// The header's magic, `JiTD` as a native-order `u32`.
 pub const MAGIC: u32 = 0x4A69_5444;

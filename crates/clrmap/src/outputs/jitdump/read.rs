@@ -4,7 +4,7 @@
 //! Like perf, the reader takes every whole record and stops at a torn one (a process killed while
 //! writing): the fault is returned as a warning with its offset, not as an error.
 
-use crate::read::{Error, ErrorKind};
+use crate::base::read::{Error, ErrorKind};
 
 use super::{FileHeader, LineEntry, HEADER_SIZE, JIT_CODE_DEBUG_INFO, JIT_CODE_LOAD, MAGIC, PREFIX_SIZE, VERSION};
 

@@ -1,5 +1,5 @@
 //! CPU profiles from the runtime's sampler: a trace's ThreadSample stacks
-//! ([`crate::nettrace::read_samples`]), every frame symbolized with its source line, aggregated
+//! ([`crate::formats::nettrace::read_samples`]), every frame symbolized with its source line, aggregated
 //! by stack, and written as collapsed stacks (flamegraph.pl, inferno), a speedscope file or a
 //! gzipped pprof `profile.proto`.
 //!
@@ -31,9 +31,9 @@ mod speedscope;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
-use crate::nettrace::{read_samples, IntMap, Sample};
-use crate::read::{Error, Result};
-use crate::symbolizer::{FrameKind, Symbolizer};
+use crate::answers::symbolizer::{FrameKind, Symbolizer};
+use crate::base::read::{Error, Result};
+use crate::formats::nettrace::{read_samples, IntMap, Sample};
 
 /// Distinct unknown addresses named by their hex; past this many they are all `[unknown]`.
 pub const MAX_UNKNOWN_NAMES: usize = 10_000;
@@ -92,7 +92,7 @@ impl FrameInfo {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// The trace reader's counts (samples, unknown stack ids, stacks dropped...).
-    pub trace: crate::nettrace::Stats,
+    pub trace: crate::formats::nettrace::Stats,
     /// Samples counted into the profile.
     pub samples: u64,
     /// Samples whose stack needed a node past [`MAX_NODES`]: counted at their deepest caller.

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{Check, Config, Key};
-use crate::fs::NewFile;
+use crate::base::fs::NewFile;
 
 /// Why a server gave no file.
 #[derive(Debug)]
@@ -102,8 +102,8 @@ pub(super) fn download(server: &str, key: &Key, headers: &[(&str, String)], entr
             let want = magic.get(head..).unwrap_or(&[]);
             let len = got.len().min(want.len());
             if got.get(..len) != want.get(..len) {
-                if head == 0 && crate::pdb::is_windows_pdb(got) {
-                    return Err(Failure::Bad(format!("{}: the server sent a Windows (MSF) PDB; nothing cached", crate::pdb::WINDOWS_PDB_MESSAGE)));
+                if head == 0 && crate::formats::pdb::is_windows_pdb(got) {
+                    return Err(Failure::Bad(format!("{}: the server sent a Windows (MSF) PDB; nothing cached", crate::formats::pdb::WINDOWS_PDB_MESSAGE)));
                 }
                 return Err(Failure::Bad("the body does not start as the file the key names does; nothing cached".to_owned()));
             }

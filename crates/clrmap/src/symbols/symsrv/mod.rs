@@ -227,11 +227,11 @@ impl SymbolServers {
     }
 
     /// [`Self::notes`], with fields, oldest first.
-    pub fn failures(&self) -> Vec<crate::why::Why> {
+    pub fn failures(&self) -> Vec<crate::symbols::why::Why> {
         let state = self.state();
         let mut notes: Vec<(&(usize, Key), &Note)> = state.notes.iter().collect();
         notes.sort_by_key(|(_, n)| n.seq);
-        notes.into_iter().map(|((_, key), n)| crate::why::Why::Server { server: n.server.clone(), key: key.to_string(), message: n.what.clone() }).collect()
+        notes.into_iter().map(|((_, key), n)| crate::symbols::why::Why::Server { server: n.server.clone(), key: key.to_string(), message: n.what.clone() }).collect()
     }
 
     /// What each server last said about `key` (one line each, in server order): a lookup by key,
@@ -240,7 +240,7 @@ impl SymbolServers {
         let state = self.state();
         (0..self.config.servers.len())
             .filter_map(|i| state.notes.get(&(i, key.clone())))
-            .map(|n| crate::why::Why::Server { server: n.server.clone(), key: key.to_string(), message: n.what.clone() }.to_string())
+            .map(|n| crate::symbols::why::Why::Server { server: n.server.clone(), key: key.to_string(), message: n.what.clone() }.to_string())
             .collect()
     }
 }
