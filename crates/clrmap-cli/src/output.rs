@@ -41,29 +41,7 @@ pub struct TokenError {
 impl TokenError {
     /// The JSON line: `{"error":{"kind":...,"offset":...,["rva"|"address":...,]"input":...,"message":...}}`.
     pub fn json(&self) -> String {
-        #[derive(serde::Serialize)]
-        struct Inner<'a> {
-            kind: &'a str,
-            offset: Option<u64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            rva: Option<u32>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            address: Option<u64>,
-            input: &'a str,
-            message: &'a str,
-        }
-        #[derive(serde::Serialize)]
-        struct Outer<'a> {
-            error: Inner<'a>,
-        }
-        let (offset, rva, address) = match self.location {
-            clrmap::read::Location::Offset(o) => (Some(o), None, None),
-            clrmap::read::Location::Rva(r) => (None, Some(r), None),
-            clrmap::read::Location::Address(a) => (None, None, Some(a)),
-            _ => (None, None, None),
-        };
-        let inner = Inner { kind: self.kind, offset, rva, address, input: &self.input, message: &self.message };
-        serde_json::to_string(&Outer { error: inner }).unwrap_or_default()
+        clrmap::json::ErrorObject { kind: self.kind, location: Some(self.location), input: Some(&self.input), message: &self.message }.line()
     }
 
     /// The text line (without `error: `): `KIND[ at WHERE]: INPUT: MESSAGE`, the input escaped
@@ -95,48 +73,12 @@ impl CliError {
 /// `inflated_offset` (an offset into an embedded PDB once inflated) says what it is instead (no
 /// field at all when the error has no location).
 pub fn error_json(e: &clrmap::Error) -> String {
-    #[derive(serde::Serialize)]
-    struct Inner {
-        kind: &'static str,
-        offset: Option<u64>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        rva: Option<u32>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        address: Option<u64>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        inflated_offset: Option<u64>,
-        message: String,
-    }
-    #[derive(serde::Serialize)]
-    struct Outer {
-        error: Inner,
-    }
-    let (rva, address) = match e.location {
-        clrmap::read::Location::Rva(r) => (Some(r), None),
-        clrmap::read::Location::Address(a) => (None, Some(a)),
-        _ => (None, None),
-    };
-    let inflated_offset = match e.location {
-        clrmap::read::Location::Inflated(o) => Some(o),
-        _ => None,
-    };
-    let v = Outer { error: Inner { kind: e.kind.as_str(), offset: e.offset(), rva, address, inflated_offset, message: e.message() } };
-    serde_json::to_string(&v).unwrap_or_default()
+    clrmap::json::ErrorObject::of(e, &e.message()).line()
 }
 
 /// A JSON error line for an error with no location: `{"error":{"kind":...,"offset":null,"message":...}}`.
 fn located_nowhere_json(kind: &str, message: &str) -> String {
-    #[derive(serde::Serialize)]
-    struct Inner<'a> {
-        kind: &'a str,
-        offset: Option<u64>,
-        message: &'a str,
-    }
-    #[derive(serde::Serialize)]
-    struct Outer<'a> {
-        error: Inner<'a>,
-    }
-    serde_json::to_string(&Outer { error: Inner { kind, offset: None, message } }).unwrap_or_default()
+    clrmap::json::ErrorObject { kind, location: Some(clrmap::read::Location::Nowhere), input: None, message }.line()
 }
 
 /// A serde_json error as an I/O error that keeps its kind: a closed pipe stays `BrokenPipe`, which
@@ -169,14 +111,9 @@ pub fn report_as(e: &CliError, json: bool) -> ExitCode {
             ExitCode::from(1)
         }
         CliError::Noted { error, note } if json => {
-            let mut e = error_json(error);
             // The note goes into the message: `..."message":"expected X; NOTE"}}`.
-            if let Some(at) = e.rfind("\"}}") {
-                let mut escaped = String::new();
-                let _ = core::fmt::Write::write_str(&mut JsonEscape(&mut escaped), &format!("; {note}"));
-                e.insert_str(at, &escaped);
-            }
-            eprintln!("{e}");
+            let message = format!("{}; {note}", error.message());
+            eprintln!("{}", clrmap::json::ErrorObject::of(error, &message).line());
             ExitCode::from(1)
         }
         CliError::Status(m, code) if json => {
@@ -352,35 +289,8 @@ impl core::fmt::Write for IoFmt<'_> {
     }
 }
 
-/// Escapes what goes through it as the inside of a JSON string, byte for byte as serde_json does
-/// (`\"`, `\\`, `\b \f \n \r \t`, other controls as `\u00xx`; nothing else).
-pub(crate) struct JsonEscape<'w>(pub(crate) &'w mut dyn core::fmt::Write);
-
-impl core::fmt::Write for JsonEscape<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let mut start = 0;
-        for (i, c) in s.char_indices() {
-            let esc: Option<&str> = match c {
-                '"' => Some("\\\""),
-                '\\' => Some("\\\\"),
-                '\u{8}' => Some("\\b"),
-                '\u{c}' => Some("\\f"),
-                '\n' => Some("\\n"),
-                '\r' => Some("\\r"),
-                '\t' => Some("\\t"),
-                c if (c as u32) < 0x20 => None,
-                _ => continue,
-            };
-            self.0.write_str(s.get(start..i).unwrap_or(""))?;
-            match esc {
-                Some(e) => self.0.write_str(e)?,
-                None => write!(self.0, "\\u{:04x}", c as u32)?,
-            }
-            start = i.saturating_add(c.len_utf8());
-        }
-        self.0.write_str(s.get(start..).unwrap_or(""))
-    }
-}
+/// Escapes for the inside of a JSON string, the library's one rule.
+pub(crate) use clrmap::json::Escape as JsonEscape;
 
 /// A string from a file or a process (a method, module or document name, a command line) as every
 /// text output prints it, so that it cannot forge a line or drive the terminal:

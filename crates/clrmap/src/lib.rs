@@ -35,7 +35,7 @@ pub mod service;
 pub mod symbols;
 
 pub use answers::{stacktrace, symbolizer};
-pub use base::{fs, ilmap, read};
+pub use base::{fs, guid, ilmap, json, read};
 #[cfg(feature = "serde")]
 pub use formats::capture;
 pub use formats::{gdmap, inlines, metadata, nettrace, pdb, pe, r2r, signature};

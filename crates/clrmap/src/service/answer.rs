@@ -117,11 +117,8 @@ impl FrameOut<'_> {
             }
         }
         if let Some((kind, message)) = self.error {
-            out.extend_from_slice(b",\"error\":{\"kind\":");
-            string(out, kind);
-            out.extend_from_slice(b",\"message\":");
-            string(out, message);
-            out.push(b'}');
+            out.extend_from_slice(b",\"error\":");
+            crate::base::json::ErrorObject { kind, location: None, input: None, message }.write_inner(out);
         }
         out.push(b'}');
     }
@@ -284,39 +281,7 @@ fn strings(out: &mut Vec<u8>, v: &[String]) {
     out.push(b']');
 }
 
-/// A JSON string, escaped exactly as serde_json escapes one (`\"`, `\\`, the short forms of
-/// backspace, form feed, newline, carriage return and tab, `\u00XX` for other control bytes),
-/// so answers are byte for byte what they were; runs that need no escape are copied whole.
-pub(super) fn string(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let short: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            0x08 => b"\\b",
-            0x0c => b"\\f",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0x00..=0x1f => b"",
-            _ => continue,
-        };
-        out.extend_from_slice(bytes.get(start..i).unwrap_or(&[]));
-        if short.is_empty() {
-            let hi = HEX.get(usize::from(b >> 4)).copied().unwrap_or(b'0');
-            let lo = HEX.get(usize::from(b & 0xf)).copied().unwrap_or(b'0');
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hi, lo]);
-        } else {
-            out.extend_from_slice(short);
-        }
-        start = i.saturating_add(1);
-    }
-    out.extend_from_slice(bytes.get(start..).unwrap_or(&[]));
-    out.push(b'"');
-}
+pub(super) use crate::base::json::string;
 
 #[cfg(test)]
 mod tests {

@@ -109,7 +109,7 @@ impl ServiceError {
 
 /// `{"error":{"kind":KIND,"message":MESSAGE}}`.
 pub fn error_json(kind: &str, message: &str) -> String {
-    serde_json::json!({"error": {"kind": kind, "message": message}}).to_string()
+    crate::base::json::ErrorObject { kind, location: None, input: None, message }.line()
 }
 
 /// An answer: the body and how many frames it answered.

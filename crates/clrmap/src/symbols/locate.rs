@@ -25,6 +25,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::source::{guid_hex, PdbQuery, SymbolSource};
+pub use super::source::{FoundPdb, PassedOver, PdbOrigin, SymbolPaths};
 use super::why::Why;
 use crate::base::fs::plain_file_name;
 use crate::base::fs::{read_input, read_regular, OpenError, MAX_FILE};
@@ -33,89 +35,11 @@ use crate::formats::pdb::embedded::embedded_pdb;
 pub use crate::formats::pdb::RecordedPdb;
 use crate::formats::pdb::{PdbId, PortablePdb};
 use crate::formats::pe::PeImage;
-use crate::symbols::symsrv::SymbolServers;
-
-/// Where to look for PDBs besides the assembly itself.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SymbolPaths {
-    /// A PDB the user named. It must match, or finding fails with `pdb_mismatch`.
-    pub pdb: Option<PathBuf>,
-    /// Symbol directories, searched in order.
-    pub dirs: Vec<PathBuf>,
-    /// Symbol servers and their cache, asked after every directory (`None`: no server). Shared,
-    /// so what one lookup learns (a 404, a server that is down) holds for the whole run.
-    pub servers: Option<std::sync::Arc<SymbolServers>>,
-}
-
-/// Where a PDB was found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PdbOrigin {
-    /// Embedded in the assembly.
-    Embedded,
-    /// Named by the user.
-    Explicit(PathBuf),
-    /// Beside the assembly.
-    BesideAssembly(PathBuf),
-    /// In a symbol directory.
-    SymbolPath(PathBuf),
-    /// From a symbol server, or its cache: the cache entry.
-    SymbolServer(PathBuf),
-    /// At the path the build wrote into the image's CodeView entry, as a recording gives it.
-    BuildPath(PathBuf),
-}
-
-impl PdbOrigin {
-    /// The file the PDB was read from; `None` when it is embedded in its assembly.
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            PdbOrigin::Embedded => None,
-            PdbOrigin::Explicit(p) | PdbOrigin::BesideAssembly(p) | PdbOrigin::SymbolPath(p) | PdbOrigin::SymbolServer(p) | PdbOrigin::BuildPath(p) => Some(p),
-        }
-    }
-}
-
-/// A PDB's bytes, proven to belong to the assembly, and where they came from.
-#[derive(Clone, Debug)]
-pub struct FoundPdb {
-    /// The whole portable PDB.
-    pub bytes: Vec<u8>,
-    /// Where it was found.
-    pub origin: PdbOrigin,
-}
-
-/// Does the PDB at `bytes` have the id this assembly's CodeView entry asks for?
-fn matches(bytes: &[u8], want: &[u8; 20]) -> Result<bool> {
-    let pdb = PortablePdb::parse(bytes)?;
-    Ok(&pdb.id().0 == want)
-}
-
-/// Does the PDB at `bytes` have an id that starts with this GUID?
-fn guid_matches(bytes: &[u8], guid: &[u8; 16]) -> bool {
-    PortablePdb::parse(bytes).is_ok_and(|pdb| &pdb.id().guid() == guid)
-}
 
 /// A candidate's bytes, or `None` if it cannot be read for any reason (candidates are guesses;
 /// only the files the user named are errors when unreadable).
 fn read_candidate(path: &Path) -> Option<Vec<u8>> {
     read_regular(path, MAX_FILE).ok()
-}
-
-/// A candidate PDB's bytes, read whole only once its header's id passes `check` (a few KiB read
-/// first, so a huge file of another build, or a sparse one, costs nothing). A portable PDB whose
-/// id fails the check is noted in `passed`.
-fn read_candidate_pdb(path: &Path, wanted: [u8; 16], check: impl Fn(&PdbId) -> bool, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
-    let mut file = crate::base::fs::open_regular(path).ok()?;
-    let Some(id) = crate::formats::pdb::peek_id(&mut file) else {
-        if is_windows_pdb_file(&mut file) {
-            passed.push(PassedOver { path: path.to_owned(), guid: [0; 16], wanted, windows_pdb: true });
-        }
-        return None;
-    };
-    if !check(&id) {
-        passed.push(PassedOver { path: path.to_owned(), guid: id.guid(), wanted, windows_pdb: false });
-        return None;
-    }
-    read_candidate(path)
 }
 
 /// The GUID of the portable CodeView entry of the PE image in `file`, read from its headers, its
@@ -200,56 +124,6 @@ pub fn read_candidate_assembly(path: &Path, guid: &[u8; 16], passed: &mut Vec<Pa
     read_candidate(path)
 }
 
-/// Whether the file starts as a Windows (MSF) PDB.
-fn is_windows_pdb_file<F: std::io::Read + std::io::Seek>(file: &mut F) -> bool {
-    use std::io::{Read, SeekFrom};
-    let mut head = Vec::new();
-    file.seek(SeekFrom::Start(0)).is_ok() && file.by_ref().take(64).read_to_end(&mut head).is_ok() && crate::formats::pdb::is_windows_pdb(&head)
-}
-
-/// A file found where a module's PDB or assembly was looked for, but of another build (another
-/// PDB GUID), or a Windows PDB, and so not used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PassedOver {
-    /// The file.
-    pub path: PathBuf,
-    /// The PDB GUID it has (a PDB's id, or an assembly's CodeView entry), in GUID byte order.
-    pub guid: [u8; 16],
-    /// The PDB GUID that was looked for (the assembly's CodeView entry, or the recording's).
-    pub wanted: [u8; 16],
-    /// The file is a Windows (MSF) PDB, which clrmap does not read (`guid` is then zero).
-    pub windows_pdb: bool,
-}
-
-impl PassedOver {
-    /// The GUID as the symbol-server key writes it (32 upper-case hex digits).
-    pub fn guid_hex(&self) -> String {
-        guid_hex(&self.guid)
-    }
-
-    /// What a user is told about it: the file, the id it has and the id that was wanted.
-    pub fn note(&self) -> String {
-        self.why().to_string()
-    }
-
-    /// [`Self::note`], with fields.
-    pub fn why(&self) -> Why {
-        if self.windows_pdb {
-            return Why::WindowsPdbFile { path: self.path.display().to_string() };
-        }
-        Why::AnotherBuild { path: self.path.display().to_string(), pdb_id: self.guid_hex(), wanted: guid_hex(&self.wanted) }
-    }
-}
-
-/// A GUID (GUID byte order) as the symbol-server key writes it.
-fn guid_hex(guid: &[u8; 16]) -> String {
-    let mut id = [0u8; 20];
-    for (d, s) in id.iter_mut().zip(guid.iter()) {
-        *d = *s;
-    }
-    PdbId(id).guid_hex()
-}
-
 /// Check that a PDB the user named belongs to an image: `pdb_mismatch` at the PDB's id if not,
 /// and at offset 0 if the image names no portable PDB at all.
 pub fn check_explicit(image: &PeImage<'_>, pdb_bytes: &[u8]) -> Result<()> {
@@ -306,43 +180,16 @@ pub fn locate_pdb_noting(image: &PeImage<'_>, assembly_path: Option<&Path>, path
         return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Explicit(explicit.clone()) }));
     }
     let Some(cv) = image.codeview().ok().flatten().filter(|cv| cv.is_portable()) else { return Ok(None) };
-    let want = cv.pdb_id();
     let name = cv.file_name();
     // A name with a path separator or `..` left in it would leave the directory searched.
     if !plain_file_name(name) {
         return Ok(None);
     }
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(dir) = assembly_path.and_then(Path::parent) {
-        candidates.push(dir.join(name));
-    }
-    let id = PdbId(want);
-    let guid = id.guid_hex();
-    let keys = [format!("{guid}{:08X}", id.stamp()), format!("{guid}FFFFFFFF")];
-    // The key layout also with the name lowercased, as SSQP keys (and clrmap's cache) write it.
-    let lower = name.to_ascii_lowercase();
-    let names: &[&str] = if lower == name { &[name] } else { &[name, &lower] };
-    for dir in &paths.dirs {
-        candidates.push(dir.join(name));
-        for n in names {
-            for key in &keys {
-                candidates.push(dir.join(n).join(key).join(n));
-                candidates.push(dir.join(n).join(key.to_ascii_lowercase()).join(n));
-            }
-        }
-    }
-    let beside = usize::from(assembly_path.and_then(Path::parent).is_some());
-    for (i, path) in candidates.into_iter().enumerate() {
-        let Some(bytes) = read_candidate_pdb(&path, cv.guid, |id| id.0 == want, passed) else { continue };
-        if matches(&bytes, &want).unwrap_or(false) {
-            let origin = if i < beside { PdbOrigin::BesideAssembly(path) } else { PdbOrigin::SymbolPath(path) };
-            return Ok(Some(FoundPdb { bytes, origin }));
-        }
-    }
-    // Last, the symbol servers: by the PDB's SSQP key, with the image's PdbChecksum entries as
-    // the `SymbolChecksum` header, and only a file with exactly this id is kept.
+    // The symbol servers are asked with the image's PdbChecksum entries as the `SymbolChecksum`
+    // header, and only a file with exactly this id is kept.
     let checksums: Vec<String> = image.pdb_checksums().iter().map(|(alg, sum)| format!("{alg}:{}", upper_hex(sum))).collect();
-    Ok(from_servers(paths, name, &cv.guid, &checksums, &|id| id.0 == want))
+    let query = PdbQuery { name, guid: cv.guid, stamp: Some(PdbId(cv.pdb_id()).stamp()), checksums: &checksums };
+    Ok(paths.sources(assembly_path.and_then(Path::parent), None).iter().find_map(|source| source.find(&query, passed)))
 }
 
 /// Bytes as upper-case hex (a `SymbolChecksum` header's checksum, as .NET's tools send it).
@@ -353,25 +200,6 @@ fn upper_hex(bytes: &[u8]) -> String {
         let _ = write!(s, "{b:02X}");
     }
     s
-}
-
-/// A PDB named `name` with this GUID from the symbol servers (or their cache), if any has one
-/// whose id passes `check`.
-fn from_servers(paths: &SymbolPaths, name: &str, guid: &[u8; 16], checksums: &[String], check: &dyn Fn(&PdbId) -> bool) -> Option<FoundPdb> {
-    let servers = paths.servers.as_ref()?;
-    let key = crate::symbols::symsrv::key::portable_pdb(name, guid)?;
-    let headers: Vec<(&str, String)> = if checksums.is_empty() { Vec::new() } else { vec![("SymbolChecksum", checksums.join(";"))] };
-    // Whether a file is the one the key names: the header's id first (a few KiB), so junk or
-    // another build costs nothing; then the whole PDB must parse with that GUID. What the caller
-    // asks beyond the key (the stamp) is checked after: a PDB of the key is never junk.
-    let good = |p: &Path| {
-        let id_ok = crate::base::fs::open_regular(p).ok().and_then(|mut f| crate::formats::pdb::peek_id(&mut f)).is_some_and(|id| &id.guid() == guid);
-        id_ok && read_candidate(p).is_some_and(|b| PortablePdb::parse(&b).is_ok_and(|pdb| &pdb.id().guid() == guid))
-    };
-    let entry = servers.fetch(&key, &headers, &good)?;
-    let bytes = read_candidate(&entry)?;
-    PortablePdb::parse(&bytes).ok().filter(|pdb| check(&pdb.id()))?;
-    Some(FoundPdb { bytes, origin: PdbOrigin::SymbolServer(entry) })
 }
 
 /// Why an image's PDB was not found, one line each, for a user who wonders why there are no
@@ -397,12 +225,11 @@ pub fn why_no_pdb_structured(image: &PeImage<'_>, assembly_path: Option<&Path>, 
         return vec![Why::NotAFileName { pdb: cv.path.to_owned() }];
     }
     let mut why: Vec<Why> = passed.iter().map(PassedOver::why).collect();
-    let mut places: Vec<String> = assembly_path.and_then(Path::parent).map(|d| d.join(name).display().to_string()).into_iter().collect();
-    places.extend(paths.dirs.iter().map(|d| format!("{} (flat and by key)", d.join(name).display())));
     if let Some(servers) = &paths.servers {
         why.extend(servers.failures());
-        places.extend(servers.config().servers.iter().map(|s| format!("symbol server {s}")));
     }
+    let query = PdbQuery { name, guid: cv.guid, stamp: Some(PdbId(cv.pdb_id()).stamp()), checksums: &[] };
+    let places = paths.sources(assembly_path.and_then(Path::parent), None).iter().flat_map(|s| s.places(&query)).collect();
     why.push(Why::LookedFor { pdb: name.to_owned(), pdb_id: guid_hex(&cv.guid), places: distinct_places(places) });
     why
 }
@@ -428,19 +255,22 @@ fn distinct_places(places: Vec<String>) -> Vec<String> {
 /// (`None` when the recording names no file name to look for).
 pub fn recorded_looked_for(recorded: &RecordedPdb, module_path: Option<&Path>, paths: &SymbolPaths) -> Option<Why> {
     let name = recorded_pdb_name(recorded, module_path)?;
-    // Where `recorded_candidates` looks, a place per directory (its key layouts are implied).
+    let query = recorded_query(recorded, &name, &[]);
     let mut places: Vec<String> = paths.pdb.iter().map(|p| p.display().to_string()).collect();
-    if let Some(dir) = module_path.filter(|p| p.is_absolute()).and_then(Path::parent) {
-        places.push(dir.join(&name).display().to_string());
-    }
-    if Path::new(&recorded.path).is_absolute() {
-        places.push(recorded.path.clone());
-    }
-    places.extend(paths.dirs.iter().map(|d| format!("{} (flat and by key)", d.join(&name).display())));
-    if let Some(servers) = &paths.servers {
-        places.extend(servers.config().servers.iter().map(|s| format!("symbol server {s}")));
-    }
+    places.extend(recorded_sources(recorded, module_path, paths).iter().flat_map(|s| s.places(&query)));
     Some(Why::LookedFor { pdb: name, pdb_id: recorded.guid_hex(), places: distinct_places(places) })
+}
+
+/// What a recording asks for: its module's PDB by GUID alone (any stamp).
+fn recorded_query<'a>(recorded: &RecordedPdb, name: &'a str, checksums: &'a [String]) -> PdbQuery<'a> {
+    PdbQuery { name, guid: recorded.guid, stamp: None, checksums }
+}
+
+/// Where a recorded module's PDB is looked for, in order: beside the module's recorded path (the
+/// runtime records absolute paths; one that is not, a Windows path read here, names no directory
+/// of this machine), the recorded build path, the symbol directories and servers.
+fn recorded_sources<'a>(recorded: &'a RecordedPdb, module_path: Option<&'a Path>, paths: &'a SymbolPaths) -> Vec<Box<dyn SymbolSource + 'a>> {
+    paths.sources(module_path.filter(|p| p.is_absolute()).and_then(Path::parent), Some(Path::new(&recorded.path)))
 }
 
 /// [`why_no_pdb`] for the assembly at `path`, read again (a failure path only); nothing when it
@@ -455,24 +285,6 @@ pub fn explain_missing_pdb(path: &Path, paths: &SymbolPaths) -> Vec<String> {
     }
 }
 
-/// The symbol-server directories under `dir/name` whose key starts with `guid` (32 hex digits,
-/// either case) and has 8 more hex digits (the stamp, or `FFFFFFFF`), at most a few thousand
-/// entries read.
-fn keyed_dirs(dir: &Path, name: &str, guid: &str) -> Vec<PathBuf> {
-    const MAX_ENTRIES: usize = 4096;
-    let Ok(entries) = std::fs::read_dir(dir.join(name)) else { return Vec::new() };
-    entries
-        .take(MAX_ENTRIES)
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            let key = e.file_name();
-            let key = key.to_string_lossy();
-            key.len() == 40 && key.get(..32).is_some_and(|g| g.eq_ignore_ascii_case(guid)) && key.bytes().all(|b| b.is_ascii_hexdigit())
-        })
-        .map(|e| e.path().join(name))
-        .collect()
-}
-
 /// The file name of a recorded module's PDB: the recorded build path's, else the module's stem
 /// with `.pdb`; `None` when neither is a plain file name.
 fn recorded_pdb_name(recorded: &RecordedPdb, module_path: Option<&Path>) -> Option<String> {
@@ -483,38 +295,6 @@ fn recorded_pdb_name(recorded: &RecordedPdb, module_path: Option<&Path>) -> Opti
     let file = module_path.map(|p| p.to_string_lossy().rsplit(['/', '\\']).next().unwrap_or_default().to_owned());
     let stem_name = file.as_deref().and_then(|f| Path::new(f).file_stem()).map(|s| format!("{}.pdb", s.to_string_lossy()));
     stem_name.filter(|n| plain_file_name(n))
-}
-
-/// A candidate PDB's path, and what its origin is called if it matches.
-type Candidate = (PathBuf, fn(PathBuf) -> PdbOrigin);
-
-/// Where [`find_recorded_pdb`] looks, in order (not the PDB the user named).
-fn recorded_candidates(recorded: &RecordedPdb, module_path: Option<&Path>, paths: &SymbolPaths) -> Vec<Candidate> {
-    let Some(name) = recorded_pdb_name(recorded, module_path) else { return Vec::new() };
-    let mut candidates: Vec<Candidate> = Vec::new();
-    // The runtime records absolute paths; one that is not (a Windows path read here) names no
-    // directory of this machine.
-    if let Some(dir) = module_path.filter(|p| p.is_absolute()).and_then(Path::parent) {
-        candidates.push((dir.join(&name), PdbOrigin::BesideAssembly));
-    }
-    let build = Path::new(&recorded.path);
-    if build.is_absolute() {
-        candidates.push((build.to_owned(), PdbOrigin::BuildPath));
-    }
-    let guid = recorded.guid_hex();
-    // The key layout also with the name lowercased, as SSQP keys (and clrmap's cache) write it.
-    let lower = name.to_ascii_lowercase();
-    let names: Vec<&str> = if lower == name { vec![&name] } else { vec![&name, &lower] };
-    for dir in &paths.dirs {
-        candidates.push((dir.join(&name), PdbOrigin::SymbolPath));
-        for n in &names {
-            for key in [format!("{guid}FFFFFFFF"), format!("{}ffffffff", guid.to_ascii_lowercase())] {
-                candidates.push((dir.join(n).join(key).join(n), PdbOrigin::SymbolPath));
-            }
-            candidates.extend(keyed_dirs(dir, n, &guid).into_iter().map(|p| (p, PdbOrigin::SymbolPath as fn(PathBuf) -> PdbOrigin)));
-        }
-    }
-    candidates
 }
 
 /// Find a module's PDB from what a recording says about it, without its assembly.
@@ -534,15 +314,10 @@ pub fn find_recorded_pdb_noting(recorded: &RecordedPdb, module_path: Option<&Pat
         check_recorded(recorded, &bytes).map_err(|error| OpenError::Input { path: explicit.clone(), error })?;
         return Ok(Some(FoundPdb { bytes, origin: PdbOrigin::Explicit(explicit.clone()) }));
     }
-    for (path, origin) in recorded_candidates(recorded, module_path, paths) {
-        let Some(bytes) = read_candidate_pdb(&path, recorded.guid, |id| id.guid() == recorded.guid, passed) else { continue };
-        if guid_matches(&bytes, &recorded.guid) {
-            return Ok(Some(FoundPdb { bytes, origin: origin(path) }));
-        }
-    }
-    let name = recorded_pdb_name(recorded, module_path);
+    let Some(name) = recorded_pdb_name(recorded, module_path) else { return Ok(None) };
     let checksums: Vec<String> = recorded.checksums.iter().map(|(alg, sum)| format!("{alg}:{}", upper_hex(sum))).collect();
-    Ok(name.and_then(|name| from_servers(paths, &name, &recorded.guid, &checksums, &|id| id.guid() == recorded.guid)))
+    let query = recorded_query(recorded, &name, &checksums);
+    Ok(recorded_sources(recorded, module_path, paths).iter().find_map(|source| source.find(&query, passed)))
 }
 
 /// A PDB opened for reading, with the assembly it belongs to when one is known.
@@ -621,17 +396,17 @@ mod tests {
     fn a_recorded_path_that_is_not_absolute_names_no_directory() {
         let recorded = RecordedPdb { guid: [7; 16], age: 1, path: "C:\\src\\obj\\Frames.pdb".to_owned(), checksums: Vec::new() };
         let paths = SymbolPaths { pdb: None, dirs: vec![PathBuf::from("/symbols")], servers: None };
+        let places = |recorded: &RecordedPdb, module: &str| match recorded_looked_for(recorded, Some(Path::new(module)), &paths) {
+            Some(Why::LookedFor { places, .. }) => places,
+            other => panic!("{other:?}"),
+        };
         // A Windows path read on Linux: neither it nor its "parent" is a place here.
-        let got: Vec<PathBuf> = recorded_candidates(&recorded, Some(Path::new("C:\\app\\Frames.dll")), &paths).into_iter().map(|c| c.0).collect();
-        assert!(got.iter().all(|p| p.starts_with("/symbols")), "{got:?}");
-        assert_eq!(got.first(), Some(&PathBuf::from("/symbols/Frames.pdb")));
+        assert_eq!(places(&recorded, "C:\\app\\Frames.dll"), ["/symbols/Frames.pdb (flat and by key)"]);
         // With no usable PDB name recorded, the module's own name gives it.
         let nameless = RecordedPdb { path: String::new(), ..recorded.clone() };
-        let got = recorded_candidates(&nameless, Some(Path::new("C:\\app\\Frames.dll")), &paths);
-        assert_eq!(got.first().map(|c| c.0.clone()), Some(PathBuf::from("/symbols/Frames.pdb")));
+        assert_eq!(places(&nameless, "C:\\app\\Frames.dll"), ["/symbols/Frames.pdb (flat and by key)"]);
         // An absolute one: beside it first, then the build's own path.
         let recorded = RecordedPdb { path: "/_/obj/Frames.pdb".to_owned(), ..recorded };
-        let got: Vec<PathBuf> = recorded_candidates(&recorded, Some(Path::new("/app/Frames.dll")), &paths).into_iter().map(|c| c.0).collect();
-        assert_eq!(got.get(..3), Some(&[PathBuf::from("/app/Frames.pdb"), PathBuf::from("/_/obj/Frames.pdb"), PathBuf::from("/symbols/Frames.pdb")][..]));
+        assert_eq!(places(&recorded, "/app/Frames.dll"), ["/app/Frames.pdb", "/_/obj/Frames.pdb", "/symbols/Frames.pdb (flat and by key)"]);
     }
 }

@@ -4,5 +4,6 @@
 //! ([`why`]).
 pub mod locate;
 pub mod module;
+pub mod source;
 pub mod symsrv;
 pub mod why;

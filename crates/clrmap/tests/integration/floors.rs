@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 /// The floors from the ground up, and the modules on each (their folders under `src/`).
 const FLOORS: &[(&str, &[&str])] = &[
-    ("base", &["read", "fs", "ilmap"]),
+    ("base", &["read", "json", "fs", "guid", "ilmap"]),
     ("formats", &["pe", "signature", "metadata", "pdb", "r2r", "inlines", "gdmap", "nettrace", "capture"]),
-    ("symbols", &["symsrv", "locate", "module", "why"]),
+    ("symbols", &["symsrv", "source", "locate", "module", "why"]),
     ("answers", &["symbolizer", "stacktrace"]),
     ("outputs", &["profile", "jitdump"]),
     ("live", &["diag", "dump"]),

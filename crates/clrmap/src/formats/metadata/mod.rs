@@ -131,31 +131,11 @@ impl<'a> Metadata<'a> {
 /// A GUID's text form, from its bytes as metadata lays them out (Data1..Data3 little-endian,
 /// then Data4): `e0a56d8c-5f6a-4b3c-9d2e-0123456789ab`.
 pub fn mvid_text(mvid: &[u8; 16]) -> String {
-    let [a0, a1, a2, a3, b0, b1, c0, c1, d @ ..] = *mvid;
-    let tail: String = d.iter().skip(2).map(|b| format!("{b:02x}")).collect();
-    let [d0, d1, ..] = d;
-    format!("{a3:02x}{a2:02x}{a1:02x}{a0:02x}-{b1:02x}{b0:02x}-{c1:02x}{c0:02x}-{d0:02x}{d1:02x}-{tail}")
+    crate::base::guid::Guid(*mvid).to_string()
 }
 
 /// The bytes of a GUID's text form ([`mvid_text`]; braces and upper case accepted); `None` for
 /// anything else.
 pub fn parse_mvid(text: &str) -> Option<[u8; 16]> {
-    let text = text.trim_start_matches('{').trim_end_matches('}');
-    let groups: Vec<&str> = text.split('-').collect();
-    if groups.iter().map(|g| g.len()).collect::<Vec<_>>() != [8, 4, 4, 4, 12] {
-        return None;
-    }
-    let hex: String = groups.concat();
-    let mut b = [0u8; 16];
-    for (i, slot) in b.iter_mut().enumerate() {
-        let at = i.checked_mul(2)?;
-        *slot = u8::from_str_radix(hex.get(at..at.checked_add(2)?)?, 16).ok()?;
-    }
-    // Data1..Data3 are written most significant first; metadata stores them little-endian.
-    let [a0, a1, a2, a3, b0, b1, c0, c1, d @ ..] = b;
-    let mut out = [a3, a2, a1, a0, b1, b0, c1, c0, 0, 0, 0, 0, 0, 0, 0, 0];
-    for (o, v) in out.iter_mut().skip(8).zip(d) {
-        *o = v;
-    }
-    Some(out)
+    crate::base::guid::Guid::parse(text).map(|g| g.0)
 }

@@ -40,24 +40,11 @@ impl Hasher for IntHasher {
 
 pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
-const MAGIC: &[u8] = b"Nettrace";
-const SERIALIZATION: &[u8] = b"!FastSerialization.1";
-const TAG_NULL: u8 = 1;
-const TAG_BEGIN_PRIVATE_OBJECT: u8 = 5;
-const TAG_END_OBJECT: u8 = 6;
-/// Blocks larger than this are refused (the runtime writes blocks of at most a few hundred KB).
-pub const MAX_BLOCK: u32 = 1 << 28;
+use super::container::{block_padding, check_type_version, MAGIC, MAX_BLOCK, MAX_TYPE_NAME, SERIALIZATION, TAG_BEGIN_PRIVATE_OBJECT, TAG_END_OBJECT, TAG_NULL};
 
 fn bad(at: u64, expected: &'static str) -> Error {
     Error::new(ErrorKind::BadTrace, at, expected)
 }
-
-/// The newest `Trace` object version read here: 4, what 3.1.23, 8.0.4 and the SDK machine's
-/// runtimes write (measured on the committed traces: `Trace` 4, min reader 4).
-pub const NEWEST_TRACE_VERSION: u32 = 4;
-/// The newest block version read here (EventBlock, MetadataBlock, StackBlock, SPBlock: 2, min
-/// reader 2, in the same traces).
-pub const NEWEST_BLOCK_VERSION: u32 = 2;
 
 /// How a stream is encoded, read once from its header (the `Trace` object's type and body) and
 /// branched on by the readers of its blocks.
@@ -69,22 +56,6 @@ pub struct Encoding {
     pub min_reader_version: u32,
     /// The traced process's pointer size (4 or 8): stack blocks hold addresses of this size.
     pub pointer_size: u32,
-}
-
-/// Check an object's type header before reading its body: a version, or a minimum reader
-/// version, above the newest known is `unsupported_version` naming both numbers (`at` is the
-/// version field). FastSerialization lets a newer writer change a type's layout with its
-/// version, so reading on would misread. One rule for both readers of the container
-/// (this module and `diag::session`'s framer).
-pub fn check_type_version(name: &[u8], version: i32, min_reader: i32, at: u64) -> Result<()> {
-    let newest = if name == b"Trace" { NEWEST_TRACE_VERSION } else { NEWEST_BLOCK_VERSION };
-    let found = u32::try_from(version.max(min_reader)).unwrap_or(u32::MAX);
-    if found > newest {
-        // The minimum reader version follows the version: name the field that is too new.
-        let at = if version < min_reader { at.saturating_add(4) } else { at };
-        return Err(Error::unsupported_version(at, found, newest, "a nettrace object version this reader knows"));
-    }
-    Ok(())
 }
 
 /// What a metadata record says about an event.
@@ -290,7 +261,7 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
         let min_reader = input.i32("the minimum reader version")?;
         let name_at = input.offset;
         let name_len = input.i32("the type name length")?;
-        let name_len = usize::try_from(name_len).ok().filter(|&n| n <= 64).ok_or(bad(name_at, "a type name of at most 64 bytes"))?;
+        let name_len = usize::try_from(name_len).ok().filter(|&n| n <= MAX_TYPE_NAME).ok_or(bad(name_at, "a type name of at most 64 bytes"))?;
         let mut name = vec![0u8; name_len];
         input.exact(&mut name, "the type name")?;
         check_type_version(&name, version, min_reader, version_at)?;
@@ -316,7 +287,7 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
             let size_at = input.offset;
             let size = input.i32("a block size")?;
             let size = u32::try_from(size).ok().filter(|&s| s <= MAX_BLOCK).ok_or(bad(size_at, "a block size under 256 MiB"))?;
-            let pad = (4u64.wrapping_sub(input.offset % 4)) % 4;
+            let pad = block_padding(input.offset);
             input.skip(pad, "block padding")?;
             let body_at = input.offset;
             // Read what there is: a file cut inside a block still yields that block's whole events.
@@ -469,6 +440,7 @@ fn block_events(body: Reader<'_>, metadata: &IntMap<u32, EventMeta>, counts: &mu
 
 #[cfg(test)]
 mod tests {
+    use super::super::container::{NEWEST_BLOCK_VERSION, NEWEST_TRACE_VERSION};
     use super::*;
 
     /// `Nettrace`, the serialization signature, a Trace object of type version `trace`, an

@@ -91,13 +91,7 @@ impl PdbId {
     /// The GUID as 32 upper-case hex digits, as the symbol-server key writes it
     /// (Data1, Data2, Data3 as little-endian numbers, then Data4's bytes).
     pub fn guid_hex(&self) -> String {
-        let g = self.guid();
-        let [a0, a1, a2, a3, b0, b1, c0, c1, rest @ ..] = g;
-        let mut s = format!("{:08X}{:04X}{:04X}", u32::from_le_bytes([a0, a1, a2, a3]), u16::from_le_bytes([b0, b1]), u16::from_le_bytes([c0, c1]));
-        for b in rest {
-            s.push_str(&format!("{b:02X}"));
-        }
-        s
+        crate::base::guid::Guid(self.guid()).key_hex()
     }
 }
 

@@ -26,10 +26,6 @@ impl RecordedPdb {
 
     /// The GUID as the symbol-server key writes it (32 upper-case hex digits).
     pub fn guid_hex(&self) -> String {
-        let mut id = [0u8; 20];
-        for (d, s) in id.iter_mut().zip(self.guid.iter()) {
-            *d = *s;
-        }
-        super::PdbId(id).guid_hex()
+        crate::base::guid::Guid(self.guid).key_hex()
     }
 }

@@ -47,13 +47,7 @@ fn plain(name: &str) -> bool {
 /// A GUID (GUID byte order, as stored in a CodeView entry or a PDB id) in the `N` format:
 /// `Guid.ToString("N")`, the first three fields little-endian, lowercase.
 pub fn guid_n(guid: &[u8; 16]) -> String {
-    use core::fmt::Write;
-    let [a0, a1, a2, a3, b0, b1, c0, c1, rest @ ..] = *guid;
-    let mut s = String::with_capacity(32);
-    for b in [a3, a2, a1, a0, b1, b0, c1, c0].into_iter().chain(rest) {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    crate::base::guid::Guid(*guid).n()
 }
 
 /// The key of a portable PDB named `name` with this GUID. `None` for a name that is not plain.
