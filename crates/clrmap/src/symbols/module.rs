@@ -5,14 +5,16 @@
 //!
 //! The sources, in order, for a module's PDB:
 //! 1. the module's assembly, where the process loaded it, else by file name (and PE key) in each
-//!    symbol directory, else from a symbol server by its PE key; then that assembly's PDB by
+//!    symbol directory, else in the same shared framework of each .NET installed here, else from
+//!    a symbol server by its PE key; then that assembly's PDB by
 //!    [`crate::symbols::locate::locate_pdb_noting`] (embedded, the user's, beside it, symbol directories,
 //!    symbol servers);
 //! 2. with a recorded CodeView id, the PDB without any assembly
 //!    ([`crate::symbols::locate::find_recorded_pdb_noting`]);
 //! 3. the PDB by file name (the module's stem with `.pdb`) in each symbol directory.
 //!
-//! A new source (a build-artifact store, debuginfod) is one more step here.
+//! A new place for assemblies is one more step in [`RecordedModule::assembly_candidates`]; a new
+//! place for PDBs is a source in `source.rs`, which every step above goes through.
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +38,45 @@ pub fn module_stem(module: &str) -> &str {
 /// The PDB file name of a module: its stem with `.pdb`.
 pub fn pdb_name_of(module: &str) -> String {
     format!("{}.pdb", module_stem(module))
+}
+
+/// The .NET installations of this machine, each once, in order: `DOTNET_ROOT` (and
+/// `DOTNET_ROOT_X64`), the folder of the `dotnet` on `PATH` (its links followed), then the usual
+/// places (`/usr/share/dotnet`, `/usr/lib/dotnet`, `/usr/local/share/dotnet`, `/opt/dotnet`,
+/// `~/.dotnet`). Read once per process.
+pub fn installed_dotnet_roots() -> &'static [PathBuf] {
+    static ROOTS: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        roots.extend(["DOTNET_ROOT", "DOTNET_ROOT_X64"].iter().filter_map(std::env::var_os).map(PathBuf::from));
+        let on_path = std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).map(|d| d.join("dotnet")).find(|f| f.is_file());
+        roots.extend(on_path.and_then(|f| std::fs::canonicalize(f).ok()).and_then(|f| f.parent().map(Path::to_owned)));
+        roots.extend(["/usr/share/dotnet", "/usr/lib/dotnet", "/usr/local/share/dotnet", "/opt/dotnet"].map(PathBuf::from));
+        roots.extend(std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".dotnet")));
+        let mut seen = std::collections::HashSet::new();
+        roots.retain(|r| r.is_absolute() && seen.insert(r.clone()));
+        roots
+    })
+}
+
+/// For a path inside a shared framework (`ROOT/shared/FRAMEWORK/VERSION/FILE`, either separator),
+/// the same framework, version and file under each installed root; nothing for any other path.
+pub fn in_installed_runtimes(path: &Path) -> Vec<PathBuf> {
+    in_roots(path, installed_dotnet_roots())
+}
+
+fn in_roots(path: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
+    let text = path.to_string_lossy();
+    let parts: Vec<&str> = text.split(['/', '\\']).collect();
+    let Some(at) = parts.iter().rposition(|p| *p == "shared") else { return Vec::new() };
+    let (Some(framework), Some(version), Some(file), None) = (parts.get(at.saturating_add(1)), parts.get(at.saturating_add(2)), parts.get(at.saturating_add(3)), parts.get(at.saturating_add(4)))
+    else {
+        return Vec::new();
+    };
+    if ![framework, version, file].iter().all(|p| plain_file_name(p)) {
+        return Vec::new();
+    }
+    roots.iter().map(|r| r.join("shared").join(framework).join(version).join(file)).filter(|p| p.as_path() != path).collect()
 }
 
 /// What is known of a module of a recording (a trace, a capture, a process snapshot).
@@ -65,10 +106,17 @@ pub struct Lookup {
 impl RecordedModule<'_> {
     /// Where the module's assembly may be: where the process loaded it, then, for a recording
     /// made on another machine, a file of the same name in each symbol directory.
+    ///
+    /// A module the recording machine loaded from a shared framework
+    /// (`.../shared/Microsoft.NETCore.App/8.0.31/System.Linq.dll`) is then looked for in the same
+    /// framework and version of each .NET installed here ([`installed_dotnet_roots`]): a recording
+    /// read on another machine, or after its runtime moved, still finds the framework's files
+    /// where that runtime is installed. Identity is checked by the caller, as for every candidate.
     pub fn assembly_candidates<'p>(&self, symbols: &'p SymbolPaths) -> impl Iterator<Item = PathBuf> + 'p {
         let name = self.name.filter(|n| plain_file_name(n)).map(str::to_owned);
         let elsewhere = name.into_iter().flat_map(move |n| symbols.dirs.iter().map(move |d| d.join(&n)));
-        self.path.map(Path::to_owned).into_iter().chain(elsewhere)
+        let installed = self.path.map(in_installed_runtimes).unwrap_or_default();
+        self.path.map(Path::to_owned).into_iter().chain(elsewhere).chain(installed)
     }
 
     /// A candidate assembly's bytes: with a recorded id, a file of another build is passed over
@@ -231,6 +279,24 @@ pub fn assembly_of_pdb(found: &FoundPdb, paths: &SymbolPaths) -> Option<Vec<u8>>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_framework_file_is_looked_for_in_each_installed_root() {
+        let roots = [PathBuf::from("/usr/share/dotnet"), PathBuf::from("/home/u/.dotnet")];
+        let recorded = Path::new("/build/agent/.dotnet/shared/Microsoft.NETCore.App/8.0.31/System.Linq.dll");
+        assert_eq!(
+            in_roots(recorded, &roots),
+            [PathBuf::from("/usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.31/System.Linq.dll"), PathBuf::from("/home/u/.dotnet/shared/Microsoft.NETCore.App/8.0.31/System.Linq.dll")]
+        );
+        // A Windows path from the recording machine too.
+        assert_eq!(in_roots(Path::new("C:\\Program Files\\dotnet\\shared\\Microsoft.AspNetCore.App\\8.0.4\\Microsoft.AspNetCore.dll"), &roots[..1]).len(), 1);
+        // Not a shared framework, or a path that would leave the root: nothing.
+        assert!(in_roots(Path::new("/app/bin/App.dll"), &roots).is_empty());
+        assert!(in_roots(Path::new("/x/shared/../8.0/App.dll"), &roots).is_empty());
+        assert!(in_roots(Path::new("/x/shared/Microsoft.NETCore.App/8.0.31/sub/App.dll"), &roots).is_empty());
+        // The recorded file itself is not repeated.
+        assert_eq!(in_roots(recorded, &[PathBuf::from("/build/agent/.dotnet")]), Vec::<PathBuf>::new());
+    }
 
     #[test]
     fn only_a_plain_name_is_a_file_name() {
