@@ -31,6 +31,7 @@ mod profile;
 mod profile_inlines;
 mod progress;
 mod r2r_versions;
+mod readme_examples;
 mod scripts;
 mod sdk_sources;
 mod sentry;
