@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use clrmap::locate::SymbolPaths;
 use clrmap::profile::{Format, Profile};
 use clrmap::symbolizer::{Options, Symbolizer};
 
@@ -40,9 +39,8 @@ pub struct FlameArgs {
     /// complete) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
-    #[arg(long = "symbol-path", value_name = "DIR")]
-    pub symbol_path: Vec<PathBuf>,
+    #[command(flatten)]
+    pub symbols: crate::args::SymbolArgs,
     /// A portable PDB to use (it must match its assembly's CodeView id, or this fails with
     /// pdb_mismatch).
     #[arg(long, value_name = "FILE")]
@@ -52,15 +50,12 @@ pub struct FlameArgs {
     /// blocked on a lock), and so is time in native code, which the sampler marks apart.
     #[arg(long)]
     pub running: bool,
-    /// Symbol servers and their cache.
-    #[command(flatten)]
-    pub servers: crate::args::ServerArgs,
 }
 
 /// Run it. A torn trace gives the profile of every whole sample before the cut, with a warning;
 /// a trace with no samples gives an empty profile and a warning (status 0 both).
 pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let options = Options { symbols: SymbolPaths { pdb: a.pdb.clone(), dirs: a.symbol_path.clone(), servers: a.servers.servers() } };
+    let options = Options { symbols: a.symbols.paths(a.pdb.clone()) };
     let finding = if options.symbols.servers.is_some() {
         crate::progress::Progress::waiting("reading the trace and finding symbols (symbol servers)")
     } else {

@@ -107,12 +107,8 @@ pub enum IlCommand {
         /// A portable PDB for local names (it must match the image's CodeView id).
         #[arg(long)]
         pdb: Option<PathBuf>,
-        /// A directory to search for PDBs (repeatable).
-        #[arg(long = "symbol-path")]
-        symbol_path: Vec<PathBuf>,
-        /// Symbol servers and their cache.
         #[command(flatten)]
-        servers: crate::args::ServerArgs,
+        symbols: crate::args::SymbolArgs,
         #[command(flatten)]
         layout: LayoutArgs,
     },
@@ -412,6 +408,6 @@ pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
             at(source.as_deref(), input, address, &frame, json, out)
         }
         IlCommand::Frame { source, rva, json, layout } => frame(&source, rva, json, layout, out),
-        IlCommand::Vars { source, method, json, pdb, symbol_path, servers, layout } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, layout, out),
+        IlCommand::Vars { source, method, json, pdb, symbols, layout } => vars(&source, &method, json, &symbols.paths(pdb), layout, out),
     }
 }
