@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use clrmap::locate::{explain_missing_pdb, open_pdb_with, PdbOrigin, SymbolPaths};
-use clrmap::metadata::Metadata;
+use clrmap::metadata::{Metadata, Token};
 use clrmap::pdb::embedded::inflated;
 use clrmap::pdb::sources::{self as src, SourceRoot};
 use clrmap::pdb::{name_budget, point_budget, DocumentNames, PortablePdb, SequencePoint};
@@ -245,7 +245,7 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
             let mut used = HashSet::new();
             let mut left = budget.points;
             for rid in 1..=pdb.method_count() {
-                let token = 0x0600_0000 | rid;
+                let token = Token::method_def(rid).raw();
                 if selected(token).is_none() {
                     continue;
                 }
@@ -313,7 +313,7 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
         if budget.stopped.is_some() {
             break;
         }
-        let token = 0x0600_0000 | rid;
+        let token = Token::method_def(rid).raw();
         let Some(name) = selected(token) else { continue };
         // A method whose blob is malformed within what may be printed fails before any of it is.
         let mut points = 0u64;
