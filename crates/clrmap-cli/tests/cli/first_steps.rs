@@ -1,7 +1,26 @@
-//! What a new user meets first, said in their terms: the symbol options every command that
-//! reads PDBs shares.
+//! What a new user meets first, said in their terms: a `trace collect` with nothing to trace,
+//! and the symbol options every command that reads PDBs shares.
 
 use crate::support::*;
+
+#[test]
+fn trace_collect_with_nothing_to_trace_names_both_ways() {
+    let out = std::env::temp_dir().join(format!("clrmap-first-steps-{}.nettrace", std::process::id()));
+    let o = clrmap(&["trace", "collect", "-o", out.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(2), "{err}");
+    assert!(err.contains("--pid PID") && err.contains("-- COMMAND"), "{err}");
+    // The usage shows both forms, not `--pid` as if it were always required.
+    let usage = err.lines().find(|l| l.starts_with("Usage:")).unwrap_or_default();
+    assert!(!usage.contains("--pid <PID> [-- <COMMAND>...]"), "{err}");
+    assert!(err.contains("clrmap trace collect [OPTIONS] -o FILE --pid PID") && err.contains("clrmap trace collect [OPTIONS] -o FILE -- COMMAND..."), "{err}");
+    assert!(!out.exists(), "nothing is written");
+    // Both at once is still a conflict, and either alone parses (`--help` proves the usage).
+    let o = clrmap(&["trace", "collect", "-o", out.to_str().unwrap(), "--pid", "1", "--", "true"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    let o = clrmap(&["trace", "collect", "--help"]);
+    assert!(stdout(&o).contains("Usage: clrmap trace collect [OPTIONS] -o FILE --pid PID"), "{}", stdout(&o));
+}
 
 #[test]
 fn commands_that_read_pdbs_share_the_symbol_options() {
