@@ -12,6 +12,36 @@ use clrmap::symbolizer::{Options, Symbolizer};
 
 use crate::output::{CliError, Text};
 
+/// A TRACE that is a known file of another kind: an error (`unrecognized_source`) that says what
+/// the file is and that flame wants a trace. Only the first bytes are read; a file that cannot be
+/// read, or is of no kind known here, is left to the trace reader, which names why.
+fn not_a_trace(path: &std::path::Path) -> Result<(), CliError> {
+    let Ok(file) = clrmap::fs::open_input(path) else { return Ok(()) };
+    let mut head = Vec::with_capacity(32);
+    let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, 32), &mut head);
+    let what = if head.starts_with(b"MZ") {
+        "a PE file (a .NET assembly or ReadyToRun image), which holds code but no samples"
+    } else if head.starts_with(b"BSJB") {
+        "a portable PDB (symbols: give it with --pdb, or its directory with --symbol-path)"
+    } else if head.starts_with(b"Microsoft C/C++ MSF 7.00") {
+        "a Windows PDB"
+    } else if head.starts_with(b"{\"format\":\"clrmap-capture\"") {
+        "a clrmap capture (`clrmap profile -o`), which records code and maps but no samples"
+    } else if head.starts_with(b"\x7fELF") {
+        "an ELF file (a core dump or a native binary)"
+    } else {
+        // A trace (or something unknown, which the trace reader names at its first bytes).
+        return Ok(());
+    };
+    Err(CliError::Kinded {
+        kind: "unrecognized_source",
+        message: format!(
+            "{}: {what}. flame reads a trace: an EventPipe .nettrace with the runtime's CPU samples (`clrmap trace collect --cpu`, or dotnet-trace's cpu-sampling profile)",
+            path.display()
+        ),
+    })
+}
+
 /// The output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FlameFormat {
@@ -53,8 +83,10 @@ pub struct FlameArgs {
 }
 
 /// Run it. A torn trace gives the profile of every whole sample before the cut, with a warning;
-/// a trace with no samples gives an empty profile and a warning (status 0 both).
+/// a trace with no samples gives an empty profile and a warning (status 0 both). A file that is
+/// no trace is `unrecognized_source`, naming what it is (status 1).
 pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    not_a_trace(&a.trace)?;
     let options = Options { symbols: a.symbols.paths(a.pdb.clone()) };
     let finding = if options.symbols.servers.is_some() {
         crate::progress::Progress::waiting("reading the trace and finding symbols (symbol servers)")

@@ -1,5 +1,6 @@
-//! What a new user meets first, said in their terms: a `trace collect` with nothing to trace,
-//! and the symbol options every command that reads PDBs shares.
+//! What a new user meets first, said in their terms: a `trace collect` with nothing to trace, a
+//! `flame` given a file that is no trace, and the symbol options every command that reads PDBs
+//! shares.
 
 use crate::support::*;
 
@@ -20,6 +21,31 @@ fn trace_collect_with_nothing_to_trace_names_both_ways() {
     assert_eq!(code(&o), Some(2), "{}", stderr(&o));
     let o = clrmap(&["trace", "collect", "--help"]);
     assert!(stdout(&o).contains("Usage: clrmap trace collect [OPTIONS] -o FILE --pid PID"), "{}", stdout(&o));
+}
+
+/// `clrmap flame FILE` with a file of another kind: status 1, `unrecognized_source`, naming what
+/// the file is and what flame reads.
+fn flame_refuses(file: &str, what: &str) {
+    let o = clrmap(&["flame", file]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(1), "{file}: {err}");
+    assert!(err.starts_with("error: unrecognized_source: "), "{file}: {err}");
+    assert!(err.contains(what), "{file}: {err}");
+    assert!(err.contains("flame reads a trace: an EventPipe .nettrace") && err.contains("clrmap trace collect --cpu"), "{file}: {err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn flame_given_an_assembly_or_a_pdb_asks_for_a_trace() {
+    // An IL-only assembly (before: bad_ready_to_run), a ReadyToRun image (before: bad_trace) and
+    // a portable PDB (before: the sources flame does not take).
+    flame_refuses("tests/fixtures/frames/debug-portable/Frames.dll", "a PE file");
+    flame_refuses("tests/fixtures/r2r/Frames.dll", "a PE file");
+    flame_refuses("tests/fixtures/frames/debug-portable/Frames.pdb", "a portable PDB");
+    // A trace still reads.
+    let o = clrmap(&["flame", "tests/fixtures/flame/hot-8.0.4.nettrace"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    assert!(!o.stdout.is_empty());
 }
 
 #[test]
