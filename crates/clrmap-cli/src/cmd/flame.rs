@@ -82,9 +82,9 @@ pub struct FlameArgs {
     pub running: bool,
 }
 
-/// Run it. A torn trace gives the profile of every whole sample before the cut, with a warning;
-/// a trace with no samples gives an empty profile and a warning (status 0 both). A file that is
-/// no trace is `unrecognized_source`, naming what it is (status 1).
+/// Run it. A torn trace gives the profile of every whole sample before the cut, with a warning
+/// (status 0); a trace with no samples is `no_samples`, and a file that is no trace
+/// `unrecognized_source`, naming what it is (status 1 both).
 pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
     not_a_trace(&a.trace)?;
     let options = Options { symbols: a.symbols.paths(a.pdb.clone()) };
@@ -114,7 +114,13 @@ pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     let st = profile.stats();
     if st.trace.samples == 0 {
-        eprintln!("warning: {}: no CPU samples (Microsoft-DotNETCore-SampleProfiler ThreadSample events with stacks); record with `clrmap trace collect --cpu`", Text(&shown));
+        return Err(CliError::Kinded {
+            kind: "no_samples",
+            message: format!(
+                "{shown}: no CPU samples (the runtime's sample profiler, Microsoft-DotNETCore-SampleProfiler, was not recorded): \
+                 record them with `clrmap trace collect --cpu -o app.nettrace --pid PID` (or `-- dotnet app.dll`), or dotnet-trace's cpu-sampling profile"
+            ),
+        });
     }
     if st.trace.unknown_stack_ids > 0 {
         eprintln!("warning: {}: {} samples name a stack the trace does not hold (left out)", Text(&shown), st.trace.unknown_stack_ids);
