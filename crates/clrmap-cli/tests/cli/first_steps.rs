@@ -1,6 +1,6 @@
 //! What a new user meets first, said in their terms: a `trace collect` with nothing to trace, a
-//! `flame` given a file that is no trace, and the symbol options every command that reads PDBs
-//! shares.
+//! `flame` given a file that is no trace, a `profile` whose .NET host could not start the app,
+//! and the symbol options every command that reads PDBs shares.
 
 use crate::support::*;
 
@@ -67,4 +67,29 @@ fn commands_that_read_pdbs_share_the_symbol_options() {
     assert!(stdout(&o).contains("the module's assembly (`DIR/Shop.dll`"), "{}", stdout(&o));
     let o = clrmap(&["serve", "--help"]);
     assert!(stdout(&o).contains("A directory to look for PDBs and assemblies in"), "{}", stdout(&o));
+}
+
+#[test]
+#[ignore = "needs .NET"]
+fn profile_of_a_missing_app_says_the_host_could_not_start_it() {
+    let dotnet = host("8.0");
+    let so = repo_root().join("target/debug/libclrmap_profiler.so");
+    assert!(so.is_file(), "build the workspace first (cargo build --workspace)");
+    let dir = std::env::temp_dir().join(format!("clrmap-first-steps-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("x.capture");
+    let missing = dir.join("Missing.dll");
+    let o = clrmap(&["profile", "-o", cap.to_str().unwrap(), "--profiler", so.to_str().unwrap(), "--", &dotnet, missing.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(3), "{err}");
+    // The host's own status for it, as the host itself gives it.
+    assert!(err.contains("exited with 145"), "{err}");
+    assert!(err.contains(&format!("the .NET host could not start the app: {} does not exist", missing.display())), "{err}");
+    assert!(!err.contains("is the command a .NET app?"), "{err}");
+    // Host options before the app (each takes a value) do not hide it.
+    let o = clrmap(&["profile", "-o", cap.to_str().unwrap(), "--profiler", so.to_str().unwrap(), "--", &dotnet, "--roll-forward", "Major", missing.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), Some(3), "{err}");
+    assert!(err.contains(&format!("the .NET host could not start the app: {} does not exist", missing.display())), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
