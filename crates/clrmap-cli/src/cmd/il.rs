@@ -57,6 +57,7 @@ pub enum IlCommand {
     /// an RVA; for a trace or a capture it is an absolute address in the traced process.
     ///
     /// Example: `clrmap il at tests/fixtures/r2r/Frames.dll 0x11948 --return-address`
+    /// (a committed ReadyToRun image) prints `0x06000008 Frames.Nested::Inner +0x7: IL 0x0000`.
     #[command(verbatim_doc_comment, override_usage = "clrmap il at [OPTIONS] SOURCE ADDRESS\n       clrmap il at [OPTIONS] --pid PID ADDRESS")]
     At {
         /// A ReadyToRun image, a .nettrace, or a capture (not given with --pid).
@@ -76,7 +77,9 @@ pub enum IlCommand {
     /// that holds the RVA (the method's, or the funclet's) and, for a funclet, its parent method's
     /// start (0 otherwise).
     ///
-    /// Example: `clrmap il frame tests/fixtures/r2r/Frames.dll 0x11948`
+    /// Example: `clrmap il frame tests/fixtures/r2r/Frames.dll 0x11DBF`
+    /// (a committed ReadyToRun image) prints
+    /// `funclet at 0x11DBE of 0x06000022 Frames.More::Run (parent frame at 0x11B50)`.
     #[command(verbatim_doc_comment)]
     Frame {
         /// A ReadyToRun image.
