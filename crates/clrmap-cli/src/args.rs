@@ -31,12 +31,8 @@ pub struct FrameArgs {
     /// pdb_mismatch).
     #[arg(long)]
     pub pdb: Option<PathBuf>,
-    /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
-    #[arg(long = "symbol-path")]
-    pub symbol_path: Vec<PathBuf>,
-    /// Symbol servers and their cache.
     #[command(flatten)]
-    pub servers: ServerArgs,
+    pub symbols: SymbolArgs,
     /// A running .NET process instead of a file: a rundown snapshot of every method it has
     /// jitted so far, taken through its diagnostics port. Addresses are absolute.
     #[arg(long)]
@@ -66,6 +62,42 @@ pub struct LayoutArgs {
 /// A major whose debug info layout clrmap knows (3 to the newest proven).
 fn parse_layout(s: &str) -> Result<DebugInfoLayout, String> {
     DebugInfoLayout::parse(s).ok_or_else(|| format!("a ReadyToRun major from 3 to {} (clrmap knows their layouts)", clrmap::r2r::NEWEST_PROVEN_MAJOR))
+}
+
+/// Where PDBs (and assemblies) are looked for: `--symbol-path` directories and the symbol
+/// servers with their cache. Every command that reads PDBs flattens it; a command whose
+/// directories mean more than this says so with `mut_arg` on its own `symbol_path`.
+#[derive(Clone, Debug, Default, Args)]
+pub struct SymbolArgs {
+    /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
+    #[arg(long = "symbol-path", value_name = "DIR")]
+    pub symbol_path: Vec<PathBuf>,
+    /// Symbol servers and their cache.
+    #[command(flatten)]
+    pub servers: ServerArgs,
+}
+
+impl SymbolArgs {
+    /// The library's symbol paths from the flags (and, for servers, the environment), with the
+    /// PDB the user named, if any.
+    pub fn paths(&self, pdb: Option<PathBuf>) -> SymbolPaths {
+        SymbolPaths { pdb, dirs: self.symbol_path.clone(), servers: self.servers.servers() }
+    }
+
+    /// The service's symbol paths: a server's misses are forgotten after `forget_after`, and with
+    /// no server to fill it, a cache folder (SSQP layout) is still read, as one more symbol path,
+    /// so replicas can share one filled elsewhere.
+    pub fn service_paths(&self, forget_after: Duration) -> SymbolPaths {
+        let servers = self.servers.config().map(|mut c| {
+            c.forget_after = forget_after;
+            std::sync::Arc::new(clrmap::symsrv::SymbolServers::new(c))
+        });
+        let mut dirs = self.symbol_path.clone();
+        if let (None, Some(cache)) = (&servers, &self.servers.cache) {
+            dirs.push(cache.clone());
+        }
+        SymbolPaths { pdb: None, dirs, servers }
+    }
 }
 
 /// SSQP symbol servers (`--symbol-server`, or `CLRMAP_SYMBOL_SERVER`) and the cache their files
@@ -119,7 +151,7 @@ impl ServerArgs {
 impl FrameArgs {
     /// The symbol options the flags ask for.
     pub fn options(&self) -> Options {
-        Options { symbols: SymbolPaths { pdb: self.pdb.clone(), dirs: self.symbol_path.clone(), servers: self.servers.servers() } }
+        Options { symbols: self.symbols.paths(self.pdb.clone()) }
     }
 
     /// The frame kind the flags ask for, for addresses of `sym`'s source: with

@@ -141,7 +141,7 @@ enum TraceGroup {
     /// Or start the app under the trace, start-up included (.NET 5 and later), with a
     /// CPU profile for `clrmap flame`:
     /// `clrmap trace collect --cpu -o /tmp/cpu.nettrace -- dotnet tests/fixtures/cpu/Cpu.dll 2`
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, override_usage = "clrmap trace collect [OPTIONS] -o FILE --pid PID\n       clrmap trace collect [OPTIONS] -o FILE -- COMMAND...")]
     Collect(cmd::diag::CollectArgs),
     #[command(flatten)]
     File(cmd::trace::TraceCommand),
@@ -167,6 +167,18 @@ fn run(cli: Cli, out: &mut dyn Write) -> Result<(), CliError> {
     }
 }
 
+/// `trace collect` with neither `--pid` nor `-- COMMAND`: a usage error (status 2) that names
+/// both (clap's own would name `--pid` alone, as if it were always required).
+fn collect_needs_a_target() -> clap::Error {
+    let mut cli = <Cli as clap::CommandFactory>::command();
+    cli.build();
+    let mut collect = cli.find_subcommand("trace").and_then(|t| t.find_subcommand("collect")).cloned().unwrap_or_else(|| cli.clone());
+    collect.error(
+        clap::error::ErrorKind::MissingRequiredArgument,
+        "give one of --pid PID (a running .NET process to attach to) or -- COMMAND (a program to start under the trace, e.g. `-- dotnet app.dll`)",
+    )
+}
+
 fn main() -> ExitCode {
     // `--json` anywhere on the command line: errors too are JSON lines (docs/output.md#errors).
     let json = std::env::args_os().any(|a| a == "--json");
@@ -180,6 +192,10 @@ fn main() -> ExitCode {
     };
     progress::set_quiet(cli.quiet);
     if let Command::Trace(TraceGroup::Collect(args)) = &cli.command {
+        if !args.has_target() {
+            let _ = collect_needs_a_target().print();
+            return ExitCode::from(2);
+        }
         return cmd::diag::collect(args);
     }
     if let Command::Profile(args) = cli.command {

@@ -41,8 +41,8 @@ pub struct PsArgs {
 /// `clrmap trace collect --pid PID -o FILE`, or `clrmap trace collect -o FILE -- COMMAND...`
 #[derive(Debug, Args)]
 pub struct CollectArgs {
-    /// The running .NET process.
-    #[arg(long, required_unless_present = "command", conflicts_with = "command")]
+    /// The running .NET process (or, after `--`, a COMMAND to start: one of the two is needed).
+    #[arg(long, conflicts_with = "command")]
     pid: Option<u32>,
     /// The trace to write (.nettrace). The bytes are streamed as they arrive into a new file
     /// beside it, which replaces FILE once the session has ended with at least one whole block;
@@ -93,6 +93,14 @@ pub struct CollectArgs {
     /// command is sent SIGTERM (SIGKILL if it is still running after --timeout).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+impl CollectArgs {
+    /// Is there a process to trace: `--pid`, or a COMMAND to start? (Checked after parsing, so
+    /// the error can name both.)
+    pub fn has_target(&self) -> bool {
+        self.pid.is_some() || !self.command.is_empty()
+    }
 }
 
 /// Run `clrmap ps`.

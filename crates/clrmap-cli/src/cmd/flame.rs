@@ -7,11 +7,40 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use clrmap::locate::SymbolPaths;
 use clrmap::profile::{Format, Profile};
 use clrmap::symbolizer::{Options, Symbolizer};
 
 use crate::output::{CliError, Text};
+
+/// A TRACE that is a known file of another kind: an error (`unrecognized_source`) that says what
+/// the file is and that flame wants a trace. Only the first bytes are read; a file that cannot be
+/// read, or is of no kind known here, is left to the trace reader, which names why.
+fn not_a_trace(path: &std::path::Path) -> Result<(), CliError> {
+    let Ok(file) = clrmap::fs::open_input(path) else { return Ok(()) };
+    let mut head = Vec::with_capacity(32);
+    let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, 32), &mut head);
+    let what = if head.starts_with(b"MZ") {
+        "a PE file (a .NET assembly or ReadyToRun image), which holds code but no samples"
+    } else if head.starts_with(b"BSJB") {
+        "a portable PDB (symbols: give it with --pdb, or its directory with --symbol-path)"
+    } else if head.starts_with(b"Microsoft C/C++ MSF 7.00") {
+        "a Windows PDB"
+    } else if head.starts_with(b"{\"format\":\"clrmap-capture\"") {
+        "a clrmap capture (`clrmap profile -o`), which records code and maps but no samples"
+    } else if head.starts_with(b"\x7fELF") {
+        "an ELF file (a core dump or a native binary)"
+    } else {
+        // A trace (or something unknown, which the trace reader names at its first bytes).
+        return Ok(());
+    };
+    Err(CliError::Kinded {
+        kind: "unrecognized_source",
+        message: format!(
+            "{}: {what}. flame reads a trace: an EventPipe .nettrace with the runtime's CPU samples (`clrmap trace collect --cpu`, or dotnet-trace's cpu-sampling profile)",
+            path.display()
+        ),
+    })
+}
 
 /// The output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -40,9 +69,8 @@ pub struct FlameArgs {
     /// complete) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
-    #[arg(long = "symbol-path", value_name = "DIR")]
-    pub symbol_path: Vec<PathBuf>,
+    #[command(flatten)]
+    pub symbols: crate::args::SymbolArgs,
     /// A portable PDB to use (it must match its assembly's CodeView id, or this fails with
     /// pdb_mismatch).
     #[arg(long, value_name = "FILE")]
@@ -52,15 +80,14 @@ pub struct FlameArgs {
     /// blocked on a lock), and so is time in native code, which the sampler marks apart.
     #[arg(long)]
     pub running: bool,
-    /// Symbol servers and their cache.
-    #[command(flatten)]
-    pub servers: crate::args::ServerArgs,
 }
 
-/// Run it. A torn trace gives the profile of every whole sample before the cut, with a warning;
-/// a trace with no samples gives an empty profile and a warning (status 0 both).
+/// Run it. A torn trace gives the profile of every whole sample before the cut, with a warning
+/// (status 0); a trace with no samples is `no_samples`, and a file that is no trace
+/// `unrecognized_source`, naming what it is (status 1 both).
 pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let options = Options { symbols: SymbolPaths { pdb: a.pdb.clone(), dirs: a.symbol_path.clone(), servers: a.servers.servers() } };
+    not_a_trace(&a.trace)?;
+    let options = Options { symbols: a.symbols.paths(a.pdb.clone()) };
     let finding = if options.symbols.servers.is_some() {
         crate::progress::Progress::waiting("reading the trace and finding symbols (symbol servers)")
     } else {
@@ -87,7 +114,13 @@ pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     let st = profile.stats();
     if st.trace.samples == 0 {
-        eprintln!("warning: {}: no CPU samples (Microsoft-DotNETCore-SampleProfiler ThreadSample events with stacks); record with `clrmap trace collect --cpu`", Text(&shown));
+        return Err(CliError::Kinded {
+            kind: "no_samples",
+            message: format!(
+                "{shown}: no CPU samples (the runtime's sample profiler, Microsoft-DotNETCore-SampleProfiler, was not recorded): \
+                 record them with `clrmap trace collect --cpu -o app.nettrace --pid PID` (or `-- dotnet app.dll`), or dotnet-trace's cpu-sampling profile"
+            ),
+        });
     }
     if st.trace.unknown_stack_ids > 0 {
         eprintln!("warning: {}: {} samples name a stack the trace does not hold (left out)", Text(&shown), st.trace.unknown_stack_ids);

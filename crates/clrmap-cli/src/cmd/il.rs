@@ -57,6 +57,7 @@ pub enum IlCommand {
     /// an RVA; for a trace or a capture it is an absolute address in the traced process.
     ///
     /// Example: `clrmap il at tests/fixtures/r2r/Frames.dll 0x11948 --return-address`
+    /// (a committed ReadyToRun image) prints `0x06000008 Frames.Nested::Inner +0x7: IL 0x0000`.
     #[command(verbatim_doc_comment, override_usage = "clrmap il at [OPTIONS] SOURCE ADDRESS\n       clrmap il at [OPTIONS] --pid PID ADDRESS")]
     At {
         /// A ReadyToRun image, a .nettrace, or a capture (not given with --pid).
@@ -76,7 +77,9 @@ pub enum IlCommand {
     /// that holds the RVA (the method's, or the funclet's) and, for a funclet, its parent method's
     /// start (0 otherwise).
     ///
-    /// Example: `clrmap il frame tests/fixtures/r2r/Frames.dll 0x11948`
+    /// Example: `clrmap il frame tests/fixtures/r2r/Frames.dll 0x11DBF`
+    /// (a committed ReadyToRun image) prints
+    /// `funclet at 0x11DBE of 0x06000022 Frames.More::Run (parent frame at 0x11B50)`.
     #[command(verbatim_doc_comment)]
     Frame {
         /// A ReadyToRun image.
@@ -107,12 +110,8 @@ pub enum IlCommand {
         /// A portable PDB for local names (it must match the image's CodeView id).
         #[arg(long)]
         pdb: Option<PathBuf>,
-        /// A directory to search for PDBs (repeatable).
-        #[arg(long = "symbol-path")]
-        symbol_path: Vec<PathBuf>,
-        /// Symbol servers and their cache.
         #[command(flatten)]
-        servers: crate::args::ServerArgs,
+        symbols: crate::args::SymbolArgs,
         #[command(flatten)]
         layout: LayoutArgs,
     },
@@ -412,6 +411,6 @@ pub fn run(cmd: IlCommand, out: &mut dyn Write) -> Result<(), CliError> {
             at(source.as_deref(), input, address, &frame, json, out)
         }
         IlCommand::Frame { source, rva, json, layout } => frame(&source, rva, json, layout, out),
-        IlCommand::Vars { source, method, json, pdb, symbol_path, servers, layout } => vars(&source, &method, json, &SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, layout, out),
+        IlCommand::Vars { source, method, json, pdb, symbols, layout } => vars(&source, &method, json, &symbols.paths(pdb), layout, out),
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use core::fmt::Write as _;
 
-use clrmap::metadata::{method_spec_header, table, Metadata, SpecMethod};
+use clrmap::metadata::{method_spec_header, table, Metadata, SpecMethod, Token};
 use clrmap::read::Reader;
 use clrmap::signature::{check_names, stream_one, TypeNames};
 use clrmap::ErrorKind;
@@ -109,9 +109,9 @@ struct SpecJson<'a> {
 /// MethodSpec's text is `<A1,...>` alone unless `with_method`, when the method's name goes before
 /// it and its parameters after.
 fn spec_text(md: &Metadata<'_>, token: u32, with_method: bool, out: &mut dyn Write) -> Result<Rendered, CliError> {
-    let rid = token & 0x00FF_FFFF;
+    let rid = Token::from(token).rid();
     let mut w = IoFmt::new(out);
-    let (r, method) = if token >> 24 == u32::from(table::TYPE_SPEC) {
+    let (r, method) = if Token::from(token).is(table::TYPE_SPEC) {
         (md.type_spec(rid).and_then(|blob| type_spec(blob, md, &mut w)), None)
     } else {
         match md.method_spec(rid) {
@@ -148,7 +148,8 @@ struct Rendered {
 /// Every TypeSpec, then every MethodSpec, in token order.
 fn spec_tokens(md: &Metadata<'_>) -> impl Iterator<Item = u32> {
     let (specs, methods) = (md.tables().rows(table::TYPE_SPEC), md.tables().rows(table::METHOD_SPEC));
-    (1..=specs).map(|rid| 0x1B00_0000 | rid).chain((1..=methods).map(|rid| 0x2B00_0000 | rid))
+    let token = |table: u8| move |rid: u32| Token::new(table, rid).raw();
+    (1..=specs).map(token(table::TYPE_SPEC)).chain((1..=methods).map(token(table::METHOD_SPEC)))
 }
 
 /// `specs` as JSON lines. Each line is rendered whole before it is written; only one line is

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use clrmap::locate::{explain_missing_pdb, open_pdb_with, PdbOrigin, SymbolPaths};
-use clrmap::metadata::Metadata;
+use clrmap::metadata::{Metadata, Token};
 use clrmap::pdb::embedded::inflated;
 use clrmap::pdb::sources::{self as src, SourceRoot};
 use clrmap::pdb::{name_budget, point_budget, DocumentNames, PortablePdb, SequencePoint};
@@ -48,12 +48,8 @@ pub enum PdbCommand {
         /// The PDB to use for the assembly (it must match the assembly's CodeView id).
         #[arg(long)]
         pdb: Option<PathBuf>,
-        /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
-        #[arg(long = "symbol-path")]
-        symbol_path: Vec<PathBuf>,
-        /// Symbol servers and their cache.
         #[command(flatten)]
-        servers: crate::args::ServerArgs,
+        symbols: crate::args::SymbolArgs,
         /// When FILE is a PDB: the assembly it belongs to, for method names. Its CodeView entry
         /// must name this PDB's id, or this fails with pdb_mismatch.
         #[arg(long)]
@@ -87,12 +83,8 @@ pub enum PdbCommand {
         /// The PDB to use for the assembly (it must match the assembly's CodeView id).
         #[arg(long)]
         pdb: Option<PathBuf>,
-        /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
-        #[arg(long = "symbol-path")]
-        symbol_path: Vec<PathBuf>,
-        /// Symbol servers and their cache.
         #[command(flatten)]
-        servers: crate::args::ServerArgs,
+        symbols: crate::args::SymbolArgs,
         /// Write the embedded source texts under this directory.
         #[arg(long, value_name = "DIR")]
         extract: Option<PathBuf>,
@@ -253,7 +245,7 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
             let mut used = HashSet::new();
             let mut left = budget.points;
             for rid in 1..=pdb.method_count() {
-                let token = 0x0600_0000 | rid;
+                let token = Token::method_def(rid).raw();
                 if selected(token).is_none() {
                     continue;
                 }
@@ -321,7 +313,7 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
         if budget.stopped.is_some() {
             break;
         }
-        let token = 0x0600_0000 | rid;
+        let token = Token::method_def(rid).raw();
         let Some(name) = selected(token) else { continue };
         // A method whose blob is malformed within what may be printed fails before any of it is.
         let mut points = 0u64;
@@ -377,11 +369,9 @@ fn lines(file: &std::path::Path, method: Option<&str>, symbols: SymbolPaths, ass
 /// Run a `pdb` command.
 pub fn run(cmd: PdbCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
-        PdbCommand::Lines { file, method, pdb, symbol_path, servers, assembly, json } => {
-            lines(&file, method.as_deref(), SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() }, assembly.as_deref(), json, out)
-        }
-        PdbCommand::Sources { file, pdb, symbol_path, servers, extract, verify, source_root, json } => {
-            let symbols = SymbolPaths { pdb, dirs: symbol_path, servers: servers.servers() };
+        PdbCommand::Lines { file, method, pdb, symbols, assembly, json } => lines(&file, method.as_deref(), symbols.paths(pdb), assembly.as_deref(), json, out),
+        PdbCommand::Sources { file, pdb, symbols, extract, verify, source_root, json } => {
+            let symbols = symbols.paths(pdb);
             sources(&file, &symbols, extract.as_deref(), verify.as_deref(), &source_root, json, out)
         }
     }

@@ -8,7 +8,6 @@ use clap::{Args, Subcommand};
 use clrmap::jitdump::build::{enrich_stream, perf_map, plan, write_new};
 use clrmap::jitdump::read::StreamError;
 use clrmap::jitdump::{host_machine, FileHeader};
-use clrmap::locate::SymbolPaths;
 use clrmap::symbolizer::{Options, SourceKind, Symbolizer};
 
 use crate::open::{open_error, warn};
@@ -45,12 +44,8 @@ pub struct SourceArgs {
     /// A portable PDB to use (it must match its assembly's CodeView id).
     #[arg(long)]
     pub pdb: Option<PathBuf>,
-    /// A directory to search for PDBs, flat or in the symbol-server layout (repeatable).
-    #[arg(long = "symbol-path")]
-    pub symbol_path: Vec<PathBuf>,
-    /// Symbol servers and their cache.
     #[command(flatten)]
-    pub servers: crate::args::ServerArgs,
+    pub symbols: crate::args::SymbolArgs,
 }
 
 /// `clrmap perf jitdump SOURCE [-o FILE] [--enrich DUMP]`
@@ -94,7 +89,7 @@ pub fn run(c: PerfCommand, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 fn open(a: &SourceArgs) -> Result<Symbolizer, CliError> {
-    let options = Options { symbols: SymbolPaths { pdb: a.pdb.clone(), dirs: a.symbol_path.clone(), servers: a.servers.servers() } };
+    let options = Options { symbols: a.symbols.paths(a.pdb.clone()) };
     let sym = Symbolizer::open(&a.source, options).map_err(open_error)?;
     if sym.kind() == SourceKind::ReadyToRun {
         return Err(CliError::Usage(format!("{}: an image has no load addresses; give a capture or a trace of the process", a.source.display())));

@@ -132,6 +132,37 @@ fn shell_status(status: std::process::ExitStatus) -> i32 {
     }
 }
 
+/// The status the `dotnet` host (and an app's own host) exits with when it could not start the
+/// app: the low byte of 0x80008091, the app (or its framework, or its .runtimeconfig.json) not
+/// found.
+const HOST_CANNOT_RUN_APP: i32 = 145;
+
+/// Why the profiler may not have loaded, from the command and its status: a .NET host that could
+/// not start the app says so (naming the app when `dotnet APP` names a file that is not there);
+/// any other status asks whether the command is a .NET app at all.
+fn not_loaded_why(program: &str, rest: &[String], status: i32) -> String {
+    if status != HOST_CANNOT_RUN_APP {
+        return format!("is the command a .NET app? (it exited with {status})");
+    }
+    let is_dotnet = Path::new(program).file_name().is_some_and(|n| n == "dotnet");
+    // `dotnet [host options] APP`: every host option (`--roll-forward Major`, `--depsfile F`, ...)
+    // takes a value; `exec` may come first.
+    let mut args = rest.iter().skip_while(|a| *a == "exec");
+    let mut app = None;
+    while let Some(a) = args.next() {
+        if a.starts_with('-') {
+            args.next();
+            continue;
+        }
+        app = Some(a);
+        break;
+    }
+    match app {
+        Some(app) if is_dotnet && !Path::new(app).exists() => format!("the .NET host could not start the app: {app} does not exist (it exited with {status})"),
+        _ => format!("the .NET host could not find or run the app (it exited with {status}, the host's status for an app, framework or .runtimeconfig.json it did not find)"),
+    }
+}
+
 /// Run the command; returns its exit status (passed through by `main`).
 ///
 /// Example: `clrmap profile -o app.capture -- dotnet app.dll`, then `clrmap il dump app.capture`
@@ -223,7 +254,7 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         (None, None) => (false, "no output".to_owned()),
     };
     if !loaded {
-        eprintln!("clrmap: the profiler did not load ({proof}); is the command a .NET app? (it exited with {})", shell_status(status));
+        eprintln!("clrmap: the profiler did not load ({proof}); {}", not_loaded_why(program, rest, shell_status(status)));
         return Ok(PROFILER_NOT_LOADED);
     }
     Ok(shell_status(status))
@@ -488,4 +519,25 @@ fn absolute(p: &Path) -> Result<PathBuf, CliError> {
         return Ok(p.to_path_buf());
     }
     Ok(std::env::current_dir().map_err(CliError::Io)?.join(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_that_could_not_start_the_app_is_named() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let missing = "/nonexistent/clrmap-test/Missing.dll";
+        let why = not_loaded_why("/usr/bin/dotnet", &args(&[missing, "x"]), 145);
+        assert_eq!(why, format!("the .NET host could not start the app: {missing} does not exist (it exited with 145)"));
+        // Host options (each with its value) and `exec` come before the app.
+        assert!(not_loaded_why("dotnet", &args(&["exec", "--roll-forward", "Major", missing]), 145).contains(&format!("{missing} does not exist")));
+        // An app that exists, or a host other than `dotnet`: the status's meaning, no file named.
+        let why = not_loaded_why("dotnet", &args(&["Cargo.toml"]), 145);
+        assert!(why.contains("could not find or run the app") && !why.contains("does not exist"), "{why}");
+        assert!(not_loaded_why("./MyApp", &args(&[]), 145).contains("could not find or run the app"));
+        // Any other status: the old question.
+        assert_eq!(not_loaded_why("dotnet", &args(&[missing]), 0), "is the command a .NET app? (it exited with 0)");
+    }
 }

@@ -17,7 +17,6 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,7 +31,6 @@ use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 
-use clrmap::locate::SymbolPaths;
 use clrmap::service::{error_json, Config, Service, ServiceError};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -41,19 +39,17 @@ use crate::output::CliError;
 
 /// `clrmap serve`
 #[derive(Debug, Args)]
+#[command(mut_arg("symbol_path", |a| a.help(SYMBOL_PATH_HELP)))]
 pub struct ServeArgs {
     /// The address and port to listen on (`127.0.0.1:8080`, `0.0.0.0:8080`, `[::1]:8080`; port 0
     /// picks a free port, printed in the first log line).
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: SocketAddr,
-    /// A directory to look for PDBs and assemblies in (repeatable, searched in order): flat
-    /// (`DIR/Orders.pdb`, `DIR/Orders.dll`) and in the symbol-server layout.
-    #[arg(long = "symbol-path", value_name = "DIR")]
-    pub symbol_path: Vec<PathBuf>,
-    /// Symbol servers and their cache (replicas may share one cache folder: entries are written
-    /// atomically).
+    /// Where PDBs and assemblies are looked for (`--symbol-path`, whose help is
+    /// [`SYMBOL_PATH_HELP`]), and the symbol servers with their cache (replicas may share one
+    /// cache folder: entries are written atomically).
     #[command(flatten)]
-    pub servers: crate::args::ServerArgs,
+    pub symbols: crate::args::SymbolArgs,
     /// How much parsed symbol data to keep in memory, in MiB (least recently used first out).
     #[arg(long = "lru-mb", value_name = "MIB", default_value_t = 128)]
     pub lru_mb: u64,
@@ -94,6 +90,11 @@ pub struct ServeArgs {
     #[arg(long = "negative-ttl", value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub negative_ttl: Duration,
 }
+
+/// `--symbol-path` for the service: a request names modules, so a directory is looked in for
+/// their assemblies as well as their PDBs.
+const SYMBOL_PATH_HELP: &str = "A directory to look for PDBs and assemblies in (repeatable, searched in order): flat \
+     (`DIR/Orders.pdb`, `DIR/Orders.dll`) and in the symbol-server layout";
 
 /// What the work on a body may hold, as a multiple of its size (the parsed frames and modules)...
 const WORK_PER_BODY_BYTE: u64 = 10;
@@ -627,17 +628,7 @@ async fn refuse(mut stream: tokio::net::TcpStream, max: usize) {
 
 /// Run the service until SIGTERM or Ctrl-C.
 pub fn run(a: ServeArgs) -> Result<(), CliError> {
-    let servers = a.servers.config().map(|mut c| {
-        c.forget_after = a.negative_ttl;
-        Arc::new(clrmap::symsrv::SymbolServers::new(c))
-    });
-    let mut dirs = a.symbol_path.clone();
-    // With no server to fill it, a cache folder (SSQP layout) is still read, as one more symbol
-    // path: replicas can share one filled elsewhere.
-    if let (None, Some(cache)) = (&servers, &a.servers.cache) {
-        dirs.push(cache.clone());
-    }
-    let paths = SymbolPaths { pdb: None, dirs, servers };
+    let paths = a.symbols.service_paths(a.negative_ttl);
     let mut config = Config::new(paths, a.lru_mb.saturating_mul(1 << 20), a.max_frames);
     config.max_answer = a.max_answer;
     config.missing_ttl = a.negative_ttl;
@@ -662,7 +653,9 @@ async fn serve(state: Arc<State>, a: &ServeArgs) -> Result<(), CliError> {
     let local = listener.local_addr().map_err(CliError::Io)?;
     let mut term = signal(SignalKind::terminate()).map_err(CliError::Io)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(CliError::Io)?;
-    log(serde_json::json!({"ts": now(), "event": "listening", "listen": local.to_string(), "symbol_paths": a.symbol_path, "lru_mb": a.lru_mb, "max_body": a.max_body, "max_frames": a.max_frames}));
+    log(
+        serde_json::json!({"ts": now(), "event": "listening", "listen": local.to_string(), "symbol_paths": a.symbols.symbol_path, "lru_mb": a.lru_mb, "max_body": a.max_body, "max_frames": a.max_frames}),
+    );
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(a.header_timeout).keep_alive(true).max_buf_size(64 << 10);

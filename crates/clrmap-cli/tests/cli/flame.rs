@@ -80,11 +80,29 @@ fn bad_input_and_usage() {
     assert_eq!(code(&o), Some(1));
     let o = clrmap(&["flame", TRACE, "--format", "svg"]);
     assert_eq!(code(&o), Some(2));
-    // A trace with no samples: an empty profile and a warning that says how to record one.
-    let o = clrmap(&["flame", "examples/frames.nettrace"]);
-    assert_eq!(code(&o), Some(0));
+}
+
+/// examples/frames.nettrace was recorded without the sample profiler (`trace stats` shows no
+/// SampleProfiler event): flame fails with `no_samples`, saying how to record them, and writes
+/// nothing, not even to -o.
+#[test]
+fn a_trace_with_no_samples_is_an_error_that_says_how_to_record_them() {
+    let trace = "examples/frames.nettrace";
+    let stats = clrmap(&["trace", "stats", trace]);
+    assert_eq!(code(&stats), Some(0));
+    assert!(!stdout(&stats).contains("Microsoft-DotNETCore-SampleProfiler"), "{}", stdout(&stats));
+    let o = clrmap(&["flame", trace]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
-    assert!(stderr(&o).contains("no CPU samples") && stderr(&o).contains("--cpu"), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.starts_with("error: no_samples: examples/frames.nettrace: no CPU samples"), "{err}");
+    assert!(err.contains("clrmap trace collect --cpu"), "{err}");
+    let d = dir("no-samples");
+    let out = d.join("none.folded");
+    let _ = std::fs::remove_file(&out);
+    let o = clrmap(&["flame", trace, "--format", "speedscope", "-o", out.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(!out.exists());
 }
 
 #[test]

@@ -153,3 +153,42 @@ fn il_frame_answers_get_frame_props() {
     assert_eq!(code(&o), Some(1));
     assert_eq!(stderr(&o), "error: not_found at RVA 0x1194E: expected an RVA inside a RUNTIME_FUNCTION of the image\n");
 }
+
+/// The first example of `clrmap il at --help` and `clrmap il frame --help`: run as written, it
+/// prints the line the README shows under the same command, and the help's own text says so too.
+/// The method is checked apart, from `il dump`: the RVA lies in that method's code (for a funclet,
+/// the parent frame is the method's start).
+#[test]
+fn at_and_frame_help_examples_print_what_the_readme_shows() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let mut printed = Vec::new();
+    for command in ["at", "frame"] {
+        let help = stdout(&clrmap(&["il", command, "--help"]));
+        let at = help.find("Example: `").unwrap() + "Example: `".len();
+        let example = &help[at..at + help[at..].find('`').unwrap()];
+        let words: Vec<&str> = example.split_whitespace().collect();
+        assert_eq!(words[..3], ["clrmap", "il", command], "{example}");
+        let o = clrmap(&words[1..]);
+        assert_eq!(code(&o), Some(0), "{example}: {}", stderr(&o));
+        let line = stdout(&o).lines().next().unwrap_or_default().to_owned();
+        let shown = readme.split(&format!("$ {example}\n")).nth(1).and_then(|rest| rest.lines().next()).unwrap_or_else(|| panic!("the README does not show `{example}`"));
+        assert_eq!(line, shown, "{example}");
+        assert!(help.split_whitespace().collect::<Vec<_>>().join(" ").contains(&format!("prints `{line}`")), "{example}: the help shows another line\n{help}");
+        printed.push((words[words.len() - if command == "at" { 2 } else { 1 }].to_owned(), line));
+    }
+    // The methods, independently: each one's RVA and size from `il dump --json`.
+    let dump: serde_json::Value = serde_json::from_str(&stdout(&clrmap(&["il", "dump", IMAGE, "--json"]))).unwrap();
+    let method = |token: u64| dump["methods"].as_array().unwrap().iter().find(|m| m["token"] == token).unwrap().clone();
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    // `il at ADDRESS --return-address` looks up the call before ADDRESS.
+    let (address, line) = &printed[0];
+    let token = hex(line.split_whitespace().next().unwrap());
+    let m = method(token);
+    let (rva, size) = (m["rva"].as_u64().unwrap(), m["code_size"].as_u64().unwrap());
+    assert!((rva..rva + size).contains(&(hex(address) - 1)), "{line}: {m}");
+    assert!(line.contains(m["name"].as_str().unwrap()), "{line}: {m}");
+    let (_, line) = &printed[1];
+    let token = hex(line.split(" of ").nth(1).unwrap().split_whitespace().next().unwrap());
+    let m = method(token);
+    assert!(line.contains(m["name"].as_str().unwrap()) && line.ends_with(&format!("(parent frame at 0x{:X})", m["rva"].as_u64().unwrap())), "{line}: {m}");
+}

@@ -11,6 +11,7 @@ mod dict;
 mod dict_errors;
 mod dump;
 mod errors;
+mod first_steps;
 mod flame;
 mod flame_running;
 mod hang;

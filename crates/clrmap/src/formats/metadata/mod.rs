@@ -17,12 +17,14 @@ mod root;
 pub mod schema;
 mod specs;
 mod tables;
+mod token;
 
 pub use heaps::{Blobs, Strings};
 pub use root::Root;
 pub use schema::{table, Coded, Column};
 pub use specs::{method_spec_args, method_spec_header, spec_lines, SpecLine, SpecMethod};
 pub use tables::{Row, Table, Tables};
+pub use token::Token;
 
 use crate::base::read::{Error, ErrorKind, Result};
 use crate::formats::pe::PeImage;
