@@ -18,6 +18,8 @@
 //!   recognize a capture, and the library depends on neither `serde` nor `serde_json` (only on
 //!   `object`, `miniz_oxide` and `rustix`, whose safe wrappers give the diagnostics port its
 //!   non-blocking connect and the file layer its opens that follow no link and never block).
+//! * `testing` (off): code for clrmap's own tests and fuzz targets only (a fake diagnostics server
+//!   in `diag`, the fuzz targets' checks in `pdb`, `inlines` and `jitdump`). Not a stable API.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 // Tests may do plain arithmetic (unwrap, indexing and panics are allowed in tests by clippy.toml).
