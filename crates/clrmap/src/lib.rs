@@ -18,10 +18,16 @@
 //!   recognize a capture, and the library depends on neither `serde` nor `serde_json` (only on
 //!   `object`, `miniz_oxide` and `rustix`, whose safe wrappers give the diagnostics port its
 //!   non-blocking connect and the file layer its opens that follow no link and never block).
+//! * `testing` (off): code for clrmap's own tests and fuzz targets only (a fake diagnostics server
+//!   in `diag`, the fuzz targets' checks in `pdb`, `inlines` and `jitdump`). Not a stable API.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
-// Tests may do plain arithmetic (unwrap, indexing and panics are allowed in tests by clippy.toml).
-#![cfg_attr(test, allow(clippy::arithmetic_side_effects))]
+// A value narrowed by `as` loses its high bits in silence; a hostile file's numbers must not. The
+// library narrows with `try_from` (an error, or saturation where a bound above makes it lossless).
+#![deny(clippy::cast_possible_truncation)]
+// Tests may do plain arithmetic and casts on their own data (unwrap, indexing and panics are
+// allowed in tests by clippy.toml).
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::cast_possible_truncation))]
 
 // The folders are the floors, from the ground up; each imports only floors below it (and its own).
 // The re-exports keep every module at its old path (`clrmap::pdb`, `clrmap::symbolizer`, ...).

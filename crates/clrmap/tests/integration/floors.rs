@@ -155,6 +155,36 @@ fn no_import_runs_from_a_lower_floor_back_up_and_no_floor_has_a_cycle() {
     }
 }
 
+/// Every file `TEST_ONLY` lets reach up is built only for tests and fuzzing: its `mod` line (in its
+/// folder's `mod.rs`) carries `#[cfg(test)]` or `#[cfg(any(test, feature = "testing"))]`, so no
+/// user of the library builds it. Each name of the list is there to be checked.
+#[test]
+fn test_only_files_are_built_only_for_tests() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut names = BTreeSet::new();
+    let mut open = Vec::new();
+    for file in &files {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if !TEST_ONLY.contains(&name.as_str()) {
+            continue;
+        }
+        let decl = format!("mod {};", name.trim_end_matches(".rs"));
+        let parent = std::fs::read_to_string(file.parent().unwrap().join("mod.rs")).unwrap();
+        let lines: Vec<&str> = parent.lines().map(str::trim).collect();
+        let guarded = lines
+            .iter()
+            .position(|l| l.trim_start_matches("pub ") == decl)
+            .is_some_and(|i| lines[..i].iter().rev().take_while(|l| l.starts_with("#[")).any(|l| *l == "#[cfg(test)]" || *l == r#"#[cfg(any(test, feature = "testing"))]"#));
+        if !guarded {
+            open.push(file.display().to_string());
+        }
+        names.insert(name);
+    }
+    assert!(open.is_empty(), "test-only files built without cfg(test) or the testing feature:\n{}", open.join("\n"));
+    assert_eq!(names.len(), TEST_ONLY.len(), "names of TEST_ONLY no file has: {TEST_ONLY:?} vs {names:?}");
+}
+
 #[test]
 fn the_import_reader_sees_imports_and_skips_comments() {
     let got =

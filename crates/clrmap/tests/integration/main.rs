@@ -8,6 +8,7 @@ mod attach;
 mod bodies;
 mod diag_deadlines;
 mod event_names;
+mod file_sizes;
 mod flame;
 mod floors;
 mod frameprops;

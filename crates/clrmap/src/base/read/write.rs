@@ -18,10 +18,12 @@ pub const fn compressed_u32_len(v: u32) -> usize {
 
 /// Append the canonical compressed form of `v`; `out_of_range` above 0x1FFFFFFF.
 pub fn push_compressed_u32(out: &mut Vec<u8>, v: u32) -> Result<()> {
+    // The value's low bytes, most significant first: the ranges below say how many it needs.
+    let [_, _, high, low] = v.to_be_bytes();
     if v <= 0x7F {
-        out.push(v as u8);
+        out.push(low);
     } else if v <= 0x3FFF {
-        out.extend_from_slice(&[0x80 | (v >> 8) as u8, v as u8]);
+        out.extend_from_slice(&[0x80 | high, low]);
     } else if v <= MAX_COMPRESSED_U32 {
         out.extend_from_slice(&(v | 0xC000_0000).to_be_bytes());
     } else {
@@ -47,9 +49,10 @@ pub fn push_compressed_i32(out: &mut Vec<u8>, v: i32) -> Result<()> {
     let raw = (v as u32) & width_mask;
     let sign = u32::from(v < 0);
     let rotated = ((raw << 1) & width_mask) | sign;
+    let [_, _, high, low] = rotated.to_be_bytes();
     match bits {
-        7 => out.push(rotated as u8),
-        14 => out.extend_from_slice(&[0x80 | (rotated >> 8) as u8, rotated as u8]),
+        7 => out.push(low),
+        14 => out.extend_from_slice(&[0x80 | high, low]),
         _ => out.extend_from_slice(&(rotated | 0xC000_0000).to_be_bytes()),
     }
     Ok(())

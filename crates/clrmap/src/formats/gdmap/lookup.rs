@@ -173,10 +173,11 @@ impl LookupIndex {
             Some(keys) => {
                 let at = keys.partition_point(|k| (k >> 32) < u64::from(rva));
                 let k = *keys.get(at)?;
-                if (k >> 32) as u32 != rva {
+                // A key is (RVA << 32) | index: its halves fit a u32 each.
+                if u32::try_from(k >> 32).ok() != Some(rva) {
                     return None;
                 }
-                map.entry(k as u32)
+                map.entry(u32::try_from(k & u64::from(u32::MAX)).ok()?)
             }
         }
     }

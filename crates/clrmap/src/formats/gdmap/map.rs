@@ -81,13 +81,13 @@ impl<'a> DictionaryMap<'a> {
         let sorted = word & SORTED_FLAG != 0;
         // 4 + 8·N in u64 cannot overflow for N < 2^31.
         let dir_len = u64::from(count).saturating_mul(ENTRY_SIZE as u64);
-        if dir_len > r.len() as u64 {
+        let Some(dir_len) = usize::try_from(dir_len).ok().filter(|&n| n <= r.len()) else {
             // docs/output.md#fault-offsets: the offset of the first entry that does not fit whole.
             let whole = (data.len().saturating_sub(HEADER_SIZE) / ENTRY_SIZE) as u64;
             let at = (HEADER_SIZE as u64).saturating_add(whole.saturating_mul(ENTRY_SIZE as u64));
             return Err(Error::new(ErrorKind::TruncatedDirectory, at, "N directory entries of 8 bytes"));
-        }
-        let directory = r.bytes(dir_len as usize, "the directory")?;
+        };
+        let directory = r.bytes(dir_len, "the directory")?;
         let heap = r.as_slice();
         Ok(DictionaryMap { data, sorted, count, directory, heap })
     }

@@ -128,7 +128,8 @@ fn first_conflicting_rva(map: &DictionaryMap<'_>) -> Option<u32> {
     let mut group_offset: Option<(u32, u32)> = None; // (rva, offset of the group's first entry)
     let mut group_done = false;
     for k in keys {
-        let (rva, index) = ((k >> 32) as u32, k as u32);
+        // (RVA << 32) | index: both halves fit a u32.
+        let (rva, index) = (u32::try_from(k >> 32).unwrap_or(u32::MAX), u32::try_from(k & u64::from(u32::MAX)).unwrap_or(u32::MAX));
         let offset = map.entry(index).map(|e| e.offset).unwrap_or(0);
         match group_offset {
             Some((g, o)) if g == rva => {
@@ -221,8 +222,10 @@ impl<'a> DictionaryMap<'a> {
         for raw in self.directory_bytes().chunks_exact(8) {
             let Some(&word) = raw.first_chunk::<8>() else { return false };
             let word = u64::from_le_bytes(word);
-            let (rva, offset) = (word as u32, (word >> 32) as u32);
-            let (prev_rva, prev_word) = prev.map_or((0, word), |p| (p as u32, p));
+            // An entry is two u32 (RVA, then heap offset), little-endian: the word's low and high halves.
+            let low = |w: u64| u32::try_from(w & u64::from(u32::MAX)).unwrap_or(u32::MAX);
+            let (rva, offset) = (low(word), u32::try_from(word >> 32).unwrap_or(u32::MAX));
+            let (prev_rva, prev_word) = prev.map_or((0, word), |p| (low(p), p));
             ok &= prev.is_none() | (rva > prev_rva) | (word == prev_word);
             ok &= proven.contains(offset);
             prev = Some(word);

@@ -21,6 +21,7 @@
 mod assemble;
 mod blob;
 mod details;
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod fuzzcheck;
 pub mod il;

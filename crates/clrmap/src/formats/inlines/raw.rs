@@ -97,11 +97,12 @@ pub const BLOB_HEADER_SIZE: usize = 8;
 pub const METHOD_DETAILS_FIXED_SIZE: usize = 8 + 8 + 4 + 4 + 8;
 
 /// Write a blob as the runtime does (`u32 nodes, u32 mappings`, the nodes, the mappings): for
-/// tests, fuzzing and tools that hold the records themselves.
+/// tests, fuzzing and tools that hold the records themselves. (Counts past `u32::MAX`, which no
+/// runtime writes, are written as `u32::MAX`.)
 pub fn encode_blob(nodes: &[RawNode], mappings: &[RawMapping]) -> Vec<u8> {
     let mut out = Vec::with_capacity(BLOB_HEADER_SIZE.saturating_add(nodes.len().saturating_mul(NODE_SIZE)).saturating_add(mappings.len().saturating_mul(MAPPING_SIZE)));
-    out.extend_from_slice(&(nodes.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(mappings.len() as u32).to_le_bytes());
+    out.extend_from_slice(&u32::try_from(nodes.len()).unwrap_or(u32::MAX).to_le_bytes());
+    out.extend_from_slice(&u32::try_from(mappings.len()).unwrap_or(u32::MAX).to_le_bytes());
     for n in nodes {
         out.extend_from_slice(&n.method.to_le_bytes());
         out.extend_from_slice(&n.il_offset.to_le_bytes());
@@ -126,7 +127,7 @@ pub fn encode_chunk(h: &ChunkHeader, data: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&h.il_version_id.to_le_bytes());
     let index = if h.last { h.index | LAST_CHUNK_FLAG } else { h.index & !LAST_CHUNK_FLAG };
     out.extend_from_slice(&index.to_le_bytes());
-    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out.extend_from_slice(&u32::try_from(data.len()).unwrap_or(u32::MAX).to_le_bytes());
     out.extend_from_slice(data);
     out
 }
@@ -140,7 +141,15 @@ pub fn encode_chunks(method_id: u64, native_code_id: u64, blob: &[u8]) -> Vec<Ve
         .into_iter()
         .enumerate()
         .map(|(i, data)| {
-            let h = ChunkHeader { clr_instance_id: 0, method_id, native_code_id, il_version_id: 0, index: i as u32, last: i.saturating_add(1) == n, length: data.len() as u32 };
+            let h = ChunkHeader {
+                clr_instance_id: 0,
+                method_id,
+                native_code_id,
+                il_version_id: 0,
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+                last: i.saturating_add(1) == n,
+                length: u32::try_from(data.len()).unwrap_or(u32::MAX),
+            };
             encode_chunk(&h, data)
         })
         .collect()

@@ -170,7 +170,8 @@ impl InlineTree {
         let child_of = |i: u32| raw.get(i as usize).map_or(0, |(_, r)| r.child);
         let sibling_of = |i: u32| raw.get(i as usize).map_or(0, |(_, r)| r.sibling);
         let mut work: Vec<u32> = Vec::new();
-        for start in 0..n as u32 {
+        // The blob counts its nodes in a u32, so every index fits one.
+        for start in 0..u32::try_from(n).unwrap_or(u32::MAX) {
             let reached = incoming.get(start as usize).is_some_and(|&o| o != u64::MAX);
             if reached {
                 continue;
@@ -360,7 +361,7 @@ impl InlineTree {
     pub fn recover_parents(&mut self, mut is_call: impl FnMut(u64, u32, u64) -> Option<bool>) -> usize {
         let mut budget = self.nodes.len().saturating_mul(64).saturating_add(4096);
         let mut recovered: usize = 0;
-        for head in 1..self.nodes.len() as u32 {
+        for head in 1..u32::try_from(self.nodes.len()).unwrap_or(u32::MAX) {
             if self.run_head.get(head as usize) != Some(&head) {
                 continue;
             }

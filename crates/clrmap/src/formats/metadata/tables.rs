@@ -78,7 +78,8 @@ impl<'a> Tables<'a> {
         let mut rows = [0u32; TABLE_COUNT];
         for (id, slot) in rows.iter_mut().enumerate() {
             if valid & (1u64 << id) != 0 {
-                if columns(id as u8).is_none() {
+                // `id` < 64: a bit of the mask.
+                if u8::try_from(id).ok().and_then(columns).is_none() {
                     return Err(bad(valid_at, "only tables 0x00-0x2C (ECMA-335 II.22) and 0x30-0x37 (portable PDB)"));
                 }
                 *slot = r.u32("a row count")?;
@@ -102,10 +103,10 @@ impl<'a> Tables<'a> {
         let mut layouts = [Layout::default(); TABLE_COUNT];
         let mut data = [Reader::default(); TABLE_COUNT];
         for id in 0..TABLE_COUNT {
-            let Some(cols) = columns(id as u8) else { continue };
+            let Some(cols) = u8::try_from(id).ok().and_then(columns) else { continue };
             let mut layout = Layout { rows: rows.get(id).copied().unwrap_or(0), ..Layout::default() };
             let mut size = 0u8;
-            layout.count = cols.len().min(MAX_COLUMNS) as u8;
+            layout.count = u8::try_from(cols.len().min(MAX_COLUMNS)).unwrap_or(u8::MAX);
             for (slot, col) in layout.columns.iter_mut().zip(cols) {
                 let width = match *col {
                     Column::Fixed(w) => w,
@@ -126,11 +127,11 @@ impl<'a> Tables<'a> {
             layout.row_size = u32::from(size);
             let at = r.offset();
             let total = u64::from(layout.rows).saturating_mul(u64::from(layout.row_size));
-            if total > r.len() as u64 {
+            let Some(total) = usize::try_from(total).ok().filter(|&t| t <= r.len()) else {
                 return Err(bad(at, "tables that fit in the table stream"));
-            }
+            };
             if let (Some(l), Some(d)) = (layouts.get_mut(id), data.get_mut(id)) {
-                *d = r.split(total as usize, "a table")?;
+                *d = r.split(total, "a table")?;
                 *l = layout;
             }
         }

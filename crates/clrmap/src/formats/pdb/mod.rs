@@ -31,6 +31,7 @@
 //! ```
 
 pub mod embedded;
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod fuzzcheck;
 mod recorded;

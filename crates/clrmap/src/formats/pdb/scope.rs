@@ -85,7 +85,9 @@ impl PortablePdb<'_> {
                     }
                 };
                 left = left.checked_sub(name.len()).ok_or(Error::new(ErrorKind::BadPdb, var.offset(), "local names of at most 16 MiB per method"))?;
-                vars.push(LocalVariable { index: var.get(1)? as u16, attributes: var.get(0)? as u16, name: name.to_owned() });
+                // Attributes and Index are 2-byte columns (II.22 of the portable PDB tables): they fit.
+                let (index, attributes) = (u16::try_from(var.get(1)?).unwrap_or(u16::MAX), u16::try_from(var.get(0)?).unwrap_or(u16::MAX));
+                vars.push(LocalVariable { index, attributes, name: name.to_owned() });
             }
             out.push(LocalScope { start_offset: row.get(4)?, length: row.get(5)?, variables: vars });
             row_id = row_id.saturating_add(1);

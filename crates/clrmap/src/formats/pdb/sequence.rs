@@ -134,11 +134,12 @@ impl<'a> SequencePoints<'a> {
                 continue;
             }
             let il = if self.first_record { i64::from(delta_il) } else { i64::from(self.il).saturating_add(i64::from(delta_il)) };
-            if il >= LINE_LIMIT {
+            // Never negative: the first offset and the deltas are unsigned.
+            let Some(il) = u32::try_from(il).ok().filter(|&il| i64::from(il) < LINE_LIMIT) else {
                 return Err(bad(at, "an IL offset below 0x20000000"));
-            }
+            };
             self.first_record = false;
-            self.il = il as u32;
+            self.il = il;
             let lines_at = self.r.offset();
             let delta_lines = self.u("ΔLines")?;
             if i64::from(delta_lines) >= LINE_LIMIT {
@@ -159,21 +160,16 @@ impl<'a> SequencePoints<'a> {
             };
             let end_line = line.saturating_add(i64::from(delta_lines));
             let end_column = column.saturating_add(delta_columns);
-            if !(0..LINE_LIMIT).contains(&line) || line == i64::from(HIDDEN_LINE) || !(0..LINE_LIMIT).contains(&end_line) {
+            // In 0..limit: a u32 below the limit.
+            let below = |v: i64, limit: i64| u32::try_from(v).ok().filter(|&u| i64::from(u) < limit);
+            let (Some(start_line), Some(end_line)) = (below(line, LINE_LIMIT).filter(|&l| l != HIDDEN_LINE), below(end_line, LINE_LIMIT)) else {
                 return Err(bad(start_at, "a start and end line below 0x20000000, not 0xFEEFEE"));
-            }
-            if !(0..COLUMN_LIMIT).contains(&column) || !(0..COLUMN_LIMIT).contains(&end_column) {
+            };
+            let (Some(start_column), Some(end_column)) = (below(column, COLUMN_LIMIT), below(end_column, COLUMN_LIMIT)) else {
                 return Err(bad(start_at, "a start and end column below 0x10000"));
-            }
+            };
             self.previous = Some((line, column));
-            return Ok(Some(SequencePoint {
-                il_offset: self.il,
-                document: self.document,
-                start_line: line as u32,
-                start_column: column as u32,
-                end_line: end_line as u32,
-                end_column: end_column as u32,
-            }));
+            return Ok(Some(SequencePoint { il_offset: self.il, document: self.document, start_line, start_column, end_line, end_column }));
         }
     }
 }

@@ -204,7 +204,8 @@ pub fn decode_parts(blob: Reader<'_>, layout: DebugInfoLayout, with_vars: bool) 
     info.vars = vars(chunks.vars, layout.vars)?;
     bounds_into(chunks.uninstrumented, layout.bounds, &mut info.uninstrumented_bounds)?;
     info.async_points = async_info(chunks.async_info)?;
-    info.opaque_sizes = (chunks.patchpoint.len() as u32, chunks.rich.len() as u32);
+    // Chunks the blob's u32 sizes delimit.
+    info.opaque_sizes = (u32::try_from(chunks.patchpoint.len()).unwrap_or(u32::MAX), u32::try_from(chunks.rich.len()).unwrap_or(u32::MAX));
     Ok(info)
 }
 
@@ -338,7 +339,8 @@ fn bitpacked_bounds_into(bytes: Reader<'_>, source_bits: u32, out: &mut Vec<Boun
         }
         let v = acc >> (bit % 8);
         let mask = u64::MAX.checked_shr(64u32.saturating_sub(width)).unwrap_or(0);
-        (v & mask) as u32
+        // `width` ≤ 32 (checked above, and `source_bits` is a format's constant): the field fits.
+        u32::try_from(v & mask).unwrap_or(u32::MAX)
     };
     for _ in 0..count {
         let source = field(bit, source_bits);
@@ -571,13 +573,15 @@ pub fn encode_bitpacked_bounds(bounds: &[Bound], source_bits: u32) -> Vec<u8> {
         acc |= record << used;
         used = used.saturating_add(source_bits.saturating_add(n).saturating_add(i));
         while used >= 8 {
-            out.push(acc as u8);
+            let [low, ..] = acc.to_le_bytes();
+            out.push(low);
             acc >>= 8;
             used = used.saturating_sub(8);
         }
     }
     if used > 0 {
-        out.push(acc as u8);
+        let [low, ..] = acc.to_le_bytes();
+        out.push(low);
     }
     out
 }

@@ -64,11 +64,12 @@ fn encode(ty: &Type, out: &mut Vec<u8>, depth: u32, pos: Position) -> Result<()>
             out.push(0x14);
             encode(element, out, next, Position::Plain)?;
             push_compressed_u32(out, shape.rank)?;
-            push_compressed_u32(out, shape.sizes.len() as u32)?;
+            // Both lists are at most the rank (≤ 64) long, checked above.
+            push_compressed_u32(out, u32::try_from(shape.sizes.len()).unwrap_or(u32::MAX))?;
             for &s in &shape.sizes {
                 push_compressed_u32(out, s)?;
             }
-            push_compressed_u32(out, shape.lower_bounds.len() as u32)?;
+            push_compressed_u32(out, u32::try_from(shape.lower_bounds.len()).unwrap_or(u32::MAX))?;
             for &l in &shape.lower_bounds {
                 push_compressed_i32(out, l)?;
             }

@@ -304,7 +304,9 @@ const fn step(state: u16, b: u8) -> (u16, i32) {
 /// "past the end" (stay, owe nothing). Entry: (next state << 9) | (change as i8 as u8), so the
 /// next index is one mask and one OR away.
 // Built at compile time: an index out of range here fails the build, it cannot panic at run time.
-#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+// The casts (`try_from` is not `const`) are of a state below STATES and a byte below 256, and the
+// change's `as i8 as u8` keeps its two's-complement byte on purpose.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects, clippy::cast_possible_truncation)]
 static TABLE: [u16; 65536] = {
     // Only the first STATES × 512 entries are reachable; the rest make any u16 index valid.
     let mut t = [0u16; 65536];
@@ -383,7 +385,9 @@ pub(crate) fn short_counted_types<const N: usize, const K: usize>(lanes: &[[u16;
             let sym = syms.get(i).copied().unwrap_or(0x100);
             let e = TABLE.get(usize::from(*x | sym)).copied().unwrap_or(0);
             *x = e & 0x3E00;
-            *o = o.wrapping_add(i32::from(e as u8 as i8));
+            // The entry's low byte is the change in the owed count, a two's-complement i8.
+            let [_, change] = e.to_be_bytes();
+            *o = o.wrapping_add(i32::from(i8::from_be_bytes([change])));
             *n |= *o;
         }
     }

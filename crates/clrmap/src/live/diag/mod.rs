@@ -18,6 +18,7 @@
 
 mod bounded;
 mod discover;
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod fake;
 pub mod ipc;

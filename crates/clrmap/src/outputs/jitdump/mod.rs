@@ -28,6 +28,7 @@
 //! functions.
 
 pub mod build;
+#[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod fuzzcheck;
 pub mod read;

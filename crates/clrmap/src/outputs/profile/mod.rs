@@ -134,7 +134,7 @@ impl Builder<'_> {
         if key >= DENSE_KEYS {
             return None;
         }
-        let key = key as usize;
+        let key = usize::try_from(key).ok()?;
         let t = match self.dense_threads.get(&thread) {
             Some(&t) => t as usize,
             None => {
