@@ -8,8 +8,6 @@ pub mod capture;
 pub mod gdmap;
 pub mod inlines;
 pub mod metadata;
-// For now: `nettrace` still has casts that may truncate, to be made explicit (then this goes).
-#[allow(clippy::cast_possible_truncation)]
 pub mod nettrace;
 pub mod pdb;
 pub mod pe;

@@ -358,7 +358,8 @@ pub fn stack_block(first: u32, stacks: &[&[u64]], pointer_size: u32) -> Vec<u8> 
         body.extend(u32::try_from(s.len().saturating_mul(pointer_size as usize)).unwrap_or(u32::MAX).to_le_bytes());
         for &a in s.iter() {
             if pointer_size == 4 {
-                body.extend((a as u32).to_le_bytes());
+                // A 4-byte process's addresses: the low half, as its stacks hold them.
+                body.extend(u32::try_from(a & u64::from(u32::MAX)).unwrap_or(u32::MAX).to_le_bytes());
             } else {
                 body.extend(a.to_le_bytes());
             }

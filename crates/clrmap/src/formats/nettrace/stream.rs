@@ -17,7 +17,8 @@ impl Hasher for IntHasher {
     fn finish(&self) -> u64 {
         // Folded multiply: the low bits (the bucket) depend on every bit of the key.
         let m = u128::from(self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (m as u64) ^ ((m >> 64) as u64)
+        // Both halves fit: the low one is masked, the high one shifted down.
+        u64::try_from(m & u128::from(u64::MAX)).unwrap_or(0) ^ u64::try_from(m >> 64).unwrap_or(0)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
@@ -392,7 +393,8 @@ fn block_events(body: Reader<'_>, metadata: &IntMap<u32, EventMeta>, counts: &mu
     while !r.is_empty() {
         let flags = r.u8("event header flags")?;
         if flags & 0x01 != 0 {
-            metadata_id = varint(&mut r)? as u32;
+            let at = r.offset();
+            metadata_id = u32::try_from(varint(&mut r)?).map_err(|_| bad(at, "a metadata id of 32 bits"))?;
         }
         if flags & 0x02 != 0 {
             varint(&mut r)?; // sequence number delta
@@ -413,7 +415,8 @@ fn block_events(body: Reader<'_>, metadata: &IntMap<u32, EventMeta>, counts: &mu
             r.skip(16, "a related activity id")?;
         }
         if flags & 0x80 != 0 {
-            payload_size = varint(&mut r)? as u32;
+            let at = r.offset();
+            payload_size = u32::try_from(varint(&mut r)?).map_err(|_| bad(at, "a payload size of 32 bits"))?;
         }
         let payload = r.split(payload_size as usize, "an event payload").map_err(|e| e.with_kind(ErrorKind::BadTrace))?;
         let meta = match last {
