@@ -257,6 +257,9 @@ pub fn run(args: ProfileArgs) -> Result<i32, CliError> {
         eprintln!("clrmap: the profiler did not load ({proof}); {}", not_loaded_why(program, rest, shell_status(status)));
         return Ok(PROFILER_NOT_LOADED);
     }
+    if let Some(output) = &output {
+        name_bodies(output);
+    }
     Ok(shell_status(status))
 }
 
@@ -428,9 +431,38 @@ fn attach(pid: u32, profiler: &Path, output: &Path, duration: Option<std::time::
             status(diag::DiagErrorKind::Timeout),
         ));
     }
+    name_bodies(output);
     let how = if exited { "the process exited" } else { "detached" };
     eprintln!("clrmap: {how}; wrote {} ({bodies})", output.display());
     Ok(0)
+}
+
+/// Write each body's `name` and `full_name` into the capture now, while the assemblies are where
+/// the process loaded them, so the capture names its methods wherever it is read later
+/// (`clrmap::capture::fill_names`). The file is rewritten whole or not at all, and only once every
+/// process that writes to it has ended; what cannot be done is a note, never a failure: the
+/// capture as recorded is whole either way.
+fn name_bodies(output: &Path) {
+    let note = |why: String| eprintln!("note: the capture's bodies were not named in it ({why}); they are named when read, where their assemblies are at hand");
+    let bytes = match clrmap::fs::read_regular_nofollow(output, clrmap::fs::MAX_FILE) {
+        Ok(b) => b,
+        Err(e) => return note(format!("cannot read {}: {e}", output.display())),
+    };
+    if !clrmap::capture::every_process_ended(&bytes) {
+        return note("a process that writes to it has not ended its recording".to_owned());
+    }
+    let written = (|| -> std::io::Result<usize> {
+        let mut new = clrmap::fs::NewFile::create(output)?;
+        let mut w = std::io::BufWriter::new(new.file());
+        let named = clrmap::capture::fill_names(&bytes, &mut w)?;
+        std::io::Write::flush(&mut w)?;
+        drop(w);
+        new.commit()?;
+        Ok(named)
+    })();
+    if let Err(e) = written {
+        note(format!("cannot rewrite {}: {e}", output.display()));
+    }
 }
 
 /// Create the stop file the attached profiler watches for. Created exclusively: a link or FIFO

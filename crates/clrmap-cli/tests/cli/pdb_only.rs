@@ -104,6 +104,12 @@ fn runtime_lines(source: &Path, program_stdout: &str) -> Vec<(u64, String)> {
 /// `clrmap symbolize SOURCE ARGS --return-address` over `frames`' addresses on stdin: the
 /// `file:line:column` line of each answer, and stderr.
 fn lines_of(source: &Path, args: &[&str], frames: &[(u64, String)]) -> (Vec<String>, String) {
+    let (answers, err) = answers_of(source, args, frames);
+    (answers.into_iter().map(|(_, line)| line).collect(), err)
+}
+
+/// [`lines_of`], with each answer's method line before its `file:line:column` line.
+fn answers_of(source: &Path, args: &[&str], frames: &[(u64, String)]) -> (Vec<(String, String)>, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
         .args(["symbolize", s(source), "--return-address"])
         .args(args)
@@ -118,7 +124,8 @@ fn lines_of(source: &Path, args: &[&str], frames: &[(u64, String)]) -> (Vec<Stri
     let o = child.wait_with_output().unwrap();
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
-    (text.split_terminator("\n\n").map(|b| b.lines().nth(1).unwrap_or_default().to_owned()).collect(), stderr(&o))
+    let answer = |b: &str| (b.lines().next().unwrap_or_default().to_owned(), b.lines().nth(1).unwrap_or_default().to_owned());
+    (text.split_terminator("\n\n").map(answer).collect(), stderr(&o))
 }
 
 /// A symbol server root holding `pdb` under its SSQP key, computed here from the spec (the GUID
@@ -149,12 +156,19 @@ fn pdb_only(what: &str, dir: &Path, source: &Path, program_stdout: &str, header:
     let frames = runtime_lines(source, program_stdout);
     assert!(frames.len() >= 10, "{what}: {} frames", frames.len());
     let want: Vec<String> = frames.iter().map(|(_, l)| l.clone()).collect();
+    // The methods as named with the assembly where the process loaded it.
+    let (with_assembly, _) = answers_of(source, &[], &frames);
+    let named: Vec<String> = with_assembly.into_iter().map(|(m, _)| m).collect();
+    assert!(named.iter().all(|m| m.starts_with("Frames.")), "{what}: {named:?}");
     std::fs::remove_file(dir.join("Frames.dll")).unwrap();
     std::fs::remove_file(dir.join("Frames.pdb")).unwrap();
     let syms = tmp(&format!("{what}-syms"));
     std::fs::copy(repo_root().join(DEBUG).join("Frames.pdb"), syms.join("Frames.pdb")).unwrap();
-    let (got, err) = lines_of(source, &["--symbol-path", s(&syms)], &frames);
+    let (got, err) = answers_of(source, &["--symbol-path", s(&syms)], &frames);
+    let (methods, got): (Vec<String>, Vec<String>) = got.into_iter().unzip();
     assert_eq!(got, want, "{what}, --symbol-path: {err}");
+    // A recording stands alone: with the assembly gone, every method is named as it was.
+    assert_eq!(methods, named, "{what}: the methods without the assembly");
     // From a symbol server, into an empty cache, with no PDB on disk.
     let root = tmp(&format!("{what}-root"));
     let key = store(&root, &repo_root().join(DEBUG).join("Frames.pdb"));

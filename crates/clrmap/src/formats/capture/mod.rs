@@ -7,9 +7,11 @@
 //! one file (a .NET program that starts a .NET child, which inherits the profiler): each writes
 //! its own header and tags its records with its pid.
 
+mod fill;
 mod naming;
 mod record;
 
+pub use fill::{every_process_ended, fill_names};
 pub use naming::{name_captured, BodyNamer, ModuleBytes, ModuleLoader};
 
 pub use record::{Body, End, Header, Hex, InlineEvent, InlineSession, ModuleRecord, PdbChecksum, PdbRecord, Record, RtType};
