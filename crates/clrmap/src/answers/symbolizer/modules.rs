@@ -235,12 +235,19 @@ fn same_stem(pdb: &Path, module: Option<&str>) -> bool {
 fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> Result<[u8; 16], OpenError> {
     let bytes = read_input(pdb, MAX_FILE)?;
     let input = |error: Error| OpenError::Input { path: pdb.to_owned(), error };
-    let guid = PortablePdb::parse(&bytes).map_err(input)?.id().guid();
+    let id = PortablePdb::parse(&bytes).map_err(input)?.id();
+    let guid = id.guid();
     if modules.iter().any(|m| m.recorded.as_ref().is_some_and(|r| r.guid == guid)) {
         return Ok(guid);
     }
+    let named: Vec<&Module> = modules.iter().filter(|m| same_stem(pdb, m.name.as_deref())).collect();
+    if named.is_empty() {
+        // Neither its id nor its name is a module's: the ids say which build each is.
+        let error = Error::nowhere(ErrorKind::PdbMismatch, "a module of the source that this PDB belongs to");
+        return Err(OpenError::NoModule { path: pdb.to_owned(), error, detail: no_module_detail(&id.guid_hex(), modules) });
+    }
     let mut last = Error::nowhere(ErrorKind::PdbMismatch, "a module of the source that this PDB belongs to");
-    for m in modules.iter().filter(|m| same_stem(pdb, m.name.as_deref())) {
+    for m in named {
         // Matched: the module's lines come from this PDB when first needed.
         if let Some(recorded) = &m.recorded {
             match check_recorded(recorded, &bytes) {
@@ -262,4 +269,31 @@ fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> 
         }
     }
     Err(input(last))
+}
+
+/// The most modules a `pdb_mismatch` names: a trace records hundreds (the framework's too).
+const NAMED_MODULES: usize = 8;
+
+/// What a PDB that belongs to no module is told: its id, and each module's name with the PDB
+/// file and id it recorded (at most [`NAMED_MODULES`], then how many more).
+fn no_module_detail(pdb_id: &str, modules: &[Module]) -> String {
+    let mut listed: Vec<String> = modules
+        .iter()
+        .take(NAMED_MODULES)
+        .map(|m| {
+            let name = m.name.clone().or_else(|| m.path.as_ref().map(|p| p.display().to_string())).unwrap_or_else(|| "a module".to_owned());
+            match &m.recorded {
+                Some(r) => format!("{name} (PDB {} {})", r.file_name(), r.guid_hex()),
+                None => format!("{name} (no PDB id recorded)"),
+            }
+        })
+        .collect();
+    let more = modules.len().saturating_sub(NAMED_MODULES);
+    if more > 0 {
+        listed.push(format!("and {more} more"));
+    }
+    if listed.is_empty() {
+        return format!("this PDB's id is {pdb_id}; the source names no module");
+    }
+    format!("this PDB's id is {pdb_id}; the source's modules: {}", listed.join(", "))
 }
