@@ -19,8 +19,8 @@
 //! use clrmap::symbolizer::{FrameKind, Symbolizer};
 //! let sym = Symbolizer::open("app.capture".as_ref(), Default::default()).unwrap();
 //! let frame = sym.symbolize(0x7f12_3456_7890, FrameKind::ReturnAddress);
-//! if let (Some(file), Some(line)) = (frame.file, frame.line) {
-//!     println!("{} at {file}:{line}", frame.method.unwrap_or("??"));
+//! if let (Some(file), Some(line)) = (frame.at.file, frame.at.line) {
+//!     println!("{} at {file}:{line}", frame.at.method.unwrap_or("??"));
 //! }
 //! ```
 
@@ -68,24 +68,9 @@ pub struct Options {
 pub struct Frame<'s> {
     /// The address asked about.
     pub address: u64,
-    /// The module's file name (`Frames.dll`).
-    pub module: Option<&'s str>,
-    /// The MethodDef token.
-    pub token: Option<u32>,
-    /// `Ns.Type::Method`.
-    pub method: Option<&'s str>,
-    /// The IL offset `StackFrame.GetILOffset()` reports (PROLOG and NO_MAPPING report 0).
-    pub il_offset: Option<u32>,
-    /// The document name exactly as the PDB stores it.
-    pub file: Option<&'s str>,
-    /// Start line of the chosen sequence point.
-    pub line: Option<u32>,
-    /// Start column.
-    pub column: Option<u32>,
-    /// End line.
-    pub end_line: Option<u32>,
-    /// End column.
-    pub end_column: Option<u32>,
+    /// The method and its source line (in JSON, its fields are the frame's own).
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub at: SourceLocation<'s>,
     /// The document's URL by the PDB's SourceLink map (absent when it has none).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub source_link: Option<&'s str>,
@@ -101,6 +86,35 @@ pub struct Frame<'s> {
     /// The body's FunctionID, for traces and captures (the code start for an image).
     #[cfg_attr(feature = "serde", serde(skip))]
     pub function_id: Option<u64>,
+}
+
+/// Where an answer is: the method, its IL offset and that offset's source line. A [`Frame`] and
+/// each of its [`InlinedFrame`]s have one, so that every reader finds a line in one place, named
+/// once. Every field is `None` where unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct SourceLocation<'s> {
+    /// The module's file name (`Frames.dll`).
+    pub module: Option<&'s str>,
+    /// The MethodDef token.
+    pub token: Option<u32>,
+    /// `Ns.Type::Method`.
+    pub method: Option<&'s str>,
+    /// The IL offset `StackFrame.GetILOffset()` reports (PROLOG and NO_MAPPING report 0). In an
+    /// inlined frame: the mapping's for the innermost, the call site of the frame inside it for
+    /// the others (`None` where the runtime did not give that call site:
+    /// [`crate::formats::inlines::call_sites_known`]).
+    pub il_offset: Option<u32>,
+    /// The document name exactly as the PDB stores it.
+    pub file: Option<&'s str>,
+    /// Start line of the chosen sequence point.
+    pub line: Option<u32>,
+    /// Start column.
+    pub column: Option<u32>,
+    /// End line.
+    pub end_line: Option<u32>,
+    /// End column.
+    pub end_column: Option<u32>,
 }
 
 /// One row of a body's line table ([`Symbolizer::line_table`], [`ModuleSymbols::line_table`]):
@@ -300,9 +314,9 @@ impl Symbolizer {
         let (region, il) = runtime_il_offset(&body.map, body.code_size, offset);
         let module = self.module_of(index);
         // The body's own module name first: one module may be named by several paths.
-        frame.module = body.module.as_deref().or(module.and_then(|m| m.name.as_deref()));
-        frame.token = Some(body.token);
-        frame.method = body.name.as_deref();
+        frame.at.module = body.module.as_deref().or(module.and_then(|m| m.name.as_deref()));
+        frame.at.token = Some(body.token);
+        frame.at.method = body.name.as_deref();
         if body.map.is_empty() && body.rva.is_none() {
             // A ReadyToRun method a trace names without its map (that is in its image), or a
             // jitted body the runtime gave a map of no entries (a runtime-async thunk): the
@@ -312,7 +326,7 @@ impl Symbolizer {
             frame.function_id = body.function_id.or(Some(start));
             return (frame, Some(index));
         }
-        frame.il_offset = Some(il);
+        frame.at.il_offset = Some(il);
         frame.code_start = Some(start);
         frame.native_offset = Some(offset);
         frame.region = region;
@@ -331,7 +345,7 @@ impl Symbolizer {
         if lines.is_none() {
             self.modules.missed_lines();
         }
-        (frame.file, frame.line, frame.column, frame.end_line, frame.end_column, frame.source_link) = match lines.and_then(|l| Some((l, l.line(token, il)?))) {
+        (frame.at.file, frame.at.line, frame.at.column, frame.at.end_line, frame.at.end_column, frame.source_link) = match lines.and_then(|l| Some((l, l.line(token, il)?))) {
             Some((l, (p, file))) => (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column), l.source_link(p.document)),
             None => (None, None, None, None, None, None),
         };
@@ -345,7 +359,7 @@ impl Symbolizer {
         let index = index?;
         let lines = self.modules.lines(self.module_of(index)?)?;
         let token = self.code.body(index)?.token;
-        let (p, _) = lines.line(token, frame.il_offset?)?;
+        let (p, _) = lines.line(token, frame.at.il_offset?)?;
         lines.context(p.document, p.line, each_side, roots)
     }
 
@@ -363,7 +377,7 @@ impl Symbolizer {
         let mut inlined = Vec::new();
         let (mut frame, index) = self.frame(address, kind, false);
         let Some(index) = index else { return (frame, inlined) };
-        let il = frame.il_offset.unwrap_or(0);
+        let il = frame.at.il_offset.unwrap_or(0);
         let chain = match (self.inlines.tree(index), frame.region, frame.native_offset) {
             (Some(t), region, Some(offset)) if !matches!(region, Some(IlOffset::Prolog | IlOffset::Epilog)) && t.current(offset) => t.tree.chain(offset),
             _ => Default::default(),
@@ -377,15 +391,17 @@ impl Symbolizer {
             let who = self.inlines.node_inlinee(index, step.node as usize);
             let module = who.and_then(|w| w.module).and_then(|m| self.modules.get(m));
             let mut f = InlinedFrame {
-                module: module.and_then(|m| m.name.as_deref()),
-                token: who.map(|w| w.token),
-                method: who.and_then(|w| w.name.as_deref()),
-                il_offset: step.known_il_offset(),
-                ..InlinedFrame::default()
+                at: SourceLocation {
+                    module: module.and_then(|m| m.name.as_deref()),
+                    token: who.map(|w| w.token),
+                    method: who.and_then(|w| w.name.as_deref()),
+                    il_offset: step.known_il_offset(),
+                    ..SourceLocation::default()
+                },
             };
             if let (Some(w), Some(lines), Some(il)) = (who, module.and_then(|m| self.modules.lines(m)), step.known_il_offset()) {
                 if let Some((p, file)) = lines.line(w.token, il) {
-                    (f.file, f.line, f.column, f.end_line, f.end_column) = (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column));
+                    (f.at.file, f.at.line, f.at.column, f.at.end_line, f.at.end_column) = (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column));
                 }
             }
             inlined.push(f);
@@ -395,12 +411,12 @@ impl Symbolizer {
         // runtime did not give: crate::formats::inlines::call_sites_known) exactly the flat answer.
         match root.and_then(|r| r.known_il_offset()) {
             Some(root_il) => {
-                frame.il_offset = Some(root_il);
+                frame.at.il_offset = Some(root_il);
                 self.set_line(&mut frame, index, root_il);
             }
             // A body answered without an IL offset (a ReadyToRun method a trace names without
             // its map) gets no line.
-            None if frame.il_offset.is_some() => self.set_line(&mut frame, index, il),
+            None if frame.at.il_offset.is_some() => self.set_line(&mut frame, index, il),
             None => {}
         }
         (frame, inlined)
