@@ -61,7 +61,7 @@ fn a_pdb_of_no_module_names_its_id_and_the_modules_ids() {
     let expected = "error: pdb_mismatch: expected a module of the source that this PDB belongs to; this PDB's id is 9ED8E112586740F1BB0468042B4A8251; the source's modules: ";
     assert!(stderr(&o).starts_with(expected), "{}", stderr(&o));
     assert!(stderr(&o).contains("Frames.dll (PDB Frames.pdb 647EB43C81D2457284149EDC98BD7DB7)"), "{}", stderr(&o));
-    assert!(stderr(&o).trim_end().ends_with(" more"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("System.Private.CoreLib.dll (PDB System.Private.CoreLib.pdb "), "{}", stderr(&o));
     // In JSON: the same kind and no offset, the ids in the message.
     let o = clrmap(&["symbolize", TRACE, "--pdb", other.to_str().unwrap(), "--return-address", "0x1", "--json"]);
     assert_eq!(code(&o), Some(1), "{}", stderr(&o));

@@ -297,3 +297,22 @@ fn no_module_detail(pdb_id: &str, modules: &[Module]) -> String {
     }
     format!("this PDB's id is {pdb_id}; the source's modules: {}", listed.join(", "))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    #[test]
+    fn a_pdb_of_no_module_names_eight_modules_then_how_many_more() {
+        let recorded = RecordedPdb { guid: [1, 0, 0, 0, 2, 0, 3, 0, 4, 5, 6, 7, 8, 9, 10, 11], age: 1, path: "C:\\build\\M0.pdb".to_owned(), checksums: Vec::new() };
+        let modules: Vec<Module> = (0..11).map(|i| Module::recorded(Some(format!("M{i}.dll")), &format!("/app/M{i}.dll"), (i == 0).then(|| recorded.clone()), None)).collect();
+        let detail = no_module_detail("ABCD", &modules);
+        let expected = "this PDB's id is ABCD; the source's modules: M0.dll (PDB M0.pdb 00000001000200030405060708090A0B), M1.dll (no PDB id recorded), M2.dll (no PDB id recorded), \
+                        M3.dll (no PDB id recorded), M4.dll (no PDB id recorded), M5.dll (no PDB id recorded), M6.dll (no PDB id recorded), M7.dll (no PDB id recorded), and 3 more";
+        assert_eq!(detail, expected);
+        // Eight or fewer: all of them, and no count.
+        assert!(no_module_detail("ABCD", &modules[..8]).ends_with("M7.dll (no PDB id recorded)"));
+        assert_eq!(no_module_detail("ABCD", &[]), "this PDB's id is ABCD; the source names no module");
+    }
+}
