@@ -81,7 +81,7 @@ impl Failure {
         match e {
             OpenError::Io { error, .. } if error.kind() == std::io::ErrorKind::InvalidInput => Failure::new(E_BAD_FILE_TYPE, message),
             OpenError::Io { .. } => Failure::new(E_FILE_NOT_FOUND, message),
-            OpenError::Input { error, .. } => Failure { hr: hresult_of_kind(error.kind), error: Some(*error), message },
+            OpenError::Input { error, .. } | OpenError::NoModule { error, .. } => Failure { hr: hresult_of_kind(error.kind), error: Some(*error), message },
             OpenError::Unrecognized { .. } => Failure::new(CLRMAP_E_UNRECOGNIZED_FILE, message),
         }
     }

@@ -199,7 +199,7 @@ pub unsafe extern "C" fn clrmap_profiler_info_symbolize(info: *mut ICorProfilerI
             return Err(Failure::answered_as(E_INVALIDARG, clrmap::Error::at_address(ErrorKind::NotFound, address, "an address inside a code body")));
         };
         let il = match f.region {
-            Some(IlOffset::Il(_)) => f.il_offset.unwrap_or(0),
+            Some(IlOffset::Il(_)) => f.at.il_offset.unwrap_or(0),
             Some(special) => special.to_raw(),
             None => IlOffset::NoMapping.to_raw(),
         };

@@ -57,8 +57,8 @@ fn inlined_frames_through_the_c_abi_are_the_librarys() {
             assert_eq!(hr, CLRMAP_S_OK);
             let want: Vec<Fields> = inlined
                 .iter()
-                .map(|i| (i.module.map(str::to_owned), i.token, i.method.map(str::to_owned), i.il_offset, i.file.map(str::to_owned), i.line, i.column))
-                .chain(std::iter::once((f.module.map(str::to_owned), f.token, f.method.map(str::to_owned), f.il_offset, f.file.map(str::to_owned), f.line, f.column)))
+                .map(|i| (i.at.module.map(str::to_owned), i.at.token, i.at.method.map(str::to_owned), i.at.il_offset, i.at.file.map(str::to_owned), i.at.line, i.at.column))
+                .chain(std::iter::once((f.at.module.map(str::to_owned), f.at.token, f.at.method.map(str::to_owned), f.at.il_offset, f.at.file.map(str::to_owned), f.at.line, f.at.column)))
                 .collect();
             let got: Vec<Fields> = frames.iter().map(c_fields).collect();
             assert_eq!(got, want, "{address:#x}");
@@ -122,8 +122,8 @@ fn a_symbolizer_with_a_symbol_server_answers_as_with_the_pdb_on_disk() {
         let mut f = unsafe { std::mem::zeroed::<ClrmapFrame>() };
         // SAFETY: the symbolizer is live; a valid out-pointer.
         assert_eq!(unsafe { clrmap_symbolizer_symbolize(sym, address, CLRMAP_FRAME_LEAF, &mut f) }, CLRMAP_S_OK);
-        assert_eq!((text(f.file), (f.flags & CLRMAP_FRAME_LINE != 0).then_some(f.line)), (want.file.map(str::to_owned), want.line), "{address:#x}");
-        lines += usize::from(want.line.is_some());
+        assert_eq!((text(f.file), (f.flags & CLRMAP_FRAME_LINE != 0).then_some(f.line)), (want.at.file.map(str::to_owned), want.at.line), "{address:#x}");
+        lines += usize::from(want.at.line.is_some());
     }
     assert!(lines > 20, "{lines}");
     // SAFETY: made by clrmap_symbolizer_open_with_servers, released once.

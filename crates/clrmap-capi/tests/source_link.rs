@@ -65,7 +65,7 @@ fn source_links_through_the_c_abi_are_the_librarys() {
             assert_eq!((hr, need), (CLRMAP_E_NOT_FOUND, 0), "{address:#x}");
             continue;
         };
-        assert_eq!(url, format!("https://example.invalid/frames/{}", want.file.unwrap().strip_prefix("/_/src/").unwrap()));
+        assert_eq!(url, format!("https://example.invalid/frames/{}", want.at.file.unwrap().strip_prefix("/_/src/").unwrap()));
         assert_eq!((hr, need as usize), (CLRMAP_S_FALSE, url.len() + 1));
         let mut buf = vec![0 as std::os::raw::c_char; need as usize];
         // SAFETY: room for `need` bytes.

@@ -20,6 +20,9 @@ pub fn open_error(e: OpenError) -> CliError {
             CliError::Noted { error, note }
         }
         OpenError::Input { error, .. } => CliError::input(error),
+        // The ids make the message longer than a library error's static words: the same kind,
+        // no location, and the words after the error's own.
+        OpenError::NoModule { error, detail, .. } => CliError::Kinded { kind: error.kind.as_str(), message: format!("{}; {detail}", error.message()) },
         e @ OpenError::Io { .. } => CliError::Kinded { kind: "io", message: e.to_string() },
         e @ OpenError::Unrecognized { .. } => CliError::Kinded { kind: "unrecognized_source", message: e.to_string() },
     }

@@ -189,9 +189,9 @@ pub fn write_frame(f: &clrmap::symbolizer::Frame<'_>, json: bool, out: &mut dyn 
             out.write_all(line)
         });
     }
-    writeln!(out, "{}", Text(f.method.unwrap_or("??")))?;
-    match (f.file, f.line) {
-        (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}\n", Text(file), f.column.unwrap_or(0)),
+    writeln!(out, "{}", Text(f.at.method.unwrap_or("??")))?;
+    match (f.at.file, f.at.line) {
+        (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}\n", Text(file), f.at.column.unwrap_or(0)),
         _ => out.write_all(b"??:0:0\n\n"),
     }
 }
@@ -217,12 +217,12 @@ pub fn write_frame_with_context(f: &clrmap::symbolizer::Frame<'_>, context: Opti
         serde_json::to_writer(&mut *out, &WithContext { frame: f, context }).map_err(json_io)?;
         return out.write_all(b"\n");
     }
-    writeln!(out, "{}", Text(f.method.unwrap_or("??")))?;
-    match (f.file, f.line) {
-        (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}", Text(file), f.column.unwrap_or(0))?,
+    writeln!(out, "{}", Text(f.at.method.unwrap_or("??")))?;
+    match (f.at.file, f.at.line) {
+        (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}", Text(file), f.at.column.unwrap_or(0))?,
         _ => out.write_all(b"??:0:0\n")?,
     }
-    if let (Some(c), Some(line)) = (context, f.line) {
+    if let (Some(c), Some(line)) = (context, f.at.line) {
         let first = line.saturating_sub(u32::try_from(c.pre_context.len()).unwrap_or(0));
         for (i, text) in c.pre_context.iter().enumerate() {
             writeln!(out, "  {}| {}", first.saturating_add(u32::try_from(i).unwrap_or(0)), Text(text))?;
@@ -251,9 +251,9 @@ pub fn write_inlined(f: &clrmap::symbolizer::Frame<'_>, inlined: &[clrmap::symbo
         return out.write_all(b"\n");
     }
     for i in inlined {
-        writeln!(out, "{}", Text(i.method.unwrap_or("??")))?;
-        match (i.file, i.line) {
-            (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}", Text(file), i.column.unwrap_or(0))?,
+        writeln!(out, "{}", Text(i.at.method.unwrap_or("??")))?;
+        match (i.at.file, i.at.line) {
+            (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}", Text(file), i.at.column.unwrap_or(0))?,
             _ => out.write_all(b"??:0:0\n")?,
         }
     }

@@ -56,7 +56,7 @@ fn body_and_il(sym: &Symbolizer, a: u64) -> u32 {
 
 /// Symbolize every address and sum the lines: the result keeps the work from being optimized away.
 fn sum_lines(sym: &Symbolizer, addrs: &[u64]) -> u32 {
-    addrs.iter().map(|&a| sym.symbolize(black_box(a), RA).line.unwrap_or(0)).fold(0u32, u32::wrapping_add)
+    addrs.iter().map(|&a| sym.symbolize(black_box(a), RA).at.line.unwrap_or(0)).fold(0u32, u32::wrapping_add)
 }
 
 /// `body_and_il` for every address, summed (see `sum_lines`).
@@ -97,9 +97,9 @@ fn bench(c: &mut Criterion) {
     let (mut in_frames, mut with_line, mut with_method) = (0usize, 0usize, 0usize);
     for &a in &mixed {
         let f = sym.symbolize(a, RA);
-        in_frames += usize::from(f.module == Some("Frames.dll"));
-        with_line += usize::from(f.line.is_some());
-        with_method += usize::from(f.token.is_some());
+        in_frames += usize::from(f.at.module == Some("Frames.dll"));
+        with_line += usize::from(f.at.line.is_some());
+        with_method += usize::from(f.at.token.is_some());
     }
     eprintln!(
         "trace {}: {} bodies with code ({} in Frames.dll, {} others); {N} addresses: {with_method} in a body, {in_frames} in Frames.dll, {with_line} with a line",
@@ -129,7 +129,7 @@ fn bench(c: &mut Criterion) {
         .iter()
         .map(|&a| {
             let f = sym.symbolize(a, RA);
-            (f.token.unwrap(), f.il_offset.unwrap())
+            (f.at.token.unwrap(), f.at.il_offset.unwrap())
         })
         .collect();
     let pdb_bytes = std::fs::read(dir.join("Frames.pdb")).unwrap();
@@ -149,7 +149,7 @@ fn bench(c: &mut Criterion) {
     for (&a, &(token, il)) in in_frames.iter().zip(&queries) {
         let f = sym.symbolize(a, RA);
         let theirs = cache.lookup(token & 0x00FF_FFFF, il).map(|l| l.line);
-        assert_eq!(f.line, theirs, "0x{token:08X} IL_{il:04X}: clrmap, symbolic-ppdb");
+        assert_eq!(f.at.line, theirs, "0x{token:08X} IL_{il:04X}: clrmap, symbolic-ppdb");
         assert_eq!(plain_line(&ours, token, il).map(|p| p.1), theirs);
         agree += usize::from(theirs.is_some());
     }
@@ -198,7 +198,7 @@ fn bench_inlines(c: &mut Criterion) {
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(10);
     g.bench_function("inlined_1m", |b| b.iter(|| addrs.iter().map(|&a| sym.symbolize_inlined(black_box(a), FrameKind::Leaf).1.len()).sum::<usize>()));
-    g.bench_function("flat_1m", |b| b.iter(|| addrs.iter().map(|&a| sym.symbolize(black_box(a), FrameKind::Leaf).il_offset.unwrap_or(0) as usize).sum::<usize>()));
+    g.bench_function("flat_1m", |b| b.iter(|| addrs.iter().map(|&a| sym.symbolize(black_box(a), FrameKind::Leaf).at.il_offset.unwrap_or(0) as usize).sum::<usize>()));
     g.finish();
 }
 

@@ -21,15 +21,10 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize_inlined(sym: *const ClrmapS
         }
         let kind = s.frame_kind(kind)?;
         let (f, inlined) = s.sym.symbolize_inlined(address, kind);
-        let all = inlined.iter().map(|i| s.c_frame(address, i.module, i.token, i.method, i.il_offset, i.file, [i.line, i.column, i.end_line, i.end_column])).chain(std::iter::once(s.c_frame(
-            address,
-            f.module,
-            f.token,
-            f.method,
-            f.il_offset,
-            f.file,
-            [f.line, f.column, f.end_line, f.end_column],
-        )));
+        let all = inlined
+            .iter()
+            .map(|i| s.c_frame(address, i.at.module, i.at.token, i.at.method, i.at.il_offset, i.at.file, [i.at.line, i.at.column, i.at.end_line, i.at.end_column]))
+            .chain(std::iter::once(s.c_frame(address, f.at.module, f.at.token, f.at.method, f.at.il_offset, f.at.file, [f.at.line, f.at.column, f.at.end_line, f.at.end_column])));
         let mut n: u32 = 0;
         for (i, frame) in all.enumerate() {
             if (i as u64) < u64::from(capacity) {
@@ -40,6 +35,6 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize_inlined(sym: *const ClrmapS
         }
         // SAFETY: `count` is non-null.
         unsafe { *count = n };
-        Ok(if f.token.is_some() { S_OK } else { S_FALSE })
+        Ok(if f.at.token.is_some() { S_OK } else { S_FALSE })
     })
 }

@@ -203,9 +203,9 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolize
         }
         let kind = s.frame_kind(kind)?;
         let f = s.sym.symbolize(address, kind);
-        let frame = s.c_frame(address, f.module, f.token, f.method, f.il_offset, f.file, [f.line, f.column, f.end_line, f.end_column]);
+        let frame = s.c_frame(address, f.at.module, f.at.token, f.at.method, f.at.il_offset, f.at.file, [f.at.line, f.at.column, f.at.end_line, f.at.end_column]);
         // SAFETY: `out` is non-null.
         unsafe { *out = frame };
-        Ok(if f.token.is_some() { S_OK } else { S_FALSE })
+        Ok(if f.at.token.is_some() { S_OK } else { S_FALSE })
     })
 }

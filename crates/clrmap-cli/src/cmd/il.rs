@@ -263,10 +263,10 @@ fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json:
     let sym = frame.open_or_pid(source)?;
     let f = sym.symbolize(address, frame.kind(&sym));
     crate::open::notes(&sym, json);
-    if json && f.token.is_some() {
+    if json && f.at.token.is_some() {
         return Ok(crate::output::write_frame(&f, true, out)?);
     }
-    let (Some(token), Some(offset)) = (f.token, f.native_offset) else {
+    let (Some(token), Some(offset)) = (f.at.token, f.native_offset) else {
         let error = match (sym.kind(), u32::try_from(address)) {
             (SourceKind::ReadyToRun, Ok(rva)) => Error::at_rva(ErrorKind::NotFound, rva, "an RVA inside a method with a map"),
             // Not an RVA at all: most likely an absolute address, given to an image.
@@ -285,7 +285,7 @@ fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json:
         };
         return Err(CliError::input(error));
     };
-    let il = f.il_offset.unwrap_or(0);
+    let il = f.at.il_offset.unwrap_or(0);
     let what = match f.region {
         Some(IlOffset::Il(_)) => format!("IL 0x{il:04X}"),
         Some(IlOffset::Prolog) => "PROLOG (IL 0)".to_owned(),
@@ -293,9 +293,9 @@ fn at(source: Option<&Path>, input: &str, address: u64, frame: &FrameArgs, json:
         Some(IlOffset::NoMapping) => "NO_MAPPING (IL 0)".to_owned(),
         None => "no map entry (IL 0)".to_owned(),
     };
-    write!(out, "0x{token:08X} {} +0x{offset:X}: {what}", Text(f.method.unwrap_or("?")))?;
-    if let (Some(file), Some(line)) = (f.file, f.line) {
-        write!(out, " at {}:{line}:{}", Text(file), f.column.unwrap_or(0))?;
+    write!(out, "0x{token:08X} {} +0x{offset:X}: {what}", Text(f.at.method.unwrap_or("?")))?;
+    if let (Some(file), Some(line)) = (f.at.file, f.at.line) {
+        write!(out, " at {}:{line}:{}", Text(file), f.at.column.unwrap_or(0))?;
     }
     writeln!(out)?;
     Ok(())

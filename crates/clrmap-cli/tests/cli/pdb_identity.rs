@@ -51,6 +51,26 @@ fn pdb_for_a_recording_from_another_machine_answers() {
 }
 
 #[test]
+fn a_pdb_of_no_module_names_its_id_and_the_modules_ids() {
+    // The release PDB under another name belongs to no module of the trace: the error names its
+    // id and the ids the modules recorded (Frames.dll's is the debug build's).
+    let other = tmp("no-module").join("Other.pdb");
+    std::fs::copy(repo_root().join(RELEASE_PDB), &other).unwrap();
+    let o = clrmap(&["symbolize", TRACE, "--pdb", other.to_str().unwrap(), "--return-address", "0x1"]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    let expected = "error: pdb_mismatch: expected a module of the source that this PDB belongs to; this PDB's id is 9ED8E112586740F1BB0468042B4A8251; the source's modules: ";
+    assert!(stderr(&o).starts_with(expected), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Frames.dll (PDB Frames.pdb 647EB43C81D2457284149EDC98BD7DB7)"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("System.Private.CoreLib.dll (PDB System.Private.CoreLib.pdb "), "{}", stderr(&o));
+    // In JSON: the same kind and no offset, the ids in the message.
+    let o = clrmap(&["symbolize", TRACE, "--pdb", other.to_str().unwrap(), "--return-address", "0x1", "--json"]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stderr(&o).trim_end()).unwrap();
+    assert_eq!((&v["error"]["kind"], &v["error"]["offset"]), (&serde_json::json!("pdb_mismatch"), &serde_json::Value::Null), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("this PDB's id is 9ED8E112586740F1BB0468042B4A8251"), "{v}");
+}
+
+#[test]
 fn another_build_in_the_symbol_path_gives_no_line() {
     let (address, expected) = inner_frame();
     // Before: the Release build's line, silently.

@@ -240,6 +240,17 @@ pub enum OpenError {
         /// The file.
         path: PathBuf,
     },
+    /// A PDB the user named belongs to no module of the source. `error` is the `pdb_mismatch`
+    /// (with no location, as the PDB is whole); `detail` names the PDB's id and the PDB ids the
+    /// source's modules recorded, so the user sees which build each is without another tool.
+    NoModule {
+        /// The PDB.
+        path: PathBuf,
+        /// The error.
+        error: crate::base::read::Error,
+        /// The ids, as words (`this PDB's id is ...; the source's modules: ...`).
+        detail: String,
+    },
 }
 
 impl std::fmt::Display for OpenError {
@@ -247,6 +258,7 @@ impl std::fmt::Display for OpenError {
         match self {
             OpenError::Io { path, error } => write!(f, "cannot read {}: {error}", path.display()),
             OpenError::Input { path, error } => write!(f, "{}: {error}", path.display()),
+            OpenError::NoModule { path, error, detail } => write!(f, "{}: {error}; {detail}", path.display()),
             OpenError::Unrecognized { path } => {
                 write!(f, "{}: neither a ReadyToRun image, a .nettrace trace nor a clrmap capture", path.display())
             }

@@ -224,15 +224,15 @@ fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut V
         // As `clrmap symbolize` answers: an RVA inside no body has every field null. Otherwise the
         // module's name as the request gave it (a file from a symbol server's cache is named in
         // lower case).
-        module: f.module.map(|m| ident.name.as_deref().unwrap_or(m)),
-        token: f.token,
-        method: f.method,
-        il_offset: f.il_offset,
-        file: f.file,
-        line: f.line,
-        column: f.column,
-        end_line: f.end_line,
-        end_column: f.end_column,
+        module: f.at.module.map(|m| ident.name.as_deref().unwrap_or(m)),
+        token: f.at.token,
+        method: f.at.method,
+        il_offset: f.at.il_offset,
+        file: f.at.file,
+        line: f.at.line,
+        column: f.at.column,
+        end_line: f.at.end_line,
+        end_column: f.at.end_column,
         ..FrameOut::default()
     }
     .write(out);

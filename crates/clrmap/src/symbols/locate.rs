@@ -154,7 +154,7 @@ pub fn check_recorded(recorded: &RecordedPdb, pdb_bytes: &[u8]) -> Result<()> {
 /// path: [`locate_pdb`] says which file and why.
 pub fn find_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths) -> Result<Option<FoundPdb>> {
     locate_pdb(image, assembly_path, paths).map_err(|e| match e {
-        OpenError::Input { error, .. } => error,
+        OpenError::Input { error, .. } | OpenError::NoModule { error, .. } => error,
         OpenError::Io { .. } | OpenError::Unrecognized { .. } => Error::nowhere(ErrorKind::NotFound, "a readable PDB file"),
     })
 }

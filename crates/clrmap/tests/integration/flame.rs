@@ -316,11 +316,11 @@ fn frames_follow_the_symbolizer_leaf_return_address_and_inlines() {
             (Some(file), Some(l)) => format!("{} ({}:{l})", m.unwrap(), file.rsplit('/').next().unwrap()),
             _ => m.unwrap().to_owned(),
         };
-        let mut v = vec![match f.method {
-            Some(m) => one(Some(m), f.file, f.line),
+        let mut v = vec![match f.at.method {
+            Some(m) => one(Some(m), f.at.file, f.at.line),
             None => format!("{addr:#x}"),
         }];
-        v.extend(inl.iter().rev().map(|i| one(Some(i.method.unwrap_or("[inlined]")), i.file, i.line)));
+        v.extend(inl.iter().rev().map(|i| one(Some(i.at.method.unwrap_or("[inlined]")), i.at.file, i.at.line)));
         v
     };
     let caller = FrameKind::ReturnAddress.for_runtime(sym.runtime_major());

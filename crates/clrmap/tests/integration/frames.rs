@@ -116,7 +116,7 @@ fn compare(rt: &Runtime, variant: &str, route: &str, stdout: &str, recording: &P
             }
             [one] => *one,
             many => {
-                let hits: Vec<_> = many.iter().filter(|a| a.il_offset == Some(f.il_offset)).collect();
+                let hits: Vec<_> = many.iter().filter(|a| a.at.il_offset == Some(f.il_offset)).collect();
                 if hits.len() != 1 {
                     ambiguous += 1;
                     continue;
@@ -124,7 +124,7 @@ fn compare(rt: &Runtime, variant: &str, route: &str, stdout: &str, recording: &P
                 *hits[0]
             }
         };
-        let ours = (answer.token, answer.il_offset, answer.file, answer.line.unwrap_or(0), answer.column.unwrap_or(0));
+        let ours = (answer.at.token, answer.at.il_offset, answer.at.file, answer.at.line.unwrap_or(0), answer.at.column.unwrap_or(0));
         let theirs = (Some(f.token), Some(f.il_offset), f.file.as_deref(), f.line, f.column);
         if ours != theirs {
             failures.push(format!("{}\n    clrmap: {ours:?} (region {:?}, offset {:?})", f.line_text, answer.region, answer.native_offset));

@@ -77,7 +77,7 @@ fn runtime_frames() -> Vec<(u64, String, u32, u32)> {
 fn assert_runtime_lines(sym: &Symbolizer, what: &str) {
     for (address, file, line, column) in runtime_frames() {
         let f = sym.symbolize(address, FrameKind::ReturnAddress);
-        assert_eq!((f.file, f.line, f.column), (Some(file.as_str()), Some(line), Some(column)), "{what}: 0x{address:x}");
+        assert_eq!((f.at.file, f.at.line, f.at.column), (Some(file.as_str()), Some(line), Some(column)), "{what}: 0x{address:x}");
     }
 }
 
@@ -107,8 +107,8 @@ fn another_build_in_the_symbol_path_never_answers() {
     let sym = Symbolizer::open(&fixture(TRACE), options(None, &[frames("release-portable", "Frames.dll").parent().unwrap().to_owned()])).unwrap();
     for (address, ..) in &expected {
         let f = sym.symbolize(*address, FrameKind::ReturnAddress);
-        assert!(f.method.is_some());
-        assert_eq!((f.file, f.line), (None, None), "0x{address:x}: a line from the Release PDB");
+        assert!(f.at.method.is_some());
+        assert_eq!((f.at.file, f.at.line), (None, None), "0x{address:x}: a line from the Release PDB");
     }
     // Not one address of any Frames.dll body, at any offset (before: thousands answered with the
     // Release build's lines).
@@ -116,7 +116,7 @@ fn another_build_in_the_symbol_path_never_answers() {
     for b in sym.store().bodies().iter().filter(|b| b.module.as_deref() == Some("Frames.dll")) {
         for offset in 0..u64::from(b.code_size) {
             every += 1;
-            assert_eq!(sym.symbolize(b.start.unwrap() + offset, FrameKind::Leaf).line, None, "0x{:x}", b.start.unwrap() + offset);
+            assert_eq!(sym.symbolize(b.start.unwrap() + offset, FrameKind::Leaf).at.line, None, "0x{:x}", b.start.unwrap() + offset);
         }
     }
     assert!(every > 10_000, "{every} addresses");
@@ -135,7 +135,7 @@ fn another_build_in_the_symbol_path_never_answers() {
     std::fs::copy(frames("debug-portable", "Frames.dll"), mixed.join("Frames.dll")).unwrap();
     std::fs::copy(frames("release-portable", "Frames.pdb"), mixed.join("Frames.pdb")).unwrap();
     let sym = Symbolizer::open(&fixture(TRACE), options(None, &[mixed])).unwrap();
-    assert_eq!(sym.symbolize(expected[0].0, FrameKind::ReturnAddress).line, None);
+    assert_eq!(sym.symbolize(expected[0].0, FrameKind::ReturnAddress).at.line, None);
     // With the right build later in the path, that one answers: the wrong one is passed over.
     let dirs = [frames("release-portable", "Frames.dll").parent().unwrap().to_owned(), frames("debug-portable", "Frames.dll").parent().unwrap().to_owned()];
     assert_runtime_lines(&Symbolizer::open(&fixture(TRACE), options(None, &dirs)).unwrap(), "release, then debug");
@@ -167,7 +167,7 @@ fn the_right_pdb_alone_answers_for_a_recording_from_another_machine() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(frames("release-portable", "Frames.pdb"), dir.join("Frames.pdb")).unwrap();
     let sym = Symbolizer::open(&fixture(TRACE), options(None, &[store])).unwrap();
-    assert_eq!(sym.symbolize(runtime_frames()[0].0, FrameKind::ReturnAddress).line, None);
+    assert_eq!(sym.symbolize(runtime_frames()[0].0, FrameKind::ReturnAddress).at.line, None);
 }
 
 #[test]
@@ -183,6 +183,28 @@ fn pdb_named_for_a_recording_from_another_machine() {
     let e = Symbolizer::open(&fixture(TRACE), options(Some(frames("release-portable", "Frames.pdb")), &[])).unwrap_err();
     let OpenError::Input { path, error } = e else { panic!("{e}") };
     assert_eq!((path, error.kind), (frames("release-portable", "Frames.pdb"), ErrorKind::PdbMismatch));
+}
+
+#[test]
+fn a_pdb_of_no_module_is_named_with_its_id_and_the_modules_ids() {
+    // The release PDB under another name: neither its id nor its name is a module's.
+    let other = tmp("pdb-identity-no-module").join("Other.pdb");
+    std::fs::copy(frames("release-portable", "Frames.pdb"), &other).unwrap();
+    let e = Symbolizer::open(&fixture(TRACE), options(Some(other.clone()), &[])).unwrap_err();
+    let OpenError::NoModule { path, error, detail } = &e else { panic!("{e}") };
+    assert_eq!((path, error.kind), (&other, ErrorKind::PdbMismatch));
+    assert!(detail.starts_with(&format!("this PDB's id is {RELEASE_GUID}; the source's modules: ")), "{detail}");
+    // Frames.dll's entry is the id the trace recorded for it (the debug build's).
+    assert!(detail.contains(&format!("Frames.dll (PDB Frames.pdb {DEBUG_GUID})")), "{detail}");
+    // Each module once: the trace's module paths, counted apart (eight: none left unnamed; the
+    // bound is checked in the symbolizer's own tests).
+    let paths: std::collections::HashSet<String> = Symbolizer::open(&fixture(TRACE), Options::default()).unwrap().store().bodies().iter().filter_map(|b| b.module_path.clone()).collect();
+    let listed = detail.split_once("modules: ").unwrap().1.split(", ").filter(|m| !m.starts_with("and ")).count();
+    assert_eq!(listed, paths.len().min(8), "{detail}");
+    assert_eq!(detail.contains(" more"), paths.len() > 8, "{detail}");
+    // The whole message names the PDB and both ids.
+    let text = e.to_string();
+    assert!(text.starts_with(&format!("{}: pdb_mismatch: expected a module of the source that this PDB belongs to; ", other.display())), "{text}");
 }
 
 #[test]
@@ -296,7 +318,7 @@ fn a_snapshot_of_a_process_checks_the_recorded_ids_too() {
     let release = frames("release-portable", "Frames.dll").parent().unwrap().to_owned();
     let sym = Symbolizer::from_opened(opened, None, options(None, &[release])).unwrap();
     let (address, ..) = runtime_frames()[0].clone();
-    assert_eq!(sym.symbolize(address, FrameKind::ReturnAddress).line, None);
+    assert_eq!(sym.symbolize(address, FrameKind::ReturnAddress).at.line, None);
     // Two files of another build, then where the PDB was looked for.
     assert_eq!(sym.notes().len(), 3, "{:?}", sym.notes());
     // The right PDB answers as the runtime printed.
@@ -379,18 +401,18 @@ fn an_assembly_rebuilt_after_the_run_is_not_used_on_both_runtimes() {
         let kind = if rt.version.starts_with("3.") { FrameKind::ReturnAddressAsIs } else { FrameKind::ReturnAddress };
         let line: u32 = f[8].parse().unwrap();
         let sym = Symbolizer::open(&trace, Options::default()).unwrap();
-        assert_eq!(sym.symbolize(address, kind).line, Some(line), "{}: the build that ran", rt.version);
+        assert_eq!(sym.symbolize(address, kind).at.line, Some(line), "{}: the build that ran", rt.version);
         // The rebuild.
         for f in ["Frames.dll", "Frames.pdb"] {
             std::fs::copy(frames("release-portable", f), dir.join(f)).unwrap();
         }
         let sym = Symbolizer::open(&trace, Options::default()).unwrap();
-        assert_eq!(sym.symbolize(address, kind).line, None, "{}: a line from the rebuilt Release build", rt.version);
+        assert_eq!(sym.symbolize(address, kind).at.line, None, "{}: a line from the rebuilt Release build", rt.version);
         assert!(sym.notes().iter().any(|n| n.contains(&format!("{module} is another build"))), "{}: {:?}", rt.version, sym.notes());
         // Its PDB, kept elsewhere, still answers.
         let keep = tmp(&format!("pdb-identity-rebuilt-keep-{}", rt.version));
         std::fs::copy(frames("debug-portable", "Frames.pdb"), keep.join("Frames.pdb")).unwrap();
         let sym = Symbolizer::open(&trace, options(None, &[keep])).unwrap();
-        assert_eq!(sym.symbolize(address, kind).line, Some(line), "{}: the kept PDB", rt.version);
+        assert_eq!(sym.symbolize(address, kind).at.line, Some(line), "{}: the kept PDB", rt.version);
     }
 }

@@ -90,7 +90,7 @@ fn capture_modules_that_are_devices_or_fifos_cost_only_names() {
             .iter()
             .map(|&a| {
                 let f = sym.symbolize(a, FrameKind::Leaf);
-                (f.token, f.line)
+                (f.at.token, f.at.line)
             })
             .collect();
         (names, frames)

@@ -206,24 +206,10 @@ pub fn bulk_type_modules(e: &crate::formats::nettrace::Event<'_>, out: &mut Hash
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct InlinedFrame<'s> {
-    /// The inlinee's module's file name.
-    pub module: Option<&'s str>,
-    /// Its MethodDef token.
-    pub token: Option<u32>,
-    /// `Ns.Type::Method`.
-    pub method: Option<&'s str>,
-    /// The IL offset in the inlinee: the mapping's for the innermost, the call site of the frame
+    /// The inlinee and its line (in JSON, its fields are the inlined frame's own). Its IL offset
+    /// is the one in the inlinee: the mapping's for the innermost, the call site of the frame
     /// inside it for the others (`None` where the runtime did not give that call site:
     /// [`crate::formats::inlines::call_sites_known`]).
-    pub il_offset: Option<u32>,
-    /// The document name exactly as the PDB stores it.
-    pub file: Option<&'s str>,
-    /// Start line of the chosen sequence point.
-    pub line: Option<u32>,
-    /// Start column.
-    pub column: Option<u32>,
-    /// End line.
-    pub end_line: Option<u32>,
-    /// End column.
-    pub end_column: Option<u32>,
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub at: super::SourceLocation<'s>,
 }

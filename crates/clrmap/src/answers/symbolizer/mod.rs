@@ -19,30 +19,32 @@
 //! use clrmap::symbolizer::{FrameKind, Symbolizer};
 //! let sym = Symbolizer::open("app.capture".as_ref(), Default::default()).unwrap();
 //! let frame = sym.symbolize(0x7f12_3456_7890, FrameKind::ReturnAddress);
-//! if let (Some(file), Some(line)) = (frame.file, frame.line) {
-//!     println!("{} at {file}:{line}", frame.method.unwrap_or("??"));
+//! if let (Some(file), Some(line)) = (frame.at.file, frame.at.line) {
+//!     println!("{} at {file}:{line}", frame.at.method.unwrap_or("??"));
 //! }
 //! ```
 
+mod code_index;
 mod frame_kind;
+mod inline_index;
 mod inlined;
 mod lines;
+mod modules;
 pub mod profile_lines;
 mod source;
 mod vars;
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::Path;
 
-use crate::base::fs::{file_id, read_input};
-use crate::base::fs::{read_regular, MAX_FILE};
 use crate::base::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
-use crate::base::read::{Error, ErrorKind};
-use crate::formats::pdb::PortablePdb;
+use crate::base::read::Error;
 use crate::formats::pe::PeImage;
-use crate::symbols::locate::{check_explicit, check_recorded, find_pdb, locate_pdb_noting, why_no_pdb_structured, FoundPdb, PassedOver, PdbOrigin, RecordedPdb, SymbolPaths};
-use crate::symbols::why::{Note, Why};
+use crate::symbols::locate::{find_pdb, SymbolPaths};
+use crate::symbols::why::Note;
+
+use code_index::CodeIndex;
+use inline_index::InlineIndex;
+use modules::{Module, Modules};
 
 pub use crate::base::fs::OpenError;
 pub use frame_kind::FrameKind;
@@ -66,24 +68,9 @@ pub struct Options {
 pub struct Frame<'s> {
     /// The address asked about.
     pub address: u64,
-    /// The module's file name (`Frames.dll`).
-    pub module: Option<&'s str>,
-    /// The MethodDef token.
-    pub token: Option<u32>,
-    /// `Ns.Type::Method`.
-    pub method: Option<&'s str>,
-    /// The IL offset `StackFrame.GetILOffset()` reports (PROLOG and NO_MAPPING report 0).
-    pub il_offset: Option<u32>,
-    /// The document name exactly as the PDB stores it.
-    pub file: Option<&'s str>,
-    /// Start line of the chosen sequence point.
-    pub line: Option<u32>,
-    /// Start column.
-    pub column: Option<u32>,
-    /// End line.
-    pub end_line: Option<u32>,
-    /// End column.
-    pub end_column: Option<u32>,
+    /// The method and its source line (in JSON, its fields are the frame's own).
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub at: SourceLocation<'s>,
     /// The document's URL by the PDB's SourceLink map (absent when it has none).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub source_link: Option<&'s str>,
@@ -99,6 +86,35 @@ pub struct Frame<'s> {
     /// The body's FunctionID, for traces and captures (the code start for an image).
     #[cfg_attr(feature = "serde", serde(skip))]
     pub function_id: Option<u64>,
+}
+
+/// Where an answer is: the method, its IL offset and that offset's source line. A [`Frame`] and
+/// each of its [`InlinedFrame`]s have one, so that every reader finds a line in one place, named
+/// once. Every field is `None` where unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct SourceLocation<'s> {
+    /// The module's file name (`Frames.dll`).
+    pub module: Option<&'s str>,
+    /// The MethodDef token.
+    pub token: Option<u32>,
+    /// `Ns.Type::Method`.
+    pub method: Option<&'s str>,
+    /// The IL offset `StackFrame.GetILOffset()` reports (PROLOG and NO_MAPPING report 0). In an
+    /// inlined frame: the mapping's for the innermost, the call site of the frame inside it for
+    /// the others (`None` where the runtime did not give that call site:
+    /// [`crate::formats::inlines::call_sites_known`]).
+    pub il_offset: Option<u32>,
+    /// The document name exactly as the PDB stores it.
+    pub file: Option<&'s str>,
+    /// Start line of the chosen sequence point.
+    pub line: Option<u32>,
+    /// Start column.
+    pub column: Option<u32>,
+    /// End line.
+    pub end_line: Option<u32>,
+    /// End column.
+    pub end_column: Option<u32>,
 }
 
 /// One row of a body's line table ([`Symbolizer::line_table`], [`ModuleSymbols::line_table`]):
@@ -196,72 +212,22 @@ pub struct SpanAt<'a> {
     pub source_link: Option<&'a str>,
 }
 
-/// One module of the source: where its file is, the PDB the recording names for it, and its line
-/// table once first needed.
-#[derive(Debug)]
-struct Module {
-    name: Option<String>,
-    path: Option<PathBuf>,
-    recorded: Option<RecordedPdb>,
-    /// The MVID a capture recorded for it: only an assembly with this MVID is the module's.
-    mvid: Option<[u8; 16]>,
-    lines: OnceLock<Option<Arc<ModuleLines>>>,
-}
-
-impl Module {
-    /// The module as the symbol locator asks for it.
-    fn query(&self) -> crate::symbols::module::RecordedModule<'_> {
-        crate::symbols::module::RecordedModule { name: self.name.as_deref(), path: self.path.as_deref(), recorded: self.recorded.as_ref(), mvid: self.mvid }
-    }
-}
-
-/// One file (device and inode) as the module of the source's recorded identity: paths that name
-/// it are one module only where they were recorded with one PDB id and one MVID.
-type FileKey = (u64, u64, Option<RecordedPdb>, Option<[u8; 16]>);
-
 /// Bodies indexed by address, and the line tables of their modules.
+///
+/// Three parts, each with one job: the code index says which body (and module) holds an
+/// address; the modules find and hold each module's lines when first needed, with the notes of
+/// what they passed over; the inline index says which inlinees a body's code is. An answer is
+/// put together here from the three, so each rule about frames lives in one place.
 #[derive(Debug)]
 pub struct Symbolizer {
     kind: SourceKind,
-    store: MapStore,
-    modules: Vec<Module>,
-    /// Body index → module index.
-    body_module: Vec<Option<usize>>,
-    options: Options,
     warnings: Vec<Error>,
-    /// Line tables by PDB id: modules that find the same PDB (one file named by several paths,
-    /// or copies of one build) share one table and one copy of its bytes.
-    by_pdb: Mutex<HashMap<[u8; 20], Arc<ModuleLines>>>,
-    /// The GUID of the PDB the user named, for a many-module source: it belongs to each module
-    /// that recorded this GUID (whatever its name), and to a module that recorded none whose
-    /// file name has its stem.
-    explicit_guid: Option<[u8; 16]>,
-    /// Why modules hit have no lines ([`Self::notes`]).
-    notes: Mutex<Vec<Note>>,
-    /// For an image source: why it has no PDB, said once an address in it wanted a line.
-    image_why: Vec<Note>,
-    /// An address in a body whose module has no lines was answered.
-    missed_lines: std::sync::atomic::AtomicBool,
     /// The major version of the runtime that ran the bodies, where the source records it.
     runtime_major: Option<u16>,
-    /// The JIT's inline trees by (pid, code start), and the inlinees named (`--inlines`).
-    trees: HashMap<(Option<u32>, u64), Arc<crate::formats::inlines::InlineTree>>,
-    /// The same trees by body index, with each body's flat-map boundaries, for the query.
-    body_trees: Vec<Option<profile_lines::BodyTree>>,
-    inlinees: Vec<Inlinee>,
-    /// (pid, MethodID) → index in `inlinees`.
-    inlinee_index: HashMap<(Option<u32>, u64), usize>,
-    /// Per body with a tree: each node's index in `inlinees`, looked up once (no hashing per
-    /// address).
-    body_nodes: Vec<Box<[Option<usize>]>>,
-}
-
-/// An inlinee, named from its defining module's metadata, with that module (for its lines).
-#[derive(Debug)]
-struct Inlinee {
-    token: u32,
-    name: Option<String>,
-    module: Option<usize>,
+    code: CodeIndex,
+    modules: Modules,
+    /// The JIT's inline trees by body, and the inlinees named (`--inlines`).
+    inlines: InlineIndex,
 }
 
 impl Symbolizer {
@@ -284,108 +250,16 @@ impl Symbolizer {
         let OpenedSource { kind, mut bodies, image, warnings, runtime_major, pdbs, mvids, inlines, named } = opened;
         // A trace's ReadyToRun methods, named without a map: their frames get their method.
         bodies.extend(named);
-        let mut modules: Vec<Module> = Vec::new();
-        let mut body_module = Vec::with_capacity(bodies.len());
-        let mut passed = Vec::new();
-        // Why the one image of an image source has no PDB (notes for the user).
-        let mut why = Vec::new();
-        let mut explicit_guid = None;
-        if let Some(bytes) = image {
-            // One module: the image itself. Its lines are loaded now, so a PDB the user named
-            // that is not its own fails here.
-            let name = path.and_then(Path::file_name).map(|f| f.to_string_lossy().into_owned());
-            let image = PeImage::parse(&bytes).map_err(|error| OpenError::Input { path: path.map(Path::to_owned).unwrap_or_default(), error })?;
-            let lines = match locate_pdb_noting(&image, path, &options.symbols, &mut passed)? {
-                Some(found) => {
-                    let at = match &found.origin {
-                        PdbOrigin::Explicit(p) => p.clone(),
-                        _ => path.map(Path::to_owned).unwrap_or_default(),
-                    };
-                    // An embedded PDB's offsets are into its inflated bytes, not the image's.
-                    let embedded = found.origin == PdbOrigin::Embedded;
-                    let located = |error| if embedded { crate::formats::pdb::embedded::inflated(error) } else { error };
-                    Some(ModuleLines::new(found.bytes).map_err(|error| OpenError::Input { path: at, error: located(error) })?)
-                }
-                None => {
-                    why = why_no_pdb_structured(&image, path, &options.symbols, &passed);
-                    None
-                }
-            };
-            let lines = OnceLock::from(lines.map(Arc::new));
-            modules.push(Module { name, path: path.map(Path::to_owned), recorded: None, mvid: None, lines });
-            body_module.resize(bodies.len(), Some(0));
-        } else {
-            // One module per file: by path, and paths that name the same file (links, `..`,
-            // `//`) by its identity, so that a module is read and held once.
-            let mut by_path: HashMap<String, usize> = HashMap::new();
-            let mut by_file: HashMap<FileKey, usize> = HashMap::new();
-            for b in &bodies {
-                let Some(p) = b.module_path.as_deref() else {
-                    body_module.push(None);
-                    continue;
-                };
-                let i = match by_path.get(p) {
-                    Some(&i) => i,
-                    None => {
-                        let recorded = pdbs.get(p).cloned();
-                        let key = file_id(Path::new(p)).map(|(dev, ino)| (dev, ino, recorded.clone(), mvids.get(p).copied()));
-                        let i = match key.as_ref().and_then(|k| by_file.get(k)) {
-                            Some(&i) => i,
-                            None => {
-                                modules.push(Module { name: b.module.clone(), path: Some(PathBuf::from(p)), recorded, mvid: mvids.get(p).copied(), lines: OnceLock::new() });
-                                let i = modules.len().saturating_sub(1);
-                                if let Some(k) = key {
-                                    by_file.insert(k, i);
-                                }
-                                i
-                            }
-                        };
-                        by_path.insert(p.to_owned(), i);
-                        i
-                    }
-                };
-                body_module.push(Some(i));
+        let (mut modules, body_module) = match image {
+            Some(bytes) => (Modules::of_image(&bytes, path, options.symbols)?, vec![Some(0); bodies.len()]),
+            None => {
+                let (list, body_module) = code_index::modules_of(&bodies, &pdbs, &mvids);
+                (Modules::of_recording(list, options.symbols)?, body_module)
             }
-            if let Some(pdb) = &options.symbols.pdb {
-                explicit_guid = Some(check_explicit_for(&modules, &options.symbols, pdb)?);
-            }
-        }
-        let inlinees = name_inlinees(&inlines.methods, &mut modules, &pdbs, &mvids, &options.symbols);
-        let trees = inlines.trees;
-        let store = MapStore::new(bodies);
-        let body_trees: Vec<Option<profile_lines::BodyTree>> = store.bodies().iter().map(|b| Some(profile_lines::BodyTree::new(Arc::clone(trees.get(&(b.pid, b.start?))?), &b.map))).collect();
-        let (keys, inlinees): (Vec<(Option<u32>, u64)>, Vec<Inlinee>) = inlinees.into_iter().unzip();
-        let inlinee_index: HashMap<(Option<u32>, u64), usize> = keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
-        let body_nodes = store
-            .bodies()
-            .iter()
-            .zip(&body_trees)
-            .map(|(b, t)| t.as_ref().map(|t| t.tree.nodes().iter().map(|n| inlinee_index.get(&(b.pid, n.method_id)).copied()).collect()).unwrap_or_default())
-            .collect();
-        let mut sym = Symbolizer {
-            image_why: Vec::new(),
-            missed_lines: std::sync::atomic::AtomicBool::new(false),
-            explicit_guid,
-            kind,
-            store,
-            modules,
-            body_module,
-            options,
-            warnings,
-            by_pdb: Mutex::new(HashMap::new()),
-            notes: Mutex::new(Vec::new()),
-            runtime_major,
-            trees,
-            body_trees,
-            inlinees,
-            inlinee_index,
-            body_nodes,
         };
-        if let Some(image) = sym.modules.first() {
-            let name = image.name.as_deref().unwrap_or("the image");
-            sym.image_why = why.into_iter().map(|why| Note { module: Some(name.to_owned()), why }).collect();
-        }
-        Ok(sym)
+        let code = CodeIndex::new(bodies, body_module);
+        let inlines = InlineIndex::new(inlines, code.store(), &mut modules, &pdbs, &mvids);
+        Ok(Symbolizer { kind, warnings, runtime_major, code, modules, inlines })
     }
 
     /// Faults past which the source was not read (a torn trace or capture); every whole record
@@ -408,13 +282,12 @@ impl Symbolizer {
 
     /// The bodies, as a GetILToNativeMapping store.
     pub fn store(&self) -> &MapStore {
-        &self.store
+        self.code.store()
     }
 
     /// The body that holds an address, by the frame kind's rule.
     pub fn body(&self, address: u64, kind: FrameKind) -> Option<&CodeBody> {
-        let lookup = if kind == FrameKind::Leaf { address } else { address.saturating_sub(1) };
-        self.store.body_containing(lookup)
+        self.code.body(self.code.index_at(address, kind)?)
     }
 
     /// Answer one address.
@@ -422,23 +295,28 @@ impl Symbolizer {
         self.frame(address, kind, true).0
     }
 
+    /// The module of the body at `index`.
+    fn module_of(&self, index: usize) -> Option<&Module> {
+        self.modules.get(self.code.module_of(index)?)
+    }
+
     /// [`Self::symbolize`], with the body's index; the line only when `with_line`.
     fn frame(&self, address: u64, kind: FrameKind, with_line: bool) -> (Frame<'_>, Option<usize>) {
         let mut frame = Frame { address, ..Frame::default() };
-        let lookup = if kind == FrameKind::Leaf { address } else { address.saturating_sub(1) };
-        let Some(index) = self.store.index_containing(lookup) else { return (frame, None) };
-        let Some(body) = self.store.bodies().get(index) else { return (frame, None) };
+        let lookup = code_index::lookup_address(address, kind);
+        let Some(index) = self.code.index_at(address, kind) else { return (frame, None) };
+        let Some(body) = self.code.body(index) else { return (frame, None) };
         let start = body.start.or(body.rva.map(u64::from)).unwrap_or(0);
         // The IL offset is looked up at the call for ReturnAddress, at the return address
         // itself for 3.1's rule.
         let at = if kind == FrameKind::ReturnAddress { lookup } else { address };
         let offset = u32::try_from(at.saturating_sub(start)).unwrap_or(u32::MAX);
         let (region, il) = runtime_il_offset(&body.map, body.code_size, offset);
-        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
+        let module = self.module_of(index);
         // The body's own module name first: one module may be named by several paths.
-        frame.module = body.module.as_deref().or(module.and_then(|m| m.name.as_deref()));
-        frame.token = Some(body.token);
-        frame.method = body.name.as_deref();
+        frame.at.module = body.module.as_deref().or(module.and_then(|m| m.name.as_deref()));
+        frame.at.token = Some(body.token);
+        frame.at.method = body.name.as_deref();
         if body.map.is_empty() && body.rva.is_none() {
             // A ReadyToRun method a trace names without its map (that is in its image), or a
             // jitted body the runtime gave a map of no entries (a runtime-async thunk): the
@@ -448,7 +326,7 @@ impl Symbolizer {
             frame.function_id = body.function_id.or(Some(start));
             return (frame, Some(index));
         }
-        frame.il_offset = Some(il);
+        frame.at.il_offset = Some(il);
         frame.code_start = Some(start);
         frame.native_offset = Some(offset);
         frame.region = region;
@@ -462,13 +340,12 @@ impl Symbolizer {
     /// A frame's line: the body at `index`'s, at IL offset `il`, by the runtime's rule (cleared
     /// when there is none).
     fn set_line<'s>(&'s self, frame: &mut Frame<'s>, index: usize, il: u32) {
-        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
-        let token = self.store.bodies().get(index).map_or(0, |b| b.token);
-        let lines = module.and_then(|m| self.lines(m));
+        let token = self.code.body(index).map_or(0, |b| b.token);
+        let lines = self.module_of(index).and_then(|m| self.modules.lines(m));
         if lines.is_none() {
-            self.missed_lines.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.modules.missed_lines();
         }
-        (frame.file, frame.line, frame.column, frame.end_line, frame.end_column, frame.source_link) = match lines.and_then(|l| Some((l, l.line(token, il)?))) {
+        (frame.at.file, frame.at.line, frame.at.column, frame.at.end_line, frame.at.end_column, frame.source_link) = match lines.and_then(|l| Some((l, l.line(token, il)?))) {
             Some((l, (p, file))) => (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column), l.source_link(p.document)),
             None => (None, None, None, None, None, None),
         };
@@ -480,17 +357,16 @@ impl Symbolizer {
     pub fn context(&self, address: u64, kind: FrameKind, each_side: u32, roots: &[crate::formats::pdb::sources::SourceRoot]) -> Option<SourceContext> {
         let (frame, index) = self.frame(address, kind, false);
         let index = index?;
-        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m))?;
-        let lines = self.lines(module)?;
-        let token = self.store.bodies().get(index)?.token;
-        let (p, _) = lines.line(token, frame.il_offset?)?;
+        let lines = self.modules.lines(self.module_of(index)?)?;
+        let token = self.code.body(index)?.token;
+        let (p, _) = lines.line(token, frame.at.il_offset?)?;
         lines.context(p.document, p.line, each_side, roots)
     }
 
     /// True when the source carries the JIT's inline trees for at least one body (a trace or
     /// capture of a .NET 7+ run started with `DOTNET_RichDebugInfo=1`).
     pub fn has_inline_trees(&self) -> bool {
-        !self.trees.is_empty()
+        !self.inlines.is_empty()
     }
 
     /// Answer one address with its inlined frames (docs/output.md#inlined-frames; the rule is in
@@ -501,8 +377,8 @@ impl Symbolizer {
         let mut inlined = Vec::new();
         let (mut frame, index) = self.frame(address, kind, false);
         let Some(index) = index else { return (frame, inlined) };
-        let il = frame.il_offset.unwrap_or(0);
-        let chain = match (self.body_trees.get(index).and_then(Option::as_ref), frame.region, frame.native_offset) {
+        let il = frame.at.il_offset.unwrap_or(0);
+        let chain = match (self.inlines.tree(index), frame.region, frame.native_offset) {
             (Some(t), region, Some(offset)) if !matches!(region, Some(IlOffset::Prolog | IlOffset::Epilog)) && t.current(offset) => t.tree.chain(offset),
             _ => Default::default(),
         };
@@ -511,20 +387,21 @@ impl Symbolizer {
             (false, Some((root, inner))) => (inner, Some(root)),
             (true, Some(_)) => (chain.steps.as_slice(), None),
         };
-        let nodes = self.body_nodes.get(index);
         for step in inner {
-            let who = nodes.and_then(|n| n.get(step.node as usize).copied().flatten()).and_then(|i| self.inlinees.get(i));
+            let who = self.inlines.node_inlinee(index, step.node as usize);
             let module = who.and_then(|w| w.module).and_then(|m| self.modules.get(m));
             let mut f = InlinedFrame {
-                module: module.and_then(|m| m.name.as_deref()),
-                token: who.map(|w| w.token),
-                method: who.and_then(|w| w.name.as_deref()),
-                il_offset: step.known_il_offset(),
-                ..InlinedFrame::default()
+                at: SourceLocation {
+                    module: module.and_then(|m| m.name.as_deref()),
+                    token: who.map(|w| w.token),
+                    method: who.and_then(|w| w.name.as_deref()),
+                    il_offset: step.known_il_offset(),
+                    ..SourceLocation::default()
+                },
             };
-            if let (Some(w), Some(lines), Some(il)) = (who, module.and_then(|m| self.lines(m)), step.known_il_offset()) {
+            if let (Some(w), Some(lines), Some(il)) = (who, module.and_then(|m| self.modules.lines(m)), step.known_il_offset()) {
                 if let Some((p, file)) = lines.line(w.token, il) {
-                    (f.file, f.line, f.column, f.end_line, f.end_column) = (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column));
+                    (f.at.file, f.at.line, f.at.column, f.at.end_line, f.at.end_column) = (file, Some(p.line), Some(p.column), Some(p.end_line), Some(p.end_column));
                 }
             }
             inlined.push(f);
@@ -534,12 +411,12 @@ impl Symbolizer {
         // runtime did not give: crate::formats::inlines::call_sites_known) exactly the flat answer.
         match root.and_then(|r| r.known_il_offset()) {
             Some(root_il) => {
-                frame.il_offset = Some(root_il);
+                frame.at.il_offset = Some(root_il);
                 self.set_line(&mut frame, index, root_il);
             }
             // A body answered without an IL offset (a ReadyToRun method a trace names without
             // its map) gets no line.
-            None if frame.il_offset.is_some() => self.set_line(&mut frame, index, il),
+            None if frame.at.il_offset.is_some() => self.set_line(&mut frame, index, il),
             None => {}
         }
         (frame, inlined)
@@ -552,9 +429,8 @@ impl Symbolizer {
     /// `o` has the file and line `symbolize(start + o, FrameKind::Leaf)` answers (line 0 where it
     /// answers none after a row with a line).
     pub fn line_table(&self, index: usize) -> Vec<LineRow> {
-        let Some(body) = self.store.bodies().get(index) else { return Vec::new() };
-        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
-        match module.and_then(|m| self.lines(m)) {
+        let Some(body) = self.code.body(index) else { return Vec::new() };
+        match self.module_of(index).and_then(|m| self.modules.lines(m)) {
             Some(lines) => lines.rows(body.token, &body.map, body.code_size),
             None => Vec::new(),
         }
@@ -564,79 +440,20 @@ impl Symbolizer {
     /// innermost frame that has a line, NO_MAPPING at line 0), for perf's jitdump and flame
     /// graphs. Empty when no frame of the body has a line.
     pub fn profile_line_table(&self, index: usize) -> Vec<LineRow> {
-        let Some(body) = self.store.bodies().get(index) else { return Vec::new() };
-        let module = self.body_module.get(index).copied().flatten().and_then(|m| self.modules.get(m));
-        let tree = self.body_trees.get(index).and_then(Option::as_ref).map(|t| t.tree.as_ref());
+        let Some(body) = self.code.body(index) else { return Vec::new() };
+        let module = self.module_of(index);
+        let tree = self.inlines.tree(index).map(|t| t.tree.as_ref());
         profile_lines::profile_rows(&body.map, body.code_size, tree, |who, il| {
             let (module, token) = match who {
                 profile_lines::Who::Body => (module, body.token),
                 profile_lines::Who::Inlinee(id) => {
-                    let w = self.inlinee_index.get(&(body.pid, id)).and_then(|&i| self.inlinees.get(i))?;
+                    let w = self.inlines.inlinee(body.pid, id)?;
                     (w.module.and_then(|m| self.modules.get(m)), w.token)
                 }
             };
-            let (p, file) = self.lines(module?)?.line(token, il)?;
+            let (p, file) = self.modules.lines(module?)?.line(token, il)?;
             Some((file.unwrap_or("").to_owned(), p.line, p.column))
         })
-    }
-
-    fn lines<'s>(&'s self, module: &'s Module) -> Option<&'s ModuleLines> {
-        module
-            .lines
-            .get_or_init(|| {
-                // The PDB the user named belongs to the modules that recorded its id, or, where
-                // none is recorded, to the module named like it; to no other.
-                let mut symbols = self.options.symbols.clone();
-                let belongs = match &module.recorded {
-                    Some(r) => self.explicit_guid == Some(r.guid),
-                    None => symbols.pdb.as_deref().is_some_and(|pdb| same_stem(pdb, module.name.as_deref())),
-                };
-                if !belongs {
-                    symbols.pdb = None;
-                }
-                let mut lookup = crate::symbols::module::Lookup::default();
-                let found = module.query().pdb(&symbols, &mut lookup);
-                self.note(module, lookup.passed);
-                self.note_mvids(module, lookup.other_builds);
-                if found.is_none() {
-                    self.push_notes(module, lookup.why);
-                }
-                let found = found?;
-                let id = PortablePdb::parse(&found.bytes).ok()?.id().0;
-                // A PDB another module already holds is not kept twice.
-                let mut shared = self.by_pdb.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if let Some(lines) = shared.get(&id) {
-                    return Some(Arc::clone(lines));
-                }
-                let lines = Arc::new(build_lines(found)?);
-                shared.insert(id, Arc::clone(&lines));
-                Some(lines)
-            })
-            .as_deref()
-    }
-
-    /// Note the files of another build passed over while looking for a module's PDB.
-    fn note(&self, module: &Module, passed: Vec<PassedOver>) {
-        self.push_notes(module, passed.iter().map(PassedOver::why).collect());
-    }
-
-    /// Note the assemblies passed over because their MVID is not the one the capture recorded.
-    fn note_mvids(&self, module: &Module, passed: Vec<(PathBuf, [u8; 16])>) {
-        let Some(want) = module.mvid else { return };
-        let wanted = crate::formats::metadata::mvid_text(&want);
-        let why = passed.into_iter().map(|(path, mvid)| Why::AnotherBuildMvid { path: path.display().to_string(), mvid: crate::formats::metadata::mvid_text(&mvid), wanted: wanted.clone() });
-        self.push_notes(module, why.collect());
-    }
-
-    /// Keep each reason once, with the module's name.
-    fn push_notes(&self, module: &Module, why: Vec<Why>) {
-        let mut notes = self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for why in why {
-            let note = Note { module: Some(module.name.clone().unwrap_or_else(|| "a module".to_owned())), why };
-            if !notes.contains(&note) {
-                notes.push(note);
-            }
-        }
     }
 
     /// Why the modules hit so far have no lines, one line each (for a user who wonders why an
@@ -649,69 +466,8 @@ impl Symbolizer {
 
     /// [`Self::notes`], as values with fields (for JSON).
     pub fn why_notes(&self) -> Vec<Note> {
-        let mut notes = Vec::new();
-        if self.missed_lines.load(std::sync::atomic::Ordering::Relaxed) {
-            notes.extend(self.image_why.iter().cloned());
-        }
-        notes.extend(self.notes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned());
-        // What the symbol servers said (each names its server and key), once: a module's own
-        // notes may already hold what a server said of its key.
-        if let Some(servers) = &self.options.symbols.servers {
-            for why in servers.failures() {
-                if !notes.iter().any(|n| n.why == why) {
-                    notes.push(Note { module: None, why });
-                }
-            }
-        }
-        notes
+        self.modules.why_notes()
     }
-}
-
-/// Name each inlinee from its defining module's metadata, adding a module for each inlinee
-/// module that has no body in the source (so its PDB gives lines the same way). An assembly is
-/// the module's only where it is of the recorded build: its CodeView GUID is the recorded PDB's
-/// (traces), its MVID the recorded one (captures); otherwise the inlinee has no name.
-fn name_inlinees(
-    methods: &HashMap<(Option<u32>, u64), InlineeMethod>,
-    modules: &mut Vec<Module>,
-    pdbs: &RecordedPdbs,
-    mvids: &HashMap<String, [u8; 16]>,
-    symbols: &SymbolPaths,
-) -> HashMap<(Option<u32>, u64), Inlinee> {
-    let mut by_path: HashMap<String, usize> = modules.iter().enumerate().filter_map(|(i, m)| Some((m.path.as_ref()?.to_string_lossy().into_owned(), i))).collect();
-    // Per module: its metadata's bytes, read once (None: no assembly of its build found).
-    let mut assemblies: HashMap<usize, Option<Vec<u8>>> = HashMap::new();
-    let mut out = HashMap::with_capacity(methods.len());
-    for (key, m) in methods {
-        let module = m.module_path.as_ref().map(|p| match by_path.get(p) {
-            Some(&i) => i,
-            None => {
-                let name = p.rsplit(['/', '\\']).next().map(str::to_owned);
-                modules.push(Module { name, path: Some(PathBuf::from(p)), recorded: pdbs.get(p).cloned(), mvid: mvids.get(p).copied(), lines: OnceLock::new() });
-                let i = modules.len().saturating_sub(1);
-                by_path.insert(p.clone(), i);
-                i
-            }
-        });
-        let name = module.and_then(|i| {
-            let bytes = assemblies.entry(i).or_insert_with(|| modules.get(i).and_then(|m| m.query().assembly(symbols)));
-            let md = crate::formats::metadata::Metadata::parse(bytes.as_deref()?).ok()?;
-            md.method_name(m.token)
-        });
-        out.insert(*key, Inlinee { token: m.token, name, module });
-    }
-    out
-}
-
-/// A module's line table from its PDB; `None` if the PDB does not parse.
-fn build_lines(found: FoundPdb) -> Option<ModuleLines> {
-    ModuleLines::new(found.bytes).ok()
-}
-
-/// `Frames.pdb` and `Frames.dll`: the same name before the extension, ignoring case.
-fn same_stem(pdb: &Path, module: Option<&str>) -> bool {
-    let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().to_lowercase());
-    module.is_some_and(|m| stem(Path::new(m)) == stem(pdb))
 }
 
 /// The line table of one assembly, from the first matching PDB. A PDB the user named is used
@@ -722,41 +478,4 @@ fn load_lines(assembly: &[u8], path: Option<&Path>, symbols: &SymbolPaths) -> Re
     let embedded = found.origin == crate::symbols::locate::PdbOrigin::Embedded;
     let lines = ModuleLines::new(found.bytes).map_err(|e| if embedded { crate::formats::pdb::embedded::inflated(e) } else { e })?;
     Ok(Some(lines))
-}
-
-/// For a many-module source: the PDB the user named must belong to a module: one whose recorded
-/// id it has (whatever the file names), or one whose file name has its stem (`Frames.pdb` →
-/// `Frames.dll`) and whose id it has: the one the source recorded, or else the CodeView id of the
-/// module's assembly (where the process loaded it, or in a symbol directory). A PDB that cannot
-/// be read is an error naming it and why. Gives the PDB's GUID.
-fn check_explicit_for(modules: &[Module], symbols: &SymbolPaths, pdb: &Path) -> Result<[u8; 16], OpenError> {
-    let bytes = read_input(pdb, MAX_FILE)?;
-    let input = |error: Error| OpenError::Input { path: pdb.to_owned(), error };
-    let guid = PortablePdb::parse(&bytes).map_err(input)?.id().guid();
-    if modules.iter().any(|m| m.recorded.as_ref().is_some_and(|r| r.guid == guid)) {
-        return Ok(guid);
-    }
-    let mut last = Error::nowhere(ErrorKind::PdbMismatch, "a module of the source that this PDB belongs to");
-    for m in modules.iter().filter(|m| same_stem(pdb, m.name.as_deref())) {
-        // Matched: the module's lines come from this PDB when first needed.
-        if let Some(recorded) = &m.recorded {
-            match check_recorded(recorded, &bytes) {
-                Ok(()) => return Ok(guid),
-                Err(e) => last = e,
-            }
-            continue;
-        }
-        // No recorded id: the first assembly found is the module's, and names its PDB.
-        let image = m.query().assembly_candidates(symbols).find_map(|path| read_regular(&path, MAX_FILE).ok().filter(|b| PeImage::parse(b).is_ok()));
-        let Some(assembly) = image else {
-            last = Error::nowhere(ErrorKind::PdbMismatch, "the module's assembly, at its recorded path or in a symbol directory, to check the PDB against (the source records no PDB id)");
-            continue;
-        };
-        let image = PeImage::parse(&assembly).map_err(input)?;
-        match check_explicit(&image, &bytes) {
-            Ok(()) => return Ok(guid),
-            Err(e) => last = e,
-        }
-    }
-    Err(input(last))
 }

@@ -274,19 +274,19 @@ mod tests {
         let sym = Symbolizer::open(&capture, options()).unwrap();
         for (address, file, line, column) in &frames {
             let f = sym.symbolize(*address, FrameKind::ReturnAddress);
-            assert_eq!((f.file, f.line, f.column), (Some(file.as_str()), Some(*line), Some(*column)), "0x{address:x}");
+            assert_eq!((f.at.file, f.at.line, f.at.column), (Some(file.as_str()), Some(*line), Some(*column)), "0x{address:x}");
         }
         // Without the module record (a capture written before it was recorded) the PDB alone
         // gives nothing: no assembly says which PDB is the module's.
         let (old, _) = capture_of_the_trace(false);
         std::fs::write(&capture, &old).unwrap();
         let sym = Symbolizer::open(&capture, options()).unwrap();
-        assert_eq!(sym.symbolize(frames[0].0, FrameKind::ReturnAddress).line, None);
+        assert_eq!(sym.symbolize(frames[0].0, FrameKind::ReturnAddress).at.line, None);
         // Another build's PDB under the name is not used.
         std::fs::copy(repo("tests/fixtures/frames/release-portable/Frames.pdb"), dir.join("Frames.pdb")).unwrap();
         std::fs::write(&capture, &text).unwrap();
         let sym = Symbolizer::open(&capture, options()).unwrap();
-        assert_eq!(sym.symbolize(frames[0].0, FrameKind::ReturnAddress).line, None);
+        assert_eq!(sym.symbolize(frames[0].0, FrameKind::ReturnAddress).at.line, None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -434,10 +434,10 @@ impl Profile {
         }
         let (frame, inlined) = if b.inlines { b.sym.symbolize_inlined(address, kind) } else { (b.sym.symbolize(address, kind), Vec::new()) };
         let mut bucket = false;
-        let physical = match (frame.method, frame.token) {
-            (Some(m), _) => FrameInfo { name: m.to_owned(), file: frame.file.map(str::to_owned), line: frame.line },
+        let physical = match (frame.at.method, frame.at.token) {
+            (Some(m), _) => FrameInfo { name: m.to_owned(), file: frame.at.file.map(str::to_owned), line: frame.at.line },
             // A body with no name: its module and token.
-            (None, Some(t)) => FrameInfo { name: format!("{}!0x{t:08x}", frame.module.unwrap_or("??")), file: frame.file.map(str::to_owned), line: frame.line },
+            (None, Some(t)) => FrameInfo { name: format!("{}!0x{t:08x}", frame.at.module.unwrap_or("??")), file: frame.at.file.map(str::to_owned), line: frame.at.line },
             (None, None) => {
                 self.stats.unknown_frames = self.stats.unknown_frames.saturating_add(1);
                 let name = if b.unknown_names < MAX_UNKNOWN_NAMES {
@@ -452,7 +452,7 @@ impl Profile {
         };
         frames.push(self.frame(physical));
         for f in inlined.iter().rev() {
-            let info = FrameInfo { name: f.method.unwrap_or("[inlined]").to_owned(), file: f.file.map(str::to_owned), line: f.line };
+            let info = FrameInfo { name: f.at.method.unwrap_or("[inlined]").to_owned(), file: f.at.file.map(str::to_owned), line: f.at.line };
             frames.push(self.frame(info));
         }
         let loc = match self.location_ids.get(&frames) {
