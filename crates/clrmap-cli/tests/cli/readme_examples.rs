@@ -118,3 +118,18 @@ fn the_readmes_examples_print_what_it_shows() {
 fn the_readmes_examples_on_the_installed_runtimes_print_what_it_shows() {
     check(true);
 }
+
+/// The `--inlines` example read where 8.0.4's framework is not: the inlinees are `??`, and a
+/// note says which assembly was missing and every place it was looked for, the installed .NETs'
+/// same framework version among them.
+#[test]
+fn a_missing_assembly_is_named_with_every_place_looked() {
+    let o = clrmap(&["symbolize", "tests/fixtures/inlines/attach-8.0.4.nettrace", "--inlines", "0x7fe94a439446"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let note = err.lines().find(|l| l.starts_with("note: System.Linq.dll: no assembly of the recorded build was found at ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(note.contains("/usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.4/System.Linq.dll"), "{note}");
+    assert!(note.ends_with("its inlined methods are not named"), "{note}");
+    // Once, however many inlinees of the module the answer holds.
+    assert_eq!(err.matches("no assembly of the recorded build").count(), 1, "{err}");
+}

@@ -59,6 +59,12 @@ pub enum Why {
         /// What happened.
         message: String,
     },
+    /// No assembly of the recorded build was found for a module, so the methods that need its
+    /// metadata (the inlinees of a tree) are not named.
+    NoAssembly {
+        /// Where it was looked for, in order.
+        places: Vec<String>,
+    },
     /// The PDB that was wanted, and every place it was looked for.
     LookedFor {
         /// Its file name.
@@ -83,6 +89,10 @@ impl core::fmt::Display for Why {
             Why::AnotherBuild { path, pdb_id, wanted } => write!(f, "{path} is another build (PDB GUID {pdb_id}, not the {wanted} wanted); not used"),
             Why::AnotherBuildMvid { path, mvid, wanted } => write!(f, "{path} is another build (MVID {mvid}, not the {wanted} the capture recorded); not used"),
             Why::Server { server, key, message } => write!(f, "symbol server {server}: {key}: {message}"),
+            Why::NoAssembly { places } if places.is_empty() => f.write_str("no assembly of the recorded build was found (the recording names no file to look for); its inlined methods are not named"),
+            Why::NoAssembly { places } => {
+                write!(f, "no assembly of the recorded build was found at {} (give --symbol-path DIR holding it); its inlined methods are not named", places.join(", "))
+            }
             Why::LookedFor { pdb, pdb_id, places } if places.is_empty() => {
                 write!(f, "{pdb} (PDB GUID {pdb_id}) was looked for nowhere: give --pdb, --symbol-path or --symbol-server")
             }

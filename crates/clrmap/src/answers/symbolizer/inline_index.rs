@@ -25,6 +25,9 @@ pub(super) struct Inlinee {
     pub(super) token: u32,
     pub(super) name: Option<String>,
     pub(super) module: Option<usize>,
+    /// No assembly of the module's recorded build was found, and these are the places looked
+    /// at: why `name` is `None` (noted when the inlinee is answered).
+    pub(super) missing: Option<Vec<String>>,
 }
 
 /// Inline trees by body, and the inlinees they name.
@@ -105,7 +108,11 @@ fn name_inlinees(methods: &HashMap<Key, InlineeMethod>, modules: &mut Modules, p
             let md = crate::formats::metadata::Metadata::parse(bytes.as_deref()?).ok()?;
             md.method_name(m.token)
         });
-        out.insert(*key, Inlinee { token: m.token, name, module });
+        let missing = module
+            .filter(|i| assemblies.get(i).is_some_and(Option::is_none))
+            .and_then(|i| modules.get(i))
+            .map(|m| m.query().assembly_candidates(modules.symbols()).map(|p| p.display().to_string()).collect());
+        out.insert(*key, Inlinee { token: m.token, name, module, missing });
     }
     out
 }

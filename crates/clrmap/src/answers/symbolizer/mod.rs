@@ -390,6 +390,9 @@ impl Symbolizer {
         for step in inner {
             let who = self.inlines.node_inlinee(index, step.node as usize);
             let module = who.and_then(|w| w.module).and_then(|m| self.modules.get(m));
+            if let (Some(m), Some(places)) = (module, who.and_then(|w| w.missing.as_ref())) {
+                self.modules.note_missing_assembly(m, places);
+            }
             let mut f = InlinedFrame {
                 at: SourceLocation {
                     module: module.and_then(|m| m.name.as_deref()),

@@ -185,6 +185,11 @@ impl Modules {
         self.push_notes(module, why.collect());
     }
 
+    /// Note that no assembly of a module's recorded build was found at `places`.
+    pub(super) fn note_missing_assembly(&self, module: &Module, places: &[String]) {
+        self.push_notes(module, vec![Why::NoAssembly { places: places.to_vec() }]);
+    }
+
     /// Keep each reason once, with the module's name.
     fn push_notes(&self, module: &Module, why: Vec<Why>) {
         let mut notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner);
