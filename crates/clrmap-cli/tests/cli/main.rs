@@ -31,6 +31,7 @@ mod perf_links;
 mod profile;
 mod profile_inlines;
 mod progress;
+mod r2r_frames;
 mod r2r_versions;
 mod readme_examples;
 mod scripts;

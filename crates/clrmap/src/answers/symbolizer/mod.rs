@@ -31,6 +31,7 @@ mod inlined;
 mod lines;
 mod modules;
 pub mod profile_lines;
+mod r2r_frames;
 mod source;
 mod vars;
 
@@ -248,8 +249,12 @@ impl Symbolizer {
     /// Index already opened bodies. `path` is the source file (for an image: the assembly).
     pub fn from_opened(opened: OpenedSource, path: Option<&Path>, options: Options) -> Result<Self, OpenError> {
         let OpenedSource { kind, mut bodies, image, warnings, runtime_major, pdbs, mvids, inlines, named } = opened;
-        // A trace's ReadyToRun methods, named without a map: their frames get their method.
+        // A trace's ReadyToRun methods, named without a map: their frames get their method, and
+        // their image's map where the image of the recorded build is found.
         bodies.extend(named);
+        if kind == SourceKind::Trace {
+            r2r_frames::fill_from_images(&mut bodies, &pdbs, &options.symbols);
+        }
         let (mut modules, body_module) = match image {
             Some(bytes) => (Modules::of_image(&bytes, path, options.symbols)?, vec![Some(0); bodies.len()]),
             None => {
