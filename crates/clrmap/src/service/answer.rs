@@ -288,12 +288,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strings_and_numbers_are_written_as_serde_json_writes_them() {
-        for s in ["", "plain", "a\"b\\c", "tab\there\nnew\r\u{8}\u{c}", "\u{0}\u{1f}\u{7f}", "é ü 漢 🙂", "C:\\src\\Program.cs"] {
-            let mut out = Vec::new();
-            string(&mut out, s);
-            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
-        }
+    // Strings are written by `base::json::string`, tested there against serde_json.
+    fn numbers_are_written_as_serde_json_writes_them() {
         for n in [0u32, 7, 10, 99, 100, 100663297, u32::MAX] {
             let mut out = Vec::new();
             number(&mut out, n);

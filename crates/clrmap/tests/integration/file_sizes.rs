@@ -3,19 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::rust_files;
+
 /// The most lines a `.rs` file under `crates/*/src` may have.
 const MAX_LINES: usize = 800;
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// Every `.rs` file under each crate's `src/`, the crates being the folders of `crates/`.
 fn workspace_sources() -> Vec<PathBuf> {

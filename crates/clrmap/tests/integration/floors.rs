@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::support::rust_files;
+
 /// The floors from the ground up, and the modules on each (their folders under `src/`).
 const FLOORS: &[(&str, &[&str])] = &[
     ("base", &["read", "json", "fs", "guid", "ilmap"]),
@@ -22,17 +24,6 @@ const TEST_ONLY: &[&str] = &["fuzzcheck.rs", "fake.rs", "tests.rs"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// The module (of `FLOORS`) a file under `src/FLOOR/` belongs to: its first path component below
