@@ -2,8 +2,8 @@
 //! in its own code while idle thread-pool workers wait. The runtime's sampler marks each sample
 //! managed or external; with the option the external ones (waits) are left out, and the spinning
 //! method then holds nearly the whole profile. Checked against speedscope's per-thread profiles
-//! of the same trace without the option: the spinning thread's samples are all kept, the threads
-//! that only waited are gone, and the counts the note gives are the difference.
+//! of the same trace without the option: the spinning thread's samples are nearly all kept, the
+//! waiting is gone, and the counts the note gives are the difference.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -132,8 +132,13 @@ fn running_keeps_the_threads_that_ran() {
             let whole = all.iter().find(|a| a.0 == t.0).unwrap_or_else(|| panic!("{}: {t:?} is no thread of the whole profile", rt.label()));
             assert!(t.1 <= whole.1, "{}: {t:?} vs {whole:?}", rt.label());
         }
+        // The waiting is what goes: of the weight that is not the spinning method, little is
+        // kept. A thread that ever ran managed code (the burst of work items at start-up, a
+        // worker spinning for work before it blocks) stays with those samples, so how many
+        // whole threads go depends on the timing: CI once saw all six kept on 10.0.12.
+        let rest_kept = (sum(&kept, 1) - sum(&kept, 2)) / (sum(&all, 1) - sum(&all, 2));
+        assert!(rest_kept < 0.2, "{}: {rest_kept:.3} of the weight outside the spinning method kept", rt.label());
         let gone = all.iter().filter(|a| !names.contains(a.0.as_str())).count();
-        assert!(gone >= 1, "{}: no thread left out", rt.label());
         let interval = 1e6; // the sampler's default, 1 ms, in ns
         let left = ((sum(&all, 1) - sum(&kept, 1)) / interval).round() as u64;
         assert!(note.contains(&format!("left out {left} samples")) && note.contains(&format!("with them {gone} threads")), "{}: {note} ({left} samples, {gone} threads)", rt.label());
