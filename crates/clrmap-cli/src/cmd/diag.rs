@@ -56,7 +56,8 @@ pub struct CollectArgs {
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
     /// Providers, dotnet-trace style: `Name[:Keywords[:Level[:Filter]]]`, comma-separated.
-    /// Default: Microsoft-Windows-DotNETRuntime:0x60098:5 (JIT, loader and IL-map events).
+    /// Default: Microsoft-Windows-DotNETRuntime:0x40000E0098:5 (JIT, loader and IL-map events, and
+    /// the MethodDetails and BulkType events that name generic methods' instantiations).
     #[arg(long)]
     providers: Option<String>,
     /// No rundown at stop (the maps of methods jitted before the attach are then missing).

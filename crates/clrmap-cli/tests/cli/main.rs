@@ -23,6 +23,7 @@ mod inlines;
 mod meta_errors;
 mod ms_tools;
 mod one_locator;
+mod one_name;
 mod output_files;
 mod pdb_identity;
 mod pdb_only;

@@ -174,32 +174,13 @@ impl SourceInlines {
     }
 }
 
-/// A BulkType event's (TypeID, ModuleID) pairs (runtime provider, event 15; ClrEtwAll.man
-/// `BulkType`: `u32 Count, u16 ClrInstanceID`, then per type `u64 TypeID, u64 ModuleID, u32
-/// TypeNameID, u32 Flags, u8 CorElementType, utf16z Name, u32 TypeParameterCount, u64
-/// TypeParameters[TypeParameterCount]`). A value cut short ends the list: the pairs before it
-/// are kept.
+/// A BulkType event's (TypeID, ModuleID) pairs ([`crate::formats::nettrace::bulk_type`]). A
+/// value cut short ends the list: the pairs before it are kept.
 pub fn bulk_type_modules(e: &crate::formats::nettrace::Event<'_>, out: &mut HashMap<u64, u64>) {
     if e.meta.provider != crate::formats::nettrace::RUNTIME || e.meta.event_id != 15 {
         return;
     }
-    let mut r = e.payload;
-    let Ok(count) = r.u32("BulkType's Count") else { return };
-    if r.skip(2, "ClrInstanceID").is_err() {
-        return;
-    }
-    // Each value takes at least 31 bytes: the count cannot ask for more work than the payload.
-    for _ in 0..count.min(u32::try_from(r.len() / 31).unwrap_or(u32::MAX)) {
-        let (Ok(type_id), Ok(module_id)) = (r.u64("TypeID"), r.u64("ModuleID")) else { return };
-        if r.skip(9, "TypeNameID, Flags, CorElementType").is_err() || crate::formats::nettrace::utf16z(&mut r).is_err() {
-            return;
-        }
-        let Ok(params) = r.u32("TypeParameterCount") else { return };
-        if r.skip((params as usize).saturating_mul(8), "TypeParameters").is_err() {
-            return;
-        }
-        out.insert(type_id, module_id);
-    }
+    out.extend(crate::formats::nettrace::bulk_type::values(e.payload).map(|t| (t.type_id, t.module_id)));
 }
 
 /// One inlined frame of an answer (docs/output.md#inlined-frames): an inlinee at an IL offset.

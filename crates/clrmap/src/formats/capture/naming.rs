@@ -72,26 +72,22 @@ fn render_all(list: &[RtType], infos: &HashMap<(String, u32), TypeDefInfo>) -> V
     list.iter().map(|t| render(t, infos)).collect::<Option<Vec<String>>>().unwrap_or_default()
 }
 
-/// Name each body from its module's metadata: `name` and `full_name` (with the type arguments
-/// the profiler recorded; a capture without them names the generic definition). A module that
-/// cannot be read costs only its bodies' names.
-pub fn name_captured(bodies: &mut [CapturedBody]) {
+/// Lists of runtime types (type arguments, by module and TypeDef token) in the type notation, each
+/// module's metadata read once; a list with a type that cannot be named comes back empty (its
+/// body is named as the generic definition). A module path recorded with an MVID (`recorded`)
+/// names types only from a file of that build. Shared by captures and traces (whose BulkType
+/// events describe types the same way).
+pub(crate) fn render_types(lists: &[&[RtType]], recorded: &HashMap<String, [u8; 16]>) -> Vec<Vec<String>> {
     // The TypeDefs the type arguments name, by module.
     let mut wanted: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
-    for b in bodies.iter() {
-        for t in b.class_args.iter().chain(&b.method_args) {
-            collect(t, &mut wanted);
-        }
+    for t in lists.iter().flat_map(|l| l.iter()) {
+        collect(t, &mut wanted);
     }
-    // The MVID each module path was recorded with: a file with another is of another build, and
-    // names nothing.
-    let recorded: HashMap<String, [u8; 16]> = bodies.iter().filter_map(|b| Some((b.module_path.clone(), b.mvid?))).collect();
-    let same_build = |path: &str, md: &Metadata<'_>| recorded.get(path).is_none_or(|want| md.mvid() == Some(*want));
     let mut infos: HashMap<(String, u32), TypeDefInfo> = HashMap::new();
     let mut files = ModuleFiles::default();
     for (module, tokens) in &wanted {
         files.with(module, |md| {
-            if !same_build(module, md) {
+            if recorded.get(*module).is_some_and(|want| md.mvid() != Some(*want)) {
                 return;
             }
             for &token in tokens {
@@ -103,7 +99,21 @@ pub fn name_captured(bodies: &mut [CapturedBody]) {
             }
         });
     }
-    let args: Vec<(Vec<String>, Vec<String>)> = bodies.iter().map(|b| (render_all(&b.class_args, &infos), render_all(&b.method_args, &infos))).collect();
+    lists.iter().map(|l| render_all(l, &infos)).collect()
+}
+
+/// Name each body from its module's metadata: `name` and `full_name` (with the type arguments
+/// the profiler recorded; a capture without them names the generic definition). A module that
+/// cannot be read costs only its bodies' names.
+pub fn name_captured(bodies: &mut [CapturedBody]) {
+    // The MVID each module path was recorded with: a file with another is of another build, and
+    // names nothing.
+    let recorded: HashMap<String, [u8; 16]> = bodies.iter().filter_map(|b| Some((b.module_path.clone(), b.mvid?))).collect();
+    let same_build = |path: &str, md: &Metadata<'_>| recorded.get(path).is_none_or(|want| md.mvid() == Some(*want));
+    let lists: Vec<&[RtType]> = bodies.iter().flat_map(|b| [b.class_args.as_slice(), b.method_args.as_slice()]).collect();
+    let mut rendered = render_types(&lists, &recorded).into_iter();
+    let args: Vec<(Vec<String>, Vec<String>)> = bodies.iter().map(|_| (rendered.next().unwrap_or_default(), rendered.next().unwrap_or_default())).collect();
+    let mut files = ModuleFiles::default();
     // The bodies, by module: paths that name one file (links, `..`, `//`) are one module, read
     // once (crate::base::fs::file_id).
     let mut by_module: BTreeMap<String, Vec<usize>> = BTreeMap::new();

@@ -305,6 +305,8 @@ pub struct MethodTable {
     mapped: std::collections::HashSet<usize>,
     /// Event 189 chunks and MethodDetails, as they stream by.
     inlines: crate::formats::inlines::InlineCollector,
+    /// BulkType's types by TypeID: what names a MethodDetails' type arguments.
+    types: HashMap<u64, super::bulk_type::TypeValue>,
 }
 
 impl MethodTable {
@@ -387,9 +389,13 @@ impl MethodTable {
             (PRIVATE, 189) => {
                 let _ = self.inlines.rich_debug_info(e.payload);
             }
-            // MethodDetails: names the inlinees' MethodDescs.
+            // MethodDetails: names the inlinees' MethodDescs, and a generic method's
+            // instantiation (its TypeParameters, named by the BulkType before it).
             (RUNTIME, 72) => {
                 let _ = self.inlines.method_details(e.payload);
+            }
+            (RUNTIME, 15) => {
+                self.types.extend(super::bulk_type::values(e.payload).map(|t| (t.type_id, t)));
             }
             // ModuleLoad (runtime 152) and ModuleDCEnd (rundown 154): names for ModuleIDs.
             (RUNTIME, 152) | (RUNDOWN, 154) | (RUNDOWN, 153) => {
@@ -585,8 +591,23 @@ fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<
         inlines.inlines.forget_call_sites();
     }
     // Every body ran in the traced process (the Trace object's process id).
+    let types = std::mem::take(&mut table.types);
+    let module_ids = table.modules.clone();
     let (mut bodies, owners, modules) = table.into_bodies_and_owners();
-    naming::name_from_modules(&mut bodies, &owners, &modules);
+    // A generic method's own type arguments: from its MethodDetails (sent at JIT time with the
+    // MethodDiagnostic keyword; a rundown has none), each described by a BulkType and named from
+    // its module's metadata as a capture's are. One that cannot be named leaves the body named
+    // as the generic definition.
+    let lists: Vec<Vec<crate::formats::capture::RtType>> = bodies
+        .iter()
+        .map(|b| {
+            let Some(d) = b.function_id.and_then(|id| inlines.inlines.method(id)).filter(|d| d.token == b.token) else { return Vec::new() };
+            d.type_parameters.iter().map(|&t| super::bulk_type::runtime_type(t, &types, &module_ids)).collect::<Option<Vec<_>>>().unwrap_or_default()
+        })
+        .collect();
+    let list_refs: Vec<&[crate::formats::capture::RtType]> = lists.iter().map(Vec::as_slice).collect();
+    let method_args = crate::formats::capture::render_types(&list_refs, &HashMap::new());
+    naming::name_from_modules(&mut bodies, &owners, &method_args, &modules);
     for b in &mut bodies {
         b.pid = stats.process_id;
     }

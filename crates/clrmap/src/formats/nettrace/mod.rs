@@ -5,6 +5,7 @@
 //! with their IL maps; [`read_code_bodies`] gives every jitted body with the map
 //! `GetILToNativeMapping3(start)` returns, FunctionID = the trace's MethodID.
 
+pub mod bulk_type;
 mod clr;
 mod container;
 mod framer;

@@ -3,7 +3,8 @@
 //! `Outer+Inner`) and the signature in its own style (`class System.String[]`); a body is named
 //! instead from its module's metadata (read from the path the trace gives, where it exists), with
 //! the owner's type arguments taken from the runtime's text and written in the type notation. The
-//! events carry no method-level instantiation: a generic method's body is named without `<...>`.
+//! method events carry no method-level instantiation: a generic method's arguments come from its
+//! MethodDetails event where the trace has one (bulk_type.rs), else it is named without `<...>`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -231,10 +232,11 @@ pub(super) fn params_from_text(params: &str) -> String {
 }
 
 /// Name each body from its module's metadata, with the owner's type arguments from the runtime's
-/// text (`owners`, one per body). Value-typeness of argument types is looked up in the trace's
+/// text (`owners`, one per body) and the method's own from its MethodDetails (`method_args`, one
+/// per body, empty for none). Value-typeness of argument types is looked up in the trace's
 /// modules (`modules`), the core library first, one module read at a time. A body whose module
 /// cannot be read keeps the name from the text.
-pub(super) fn name_from_modules(bodies: &mut [CodeBody], owners: &[String], modules: &[String]) {
+pub(super) fn name_from_modules(bodies: &mut [CodeBody], owners: &[String], method_args: &[Vec<String>], modules: &[String]) {
     let parsed: Vec<Option<TextType>> = owners.iter().map(|o| parse_owner(o)).collect();
     let mut want = HashSet::new();
     for t in parsed.iter().flatten() {
@@ -270,8 +272,9 @@ pub(super) fn name_from_modules(bodies: &mut [CodeBody], owners: &[String], modu
                     Some(Some(t)) => t.args.iter().map(|a| render_text(a, &value_types)).collect(),
                     _ => Vec::new(),
                 };
+                let own: &[String] = method_args.get(i).map_or(&[], Vec::as_slice);
                 let Some(b) = bodies.get_mut(i) else { continue };
-                if let Some((name, full)) = md.body_names(b.token, &owner_args, &[]) {
+                if let Some((name, full)) = md.body_names(b.token, &owner_args, own) {
                     b.name = Some(name);
                     b.full_name = full;
                 }

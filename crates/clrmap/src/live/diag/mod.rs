@@ -36,8 +36,8 @@ pub use bounded::{connect as connect_within, Bounded, Limit};
 pub use discover::{exited, list_sockets, mapped_runtime_version, parse_socket_name, parse_start_key, proc_cmdline, rich_debug_info_enabled, socket_path, start_key, tmp_dir};
 pub use reverse::{parse_advertise, Advertise, OthersGuard, ReverseServer, ADVERTISE_LEN, ADVERTISE_MAGIC};
 pub use session::{
-    start_suspended, Chunk, Framer, Provider, Session, SessionConfig, SessionReader, Stopper, BUFFERING_MODE_BLOCK, DEFAULT_RUNDOWN_KEYWORDS, JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE, SAMPLE_PROFILER,
-    SAMPLE_PROFILER_KEYWORDS,
+    start_suspended, Chunk, Framer, Provider, Session, SessionConfig, SessionReader, Stopper, BUFFERING_MODE_BLOCK, DEFAULT_RUNDOWN_KEYWORDS, JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE,
+    METHOD_NAMING_KEYWORDS, SAMPLE_PROFILER, SAMPLE_PROFILER_KEYWORDS,
 };
 
 use crate::answers::symbolizer::{OpenedSource, SourceKind};

@@ -20,11 +20,16 @@ pub use crate::formats::nettrace::Framer;
 /// 0x20000: dotnet-trace's `JITSymbols` set (0x60098), which gives every jitted method's load
 /// event and its IL map.
 pub const JIT_SYMBOLS_KEYWORDS: u64 = 0x60098;
+/// The runtime provider's MethodDiagnostic (0x40_0000_0000) and Type (0x80000) keywords: each
+/// jitted method's MethodDetails, with a BulkType describing its type arguments, which name a
+/// generic method's instantiation (`Pass<int32>`) that the method events leave out
+/// (docs/names.md). Added to [`JIT_SYMBOLS_KEYWORDS`] by [`Provider::jit_symbols`].
+pub const METHOD_NAMING_KEYWORDS: u64 = 0x40_0008_0000;
 /// The private provider's JittedMethodRichDebugInfo keyword (event 189).
 pub const RICH_DEBUG_INFO_KEYWORD: u64 = 0x40000;
 /// The runtime provider's MethodDiagnostic (0x40_0000_0000: MethodDetails) and Type (0x80000:
 /// BulkType) keywords, which name the inlinees of the JIT's inline trees.
-pub const INLINE_RUNTIME_KEYWORDS: u64 = 0x40_0008_0000;
+pub const INLINE_RUNTIME_KEYWORDS: u64 = METHOD_NAMING_KEYWORDS;
 /// Verbose.
 pub const LEVEL_VERBOSE: u32 = 5;
 /// The runtime's sampler: `Microsoft-DotNETCore-SampleProfiler` (ThreadSample events, a managed
@@ -48,9 +53,10 @@ pub struct Provider {
 }
 
 impl Provider {
-    /// The runtime provider with the keywords that give IL maps, verbose.
+    /// The runtime provider with the keywords that give IL maps and name every body
+    /// ([`JIT_SYMBOLS_KEYWORDS`] and [`METHOD_NAMING_KEYWORDS`]: 0x40000E0098), verbose.
     pub fn jit_symbols() -> Self {
-        Provider { name: crate::formats::nettrace::RUNTIME.to_owned(), keywords: JIT_SYMBOLS_KEYWORDS, level: LEVEL_VERBOSE, filter: None }
+        Provider { name: crate::formats::nettrace::RUNTIME.to_owned(), keywords: JIT_SYMBOLS_KEYWORDS | METHOD_NAMING_KEYWORDS, level: LEVEL_VERBOSE, filter: None }
     }
 
     /// The runtime's sampler ([`SAMPLE_PROFILER`]), verbose.
@@ -59,14 +65,14 @@ impl Provider {
     }
 
     /// What a CPU profile needs: the sampler's stacks, and on the runtime provider the JIT,
-    /// loader and IL-map keywords ([`JIT_SYMBOLS_KEYWORDS`]) that map its addresses to methods and
+    /// loader, IL-map and naming keywords ([`Provider::jit_symbols`]) that map its addresses to methods and
     /// lines (with the rundown at stop for methods jitted before the session).
     pub fn cpu_sampling() -> Vec<Provider> {
         vec![Provider::jit_symbols(), Provider::sample_profiler()]
     }
 
     /// Add the sampler to a provider list ([`Provider::cpu_sampling`]): the runtime provider's
-    /// [`JIT_SYMBOLS_KEYWORDS`] are added to it (or it is added), its level raised to verbose, and
+    /// keywords of [`Provider::jit_symbols`] are added to it (or it is added), its level raised to verbose, and
     /// the sampler added unless listed.
     pub fn add_cpu_sampling(providers: &mut Vec<Provider>) {
         for wanted in Provider::cpu_sampling() {
@@ -456,7 +462,7 @@ mod tests {
         let mut list = Provider::parse_list("Microsoft-Windows-DotNETRuntime:0x1:4,Microsoft-DotNETCore-SampleProfiler:0:5").unwrap();
         Provider::add_cpu_sampling(&mut list);
         assert_eq!(list.len(), 2);
-        assert_eq!((list[0].keywords, list[0].level), (0x1 | JIT_SYMBOLS_KEYWORDS, LEVEL_VERBOSE));
+        assert_eq!((list[0].keywords, list[0].level), (0x1 | JIT_SYMBOLS_KEYWORDS | METHOD_NAMING_KEYWORDS, LEVEL_VERBOSE));
         assert_eq!(list[1].keywords, SAMPLE_PROFILER_KEYWORDS);
         let mut empty = vec![Provider::jit_symbols()];
         Provider::add_cpu_sampling(&mut empty);
@@ -465,7 +471,7 @@ mod tests {
 
     #[test]
     fn provider_lists() {
-        let p = Provider::parse_list("Microsoft-Windows-DotNETRuntime:0x60098:5,My-Source").unwrap();
+        let p = Provider::parse_list("Microsoft-Windows-DotNETRuntime:0x40000E0098:5,My-Source").unwrap();
         assert_eq!(p[0], Provider::jit_symbols());
         assert_eq!((p[1].keywords, p[1].level), (u64::MAX, 5));
         assert!(Provider::parse_list(":1").is_err());
