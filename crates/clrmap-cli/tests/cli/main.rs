@@ -13,6 +13,7 @@ mod dump;
 mod errors;
 mod first_steps;
 mod flame;
+mod flame_r2r_server;
 mod flame_running;
 mod hang;
 mod help;
