@@ -14,6 +14,7 @@ mod errors;
 mod first_steps;
 mod flame;
 mod flame_running;
+mod fw_oracle;
 mod hang;
 mod help;
 mod hostile;
