@@ -15,6 +15,7 @@ mod first_steps;
 mod flame;
 mod flame_r2r_server;
 mod flame_running;
+mod fw_oracle;
 mod hang;
 mod help;
 mod hostile;
