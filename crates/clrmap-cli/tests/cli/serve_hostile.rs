@@ -519,10 +519,13 @@ fn upstream_failures_cost_the_same_however_many_came_before() {
         assert!(m.contains("not on the server (404)") && m.matches("symbol server http").count() == 1, "{m}");
     }
     assert_eq!(svc.metric("clrmap_symbol_fetch_failures_total"), (BATCH * BATCHES) as u64);
-    let first = times[0].min(times[1]);
-    let last = *times.last().unwrap();
+    // Work that grew with the failures before (a list of notes scanned per failure) would make
+    // the last batches several times the first. One batch slowed by a loaded machine is not
+    // that: the faster of the last two is compared with the slower of the first two.
+    let first = times[0].max(times[1]);
+    let last = times[BATCHES - 1].min(times[BATCHES - 2]);
     eprintln!("measured: {BATCHES} batches of {BATCH} upstream 404s took {times:?}");
-    assert!(last < first * 3 + Duration::from_millis(500), "batches took {times:?}");
+    assert!(last < first * 3 + Duration::from_millis(1000), "batches took {times:?}");
     std::fs::remove_dir_all(&root).unwrap();
 }
 
