@@ -238,7 +238,7 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
             pid = h.pid;
             if out.runtime_major.is_none() {
                 let reported = h.runtime_version_string.as_deref().or(h.runtime_version.as_deref());
-                out.runtime_major = reported.and_then(|v| crate::formats::nettrace::runtime_major(v, h.runtime_path.as_deref()));
+                out.runtime_major = reported.and_then(|v| crate::base::ilmap::runtime_major(v, h.runtime_path.as_deref()));
             }
             out.pids.push(pid);
             if h.attach {
@@ -325,7 +325,7 @@ pub fn read_capture(bytes: &[u8]) -> Result<Capture> {
         });
     }
     if out.runtime_major.is_none() {
-        out.runtime_major = out.bodies.iter().find(|b| b.module_path.ends_with("/System.Private.CoreLib.dll")).and_then(|b| crate::formats::nettrace::runtime_major("", Some(&b.module_path)));
+        out.runtime_major = out.bodies.iter().find(|b| b.module_path.ends_with("/System.Private.CoreLib.dll")).and_then(|b| crate::base::ilmap::runtime_major("", Some(&b.module_path)));
     }
     Ok(out)
 }

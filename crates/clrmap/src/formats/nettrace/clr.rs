@@ -104,25 +104,7 @@ pub fn runtime_information(e: &Event<'_>) -> Option<RuntimeInformation> {
     Some(RuntimeInformation { vm, dll_path })
 }
 
-/// The major version of a .NET runtime from what it reports (`8.0.4`, `v4.0.30319`) and, where
-/// known, a path inside its shared framework directory
-/// (`.../Microsoft.NETCore.App/3.1.23/libcoreclr.so`). CoreCLR before .NET 5 reports the .NET
-/// Framework-compatible 4.0.30319: the directory then tells 3.1 from 2.x, and without one it is
-/// taken as 3 (a runtime before .NET 5, which is what the frame rule depends on).
-pub fn runtime_major(reported: &str, path: Option<&str>) -> Option<u16> {
-    let major = |v: &str| v.trim_start_matches('v').split('.').next().and_then(|m| m.parse::<u16>().ok());
-    let from_path = path.and_then(|p| {
-        let mut parts = p.rsplit(['/', '\\']);
-        let _file = parts.next();
-        let version = parts.next()?;
-        (parts.next()? == "Microsoft.NETCore.App").then(|| major(version)).flatten()
-    });
-    match major(reported) {
-        Some(4) => Some(from_path.unwrap_or(3)),
-        Some(m) => Some(m),
-        None => from_path,
-    }
-}
+pub use crate::base::ilmap::runtime_major;
 
 /// MethodILToNativeMap / MethodDCEndILToNativeMap: IL-sorted starts, no ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
