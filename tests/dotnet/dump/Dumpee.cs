@@ -1,9 +1,13 @@
 // A process to dump. `live`: several threads parked in known places (a deadlock of three threads,
 // a deep recursion, async continuations waiting on a task, a thread inside framework code), then
 // "ready <pid>" on stdout and a wait on stdin while the test runs createdump. `crash`: an unhandled
-// exception thrown through nested frames, for the runtime's own crash dump.
+// exception thrown through nested frames, for the runtime's own crash dump. Before "ready", the
+// thread inside framework code prints the runtime's own stack trace of the comparer's callers
+// ("S", method, IL offset per frame): the IL offsets a dump's ReadyToRun frames must show.
 using System;
 using System.Collections.Generic;
+using System.Diagnostics;
+using System.Text;
 using System.Threading;
 using System.Threading.Tasks;
 
@@ -89,8 +93,23 @@ namespace Dumpee
         public static readonly ManualResetEventSlim Inside = new ManualResetEventSlim();
         static readonly ManualResetEventSlim Never = new ManualResetEventSlim();
 
+        public static readonly StringBuilder Callers = new StringBuilder();
+
         public int Compare(int x, int y)
         {
+            if (!Inside.IsSet)
+            {
+                var trace = new StackTrace(1, false);
+                for (int i = 0; i < trace.FrameCount; i++)
+                {
+                    var m = trace.GetFrame(i).GetMethod();
+                    var t = m == null ? null : m.DeclaringType;
+                    if (t != null && t.IsGenericType)
+                        t = t.GetGenericTypeDefinition();
+                    Callers.Append("S\t").Append(t == null ? "" : t.FullName).Append("::").Append(m == null ? "" : m.Name)
+                           .Append('\t').Append(trace.GetFrame(i).GetILOffset()).Append('\n');
+                }
+            }
             Inside.Set();
             Never.Wait();
             return x.CompareTo(y);
@@ -148,6 +167,7 @@ namespace Dumpee
             Blocking.Inside.Wait();
             Task<int> chain = Chains.Outer();
             Chains.Reached.Wait();
+            Console.Write(Blocking.Callers.ToString());
             Console.WriteLine("ready " + Environment.ProcessId);
             Console.Out.Flush();
             Console.In.ReadLine();

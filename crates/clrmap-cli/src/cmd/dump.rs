@@ -20,13 +20,18 @@ pub struct DumpArgs {
     /// The most frames listed a thread.
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub max_frames: usize,
+    /// Where ReadyToRun frames' PDBs are looked for (their IL offsets come from the images the
+    /// process loaded; the line needs the PDB).
+    #[command(flatten)]
+    pub symbols: crate::args::SymbolArgs,
 }
 
 /// Run it: a file that is not an ELF core is an error (exit 1); what the core or the runtime
 /// lacks is a note in the output.
 pub fn run(a: DumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let bytes = crate::output::read_file(&a.core)?;
-    let report = clrmap::dump::analyze(&bytes, &clrmap::dump::Options { max_frames: a.max_frames }).map_err(|error| CliError::Input { error, json: a.json })?;
+    let mut report = clrmap::dump::analyze(&bytes, &clrmap::dump::Options { max_frames: a.max_frames }).map_err(|error| CliError::Input { error, json: a.json })?;
+    clrmap::dump::add_lines(&mut report, &a.symbols.paths(None));
     if a.json {
         serde_json::to_writer_pretty(&mut *out, &report).map_err(|e| CliError::Io(std::io::Error::other(e)))?;
         writeln!(out).map_err(CliError::Io)?;
@@ -57,6 +62,12 @@ fn write_text(r: &clrmap::dump::DumpReport, out: &mut dyn Write) -> std::io::Res
                 }
                 if let Some(m) = &f.module {
                     write!(out, " [{}]", Text(m.rsplit('/').next().unwrap_or(m)))?;
+                }
+                if let Some(il) = f.il_offset {
+                    write!(out, " IL_{il:04x}")?;
+                }
+                if let (Some(file), Some(line)) = (&f.file, f.line) {
+                    write!(out, " at {}:{line}:{}", Text(file), f.column.unwrap_or(0))?;
                 }
                 writeln!(out)?;
             } else {

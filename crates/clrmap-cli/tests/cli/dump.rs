@@ -47,9 +47,21 @@ fn live_core(rt: &Runtime) -> PathBuf {
     let core = dll.with_file_name("live.core");
     let _ = std::fs::remove_file(&core);
     let mut child = Command::new(&rt.dotnet).arg(&dll).arg("live").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let pid = line.trim().strip_prefix("ready ").unwrap_or_else(|| panic!("Dumpee said {line:?}")).to_owned();
+    // The runtime's stack trace of the framework thread's comparer comes first ("S" lines, kept
+    // beside the core as callers.txt), then "ready PID".
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut callers = String::new();
+    let pid = loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            panic!("Dumpee ended before it was ready: {callers}");
+        }
+        match line.trim().strip_prefix("ready ") {
+            Some(pid) => break pid.to_owned(),
+            None => callers.push_str(&line),
+        }
+    };
+    std::fs::write(dll.with_file_name("callers.txt"), &callers).unwrap();
     let out = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(&core).arg(&pid).output().unwrap();
     let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
     let _ = child.kill();
@@ -157,6 +169,41 @@ fn check_against_dotnet_dump(core: &Path) -> (serde_json::Value, usize) {
     (r, compared)
 }
 
+/// The framework thread's ReadyToRun frames (List.Sort and the sort helpers below the comparer)
+/// carry the IL offsets the runtime's own `StackTrace` printed for the same call sites, taken
+/// from inside the comparer before it blocked (`callers.txt`); no framework PDB is at hand, so
+/// they have no line.
+fn ready_to_run_frames_have_the_runtimes_il_offsets(r: &serde_json::Value, callers: &Path) {
+    // The runtime's frames below the comparer: (method in clrmap's notation, IL offset).
+    let want: Vec<(String, u64)> = std::fs::read_to_string(callers)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("S\t"))
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[0].replace('+', "/"), f[1].parse::<u64>().unwrap())
+        })
+        .collect();
+    assert!(want.iter().any(|w| w.0 == "System.Collections.Generic.List`1::Sort"), "{want:?}");
+    let thread = r["threads"].as_array().unwrap().iter().find(|t| t["frames"].as_array().unwrap().iter().any(|f| f["method"] == "Dumpee.Blocking::Compare")).expect("the framework thread");
+    let frames = thread["frames"].as_array().unwrap();
+    let below = frames.iter().position(|f| f["method"] == "Dumpee.Blocking::Compare").unwrap() + 1;
+    let managed: Vec<&serde_json::Value> = frames[below..].iter().filter(|f| f["kind"] == "managed").collect();
+    let mut compared = 0;
+    for (w, f) in want.iter().zip(&managed) {
+        assert_eq!(f["method"].as_str(), Some(w.0.as_str()), "{want:?} vs {managed:#?}");
+        if f["code"] == "r2r" {
+            assert_eq!(f["il_offset"].as_u64(), Some(w.1), "{}: {f}", w.0);
+            assert!(f["rva"].as_u64().is_some() && f.get("line").is_none(), "{f}");
+            compared += 1;
+        } else {
+            assert!(f.get("il_offset").is_none(), "a jitted frame with an IL offset: {f}");
+        }
+    }
+    eprintln!("measured: {compared} ReadyToRun frames of the framework thread carry the runtime's IL offsets: {want:?}");
+    assert!(compared >= 2, "only {compared} ReadyToRun frames compared");
+}
+
 #[test]
 #[ignore = "needs .NET"]
 fn dump_live_10_equals_dotnet_dump() {
@@ -173,6 +220,7 @@ fn dump_live_10_equals_dotnet_dump() {
     assert!(all.iter().any(|a| a.starts_with("Dumpee.Chains+<Inner>d__") && a.ends_with(".MoveNext")), "no frame of the continuation");
     assert_eq!(all.iter().filter(|m| *m == "Dumpee.Deep.Recurse").count(), 201);
     assert_eq!(r["runtime"]["contracts"]["StackWalk"], 1);
+    ready_to_run_frames_have_the_runtimes_il_offsets(&r, &core.with_file_name("callers.txt"));
     let _ = std::fs::remove_file(core);
 }
 

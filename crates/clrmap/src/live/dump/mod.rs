@@ -7,7 +7,9 @@
 //!   later), its types, globals and contracts;
 //! * [`target`]: the thread store's threads and their explicit frame chains;
 //! * [`code`]: code addresses to methods and the unwinding of managed frames;
-//! * [`names`]: method names from the modules' metadata on disk.
+//! * [`names`]: method names from the modules' metadata on disk;
+//! * `lines.rs` ([`add_lines`]): ReadyToRun frames' IL offsets and source lines, from each
+//!   module's image on disk and its PDB, as `symbolize` answers the image.
 //!
 //! What a runtime's descriptor lacks is said in a note, never guessed: .NET 8 has no
 //! descriptor, and .NET 9's describes threads but not the code map or the frames.
@@ -15,11 +17,14 @@
 pub mod code;
 pub mod core;
 pub mod descriptor;
+mod lines;
 pub mod names;
 pub mod target;
 #[cfg(test)]
 mod tests;
 mod walk;
+
+pub use lines::add_lines;
 
 use std::collections::BTreeMap;
 
@@ -122,6 +127,27 @@ pub struct DumpFrame {
     /// `jit` or `r2r`.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub code: Option<&'static str>,
+    /// ReadyToRun code: `ip`'s RVA in the module's image.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub rva: Option<u32>,
+    /// The IL offset by the runtime's frame rule, as `symbolize` answers the image at `rva`
+    /// ([`add_lines`]; ReadyToRun frames only: the descriptor describes no debug info of jitted
+    /// code).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub il_offset: Option<u32>,
+    /// The source file, as the PDB names it.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub file: Option<String>,
+    /// The line.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub line: Option<u32>,
+    /// The column.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub column: Option<u32>,
+    /// `ip` is where the thread stopped (the innermost frame, or one a fault or redirection
+    /// saved), not a return address: looked up as is rather than at `ip - 1`.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub leaf: bool,
 }
 
 /// Read a core: its threads, and for a .NET process with a descriptor, every managed thread's

@@ -116,6 +116,8 @@ impl Names {
             }
         } else if let Some(module) = block.r2r_module {
             f.code = Some("r2r");
+            // The image is mapped at the range section's base: the RVA answers from the file.
+            f.rva = u32::try_from(ip.wrapping_sub(block.unwind_base)).ok();
             if let (Some(path), Some((begin, _, _))) = (module_path(t, module), block.function) {
                 f.token = self.r2r_token(&path, begin);
                 f.module = Some(path);

@@ -34,7 +34,9 @@ pub(super) fn walk(t: Target<'_, '_>, rt: &RuntimeThread, regs: &[u64], max_fram
         let lookup = if exact { ctx.ip } else { ctx.ip.wrapping_sub(1) };
         match code::find(t, lookup) {
             Ok(Some(block)) => {
-                out.frames.push(names.frame(t, &block, ctx.ip, ctx.sp()));
+                let mut f = names.frame(t, &block, ctx.ip, ctx.sp());
+                f.leaf = exact;
+                out.frames.push(f);
                 let caller = match code::unwind_x64(t, &block, &ctx) {
                     Ok(c) => c,
                     Err(e) => {
