@@ -3,7 +3,7 @@
 // "ready <pid>" on stdout and a wait on stdin while the test runs createdump. `crash`: an unhandled
 // exception thrown through nested frames, for the runtime's own crash dump. Before "ready", the
 // thread inside framework code prints the runtime's own stack trace of the comparer's callers
-// ("S", method, IL offset per frame): the IL offsets a dump's ReadyToRun frames must show.
+// ("S", method, IL offset, line per frame): the IL offsets and lines a dump's frames must show.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -99,7 +99,7 @@ namespace Dumpee
         {
             if (!Inside.IsSet)
             {
-                var trace = new StackTrace(1, false);
+                var trace = new StackTrace(1, true);
                 for (int i = 0; i < trace.FrameCount; i++)
                 {
                     var m = trace.GetFrame(i).GetMethod();
@@ -107,7 +107,8 @@ namespace Dumpee
                     if (t != null && t.IsGenericType)
                         t = t.GetGenericTypeDefinition();
                     Callers.Append("S\t").Append(t == null ? "" : t.FullName).Append("::").Append(m == null ? "" : m.Name)
-                           .Append('\t').Append(trace.GetFrame(i).GetILOffset()).Append('\n');
+                           .Append('\t').Append(trace.GetFrame(i).GetILOffset())
+                           .Append('\t').Append(trace.GetFrame(i).GetFileLineNumber()).Append('\n');
                 }
             }
             Inside.Set();

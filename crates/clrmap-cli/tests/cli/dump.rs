@@ -79,6 +79,8 @@ fn crash_core(rt: &Runtime) -> PathBuf {
     let out = Command::new(&rt.dotnet).arg(&dll).arg("crash").env("DOTNET_DbgEnableMiniDump", "1").env("DOTNET_DbgMiniDumpType", "4").env("DOTNET_DbgMiniDumpName", &core).output().unwrap();
     assert!(!out.status.success(), "the crash did not crash");
     assert!(core.is_file(), "no crash dump: {}", String::from_utf8_lossy(&out.stderr));
+    // The runtime's own report of the unhandled exception, with its stack trace's lines.
+    std::fs::write(dll.with_file_name("crash.txt"), &out.stderr).unwrap();
     core
 }
 
@@ -169,19 +171,19 @@ fn check_against_dotnet_dump(core: &Path) -> (serde_json::Value, usize) {
     (r, compared)
 }
 
-/// The framework thread's ReadyToRun frames (List.Sort and the sort helpers below the comparer)
-/// carry the IL offsets the runtime's own `StackTrace` printed for the same call sites, taken
-/// from inside the comparer before it blocked (`callers.txt`); no framework PDB is at hand, so
-/// they have no line.
-fn ready_to_run_frames_have_the_runtimes_il_offsets(r: &serde_json::Value, callers: &Path) {
-    // The runtime's frames below the comparer: (method in clrmap's notation, IL offset).
-    let want: Vec<(String, u64)> = std::fs::read_to_string(callers)
+/// The framework thread's frames below the comparer (the sort helpers and List.Sort, ReadyToRun;
+/// SortForever, jitted) carry the IL offsets the runtime's own `StackTrace` printed for the same
+/// call sites, taken from inside the comparer before it blocked (`callers.txt`), and the jitted
+/// frame of the program also its line (no framework PDB is at hand: those have none).
+fn frames_have_the_runtimes_il_offsets(r: &serde_json::Value, callers: &Path) {
+    // The runtime's frames below the comparer: (method in clrmap's notation, IL offset, line).
+    let want: Vec<(String, u64, u64)> = std::fs::read_to_string(callers)
         .unwrap()
         .lines()
         .filter_map(|l| l.strip_prefix("S\t"))
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
-            (f[0].replace('+', "/"), f[1].parse::<u64>().unwrap())
+            (f[0].replace('+', "/"), f[1].parse::<u64>().unwrap(), f[2].parse::<u64>().unwrap())
         })
         .collect();
     assert!(want.iter().any(|w| w.0 == "System.Collections.Generic.List`1::Sort"), "{want:?}");
@@ -189,19 +191,37 @@ fn ready_to_run_frames_have_the_runtimes_il_offsets(r: &serde_json::Value, calle
     let frames = thread["frames"].as_array().unwrap();
     let below = frames.iter().position(|f| f["method"] == "Dumpee.Blocking::Compare").unwrap() + 1;
     let managed: Vec<&serde_json::Value> = frames[below..].iter().filter(|f| f["kind"] == "managed").collect();
-    let mut compared = 0;
+    let (mut r2r, mut jitted) = (0, 0);
     for (w, f) in want.iter().zip(&managed) {
         assert_eq!(f["method"].as_str(), Some(w.0.as_str()), "{want:?} vs {managed:#?}");
+        assert_eq!(f["il_offset"].as_u64(), Some(w.1), "{}: {f}", w.0);
         if f["code"] == "r2r" {
-            assert_eq!(f["il_offset"].as_u64(), Some(w.1), "{}: {f}", w.0);
             assert!(f["rva"].as_u64().is_some() && f.get("line").is_none(), "{f}");
-            compared += 1;
+            r2r += 1;
         } else {
-            assert!(f.get("il_offset").is_none(), "a jitted frame with an IL offset: {f}");
+            assert_eq!(f["line"].as_u64(), Some(w.2), "{}: {f}", w.0);
+            assert!(f["file"].as_str().is_some_and(|p| p.ends_with("Dumpee.cs")), "{f}");
+            jitted += 1;
         }
     }
-    eprintln!("measured: {compared} ReadyToRun frames of the framework thread carry the runtime's IL offsets: {want:?}");
-    assert!(compared >= 2, "only {compared} ReadyToRun frames compared");
+    eprintln!("measured: {r2r} ReadyToRun and {jitted} jitted frames of the framework thread carry the runtime's IL offsets: {want:?}");
+    assert!(r2r >= 2 && jitted >= 1, "only {r2r} ReadyToRun and {jitted} jitted frames compared");
+}
+
+/// Every jitted frame of the program's own methods has an IL offset and a line of Dumpee.cs:
+/// the recursion's 200 frames at the call to itself, on one line.
+fn jitted_frames_have_lines(r: &serde_json::Value) {
+    let recurse: Vec<&serde_json::Value> = r["threads"].as_array().unwrap().iter().flat_map(|t| t["frames"].as_array().unwrap()).filter(|f| f["method"] == "Dumpee.Deep::Recurse").collect();
+    assert_eq!(recurse.len(), 201);
+    // The lines, read from the source: the innermost Recurse waits, the 200 below it are at the
+    // recursive call.
+    let source = std::fs::read_to_string(repo_root().join("tests/dotnet/dump/Dumpee.cs")).unwrap();
+    let line_of = |text: &str| source.lines().position(|l| l.trim() == text).unwrap() as u64 + 1;
+    let (wait, call) = (line_of("Never.Wait();"), line_of("return Recurse(depth - 1) + 1;"));
+    assert_eq!(recurse[0]["line"].as_u64(), Some(wait), "{}", recurse[0]);
+    let below: std::collections::BTreeSet<(Option<u64>, Option<u64>)> = recurse[1..].iter().map(|f| (f["il_offset"].as_u64(), f["line"].as_u64())).collect();
+    assert_eq!(below.len(), 1, "{below:?}");
+    assert_eq!(below.iter().next().unwrap().1, Some(call), "{below:?}");
 }
 
 #[test]
@@ -220,7 +240,8 @@ fn dump_live_10_equals_dotnet_dump() {
     assert!(all.iter().any(|a| a.starts_with("Dumpee.Chains+<Inner>d__") && a.ends_with(".MoveNext")), "no frame of the continuation");
     assert_eq!(all.iter().filter(|m| *m == "Dumpee.Deep.Recurse").count(), 201);
     assert_eq!(r["runtime"]["contracts"]["StackWalk"], 1);
-    ready_to_run_frames_have_the_runtimes_il_offsets(&r, &core.with_file_name("callers.txt"));
+    frames_have_the_runtimes_il_offsets(&r, &core.with_file_name("callers.txt"));
+    jitted_frames_have_lines(&r);
     let _ = std::fs::remove_file(core);
 }
 
@@ -237,6 +258,14 @@ fn dump_crash_10_names_the_exception() {
     let methods: Vec<String> = thrower["frames"].as_array().unwrap().iter().filter_map(|f| f["method"].as_str().map(str::to_owned)).collect();
     let i = methods.iter().position(|m| m == "Dumpee.Program::Thrower").expect("Thrower's frame");
     assert_eq!(&methods[i..i + 6], ["Dumpee.Program::Thrower", "Dumpee.Program::Thrower", "Dumpee.Program::Thrower", "Dumpee.Program::Thrower", "Dumpee.Program::Crash", "Dumpee.Program::Main"]);
+    // The lines equal those of the runtime's own stack trace of the exception, which it printed
+    // as the process died (`at Dumpee.Program.Thrower(Int32 n) in /.../Dumpee.cs:line 113`).
+    let printed = std::fs::read_to_string(core.with_file_name("crash.txt")).unwrap();
+    let want: Vec<u64> = printed.lines().filter(|l| l.trim_start().starts_with("at Dumpee.Program.")).map(|l| l.rsplit(":line ").next().unwrap().trim().parse().unwrap()).collect();
+    let managed: Vec<&serde_json::Value> = thrower["frames"].as_array().unwrap().iter().filter(|f| f["method"].as_str().is_some_and(|m| m.starts_with("Dumpee.Program::"))).collect();
+    let have: Vec<u64> = managed.iter().map(|f| f["line"].as_u64().unwrap_or(0)).collect();
+    assert_eq!(have, want, "{printed}\n{managed:#?}");
+    assert_eq!(want.len(), 6, "{printed}");
     let _ = std::fs::remove_file(core);
 }
 

@@ -132,10 +132,34 @@ impl DebugInfoLayout {
         }
     }
 
+    /// The layout of the debug info the runtime keeps for code it jitted, by the runtime's major
+    /// version, read after the blob's flag byte ([`jitted_blob`]): the JIT's and crossgen's blobs
+    /// share one encoder, so .NET 10's is major 16's ([`Self::BITPACKED2`], checked against the
+    /// runtime's own stack traces in a core). `None` for any other runtime (no reader of a
+    /// jitted blob was checked there).
+    pub const fn for_jitted_code(runtime_major: u16) -> Option<Self> {
+        match runtime_major {
+            10 => Some(Self::BITPACKED2),
+            _ => None,
+        }
+    }
+
     /// The layout a user names with `--assume-layout`: a major's number (`26`) whose layout is
     /// known.
     pub fn parse(text: &str) -> Option<Self> {
         text.trim().parse::<u16>().ok().and_then(Self::for_major)
+    }
+}
+
+/// The part of a jitted method's debug info (`RealCodeHeader`'s) that [`decode`] reads: the
+/// runtime puts a flag byte first (bit 0: OSR patchpoint info follows, bit 1: rich debug info
+/// follows; the cDAC's DebugInfo contract, version 1, `hasFlagByte`), then the header and chunks
+/// as in an image. A blob with either extra is not read (`None`): its chunks' sizes are in
+/// layouts this reader does not decode, and no IL offset is better than a wrong one.
+pub fn jitted_blob(blob: &[u8]) -> Option<&[u8]> {
+    match blob.split_first() {
+        Some((0, rest)) => Some(rest),
+        _ => None,
     }
 }
 

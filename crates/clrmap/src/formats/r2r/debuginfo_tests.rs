@@ -143,3 +143,13 @@ fn number_first_vars_differ_from_start_first_ones() {
     assert_eq!(number_first_vars(Reader::new(&new, 0)).unwrap(), v);
     assert_ne!(number_first_vars(Reader::new(&old, 0)).ok(), Some(v.to_vec()));
 }
+
+#[test]
+fn a_jitted_blob_is_read_after_a_clear_flag_byte_and_not_with_extras() {
+    // The flag byte clear: the rest is the image's encoding.
+    assert_eq!(jitted_blob(&[0, 0x3c, 0x3a]), Some(&[0x3c, 0x3a][..]));
+    // OSR patchpoint info (bit 0) or rich debug info (bit 1) after the flag: not read.
+    assert_eq!(jitted_blob(&[1, 0x3c]), None);
+    assert_eq!(jitted_blob(&[2, 0x3c]), None);
+    assert_eq!(jitted_blob(&[]), None);
+}

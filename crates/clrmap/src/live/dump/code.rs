@@ -36,6 +36,9 @@ pub struct CodeBlock {
     pub method_desc: Option<u64>,
     /// The ReadyToRun module (a `Module` address), for precompiled code.
     pub r2r_module: Option<u64>,
+    /// Jitted code: its debug info (the runtime's compressed bounds and variables) and the size
+    /// of its code (to the end of its last funclet).
+    pub debug_info: Option<(u64, u32)>,
 }
 
 /// Find the code block that holds `ip`, or `None` when `ip` is not managed code.
@@ -97,7 +100,31 @@ pub fn find(t: Target<'_, '_>, ip: u64) -> Result<Option<CodeBlock>> {
             break;
         }
     }
-    Ok(Some(CodeBlock { start, unwind_base: base, function, method_desc: Some(method_desc), r2r_module: None }))
+    // The code's size: to the end of the last of its functions (the method and its funclets).
+    let mut end = 0u32;
+    for i in 0..u64::from(count) {
+        if let Ok(f) = read_function(t, infos.wrapping_add(i.wrapping_mul(size))) {
+            end = end.max(f.1);
+        }
+    }
+    let code_size = u64::from(end).checked_sub(start.wrapping_sub(base)).and_then(|n| u32::try_from(n).ok());
+    let debug_info = debug_info_pointer(t, header).ok().filter(|&p| p != 0).zip(code_size);
+    Ok(Some(CodeBlock { start, unwind_base: base, function, method_desc: Some(method_desc), r2r_module: None, debug_info }))
+}
+
+/// A `RealCodeHeader`'s debug info pointer. .NET 11's descriptor names the field (`DebugInfo`,
+/// offset 0). .NET 10's names the header's `GCInfo` at 16 and `MethodDesc` at 24 but not the
+/// debug info: that is 11's layout (`DebugInfo` 0, `EHInfo` 8, `GCInfo` 16, `MethodDesc` 24, as
+/// codeman.h's `_hpRealCodeHdr` has it in both), so the pointer is read at 0 only when those two
+/// offsets say the layout is that one.
+fn debug_info_pointer(t: Target<'_, '_>, header: u64) -> Result<u64> {
+    if t.d.field("RealCodeHeader", "DebugInfo").is_some() {
+        return t.ptr(header, "RealCodeHeader", "DebugInfo");
+    }
+    if t.d.field("RealCodeHeader", "GCInfo") == Some(16) && t.d.field("RealCodeHeader", "MethodDesc") == Some(24) {
+        return t.core.u64(header);
+    }
+    Ok(0)
 }
 
 fn read_function(t: Target<'_, '_>, at: u64) -> Result<(u32, u32, u32)> {
@@ -129,7 +156,7 @@ fn r2r_block(t: Target<'_, '_>, module: u64, base: u64, ip: u64) -> Result<Optio
     if rel >= u64::from(f.1) {
         return Ok(None);
     }
-    Ok(Some(CodeBlock { start: base.wrapping_add(u64::from(f.0)), unwind_base: base, function: Some(f), method_desc: None, r2r_module: Some(module) }))
+    Ok(Some(CodeBlock { start: base.wrapping_add(u64::from(f.0)), unwind_base: base, function: Some(f), method_desc: None, r2r_module: Some(module), debug_info: None }))
 }
 
 /// The nibble map look-up (ExecutionManager's NibbleMap, versions 1 and 2): 32-byte buckets,

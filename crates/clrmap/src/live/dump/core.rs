@@ -245,6 +245,17 @@ impl<'a> Core<'a> {
         })
     }
 
+    /// The bytes from `addr` to the end of the segment that holds it, at most `max`: for a blob
+    /// whose length only its own encoding tells.
+    pub fn bytes_up_to(&self, addr: u64, max: usize) -> Result<&'a [u8]> {
+        let Some(seg) = self.segment(addr) else {
+            self.note_missing(addr, 1);
+            return Err(Error::at_address(ErrorKind::Truncated, addr, "process memory that the core holds"));
+        };
+        let left = seg.filesz.saturating_sub(addr.wrapping_sub(seg.vaddr));
+        self.bytes(addr, usize::try_from(left).unwrap_or(usize::MAX).min(max))
+    }
+
     /// Fill `buf` from `addr`, across segments where it spans several.
     pub fn read_into(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
         if let Ok(b) = self.bytes(addr, buf.len()) {

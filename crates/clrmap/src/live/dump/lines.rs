@@ -5,14 +5,15 @@
 //! found (beside the image, in the symbol paths, on the symbol servers). One rule, the
 //! symbolizer's; nothing here decides an IL offset or a line.
 //!
-//! Jitted frames get none: the runtime's descriptor (10.0) describes no debug info for jitted
-//! code, so their IL offsets are not read from the core (docs/dumps.md).
+//! A jitted frame's IL offset comes from the debug info the runtime keeps beside its code (read
+//! from the core by names.rs), by the same frame rule; its line from its module's PDB.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::DumpReport;
-use crate::answers::symbolizer::{FrameKind, Options, Symbolizer};
+use super::{DumpFrame, DumpReport};
+use crate::answers::symbolizer::{FrameKind, ModuleSymbols, Options, Symbolizer};
+use crate::base::ilmap::runtime_il_offset;
 use crate::symbols::source::SymbolPaths;
 
 /// Give every ReadyToRun frame of `report` its IL offset, file, line and column where the
@@ -20,10 +21,36 @@ use crate::symbols::source::SymbolPaths;
 /// frames keep their method and native offset.
 pub fn add_lines(report: &mut DumpReport, symbols: &SymbolPaths) {
     let mut by_module: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
+    let mut jitted: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
     for (ti, t) in report.threads.iter().enumerate() {
         for (fi, f) in t.frames.iter().enumerate() {
-            if let (Some(path), Some(_)) = (&f.module, f.rva) {
-                by_module.entry(path.clone()).or_default().push((ti, fi));
+            match (&f.module, f.rva, f.il_offset) {
+                (Some(path), Some(_), _) => by_module.entry(path.clone()).or_default().push((ti, fi)),
+                (Some(path), None, Some(_)) => jitted.entry(path.clone()).or_default().push((ti, fi)),
+                _ => {}
+            }
+        }
+    }
+    // Jitted frames: the line at their IL offset in their module's PDB.
+    let mut files = crate::formats::metadata::ModuleFiles::default();
+    for (path, frames) in jitted {
+        let Some(bytes) = files.read(&path) else { continue };
+        let lines = match ModuleSymbols::load(&bytes, Some(Path::new(&path)), symbols) {
+            Ok(Some(l)) => l,
+            Ok(None) => continue,
+            Err(e) => {
+                report.notes.push(format!("{path}: no lines for its jitted frames: {e}"));
+                continue;
+            }
+        };
+        for (ti, fi) in frames {
+            let Some(f) = report.threads.get_mut(ti).and_then(|t| t.frames.get_mut(fi)) else { continue };
+            if let (Some(token), Some(il)) = (f.token, f.il_offset) {
+                if let Some((line, column, file)) = lines.line(token, il) {
+                    f.line = Some(line);
+                    f.column = Some(column);
+                    f.file = file.map(str::to_owned);
+                }
             }
         }
     }
@@ -56,4 +83,16 @@ pub fn add_lines(report: &mut DumpReport, symbols: &SymbolPaths) {
             }
         }
     }
+}
+
+/// A jitted frame's IL offset from its map, by the rule `symbolize` follows for .NET 5 and later:
+/// a return address is looked up at the call (`offset - 1`), the leaf as it is.
+pub(super) fn jit_il_offset(f: &mut DumpFrame) {
+    let Some((map, size)) = f.jit_map.take() else { return };
+    let Some(native) = f.native_offset.and_then(|o| u32::try_from(o).ok()) else { return };
+    if map.is_empty() {
+        return;
+    }
+    let offset = if f.leaf { native } else { native.saturating_sub(1) };
+    f.il_offset = Some(runtime_il_offset(&map, size, offset).1);
 }

@@ -8,8 +8,9 @@
 //! * [`target`]: the thread store's threads and their explicit frame chains;
 //! * [`code`]: code addresses to methods and the unwinding of managed frames;
 //! * [`names`]: method names from the modules' metadata on disk;
-//! * `lines.rs` ([`add_lines`]): ReadyToRun frames' IL offsets and source lines, from each
-//!   module's image on disk and its PDB, as `symbolize` answers the image.
+//! * `lines.rs` ([`add_lines`]): IL offsets and source lines: ReadyToRun frames' from each
+//!   module's image on disk, as `symbolize` answers the image; jitted frames' from the debug
+//!   info the runtime keeps beside their code; the lines from the modules' PDBs.
 //!
 //! What a runtime's descriptor lacks is said in a note, never guessed: .NET 8 has no
 //! descriptor, and .NET 9's describes threads but not the code map or the frames.
@@ -130,9 +131,9 @@ pub struct DumpFrame {
     /// ReadyToRun code: `ip`'s RVA in the module's image.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub rva: Option<u32>,
-    /// The IL offset by the runtime's frame rule, as `symbolize` answers the image at `rva`
-    /// ([`add_lines`]; ReadyToRun frames only: the descriptor describes no debug info of jitted
-    /// code).
+    /// The IL offset by the runtime's frame rule: for ReadyToRun code as `symbolize` answers the
+    /// image at `rva` ([`add_lines`]), for jitted code from the debug info the runtime keeps with
+    /// it (.NET 10; docs/dumps.md).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub il_offset: Option<u32>,
     /// The source file, as the PDB names it.
@@ -148,6 +149,10 @@ pub struct DumpFrame {
     /// saved), not a return address: looked up as is rather than at `ip - 1`.
     #[cfg_attr(feature = "serde", serde(skip))]
     pub leaf: bool,
+    /// Jitted code: the body's IL-to-native map from the runtime's debug info, and its code size
+    /// (turned into `il_offset` once `leaf` is known).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub jit_map: Option<(Vec<crate::base::ilmap::MapEntry>, u32)>,
 }
 
 /// Read a core: its threads, and for a .NET process with a descriptor, every managed thread's
@@ -200,6 +205,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
         report.notes.push("managed frames are unwound on x64 only".to_owned());
     }
     let mut names = names::Names::default();
+    names.jit_layout = crate::base::ilmap::runtime_major("", Some(&path)).and_then(crate::formats::r2r::DebugInfoLayout::for_jitted_code);
     let max_frames = if options.max_frames == 0 { 10_000 } else { options.max_frames };
     for rt in threads {
         let entry = by_tid.entry(rt.os_id).or_insert_with(|| DumpThread { os_id: rt.os_id, ..DumpThread::default() });

@@ -29,7 +29,14 @@ pub struct Names {
     r2r: HashMap<String, Option<R2rTokens>>,
     names: HashMap<(String, u32), Option<String>>,
     read: u64,
+    /// How the runtime's debug info of jitted code is laid out (by its major version); `None`
+    /// where no layout is known, and jitted frames get no IL offset.
+    pub jit_layout: Option<crate::formats::r2r::DebugInfoLayout>,
 }
+
+/// The most bytes of one jitted method's debug info read (its encoding ends it; a blob runs
+/// to no more than its method's bounds and variables).
+const MAX_DEBUG_INFO: usize = 1 << 20;
 
 impl Names {
     fn file(&mut self, path: &str) -> Option<std::sync::Arc<Vec<u8>>> {
@@ -106,6 +113,15 @@ impl Names {
         let mut f = DumpFrame { kind: "managed".to_owned(), ip, sp, native_offset: Some(ip.wrapping_sub(block.start)), ..DumpFrame::default() };
         if let Some(md) = block.method_desc {
             f.code = Some("jit");
+            // The body's map, from the debug info the runtime keeps with the code: its IL offset
+            // is then found by the frame rule once the walk knows whether `ip` is a return
+            // address (lines.rs).
+            if let (Some((ptr, size)), Some(layout)) = (block.debug_info, self.jit_layout) {
+                let blob = t.core.bytes_up_to(ptr, MAX_DEBUG_INFO).ok().and_then(crate::formats::r2r::jitted_blob);
+                if let Some(Ok(info)) = blob.map(|b| crate::formats::r2r::decode_debug_info_parts(crate::base::read::Reader::new(b, ptr.wrapping_add(1)), layout, false)) {
+                    f.jit_map = Some((crate::base::ilmap::public_map(&info.bounds, size), size));
+                }
+            }
             if let Some((token, module, dynamic)) = method_desc(t, md) {
                 if let Some(name) = dynamic {
                     f.method = Some(name);

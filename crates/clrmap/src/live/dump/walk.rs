@@ -36,6 +36,7 @@ pub(super) fn walk(t: Target<'_, '_>, rt: &RuntimeThread, regs: &[u64], max_fram
             Ok(Some(block)) => {
                 let mut f = names.frame(t, &block, ctx.ip, ctx.sp());
                 f.leaf = exact;
+                super::lines::jit_il_offset(&mut f);
                 out.frames.push(f);
                 let caller = match code::unwind_x64(t, &block, &ctx) {
                     Ok(c) => c,
