@@ -15,8 +15,8 @@ use crate::output::{write_frame, write_frame_with_context, write_inlined, CliErr
 /// `clrmap symbolize SOURCE [ADDRESS...]`
 #[derive(Debug, Args)]
 pub struct SymbolizeArgs {
-    /// A ReadyToRun image (addresses are RVAs), a .nettrace or a capture (absolute addresses).
-    /// Not given with --pid.
+    /// A ReadyToRun image (addresses are RVAs), a .nettrace, a capture, or a core of a .NET 10
+    /// process (absolute addresses). Not given with --pid.
     #[arg(required_unless_present = "pid")]
     pub source: Option<PathBuf>,
     /// Addresses: hex with 0x, or decimal (bare hex with --hex). Without any, one per line is
@@ -105,6 +105,13 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
         }
         (_, source) => source.clone(),
     };
+    // A core of a .NET process answers its own addresses (docs/dumps.md).
+    if let Some(path) = source.as_deref().filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file())) {
+        let bytes = crate::output::read_file(path)?;
+        if clrmap::dump::is_core(&bytes) {
+            return run_core(&args, &bytes, &addresses, out);
+        }
+    }
     let sym = args.frame.open_or_pid(source.as_deref())?;
     let kind = args.frame.kind(&sym);
     if args.inlines && !sym.has_inline_trees() {
@@ -229,4 +236,76 @@ fn read_lines<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write, answer: &m
             out.flush()?;
         }
     }
+}
+
+/// The most addresses one run answers from a core (they are answered together, in one pass over
+/// the core).
+const MAX_CORE_ADDRESSES: usize = 1 << 20;
+
+/// One input kept for a core's single pass: its bytes, where it came from, its offset in stdin and
+/// its full length when cut.
+type OwnedInput = (Vec<u8>, Place, Option<u64>, Option<u64>);
+
+/// `symbolize CORE [ADDRESS...]`: the addresses (arguments, else stdin's lines) answered by the
+/// library's `dump::symbolize`, in the same layouts as any other source's answers.
+fn run_core(args: &SymbolizeArgs, core: &[u8], addresses: &[String], out: &mut dyn Write) -> Result<(), CliError> {
+    // Every input first (owned), then one pass over the core, then the answers in order.
+    let mut inputs: Vec<OwnedInput> = Vec::new();
+    if !addresses.is_empty() {
+        for (i, a) in addresses.iter().enumerate() {
+            inputs.push((a.trim().as_bytes().to_vec(), Place::Argument(i.saturating_add(1)), None, None));
+        }
+    } else {
+        let stdin = std::io::stdin();
+        let mut sink = std::io::sink();
+        read_lines(&mut BufReader::with_capacity(1 << 16, stdin.lock()), &mut sink, &mut |input: Input<'_>, _: &mut dyn Write| {
+            if inputs.len() >= MAX_CORE_ADDRESSES {
+                return Err(std::io::Error::other(format!("more than {MAX_CORE_ADDRESSES} addresses for one core: give them in several runs")));
+            }
+            inputs.push((input.bytes.to_vec(), input.place, input.offset, input.overlong));
+            Ok(())
+        })
+        .map_err(CliError::Io)?;
+    }
+    let parsed: Vec<Result<u64, String>> = inputs
+        .iter()
+        .map(|(bytes, _, _, overlong)| match (overlong, std::str::from_utf8(bytes)) {
+            (Some(len), _) => Err(format!("a line of {len} bytes, longer than {MAX_LINE}: not an address")),
+            (None, Ok(t)) => parse_address(t, args.frame.hex),
+            (None, Err(_)) => Err("not UTF-8 text".to_owned()),
+        })
+        .collect();
+    let good: Vec<u64> = parsed.iter().filter_map(|p| p.as_ref().ok().copied()).collect();
+    let report = clrmap::dump::symbolize(core, &good, args.frame.return_address, &args.frame.symbols.paths(args.frame.pdb.clone())).map_err(|error| CliError::Input { error, json: args.json })?;
+    let mut answers = report.threads.iter().flat_map(|t| t.frames.iter());
+    let mut bad = 0u64;
+    for ((bytes, place, offset, overlong), p) in inputs.iter().zip(&parsed) {
+        match p {
+            Ok(_) => {
+                let Some(f) = answers.next() else { break };
+                let mut frame = clrmap::symbolizer::Frame { address: f.ip, ..Default::default() };
+                frame.at.module = f.module.as_deref().map(|m| m.rsplit('/').next().unwrap_or(m));
+                frame.at.token = f.token;
+                frame.at.method = f.method.as_deref();
+                frame.at.il_offset = f.il_offset;
+                frame.at.file = f.file.as_deref();
+                frame.at.line = f.line;
+                frame.at.column = f.column;
+                write_frame(&frame, args.json, out).map_err(CliError::Io)?;
+            }
+            Err(why) => {
+                bad = bad.saturating_add(1);
+                bad_input(&Input { bytes, place: *place, offset: *offset, overlong: *overlong }, why, args.json, out).map_err(CliError::Io)?;
+            }
+        }
+    }
+    for n in &report.notes {
+        eprintln!("note: {}", crate::output::Text(n));
+    }
+    if bad > 0 {
+        out.flush().map_err(CliError::Io)?;
+        let each = if args.json { "each has an error line in its place on stdout" } else { "each is named above and answered ??" };
+        return Err(CliError::Kinded { kind: "bad_address", message: format!("{bad} of {} inputs were not addresses ({each})", inputs.len()) });
+    }
+    Ok(())
 }

@@ -245,6 +245,73 @@ fn dump_live_10_equals_dotnet_dump() {
     let _ = std::fs::remove_file(core);
 }
 
+/// `symbolize CORE` answers every code address of the core's managed frames as `symbolize`
+/// answers a trace of the same process: the Dumpee runs under `clrmap trace collect`, is dumped
+/// once it is ready, then ends the trace.
+#[test]
+#[ignore = "needs .NET"]
+fn symbolize_core_10_equals_symbolize_trace() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime("10.0");
+    let dll = dumpee(&rt);
+    let (core, trace) = (dll.with_file_name("traced.core"), dll.with_file_name("traced.nettrace"));
+    let _ = std::fs::remove_file(&core);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(["trace", "collect", "-o", trace.to_str().unwrap(), "--"])
+        .arg(&rt.dotnet)
+        .arg(&dll)
+        .arg("live")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut child_out = BufReader::new(child.stdout.take().unwrap());
+    let pid = loop {
+        let mut line = String::new();
+        assert!(child_out.read_line(&mut line).unwrap() > 0, "Dumpee ended before it was ready");
+        if let Some(pid) = line.trim().strip_prefix("ready ") {
+            break pid.to_owned();
+        }
+    };
+    let out = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(&core).arg(&pid).output().unwrap();
+    let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+    let status = child.wait().unwrap();
+    assert!(out.status.success() && core.is_file(), "createdump: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(status.success(), "trace collect: {status}");
+    // Every managed frame's address but each thread's innermost: return addresses.
+    let r = report(&core);
+    let mut addresses = Vec::new();
+    for t in r["threads"].as_array().unwrap() {
+        for (i, f) in t["frames"].as_array().unwrap().iter().enumerate() {
+            if i > 0 && f["kind"] == "managed" {
+                addresses.push(format!("0x{:x}", f["ip"].as_u64().unwrap()));
+            }
+        }
+    }
+    assert!(addresses.len() > 200, "{} addresses", addresses.len());
+    let answer = |source: &Path| -> Vec<serde_json::Value> {
+        let mut args = vec!["symbolize", source.to_str().unwrap(), "--return-address", "--json"];
+        args.extend(addresses.iter().map(String::as_str));
+        let o = clrmap(&args);
+        assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+        stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let (from_core, from_trace) = (answer(&core), answer(&trace));
+    assert_eq!(from_core.len(), addresses.len());
+    let key =
+        |v: &serde_json::Value| (v["address"].clone(), v["module"].clone(), v["token"].clone(), v["method"].clone(), v["il_offset"].clone(), v["file"].clone(), v["line"].clone(), v["column"].clone());
+    let mut with_line = 0;
+    for (c, t) in from_core.iter().zip(&from_trace) {
+        assert_eq!(key(c), key(t), "core vs trace");
+        assert!(c["il_offset"].is_u64(), "{c}");
+        with_line += usize::from(c["line"].is_u64());
+    }
+    eprintln!("measured: {} addresses of the core answered as the trace answers them, {with_line} with a line", addresses.len());
+    assert!(with_line > 200);
+    let _ = std::fs::remove_file(core);
+}
+
 #[test]
 #[ignore = "needs .NET"]
 fn dump_crash_10_names_the_exception() {

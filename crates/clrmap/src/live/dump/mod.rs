@@ -233,3 +233,47 @@ fn machine_name(m: Machine) -> String {
         Machine::Other(n) => format!("elf-machine-{n}"),
     }
 }
+
+/// Whether `head` (a file's first bytes, 18 or more) starts an ELF core file: what `symbolize`
+/// reads as a dump.
+pub fn is_core(head: &[u8]) -> bool {
+    // e_ident's magic, then e_type (ET_CORE, 4) at 16, little-endian (x64 and arm64 cores).
+    head.starts_with(b"\x7fELF") && head.get(16..18) == Some(&[4, 0][..])
+}
+
+/// Answer code addresses of a core (absolute, as the process had them) as `symbolize` answers a
+/// trace's: each address's method, its IL offset by the frame rule (`return_address`: looked up
+/// at the call, `address - 1`), and its line where the module's PDB is found; one [`DumpFrame`]
+/// per address, in order (`kind` "managed", or "unknown" for an address in no managed code). A
+/// core without a runtime that describes its code map answers every address with "unknown" and
+/// a note.
+pub fn symbolize(data: &[u8], addresses: &[u64], return_address: bool, symbols: &crate::symbols::source::SymbolPaths) -> Result<DumpReport> {
+    let core = Core::parse(data)?;
+    let mut report = DumpReport { machine: machine_name(core.machine()), ..DumpReport::default() };
+    let unknown = |a: u64| DumpFrame { kind: "unknown".to_owned(), ip: a, ..DumpFrame::default() };
+    let mut frames: Vec<DumpFrame> = addresses.iter().map(|&a| unknown(a)).collect();
+    match descriptor::find_runtime(&core).map(|(path, base)| (descriptor::read(&core, &path, base), path)) {
+        None => report.notes.push("no libcoreclr.so is mapped: not a .NET (CoreCLR) process".to_owned()),
+        Some((Err(e), path)) => report.notes.push(format!("{path} has no readable contract descriptor ({}: {}{})", e.kind, e.message(), e.location)),
+        Some((Ok(d), path)) if d.contract("ExecutionManager").is_some() => {
+            let t = Target { core: &core, d: &d };
+            let mut names = names::Names::default();
+            names.jit_layout = crate::base::ilmap::runtime_major("", Some(&path)).and_then(crate::formats::r2r::DebugInfoLayout::for_jitted_code);
+            for f in frames.iter_mut() {
+                let lookup = if return_address { f.ip.wrapping_sub(1) } else { f.ip };
+                if let Ok(Some(block)) = code::find(t, lookup) {
+                    let mut answer = names.frame(t, &block, f.ip, 0);
+                    answer.leaf = !return_address;
+                    lines::jit_il_offset(&mut answer);
+                    *f = answer;
+                }
+            }
+            names.name_frames(frames.iter_mut());
+            report.runtime = Some(RuntimeInfo { path, descriptor: d.address, found_in: d.found_in, contracts: d.contracts.iter().map(|(k, v)| (k.clone(), *v)).collect() });
+        }
+        Some((Ok(_), path)) => report.notes.push(format!("{path}'s descriptor has no ExecutionManager contract (so .NET 9): no address of its code can be answered")),
+    }
+    report.threads.push(DumpThread { frames, ..DumpThread::default() });
+    add_lines(&mut report, symbols);
+    Ok(report)
+}
