@@ -12,7 +12,6 @@ mod naming;
 mod record;
 
 pub use fill::{every_process_ended, fill_names};
-pub(crate) use naming::render_types;
 pub use naming::{name_captured, BodyNamer, ModuleBytes, ModuleLoader};
 
 pub use record::{Body, End, Header, Hex, InlineEvent, InlineSession, ModuleRecord, PdbChecksum, PdbRecord, Record, RtType};

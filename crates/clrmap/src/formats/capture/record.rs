@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::formats::metadata::RtType;
+
 /// Line 1 of each process's part of a capture.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
@@ -280,27 +282,6 @@ pub struct Body {
     pub full_name: Option<String>,
 }
 
-/// A type as the runtime describes it by ClassID: a TypeDef of a module with its type arguments,
-/// or an array of an element type (`IsArrayClass`), or a primitive array element.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RtType {
-    /// The defining module's path (`GetModuleInfo`); absent for an array or a primitive element.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub module: Option<String>,
-    /// The TypeDef token; 0 for an array or a primitive element.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub token: u32,
-    /// The type arguments of a generic instantiation, or an array's one element type.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub args: Vec<RtType>,
-    /// An array's rank (1 for `T[]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rank: Option<u32>,
-    /// A primitive array element's CorElementType (`int32[]`: 8), when the runtime gave no class.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub element: Option<u8>,
-}
-
 /// The end of one process's recording.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct End {
@@ -314,10 +295,6 @@ pub struct End {
 
 fn is_false(b: &bool) -> bool {
     !*b
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
 }
 
 impl Record {

@@ -14,6 +14,7 @@ pub use members::MethodSpecRow;
 mod names;
 pub use names::{primitive_keyword, MethodArgs, ModuleFiles, TypeDefInfo, MAX_NAME_BYTES, MAX_NAME_WORK};
 mod root;
+pub mod runtime_type;
 pub mod schema;
 mod specs;
 mod tables;
@@ -21,6 +22,7 @@ mod token;
 
 pub use heaps::{Blobs, Strings};
 pub use root::Root;
+pub use runtime_type::RtType;
 pub use schema::{table, Coded, Column};
 pub use specs::{method_spec_args, method_spec_header, spec_lines, SpecLine, SpecMethod};
 pub use tables::{Row, Table, Tables};

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use crate::base::read::Reader;
-use crate::formats::capture::RtType;
+use crate::formats::metadata::RtType;
 
 /// The smallest value: its fixed fields and an empty name. A count cannot ask for more values
 /// than the payload holds at this size.
@@ -75,7 +75,7 @@ pub fn values(payload: Reader<'_>) -> impl Iterator<Item = TypeValue> + '_ {
 }
 
 /// A type the trace's BulkType events name, as the runtime type a capture records
-/// (`crate::formats::capture::RtType`: module path and TypeDef token, type arguments, an array's
+/// ([`RtType`]: module path and TypeDef token, type arguments, an array's
 /// element and rank), so both are named by one rule: the defining module's metadata. The events
 /// carry the type's text only with the GCHeapAndTypeNames keyword; its module and token always.
 /// `None` where a type on the way was never described or its module never loaded.

@@ -580,15 +580,15 @@ fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<
     // MethodDiagnostic keyword; a rundown has none), each described by a BulkType and named from
     // its module's metadata as a capture's are. One that cannot be named leaves the body named
     // as the generic definition.
-    let lists: Vec<Vec<crate::formats::capture::RtType>> = bodies
+    let lists: Vec<Vec<crate::formats::metadata::RtType>> = bodies
         .iter()
         .map(|b| {
             let Some(d) = b.function_id.and_then(|id| inlines.inlines.method(id)).filter(|d| d.token == b.token) else { return Vec::new() };
             d.type_parameters.iter().map(|&t| super::bulk_type::runtime_type(t, &types, &module_ids)).collect::<Option<Vec<_>>>().unwrap_or_default()
         })
         .collect();
-    let list_refs: Vec<&[crate::formats::capture::RtType]> = lists.iter().map(Vec::as_slice).collect();
-    let method_args = crate::formats::capture::render_types(&list_refs, &HashMap::new());
+    let list_refs: Vec<&[crate::formats::metadata::RtType]> = lists.iter().map(Vec::as_slice).collect();
+    let method_args = crate::formats::metadata::runtime_type::render_types(&list_refs, &HashMap::new());
     naming::name_from_modules(&mut bodies, &owners, &method_args, &modules);
     for b in &mut bodies {
         b.pid = stats.process_id;
