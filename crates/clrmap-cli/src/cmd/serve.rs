@@ -189,7 +189,15 @@ struct WriteTimeout<T> {
     inner: T,
     timeout: Duration,
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// At close: the write side is shut, and what the client still sends is read and thrown
+    /// away until it ends, [`LINGER`] passes or [`LINGER_BYTES`] are read (a lingering close).
+    /// Closing with unread bytes makes the kernel reset the connection, and a client still
+    /// sending (a body refused 413 mid-upload) then loses the answer it was sent.
+    closing: Option<(Pin<Box<tokio::time::Sleep>>, u64)>,
 }
+
+/// The most bytes read and thrown away in a lingering close.
+const LINGER_BYTES: u64 = 64 << 20;
 
 impl<T: AsyncRead + Unpin> AsyncRead for WriteTimeout<T> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
@@ -208,7 +216,7 @@ impl<T: AsyncWrite + Unpin> WriteTimeout<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<T> {
+impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for WriteTimeout<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
         match Pin::new(&mut self.inner).poll_write(cx, buf) {
             Poll::Pending => self.stall(cx).map(|r| r.map(|()| 0)),
@@ -230,7 +238,31 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<T> {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        if self.closing.is_none() {
+            match Pin::new(&mut self.inner).poll_shutdown(cx) {
+                Poll::Ready(Ok(())) => self.closing = Some((Box::pin(tokio::time::sleep(LINGER)), 0)),
+                other => return other,
+            }
+        }
+        let mut scratch = [0u8; 16 << 10];
+        loop {
+            let Some((deadline, drained)) = self.closing.as_mut() else { return Poll::Ready(Ok(())) };
+            if deadline.as_mut().poll(cx).is_ready() || *drained >= LINGER_BYTES {
+                return Poll::Ready(Ok(()));
+            }
+            let mut buf = ReadBuf::new(&mut scratch);
+            match Pin::new(&mut self.inner).poll_read(cx, &mut buf) {
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => {
+                    let n = u64::try_from(buf.filled().len()).unwrap_or(u64::MAX);
+                    if let Some((_, drained)) = self.closing.as_mut() {
+                        *drained = drained.saturating_add(n);
+                    }
+                }
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
     }
 }
 
@@ -677,7 +709,7 @@ async fn serve(state: Arc<State>, a: &ServeArgs) -> Result<(), CliError> {
                 let state = state.clone();
                 let counted = state.clone();
                 let service = hyper::service::service_fn(move |req| serve_one(state.clone(), peer, req));
-                let io = WriteTimeout { inner: stream, timeout: a.write_timeout, stalled: None };
+                let io = WriteTimeout { inner: stream, timeout: a.write_timeout, stalled: None, closing: None };
                 let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), service));
                 counted.metrics.connections.fetch_add(1, Ordering::Relaxed);
                 tokio::spawn(async move {
