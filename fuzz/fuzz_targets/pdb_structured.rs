@@ -5,7 +5,7 @@
 //! and the lazy shared line table is compared with a plain decoding of each method
 //! (`fuzz_check_pdb_structured`). An odd one: a capture is built from the second half of the
 //! bytes, for the same module, and every body's line table is checked against the plain decoding
-//! (`fuzz_check_capture_pdb`). The checks are `clrmap::pdb::fuzzcheck`, shared with the stable
+//! (`fuzz_check_capture_pdb`). The checks are `clrmap::symbolizer::fuzzcheck`, shared with the stable
 //! replay of seeds and regressions.
 #![no_main]
 
@@ -13,8 +13,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     match data.split_first() {
-        Some((mode, rest)) if mode % 2 == 1 => clrmap::pdb::fuzzcheck::fuzz_check_capture_pdb(rest),
-        Some((_, rest)) => clrmap::pdb::fuzzcheck::fuzz_check_pdb_structured(rest),
+        Some((mode, rest)) if mode % 2 == 1 => clrmap::symbolizer::fuzzcheck::fuzz_check_capture_pdb(rest),
+        Some((_, rest)) => clrmap::symbolizer::fuzzcheck::fuzz_check_pdb_structured(rest),
         None => {}
     }
 });

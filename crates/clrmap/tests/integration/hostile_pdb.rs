@@ -110,15 +110,15 @@ fn a_pdb_id_is_read_from_the_header_alone() {
 
 #[test]
 fn pdb_structured_inputs() {
-    // The `pdb_structured` fuzz target's checks (`clrmap::pdb::fuzzcheck`), on stable.
+    // The `pdb_structured` fuzz target's checks (`clrmap::symbolizer::fuzzcheck`), on stable.
     let mut n = 0;
     for dir in ["regressions", "seeds"] {
         let Ok(rd) = std::fs::read_dir(repo_root().join("fuzz").join(dir).join("pdb_structured")) else { continue };
         for e in rd {
             let data = std::fs::read(e.unwrap().path()).unwrap();
             match data.split_first() {
-                Some((mode, rest)) if mode % 2 == 1 => clrmap::pdb::fuzzcheck::fuzz_check_capture_pdb(rest),
-                Some((_, rest)) => clrmap::pdb::fuzzcheck::fuzz_check_pdb_structured(rest),
+                Some((mode, rest)) if mode % 2 == 1 => clrmap::symbolizer::fuzzcheck::fuzz_check_capture_pdb(rest),
+                Some((_, rest)) => clrmap::symbolizer::fuzzcheck::fuzz_check_pdb_structured(rest),
                 None => {}
             }
             n += 1;

@@ -26,6 +26,9 @@
 
 mod code_index;
 mod frame_kind;
+#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
+pub mod fuzzcheck;
 mod inline_index;
 mod inlined;
 mod lines;
