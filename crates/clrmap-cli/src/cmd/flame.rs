@@ -5,7 +5,8 @@
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::Args;
 
 use clrmap::profile::{Format, Profile};
 use clrmap::symbolizer::{Options, Symbolizer};
@@ -42,18 +43,11 @@ fn not_a_trace(path: &std::path::Path) -> Result<(), CliError> {
     })
 }
 
-/// The output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FlameFormat {
-    /// `frame;frame;...;leaf COUNT` lines, root first, threads merged: for flamegraph.pl and
-    /// inferno-flamegraph.
-    Collapsed,
-    /// speedscope's JSON file (open it at speedscope.app or in the speedscope npm package's app):
-    /// one profile per thread.
-    Speedscope,
-    /// A gzipped pprof profile.proto (go tool pprof, Pyroscope, Grafana, Parca), sample types
-    /// samples/count and cpu/nanoseconds.
-    Pprof,
+/// `--format`: the library's formats, by their names and help ([`Format::ALL`]), so a new format
+/// is a change to the library alone.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    let values = Format::ALL.map(|f| PossibleValue::new(f.name()).help(f.about()));
+    PossibleValuesParser::new(values).map(|name| Format::from_name(&name).unwrap_or(Format::Collapsed))
 }
 
 /// `clrmap flame TRACE`
@@ -63,8 +57,8 @@ pub struct FlameArgs {
     /// or dotnet-trace's cpu-sampling profile) and the JIT's method events.
     pub trace: PathBuf,
     /// The output format.
-    #[arg(long, value_enum, default_value_t = FlameFormat::Collapsed)]
-    pub format: FlameFormat,
+    #[arg(long, value_parser = format_parser(), default_value = "collapsed")]
+    pub format: Format,
     /// Write to FILE (created whole: an existing file is replaced only when the profile is
     /// complete) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -96,11 +90,7 @@ pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let sym = Symbolizer::open(&a.trace, options).map_err(crate::open::open_error)?;
     drop(finding);
     crate::open::warn(&a.trace, sym.warnings());
-    let format = match a.format {
-        FlameFormat::Collapsed => Format::Collapsed,
-        FlameFormat::Speedscope => Format::Speedscope,
-        FlameFormat::Pprof => Format::Pprof,
-    };
+    let format = a.format;
     let file = clrmap::fs::open_input(&a.trace).map_err(crate::open::open_error)?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
     let reading = crate::progress::Reading::new(file, crate::progress::Progress::bytes(total, "sampling stacks"));

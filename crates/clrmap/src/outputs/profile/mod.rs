@@ -58,9 +58,41 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, in the order front ends list them.
+    pub const ALL: [Format; 3] = [Format::Collapsed, Format::Speedscope, Format::Pprof];
+
     /// True when the format keeps threads apart.
     pub fn per_thread(self) -> bool {
         !matches!(self, Format::Collapsed)
+    }
+
+    /// The format's name, as front ends take it (`--format collapsed`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Collapsed => "collapsed",
+            Format::Speedscope => "speedscope",
+            Format::Pprof => "pprof",
+        }
+    }
+
+    /// One sentence a front end's help shows for the format: what reads it.
+    pub fn about(self) -> &'static str {
+        match self {
+            Format::Collapsed => "`frame;frame;...;leaf COUNT` lines, root first, threads merged: for flamegraph.pl and inferno-flamegraph",
+            Format::Speedscope => "speedscope's JSON file (open it at speedscope.app or in the speedscope npm package's app): one profile per thread",
+            Format::Pprof => "A gzipped pprof profile.proto (go tool pprof, Pyroscope, Grafana, Parca), sample types samples/count and cpu/nanoseconds",
+        }
+    }
+
+    /// The format of a [`name`](Format::name).
+    ///
+    /// ```
+    /// use clrmap::profile::Format;
+    /// assert_eq!(Format::from_name("pprof"), Some(Format::Pprof));
+    /// assert!(Format::ALL.iter().all(|f| Format::from_name(f.name()) == Some(*f)));
+    /// ```
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
     }
 }
 
