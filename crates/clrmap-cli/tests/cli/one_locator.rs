@@ -116,3 +116,38 @@ fn stacktrace_says_when_it_changed_nothing_and_when_a_pdb_went_unused() {
     assert!(stdout(&o).ends_with(":line 696\n"), "{}", stdout(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A module whose assembly is found but no PDB of its build, with a symbol server that refuses
+/// connections: `stacktrace`'s note and the service's `not_found` message give the same reasons,
+/// each once (the place looked in, and the server's failure), not a shorter story from one of
+/// them.
+#[test]
+fn a_module_without_its_pdb_gets_the_same_reasons_from_the_service_and_stacktrace() {
+    let dir = folder_with("no-pdb", &["Frames.dll"]);
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let server = format!("http://127.0.0.1:{port}");
+    let found = format!("{}", dir.join("Frames.dll").display());
+    let input = dir.join("trace.txt");
+    std::fs::write(&input, "   at Frames.Program.Main(String[] args) in Frames.dll:token 0x600003e+0x6\n").unwrap();
+    let o = clrmap(&["stacktrace", input.to_str().unwrap(), "--symbol-path", dir.to_str().unwrap(), "--symbol-server", &server]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    let head = format!("note: Frames.dll: found {found}, but no PDB of its build, so its frames are kept; ");
+    let note = err.lines().find_map(|l| l.strip_prefix(head.as_str())).unwrap_or_else(|| panic!("{err}"));
+    let s = Serve::start(&["--symbol-path", dir.to_str().unwrap(), "--symbol-server", &server]);
+    let req = serde_json::json!({"modules": [{"name": "Frames.dll"}], "frames": [{"module": 0, "token": 0x0600_003E, "il_offset": 6}]});
+    let (status, v) = post_json(&s, "/symbolicate", &req.to_string());
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["frames"][0]["error"]["kind"], "not_found", "{v}");
+    let message = v["frames"][0]["error"]["message"].as_str().unwrap();
+    let reasons = message.strip_prefix(&format!("{found} was found, but no PDB of its build; ")).unwrap_or_else(|| panic!("{message}"));
+    assert_eq!(reasons, note, "the service and stacktrace give the same reasons");
+    // Each place once, the server's failure once.
+    let pdb = format!("{}", dir.join("Frames.pdb").display());
+    assert_eq!(note.matches(pdb.as_str()).count(), 1, "{note}");
+    assert_eq!(note.matches("unreachable").count(), 1, "{note}");
+    assert!(note.contains("Frames.pdb (PDB GUID 647EB43C81D2457284149EDC98BD7DB7) was looked for at"), "{note}");
+    drop(s);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -88,7 +88,12 @@ impl Service {
             match (windows_pdb_note(&passed, paths, key.as_ref()), cv) {
                 (Some(note), _) => note,
                 (None, Some(cv)) if !cv.is_portable() => format!("{WINDOWS_PDB_MESSAGE}: {} names only a Windows PDB, {}", path.display(), cv.path),
-                _ => format!("{} was found, but no PDB of its build", path.display()),
+                // The same reasons every command gives: files of another build passed over,
+                // this key's symbol-server failures, and each place looked in.
+                _ => {
+                    let why = crate::symbols::locate::why_no_pdb_of_its_key(&image, Some(&path), paths, &passed);
+                    std::iter::once(format!("{} was found, but no PDB of its build", path.display())).chain(why).collect::<Vec<_>>().join("; ")
+                }
             }
         })?;
         Ok(Some((found, Some(bytes))))

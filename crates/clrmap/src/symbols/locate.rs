@@ -212,6 +212,26 @@ pub fn why_no_pdb(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &Sym
 
 /// [`why_no_pdb`], as values with fields (for JSON).
 pub fn why_no_pdb_structured(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths, passed: &[PassedOver]) -> Vec<Why> {
+    why_no_pdb_with(image, assembly_path, paths, passed, ServerNotes::All)
+}
+
+/// [`why_no_pdb`] for a long-lived process (the service): of the symbol servers' failures, only
+/// those for this PDB's own key, so one module's answer never lists what other modules' keys met.
+pub fn why_no_pdb_of_its_key(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths, passed: &[PassedOver]) -> Vec<String> {
+    why_no_pdb_with(image, assembly_path, paths, passed, ServerNotes::ItsKey).iter().map(ToString::to_string).collect()
+}
+
+/// Which of the symbol servers' failures a [`why_no_pdb`] lists.
+#[derive(Clone, Copy)]
+enum ServerNotes {
+    /// Every failure of the run, in order (a one-shot command: an unreachable server is asked
+    /// once, for the first key, and is still why the later modules have no PDB).
+    All,
+    /// The failures for the PDB's own key.
+    ItsKey,
+}
+
+fn why_no_pdb_with(image: &PeImage<'_>, assembly_path: Option<&Path>, paths: &SymbolPaths, passed: &[PassedOver], server_notes: ServerNotes) -> Vec<Why> {
     let cv = match image.codeview() {
         Ok(Some(cv)) => cv,
         Ok(None) => return vec![Why::NoPdbNamed],
@@ -226,7 +246,14 @@ pub fn why_no_pdb_structured(image: &PeImage<'_>, assembly_path: Option<&Path>, 
     }
     let mut why: Vec<Why> = passed.iter().map(PassedOver::why).collect();
     if let Some(servers) = &paths.servers {
-        why.extend(servers.failures());
+        match server_notes {
+            ServerNotes::All => why.extend(servers.failures()),
+            ServerNotes::ItsKey => {
+                if let Some(key) = crate::symbols::symsrv::key::portable_pdb(name, &cv.guid) {
+                    why.extend(servers.failures_for(&key));
+                }
+            }
+        }
     }
     let query = PdbQuery { name, guid: cv.guid, stamp: Some(PdbId(cv.pdb_id()).stamp()), checksums: &[] };
     let places = paths.sources(assembly_path.and_then(Path::parent), None).iter().flat_map(|s| s.places(&query)).collect();

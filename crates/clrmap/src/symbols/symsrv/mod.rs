@@ -237,10 +237,15 @@ impl SymbolServers {
     /// What each server last said about `key` (one line each, in server order): a lookup by key,
     /// whatever the number of notes.
     pub fn notes_for(&self, key: &Key) -> Vec<String> {
+        self.failures_for(key).iter().map(ToString::to_string).collect()
+    }
+
+    /// [`notes_for`](Self::notes_for), as values with fields.
+    pub fn failures_for(&self, key: &Key) -> Vec<crate::symbols::why::Why> {
         let state = self.state();
         (0..self.config.servers.len())
             .filter_map(|i| state.notes.get(&(i, key.clone())))
-            .map(|n| crate::symbols::why::Why::Server { server: n.server.clone(), key: key.to_string(), message: n.what.clone() }.to_string())
+            .map(|n| crate::symbols::why::Why::Server { server: n.server.clone(), key: key.to_string(), message: n.what.clone() })
             .collect()
     }
 }
