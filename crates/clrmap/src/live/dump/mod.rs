@@ -172,23 +172,14 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
         }
         report
     };
-    let Some((path, base)) = descriptor::find_runtime(&core) else {
-        report.notes.push("no libcoreclr.so is mapped: not a .NET (CoreCLR) process, or the core has no file mappings".to_owned());
-        return Ok(finish(report, by_tid, &core));
-    };
-    let d = match descriptor::read(&core, &path, base) {
-        Ok(d) => d,
-        Err(e) => {
-            report.notes.push(format!(
-                "{path} has no readable contract descriptor ({}: {}{}); runtimes before .NET 9 export none, so only the core's threads are listed",
-                e.kind,
-                e.message(),
-                e.location
-            ));
+    let (path, d) = match open_runtime(&core) {
+        Ok(found) => found,
+        Err(note) => {
+            report.notes.push(note);
             return Ok(finish(report, by_tid, &core));
         }
     };
-    report.runtime = Some(RuntimeInfo { path: path.clone(), descriptor: d.address, found_in: d.found_in, contracts: d.contracts.iter().map(|(k, v)| (k.clone(), *v)).collect() });
+    report.runtime = Some(RuntimeInfo::new(path.clone(), &d));
     let t = Target { core: &core, d: &d };
     let threads = match target::threads(t, &mut report.notes) {
         Ok(v) => v,
@@ -204,8 +195,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
     if core.machine() != Machine::X64 && can_walk {
         report.notes.push("managed frames are unwound on x64 only".to_owned());
     }
-    let mut names = names::Names::default();
-    names.jit_layout = crate::base::ilmap::runtime_major("", Some(&path)).and_then(crate::formats::r2r::DebugInfoLayout::for_jitted_code);
+    let mut names = names::Names::for_runtime(&path);
     let max_frames = if options.max_frames == 0 { 10_000 } else { options.max_frames };
     for rt in threads {
         let entry = by_tid.entry(rt.os_id).or_insert_with(|| DumpThread { os_id: rt.os_id, ..DumpThread::default() });
@@ -224,6 +214,23 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
     }
     names.name_frames(by_tid.values_mut().flat_map(|t| t.frames.iter_mut()));
     Ok(finish(report, by_tid, &core))
+}
+
+/// libcoreclr.so in a core, and its contract descriptor; or the note that says why there is none.
+fn open_runtime(core: &Core<'_>) -> std::result::Result<(String, descriptor::Descriptor), String> {
+    let Some((path, base)) = descriptor::find_runtime(core) else {
+        return Err("no libcoreclr.so is mapped: not a .NET (CoreCLR) process, or the core has no file mappings".to_owned());
+    };
+    match descriptor::read(core, &path, base) {
+        Ok(d) => Ok((path, d)),
+        Err(e) => Err(format!("{path} has no readable contract descriptor ({}: {}{}); runtimes before .NET 9 export none", e.kind, e.message(), e.location)),
+    }
+}
+
+impl RuntimeInfo {
+    fn new(path: String, d: &descriptor::Descriptor) -> RuntimeInfo {
+        RuntimeInfo { path, descriptor: d.address, found_in: d.found_in, contracts: d.contracts.iter().map(|(k, v)| (k.clone(), *v)).collect() }
+    }
 }
 
 fn machine_name(m: Machine) -> String {
@@ -252,13 +259,11 @@ pub fn symbolize(data: &[u8], addresses: &[u64], return_address: bool, symbols: 
     let mut report = DumpReport { machine: machine_name(core.machine()), ..DumpReport::default() };
     let unknown = |a: u64| DumpFrame { kind: "unknown".to_owned(), ip: a, ..DumpFrame::default() };
     let mut frames: Vec<DumpFrame> = addresses.iter().map(|&a| unknown(a)).collect();
-    match descriptor::find_runtime(&core).map(|(path, base)| (descriptor::read(&core, &path, base), path)) {
-        None => report.notes.push("no libcoreclr.so is mapped: not a .NET (CoreCLR) process".to_owned()),
-        Some((Err(e), path)) => report.notes.push(format!("{path} has no readable contract descriptor ({}: {}{})", e.kind, e.message(), e.location)),
-        Some((Ok(d), path)) if d.contract("ExecutionManager").is_some() => {
+    match open_runtime(&core) {
+        Err(note) => report.notes.push(note),
+        Ok((path, d)) if d.contract("ExecutionManager").is_some() => {
             let t = Target { core: &core, d: &d };
-            let mut names = names::Names::default();
-            names.jit_layout = crate::base::ilmap::runtime_major("", Some(&path)).and_then(crate::formats::r2r::DebugInfoLayout::for_jitted_code);
+            let mut names = names::Names::for_runtime(&path);
             for f in frames.iter_mut() {
                 let lookup = if return_address { f.ip.wrapping_sub(1) } else { f.ip };
                 if let Ok(Some(block)) = code::find(t, lookup) {
@@ -269,9 +274,9 @@ pub fn symbolize(data: &[u8], addresses: &[u64], return_address: bool, symbols: 
                 }
             }
             names.name_frames(frames.iter_mut());
-            report.runtime = Some(RuntimeInfo { path, descriptor: d.address, found_in: d.found_in, contracts: d.contracts.iter().map(|(k, v)| (k.clone(), *v)).collect() });
+            report.runtime = Some(RuntimeInfo::new(path, &d));
         }
-        Some((Ok(_), path)) => report.notes.push(format!("{path}'s descriptor has no ExecutionManager contract (so .NET 9): no address of its code can be answered")),
+        Ok((path, _)) => report.notes.push(format!("{path}'s descriptor has no ExecutionManager contract (so .NET 9): no address of its code can be answered")),
     }
     report.threads.push(DumpThread { frames, ..DumpThread::default() });
     add_lines(&mut report, symbols);

@@ -39,6 +39,12 @@ pub struct Names {
 const MAX_DEBUG_INFO: usize = 1 << 20;
 
 impl Names {
+    /// Names for a core of the runtime at `path` (libcoreclr.so's): its major version decides
+    /// how jitted code's debug info is laid out.
+    pub(super) fn for_runtime(path: &str) -> Names {
+        Names { jit_layout: crate::base::ilmap::runtime_major("", Some(path)).and_then(crate::formats::r2r::DebugInfoLayout::for_jitted_code), ..Names::default() }
+    }
+
     fn file(&mut self, path: &str) -> Option<std::sync::Arc<Vec<u8>>> {
         if let Some(f) = self.files.get(path) {
             return f.clone();
