@@ -242,7 +242,65 @@ fn dump_live_10_equals_dotnet_dump() {
     assert_eq!(r["runtime"]["contracts"]["StackWalk"], 1);
     frames_have_the_runtimes_il_offsets(&r, &core.with_file_name("callers.txt"));
     jitted_frames_have_lines(&r);
+    native_frames_agree_with_gdb(&rt, &core, &r);
     let _ = std::fs::remove_file(core);
+}
+
+/// gdb's `bt` of every thread of the core: LWP → (pc, whether a module holds it). gdb unwinds by
+/// the same CFI with its own reader, and from libc's debug info adds inlined and tail-call frames
+/// of its own; code no module holds (jitted code) it prints as `?? ()`.
+fn gdb_frames(rt: &Runtime, core: &Path) -> BTreeMap<u64, Vec<(u64, bool)>> {
+    let gdb = ["/usr/bin/gdb", "/usr/local/bin/gdb"].into_iter().find(|p| Path::new(p).is_file()).expect("gdb (the native frames' oracle) is not installed");
+    let o = Command::new(gdb)
+        .args(["-batch", "-nx", "-ex", "set pagination off", "-ex", "set print frame-info location-and-address", "-ex", "set print frame-arguments none", "-ex", "thread apply all bt 64"])
+        .arg(&rt.dotnet)
+        .arg(core)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut out: BTreeMap<u64, Vec<(u64, bool)>> = BTreeMap::new();
+    let mut lwp = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Thread ") {
+            lwp = rest.split("(LWP ").nth(1).and_then(|r| r.split(')').next()).and_then(|n| n.parse().ok());
+        } else if let (Some(l), Some(frame)) = (lwp, line.strip_prefix('#')) {
+            let Some(pc) = frame.split_whitespace().nth(1).and_then(|a| a.strip_prefix("0x")).and_then(|a| u64::from_str_radix(a, 16).ok()) else { continue };
+            let frames = out.entry(l).or_default();
+            // An inlined frame repeats its caller's pc.
+            if frames.last().map(|f| f.0) != Some(pc) {
+                frames.push((pc, !frame.trim_end().ends_with("in ?? ()")));
+            }
+        }
+    }
+    out
+}
+
+/// Native frames by CFI against gdb's on the same core. gdb cannot unwind jitted code, so what
+/// both can see is each thread's innermost native stretch (all of a thread the runtime does not
+/// know): there clrmap's native frames appear in gdb's list in order, and end where gdb's first
+/// run of module code ends.
+fn native_frames_agree_with_gdb(rt: &Runtime, core: &Path, r: &serde_json::Value) {
+    let gdb = gdb_frames(rt, core);
+    let mut checked = 0;
+    for t in r["threads"].as_array().unwrap() {
+        let tid = t["os_id"].as_u64().unwrap();
+        // Up to the first managed frame (the runtime's explicit frames are listed among them).
+        let ours: Vec<u64> = t["frames"].as_array().unwrap().iter().take_while(|f| f["kind"] != "managed").filter(|f| f["kind"] == "native").map(|f| f["ip"].as_u64().unwrap()).collect();
+        if ours.is_empty() {
+            continue;
+        }
+        let want = gdb.get(&tid).unwrap_or_else(|| panic!("gdb has no thread {tid}"));
+        let run: Vec<u64> = want.iter().take_while(|f| f.1).map(|f| f.0).collect();
+        let mut it = run.iter();
+        for ip in &ours {
+            assert!(it.any(|p| p == ip), "thread {tid}: native frame 0x{ip:x} is not in gdb's list in order: ours {ours:x?}, gdb's {run:x?}");
+        }
+        assert_eq!(ours.last(), run.last(), "thread {tid}: the innermost native stretch: ours {ours:x?}, gdb's {run:x?}");
+        checked += ours.len();
+    }
+    assert!(checked > 100, "only {checked} native frames checked");
+    // Names: the libc function the main thread waits in.
+    assert!(r["threads"][0]["frames"].as_array().unwrap().iter().any(|f| f["kind"] == "native" && f["module"].as_str().is_some_and(|m| m.contains("libc.so"))), "{}", r["threads"][0]);
 }
 
 /// `symbolize CORE` answers every code address of the core's managed frames as `symbolize`

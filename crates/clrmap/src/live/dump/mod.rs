@@ -20,6 +20,7 @@ pub mod core;
 pub mod descriptor;
 mod lines;
 pub mod names;
+pub mod native;
 pub mod target;
 #[cfg(test)]
 mod tests;
@@ -107,7 +108,8 @@ pub struct ExceptionInfo {
 #[derive(Clone, Debug, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DumpFrame {
-    /// `managed`, or the kind of an explicit runtime frame (`InlinedCallFrame`, ...).
+    /// `managed`, `native` (code outside the runtime's code map, unwound by its module's CFI), or
+    /// the kind of an explicit runtime frame (`InlinedCallFrame`, ...).
     pub kind: String,
     /// The instruction pointer (a return address for every frame but the innermost).
     pub ip: u64,
@@ -116,6 +118,10 @@ pub struct DumpFrame {
     /// `Ns.Type::Method`.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub method: Option<String>,
+    /// A native frame (`kind` "native"): the function's dynamic symbol, when `ip` lies inside
+    /// one; `native_offset` is then `ip`'s offset from it, else from the module's base.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub symbol: Option<String>,
     /// The MethodDef token.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub token: Option<u32>,
@@ -196,6 +202,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
         report.notes.push("managed frames are unwound on x64 only".to_owned());
     }
     let mut names = names::Names::for_runtime(&path);
+    let mut natives = native::Natives::new(&core);
     let max_frames = if options.max_frames == 0 { 10_000 } else { options.max_frames };
     for rt in threads {
         let entry = by_tid.entry(rt.os_id).or_insert_with(|| DumpThread { os_id: rt.os_id, ..DumpThread::default() });
@@ -210,7 +217,14 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
             entry.notes.push("the core has no registers for this thread".to_owned());
             continue;
         };
-        walk::walk(t, &rt, &regs, max_frames, &mut names, entry);
+        walk::walk(t, &rt, &regs, max_frames, &mut names, Some(&mut natives), entry);
+    }
+    if core.machine() == Machine::X64 {
+        for entry in by_tid.values_mut().filter(|e| e.managed_id.is_none()) {
+            if let Some(regs) = core.threads().iter().find(|c| u64::from(c.tid) == entry.os_id).map(|c| c.regs.clone()) {
+                walk::walk_native(t, &regs, max_frames, &mut natives, entry);
+            }
+        }
     }
     names.name_frames(by_tid.values_mut().flat_map(|t| t.frames.iter_mut()));
     Ok(finish(report, by_tid, &core))

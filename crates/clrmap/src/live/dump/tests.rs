@@ -92,8 +92,12 @@ fn loops_end_with_notes() {
     assert_eq!(threads[0].os_id, 77);
     assert!(notes.iter().any(|n| n.contains("loops")), "{notes:?}");
     let mut out = DumpThread::default();
-    super::walk::walk(t, &threads[0], &core.threads()[0].regs, 1000, &mut Names::default(), &mut out);
-    assert_eq!(out.frames.len(), 1);
+    super::walk::walk(t, &threads[0], &core.threads()[0].regs, 1000, &mut Names::default(), Some(&mut super::native::Natives::new(&core)), &mut out);
+    // Where the thread stopped (in no module, so a native frame with none), and the chain's one
+    // frame before it loops, in their order on the stack.
+    assert_eq!(out.frames.len(), 2, "{:?}", out.frames);
+    assert!(out.frames.iter().any(|f| f.kind == "native" && f.module.is_none()), "{:?}", out.frames);
+    assert!(out.frames.windows(2).all(|w| w[0].sp <= w[1].sp), "{:?}", out.frames);
     assert!(out.notes.iter().any(|n| n.contains("loops")), "{:?}", out.notes);
 }
 
@@ -112,7 +116,7 @@ fn missing_memory_is_named() {
     let t = Target { core: &core, d: &d };
     let threads = target::threads(t, &mut Vec::new()).unwrap();
     let mut out = DumpThread::default();
-    super::walk::walk(t, &threads[0], &core.threads()[0].regs, 1000, &mut Names::default(), &mut out);
+    super::walk::walk(t, &threads[0], &core.threads()[0].regs, 1000, &mut Names::default(), Some(&mut super::native::Natives::new(&core)), &mut out);
     assert!(out.notes.iter().any(|n| n.contains("cannot be read")), "{:?}", out.notes);
 }
 

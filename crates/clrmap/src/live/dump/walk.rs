@@ -10,11 +10,12 @@ use std::collections::HashSet;
 
 use super::code;
 use super::names::Names;
+use super::native::Natives;
 use super::target::{self, Context, RuntimeThread, Target, FRAME_TOP};
 use super::{DumpFrame, DumpThread};
 
 /// Walk `rt`, whose registers (`user_regs_struct`) are `regs`, into `out`.
-pub(super) fn walk(t: Target<'_, '_>, rt: &RuntimeThread, regs: &[u64], max_frames: usize, names: &mut Names, out: &mut DumpThread) {
+pub(super) fn walk(t: Target<'_, '_>, rt: &RuntimeThread, regs: &[u64], max_frames: usize, names: &mut Names, mut natives: Option<&mut Natives<'_, '_>>, out: &mut DumpThread) {
     let Some(mut ctx) = Context::from_user_regs(regs) else {
         out.notes.push("the thread's registers are incomplete".to_owned());
         return;
@@ -67,33 +68,62 @@ pub(super) fn walk(t: Target<'_, '_>, rt: &RuntimeThread, regs: &[u64], max_fram
                 }
             }
             Ok(None) => {
-                // Native code: leave it through the next explicit frame with a context.
+                // Native code: leave it through the next explicit frame with a context (what the
+                // runtime's own walk does), and list the native frames below that by their CFI.
+                let mut crossed = Vec::new();
+                let mut next = None;
+                let mut stop = None;
                 loop {
                     if frame == FRAME_TOP || frame == 0 {
-                        return;
+                        break;
                     }
-                    if out.frames.len() >= max_frames {
-                        out.notes.push(format!("stopped after {} frames", out.frames.len()));
-                        return;
+                    if out.frames.len().saturating_add(crossed.len()) >= max_frames {
+                        stop = Some(format!("stopped after {} frames", out.frames.len().saturating_add(crossed.len())));
+                        break;
                     }
                     if !seen.insert(frame) || seen.len() > target::MAX_FRAMES {
-                        out.notes.push(format!("the frame chain loops at 0x{frame:x}"));
-                        return;
+                        stop = Some(format!("the frame chain loops at 0x{frame:x}"));
+                        break;
                     }
                     let ef = match target::explicit_frame(t, frame, ctx) {
                         Ok(f) => f,
                         Err(e) => {
-                            out.notes.push(format!("the explicit frame at 0x{frame:x} cannot be read: {}{}", e.message(), e.location));
-                            return;
+                            stop = Some(format!("the explicit frame at 0x{frame:x} cannot be read: {}{}", e.message(), e.location));
+                            break;
                         }
                     };
-                    out.frames.push(DumpFrame { kind: ef.kind.clone(), ip: ef.context.map_or(0, |c| c.ip), sp: ef.address, ..DumpFrame::default() });
+                    crossed.push(DumpFrame { kind: ef.kind.clone(), ip: ef.context.map_or(0, |c| c.ip), sp: ef.address, ..DumpFrame::default() });
                     frame = ef.next;
                     if let Some(c) = ef.context {
-                        exact = matches!(ef.kind.as_str(), "FaultingExceptionFrame" | "ResumableFrame" | "RedirectedThreadFrame");
-                        ctx = c;
+                        next = Some((c, matches!(ef.kind.as_str(), "FaultingExceptionFrame" | "ResumableFrame" | "RedirectedThreadFrame")));
                         break;
                     }
+                }
+                let mut native = Vec::new();
+                if let Some(n) = natives.as_deref_mut() {
+                    let limit = next.map_or(u64::MAX, |(c, _)| c.sp());
+                    let room = max_frames.saturating_sub(out.frames.len().saturating_add(crossed.len()));
+                    native_frames(t, n, ctx, exact, limit, room, &mut native);
+                }
+                // Innermost first: the native frames and the explicit frames crossed, by their
+                // place on the stack (both lists already rise).
+                let mut crossed = crossed.into_iter().peekable();
+                for f in native {
+                    while let Some(e) = crossed.next_if(|e| e.sp < f.sp) {
+                        out.frames.push(e);
+                    }
+                    out.frames.push(f);
+                }
+                out.frames.extend(crossed);
+                if let Some(note) = stop {
+                    out.notes.push(note);
+                }
+                match next {
+                    Some((c, fault)) => {
+                        ctx = c;
+                        exact = fault;
+                    }
+                    None => return,
                 }
             }
             Err(e) => {
@@ -103,3 +133,35 @@ pub(super) fn walk(t: Target<'_, '_>, rt: &RuntimeThread, regs: &[u64], max_fram
         }
     }
 }
+
+/// The native frames from `ctx` outwards, by their modules' CFI, while they stay native and below
+/// `limit` (the stack pointer of the managed frame the runtime's frame chain leads to); at most
+/// `room`. A native frame whose caller cannot be unwound is still listed: it is where the thread
+/// was.
+fn native_frames(t: Target<'_, '_>, n: &mut Natives<'_, '_>, ctx: Context, exact: bool, limit: u64, room: usize, out: &mut Vec<DumpFrame>) {
+    let (mut c, mut exact) = (ctx, exact);
+    for _ in 0..room.min(MAX_NATIVE_FRAMES) {
+        let name = n.name(if exact { c.ip } else { c.ip.wrapping_sub(1) });
+        let offset = if exact { name.offset } else { name.offset.wrapping_add(1) };
+        out.push(DumpFrame { kind: "native".to_owned(), ip: c.ip, sp: c.sp(), symbol: name.symbol, module: name.module, native_offset: Some(offset), leaf: exact, ..DumpFrame::default() });
+        let Some(caller) = n.unwind(&c, exact) else { return };
+        if caller.sp() <= c.sp() || caller.sp() >= limit || !matches!(code::find(t, caller.ip.wrapping_sub(1)), Ok(None)) {
+            return;
+        }
+        c = caller;
+        exact = false;
+    }
+}
+
+/// A thread the runtime does not know (its own native threads, the host's): its native frames
+/// alone, by their CFI.
+pub(super) fn walk_native(t: Target<'_, '_>, regs: &[u64], max_frames: usize, natives: &mut Natives<'_, '_>, out: &mut DumpThread) {
+    let Some(ctx) = Context::from_user_regs(regs) else {
+        out.notes.push("the thread's registers are incomplete".to_owned());
+        return;
+    };
+    native_frames(t, natives, ctx, true, u64::MAX, max_frames, &mut out.frames);
+}
+
+/// The most native frames listed between two managed stretches (a runaway CFI chain ends there).
+const MAX_NATIVE_FRAMES: usize = 256;
