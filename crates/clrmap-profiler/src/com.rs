@@ -70,9 +70,14 @@ pub struct CallbackVtbl {
     pub initialize: unsafe extern "system" fn(*mut c_void, *mut c_void) -> Hresult,
     /// 4: Shutdown().
     pub shutdown: Stub,
-    /// 5..=23: AppDomain, assembly, module and class events, FunctionUnloadStarted,
-    /// JITCompilationStarted.
-    pub _5: [Stub; 19],
+    /// 5..=18: AppDomain, assembly and module events, ClassLoadStarted.
+    pub _5: [Stub; 14],
+    /// 19: ClassLoadFinished(ClassID, HRESULT).
+    pub class_load_finished: unsafe extern "system" fn(*mut c_void, usize, Hresult) -> Hresult,
+    /// 20: ClassUnloadStarted(ClassID).
+    pub class_unload_started: unsafe extern "system" fn(*mut c_void, usize) -> Hresult,
+    /// 21..=23: ClassUnloadFinished, FunctionUnloadStarted, JITCompilationStarted.
+    pub _21: [Stub; 3],
     /// 24: JITCompilationFinished(FunctionID, HRESULT, BOOL).
     pub jit_compilation_finished: unsafe extern "system" fn(*mut c_void, usize, Hresult, i32) -> Hresult,
     /// 25: JITCachedFunctionSearchStarted(FunctionID, BOOL*).
@@ -171,7 +176,11 @@ pub struct InfoVtbl {
     pub get_class_id_info2: unsafe extern "system" fn(*mut c_void, usize, *mut usize, *mut u32, *mut usize, u32, *mut u32, *mut usize) -> Hresult,
     /// 42: GetCodeInfo2(FunctionID, ULONG32, ULONG32*, COR_PRF_CODE_INFO[]).
     pub get_code_info2: CodeInfoFn,
-    pub _43: [Unused; 15],
+    pub _43: [Unused; 1],
+    /// 44: GetFunctionFromTokenAndTypeArgs(ModuleID, mdMethodDef, ClassID, ULONG32 cTypeArgs,
+    /// ClassID typeArgs[], FunctionID*).
+    pub get_function_from_token_and_type_args: unsafe extern "system" fn(*mut c_void, usize, u32, usize, u32, *const usize, *mut usize) -> Hresult,
+    pub _45: [Unused; 13],
     /// 58: ICorProfilerInfo3::RequestProfilerDetach(DWORD expectedCompletionMilliseconds).
     pub request_profiler_detach: unsafe extern "system" fn(*mut c_void, u32) -> Hresult,
     pub _59: [Unused; 8],
@@ -209,6 +218,18 @@ pub struct MetaDataImportVtbl {
     pub _3: [Unused; 7],
     /// 10: GetScopeProps(LPWSTR szName, ULONG cchName, ULONG* pchName, GUID* pmvid).
     pub get_scope_props: unsafe extern "system" fn(*mut c_void, *mut u16, u32, *mut u32, *mut Guid) -> Hresult,
+    /// 11: GetModuleFromScope.
+    pub _11: [Unused; 1],
+    /// 12: GetTypeDefProps(mdTypeDef, LPWSTR szTypeDef, ULONG cchTypeDef, ULONG* pchTypeDef,
+    /// DWORD* pdwTypeDefFlags, mdToken* ptkExtends).
+    pub get_type_def_props: unsafe extern "system" fn(*mut c_void, u32, *mut u16, u32, *mut u32, *mut u32, *mut u32) -> Hresult,
+    /// 13..=29: GetInterfaceImplProps through FindMemberRef.
+    pub _13: [Unused; 17],
+    /// 30: GetMethodProps(mdMethodDef, mdTypeDef* pClass, LPWSTR szMethod, ULONG cchMethod,
+    /// ULONG* pchMethod, DWORD* pdwAttr, PCCOR_SIGNATURE* ppvSigBlob, ULONG* pcbSigBlob,
+    /// ULONG* pulCodeRVA, DWORD* pdwImplFlags).
+    #[allow(clippy::type_complexity)]
+    pub get_method_props: unsafe extern "system" fn(*mut c_void, u32, *mut u32, *mut u16, u32, *mut u32, *mut u32, *mut *const u8, *mut u32, *mut u32, *mut u32) -> Hresult,
 }
 
 /// ICorProfilerFunctionEnum.
@@ -255,6 +276,8 @@ const _: () = {
     assert!(offset_of!(ClassFactoryVtbl, lock_server) == 4 * W);
     assert!(offset_of!(CallbackVtbl, initialize) == 3 * W);
     assert!(offset_of!(CallbackVtbl, shutdown) == 4 * W);
+    assert!(offset_of!(CallbackVtbl, class_load_finished) == 19 * W);
+    assert!(offset_of!(CallbackVtbl, class_unload_started) == 20 * W);
     assert!(offset_of!(CallbackVtbl, jit_compilation_finished) == 24 * W);
     assert!(offset_of!(CallbackVtbl, jit_cached_function_search_started) == 25 * W);
     assert!(offset_of!(CallbackVtbl, jit_cached_function_search_finished) == 26 * W);
@@ -279,6 +302,9 @@ const _: () = {
     assert!(offset_of!(InfoVtbl, get_module_meta_data) == 21 * W);
     assert!(offset_of!(InfoVtbl, _36) == 36 * W);
     assert!(offset_of!(MetaDataImportVtbl, get_scope_props) == 10 * W);
+    assert!(offset_of!(MetaDataImportVtbl, get_type_def_props) == 12 * W);
+    assert!(offset_of!(MetaDataImportVtbl, get_method_props) == 30 * W);
+    assert!(offset_of!(InfoVtbl, get_function_from_token_and_type_args) == 44 * W);
     assert!(offset_of!(InfoVtbl, get_il_to_native_mapping) == 35 * W);
     assert!(offset_of!(InfoVtbl, get_code_info2) == 42 * W);
     assert!(offset_of!(InfoVtbl, request_profiler_detach) == 58 * W);
@@ -368,9 +394,8 @@ impl Info {
         Some((String::from_utf16_lossy(name.get(..n).unwrap_or(&[])).trim_end_matches('\0').to_owned(), base as usize))
     }
 
-    /// A module's MVID (GetModuleMetaData for IMetaDataImport, then GetScopeProps), as the
-    /// Module table's Mvid lays it out on disk (Data1..Data3 little-endian, then Data4).
-    pub fn module_mvid(&self, module: usize) -> Option<[u8; 16]> {
+    /// Run `f` on the module's IMetaDataImport (GetModuleMetaData), released after.
+    fn with_import<T>(&self, module: usize, f: impl FnOnce(*mut c_void, &'static MetaDataImportVtbl) -> Option<T>) -> Option<T> {
         let mut unknown: *mut c_void = std::ptr::null_mut();
         // SAFETY: slot 21 has this signature; `unknown` is an out-pointer to a local. ofRead = 0.
         let hr = unsafe { (self.vtbl().get_module_meta_data)(self.this(), module, 0, &IID_IMETADATAIMPORT, &mut unknown) };
@@ -378,24 +403,74 @@ impl Info {
             return None;
         }
         let object = unknown as *mut ComObject<MetaDataImportVtbl>;
-        let mut mvid = Guid(0, 0, 0, [0; 8]);
-        let mut name = [0u16; 512];
-        let mut len = 0u32;
-        // SAFETY: `unknown` is the runtime's IMetaDataImport (what was asked for); the name
-        // buffer holds `name.len()` UTF-16 units (a longer name is cut, which is fine), the rest
-        // are out-pointers to locals.
-        let hr = unsafe { ((*object).vtbl.get_scope_props)(unknown, name.as_mut_ptr(), name.len() as u32, &mut len, &mut mvid) };
+        // SAFETY: `unknown` is the runtime's IMetaDataImport (what was asked for), alive until
+        // the release below.
+        let vtbl = unsafe { (*object).vtbl };
+        let out = f(unknown, vtbl);
         // SAFETY: release the reference GetModuleMetaData gave.
-        unsafe { ((*object).vtbl.release)(unknown) };
-        if hr < 0 {
-            return None;
-        }
+        unsafe { (vtbl.release)(unknown) };
+        out
+    }
+
+    /// A module's MVID (GetModuleMetaData for IMetaDataImport, then GetScopeProps), as the
+    /// Module table's Mvid lays it out on disk (Data1..Data3 little-endian, then Data4).
+    pub fn module_mvid(&self, module: usize) -> Option<[u8; 16]> {
+        let mvid = self.with_import(module, |import, vtbl| {
+            let mut mvid = Guid(0, 0, 0, [0; 8]);
+            let mut name = [0u16; 512];
+            let mut len = 0u32;
+            // SAFETY: `import` is the module's IMetaDataImport; the name buffer holds
+            // `name.len()` UTF-16 units (a longer name is cut, which is fine), the rest are
+            // out-pointers to locals.
+            let hr = unsafe { (vtbl.get_scope_props)(import, name.as_mut_ptr(), name.len() as u32, &mut len, &mut mvid) };
+            (hr >= 0).then_some(mvid)
+        })?;
         let mut out = [0u8; 16];
         let bytes = mvid.0.to_le_bytes().into_iter().chain(mvid.1.to_le_bytes()).chain(mvid.2.to_le_bytes()).chain(mvid.3);
         for (d, b) in out.iter_mut().zip(bytes) {
             *d = b;
         }
         Some(out)
+    }
+
+    /// A TypeDef's full name (`Ns.Name`; a nested type's own name only), from the module's
+    /// metadata (GetTypeDefProps).
+    pub fn type_def_name(&self, module: usize, type_def: u32) -> Option<String> {
+        self.with_import(module, |import, vtbl| {
+            let mut name = [0u16; 512];
+            let (mut len, mut flags, mut extends) = (0u32, 0u32, 0u32);
+            // SAFETY: `import` is the module's IMetaDataImport; the buffer holds `name.len()`
+            // UTF-16 units, the rest are out-pointers to locals.
+            let hr = unsafe { (vtbl.get_type_def_props)(import, type_def, name.as_mut_ptr(), name.len() as u32, &mut len, &mut flags, &mut extends) };
+            if hr != S_OK {
+                return None;
+            }
+            let n = (len as usize).min(name.len());
+            Some(String::from_utf16_lossy(name.get(..n)?).trim_end_matches('\0').to_owned())
+        })
+    }
+
+    /// The TypeDef that owns a MethodDef (GetMethodProps).
+    pub fn method_owner(&self, module: usize, method_def: u32) -> Option<u32> {
+        self.with_import(module, |import, vtbl| {
+            let (mut owner, mut len, mut attr, mut sig_len, mut rva, mut impl_flags) = (0u32, 0u32, 0u32, 0u32, 0u32, 0u32);
+            let mut sig: *const u8 = std::ptr::null();
+            // SAFETY: `import` is the module's IMetaDataImport; no name buffer (null, 0), the
+            // rest are out-pointers to locals.
+            let hr = unsafe { (vtbl.get_method_props)(import, method_def, &mut owner, std::ptr::null_mut(), 0, &mut len, &mut attr, &mut sig, &mut sig_len, &mut rva, &mut impl_flags) };
+            (hr == S_OK && owner != 0).then_some(owner)
+        })
+    }
+
+    /// The FunctionID of a MethodDef in class `class` with the method's own type arguments
+    /// (GetFunctionFromTokenAndTypeArgs): for a class whose code is shared, the shared body's.
+    pub fn function_from_token_and_type_args(&self, module: usize, method_def: u32, class: usize, args: &[usize]) -> Option<usize> {
+        let mut fid = 0usize;
+        let n = u32::try_from(args.len()).ok()?;
+        // SAFETY: slot 44 has this signature; `args` holds `n` ClassIDs, `fid` is an out-pointer
+        // to a local.
+        let hr = unsafe { (self.vtbl().get_function_from_token_and_type_args)(self.this(), module, method_def, class, n, args.as_ptr(), &mut fid) };
+        (hr == S_OK && fid != 0).then_some(fid)
     }
 
     /// The function's class and its own type arguments (GetFunctionInfo2 without a frame: shared
@@ -414,6 +489,12 @@ impl Info {
 
     /// A class's module, TypeDef token and type arguments (GetClassIDInfo2).
     pub fn class_info(&self, class: usize) -> Option<(usize, u32, Vec<usize>)> {
+        self.class_info_and_parent(class).map(|(module, token, args, _)| (module, token, args))
+    }
+
+    /// A class's module, TypeDef token, type arguments and parent class (GetClassIDInfo2; the
+    /// parent is 0 for none).
+    pub fn class_info_and_parent(&self, class: usize) -> Option<(usize, u32, Vec<usize>, usize)> {
         let (mut module, mut token, mut parent) = (0usize, 0u32, 0usize);
         let mut args = [0usize; 16];
         let mut n = 0u32;
@@ -422,7 +503,7 @@ impl Info {
         if hr != S_OK || n as usize > args.len() {
             return None;
         }
-        Some((module, token, args.get(..n as usize)?.to_vec()))
+        Some((module, token, args.get(..n as usize)?.to_vec(), parent))
     }
 
     /// For an array class: its element's CorElementType, the element's class (0 for none) and

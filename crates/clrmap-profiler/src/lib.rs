@@ -29,6 +29,7 @@ mod com;
 mod inlines;
 mod modules;
 mod perf;
+mod shared;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
@@ -44,6 +45,7 @@ use com::{CallbackVtbl, ClassFactoryVtbl, ComObject, Guid, Hresult, IlMap, Info,
 use serde::Deserialize;
 
 // COR_PRF_MONITOR flags.
+const COR_PRF_MONITOR_CLASS_LOADS: u32 = 0x2;
 const COR_PRF_MONITOR_JIT_COMPILATION: u32 = 0x20;
 const COR_PRF_MONITOR_CACHE_SEARCHES: u32 = 0x2_0000;
 const COR_PRF_DISABLE_ALL_NGEN_IMAGES: u32 = 0x8000_0000;
@@ -87,6 +89,8 @@ struct State {
     module_paths: HashMap<usize, String>,
     /// ModuleID → its MVID as the capture writes it (`None`: the runtime did not tell).
     mvids: HashMap<usize, Option<String>>,
+    /// The loaded classes, to find the class of code shared by its class (`shared.rs`).
+    shared: shared::Shared,
 }
 
 fn state() -> &'static Mutex<State> {
@@ -104,6 +108,7 @@ fn state() -> &'static Mutex<State> {
             types: HashMap::new(),
             module_paths: HashMap::new(),
             mvids: HashMap::new(),
+            shared: shared::Shared::default(),
         })
     })
 }
@@ -117,7 +122,10 @@ static CALLBACK_VTBL: CallbackVtbl = CallbackVtbl {
     release,
     initialize,
     shutdown,
-    _5: [stub as Stub; 19],
+    _5: [stub as Stub; 14],
+    class_load_finished,
+    class_unload_started,
+    _21: [stub as Stub; 3],
     jit_compilation_finished,
     jit_cached_function_search_started,
     jit_cached_function_search_finished,
@@ -202,6 +210,24 @@ unsafe extern "system" fn jit_inlining(_this: *mut c_void, _caller: usize, _call
     S_OK
 }
 
+/// ICorProfilerCallback::ClassLoadFinished: remember the class (`shared.rs`).
+unsafe extern "system" fn class_load_finished(_this: *mut c_void, class: usize, hr: Hresult) -> Hresult {
+    guard(|| {
+        if hr == S_OK && class != 0 {
+            shared::loaded(class);
+        }
+        S_OK
+    })
+}
+
+/// ICorProfilerCallback::ClassUnloadStarted.
+unsafe extern "system" fn class_unload_started(_this: *mut c_void, class: usize) -> Hresult {
+    guard(|| {
+        shared::unloaded(class);
+        S_OK
+    })
+}
+
 unsafe extern "system" fn jit_cached_function_search_started(_this: *mut c_void, _fid: usize, use_cached: *mut i32) -> Hresult {
     if !use_cached.is_null() {
         // SAFETY: non-null out-pointer from the runtime.
@@ -262,6 +288,11 @@ unsafe extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -
             }
         };
         let mut mask = COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_CACHE_SEARCHES;
+        // With a capture, the loaded classes: where the runtime gives no class for code shared
+        // by its class (.NET 8 and 9), the profiler finds it among them (`shared.rs`).
+        if out.is_some() {
+            mask |= COR_PRF_MONITOR_CLASS_LOADS;
+        }
         let disable_r2r = std::env::var("CLRMAP_PROFILER_DISABLE_R2R").is_ok_and(|v| v == "1");
         if disable_r2r {
             mask |= COR_PRF_DISABLE_ALL_NGEN_IMAGES;
@@ -286,6 +317,7 @@ unsafe extern "system" fn initialize(_this: *mut c_void, unknown: *mut c_void) -
             return E_FAIL;
         }
         if let Ok(mut s) = state().lock() {
+            s.shared.enabled = mask & COR_PRF_MONITOR_CLASS_LOADS != 0 && hr == S_OK;
             s.info = Some(info);
             s.out = out;
             s.perf = perf;
@@ -344,6 +376,7 @@ unsafe extern "system" fn initialize_for_attach(_this: *mut c_void, unknown: *mu
             s.types.clear();
             s.module_paths.clear();
             s.mvids.clear();
+            s.shared.reset();
             modules::reset();
             s.info = Some(info);
             s.out = Some(out);
@@ -430,6 +463,7 @@ unsafe extern "system" fn profiler_detach_succeeded(_this: *mut c_void) -> Hresu
             s.types.clear();
             s.module_paths.clear();
             s.mvids.clear();
+            s.shared.reset();
             modules::reset();
         }
         S_OK
@@ -520,6 +554,8 @@ fn describe(s: &mut State, info: Info, class: usize, depth: u32) -> Option<RtTyp
 /// them; both empty for code that is not generic (or that the runtime cannot describe).
 fn type_args(s: &mut State, info: Info, fid: usize) -> (Vec<RtType>, Vec<RtType>) {
     let Some((class, method_args)) = info.function_class_and_args(fid) else { return (Vec::new(), Vec::new()) };
+    // Code shared by its class: .NET 8 and 9 give no class (`shared.rs`).
+    let class = if class == 0 { s.shared.class_of(info, fid, &method_args).unwrap_or(0) } else { class };
     let class_args = match info.class_info(class) {
         Some((_, _, args)) if !args.is_empty() => args.into_iter().map(|a| rt_type(s, info, a, 1)).collect::<Option<Vec<RtType>>>().unwrap_or_default(),
         _ => Vec::new(),
