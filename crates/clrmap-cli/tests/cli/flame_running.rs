@@ -6,7 +6,6 @@
 //! waiting is gone, and the counts the note gives are the difference.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::support::*;
@@ -24,13 +23,8 @@ const RUNTIMECONFIG: &str = r#"{ "runtimeOptions": { "tfm": "netcoreapp3.1", "ro
 fn built() -> &'static PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let fw = Path::new(&corelib("3.1")).parent().unwrap().to_path_buf();
         let out = work_dir("build");
-        let src = repo_root().join("tests/dotnet/idle");
-        let mut c = Command::new(dotnet_file("roslyn/csc"));
-        c.current_dir(&src).args(["-nologo", "-noconfig", "-nostdlib", "-langversion:7.3", "-deterministic", "-optimize+", "-debug:portable", "-target:exe"]);
-        c.arg(format!("-pathmap:{}/=/_/src/", src.display()));
-        for a in [
+        let references = [
             "System.Private.CoreLib",
             "System.Runtime",
             "System.Console",
@@ -39,13 +33,8 @@ fn built() -> &'static PathBuf {
             "System.Threading.ThreadPool",
             "System.Threading.Timer",
             "System.Runtime.Extensions",
-        ] {
-            c.arg(format!("-r:{}", fw.join(format!("{a}.dll")).display()));
-        }
-        c.arg(format!("-out:{}", out.join("Idle.dll").display())).arg("Idle.cs");
-        let o = c.output().unwrap();
-        assert!(o.status.success(), "csc: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        std::fs::write(out.join("Idle.runtimeconfig.json"), RUNTIMECONFIG).unwrap();
+        ];
+        csc_against_3_1("idle", "Idle", &references, &out, RUNTIMECONFIG);
         out
     })
 }

@@ -37,19 +37,8 @@ const PROGRAM: &str = "FwFrames";
 fn built() -> &'static PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let fw = Path::new(&corelib("3.1")).parent().unwrap().to_path_buf();
         let out = work_dir("build");
-        let src = repo_root().join("tests/dotnet/fwframes");
-        let mut c = Command::new(dotnet_file("roslyn/csc"));
-        c.current_dir(&src).args(["-nologo", "-noconfig", "-nostdlib", "-langversion:7.3", "-deterministic", "-optimize+", "-debug:portable", "-target:exe"]);
-        c.arg(format!("-pathmap:{}/=/_/src/", src.display()));
-        for a in ["System.Private.CoreLib", "System.Runtime", "System.Console", "System.Linq", "System.Collections", "System.Runtime.Extensions"] {
-            c.arg(format!("-r:{}", fw.join(format!("{a}.dll")).display()));
-        }
-        c.arg(format!("-out:{}", out.join(format!("{PROGRAM}.dll")).display())).arg(format!("{PROGRAM}.cs"));
-        let o = c.output().unwrap();
-        assert!(o.status.success(), "csc: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        std::fs::write(out.join(format!("{PROGRAM}.runtimeconfig.json")), RUNTIMECONFIG).unwrap();
+        csc_against_3_1("fwframes", PROGRAM, &["System.Private.CoreLib", "System.Runtime", "System.Console", "System.Linq", "System.Collections", "System.Runtime.Extensions"], &out, RUNTIMECONFIG);
         out
     })
 }

@@ -53,6 +53,24 @@ pub fn dotnet_file(rel: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// A test program of `tests/dotnet/DIR/NAME.cs`, built by Roslyn csc against the 3.1 framework
+/// (optimized, deterministic, a portable PDB, sources mapped to `/_/src/`) into `out/NAME.dll`,
+/// with `runtimeconfig` beside it. `references` are the framework assemblies it uses.
+pub fn csc_against_3_1(dir: &str, name: &str, references: &[&str], out: &Path, runtimeconfig: &str) {
+    let fw = Path::new(&corelib("3.1")).parent().unwrap().to_path_buf();
+    let src = repo_root().join("tests/dotnet").join(dir);
+    let mut c = Command::new(dotnet_file("roslyn/csc"));
+    c.current_dir(&src).args(["-nologo", "-noconfig", "-nostdlib", "-langversion:7.3", "-deterministic", "-optimize+", "-debug:portable", "-target:exe"]);
+    c.arg(format!("-pathmap:{}/=/_/src/", src.display()));
+    for a in references {
+        c.arg(format!("-r:{}", fw.join(format!("{a}.dll")).display()));
+    }
+    c.arg(format!("-out:{}", out.join(format!("{name}.dll")).display())).arg(format!("{name}.cs"));
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "csc: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    std::fs::write(out.join(format!("{name}.runtimeconfig.json")), runtimeconfig).unwrap();
+}
+
 /// PYTHONPATH for the flame tools' Python readers (scripts/install-flame-tools.sh): the compiled
 /// profile.proto in `tools/py`, then Debian's packages (python3-protobuf, python3-jsonschema), so
 /// that any python3 on PATH finds them.
