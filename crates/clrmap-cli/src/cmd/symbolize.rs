@@ -15,7 +15,7 @@ use crate::output::{write_frame, write_frame_with_context, write_inlined, CliErr
 /// `clrmap symbolize SOURCE [ADDRESS...]`
 #[derive(Debug, Args)]
 pub struct SymbolizeArgs {
-    /// A ReadyToRun image (addresses are RVAs), a .nettrace, a capture, or a core of a .NET 10
+    /// A ReadyToRun image (addresses are RVAs), a .nettrace, a capture, or a core of a .NET 10 or 11
     /// process (absolute addresses). Not given with --pid.
     #[arg(required_unless_present = "pid")]
     pub source: Option<PathBuf>,

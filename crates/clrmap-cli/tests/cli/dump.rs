@@ -303,6 +303,37 @@ fn native_frames_agree_with_gdb(rt: &Runtime, core: &Path, r: &serde_json::Value
     assert!(r["threads"][0]["frames"].as_array().unwrap().iter().any(|f| f["kind"] == "native" && f["module"].as_str().is_some_and(|m| m.contains("libc.so"))), "{}", r["threads"][0]);
 }
 
+/// .NET 11.0.0's root (the runtime pack laid out by scripts/install-dotnet.sh, run by the SDK's
+/// host); a missing one fails.
+fn runtime_11() -> Runtime {
+    let root = repo_root().join(".dotnet/11.0");
+    let rt = Runtime { channel: "11.0".to_owned(), version: "11.0.0".to_owned(), dotnet: root.join("dotnet"), framework: root.join("shared/Microsoft.NETCore.App/11.0.0") };
+    assert!(rt.dotnet.is_file() && rt.framework.is_dir(), "{} is missing: run scripts/install-dotnet.sh", rt.framework.display());
+    rt
+}
+
+/// 11.0.0's descriptor is of version 2 (contract versions written `"c1"`, and the thread store
+/// chains the threads themselves rather than their links): its live core walks as 10's does, and
+/// dotnet-dump with 11.0.0's own DAC agrees frame for frame.
+#[test]
+#[ignore = "needs .NET"]
+fn dump_live_11_equals_dotnet_dump() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime_11();
+    let core = live_core(&rt);
+    let (r, compared) = check_against_dotnet_dump(&core);
+    assert!(compared > 200, "only {compared} frames compared");
+    let all: Vec<String> = managed_frames(&r).into_values().flatten().map(|(_, _, m)| m).collect();
+    for m in ["Dumpee.Locks.Take", "Dumpee.Deep.Recurse", "Dumpee.Blocking.Compare", "System.Collections.Generic.List`1.Sort"] {
+        assert!(all.iter().any(|a| a == m), "no frame of {m}");
+    }
+    assert_eq!(all.iter().filter(|m| *m == "Dumpee.Deep.Recurse").count(), 201);
+    assert_eq!(r["runtime"]["contracts"]["StackWalk"], 1);
+    frames_have_the_runtimes_il_offsets(&r, &core.with_file_name("callers.txt"));
+    jitted_frames_have_lines(&r);
+    let _ = std::fs::remove_file(core);
+}
+
 /// `symbolize CORE` answers every code address of the core's managed frames as `symbolize`
 /// answers a trace of the same process: the Dumpee runs under `clrmap trace collect`, is dumped
 /// once it is ready, then ends the trace.

@@ -140,8 +140,20 @@ impl DebugInfoLayout {
     pub const fn for_jitted_code(runtime_major: u16) -> Option<Self> {
         match runtime_major {
             10 => Some(Self::BITPACKED2),
+            // 11.0.0's: the images' major 26, with no flag byte (checked in the same way on an
+            // 11.0.0 core).
+            11 => Some(Self::FAT3),
             _ => None,
         }
+    }
+
+    /// Whether the runtime puts a flag byte before the debug info it keeps for jitted code
+    /// ([`jitted_blob`]). A slim header has no room for the extras (OSR patchpoint info, rich
+    /// debug info), so the byte says which follow (.NET 10); the fat header of major 26 sizes
+    /// them itself, and 11.0.0 writes no flag byte (measured in a core: its blobs start with the
+    /// header's first nibble, and decode to the runtime's own IL offsets and lines).
+    pub const fn jitted_flag_byte(self) -> bool {
+        matches!(self.header, HeaderLayout::Slim)
     }
 
     /// The layout a user names with `--assume-layout`: a major's number (`26`) whose layout is

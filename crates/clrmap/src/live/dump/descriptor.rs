@@ -131,7 +131,9 @@ impl Descriptor {
         }
         if let Some(contracts) = v.get("contracts").and_then(|c| c.as_object()) {
             for (name, ver) in contracts {
-                if let Some(n) = number(ver) {
+                // A number (.NET 9 and 10), or `"cN"` (the descriptor's version 2, .NET 11).
+                let n = number(ver).or_else(|| ver.as_str().and_then(|s| s.strip_prefix('c')).and_then(|n| n.parse().ok()));
+                if let Some(n) = n {
                     d.contracts.insert(name.clone(), n);
                 }
             }
@@ -335,7 +337,7 @@ mod tests {
 
     #[test]
     fn compact_json() {
-        let json = br#"{"version":0,"baseline":"empty","types":{"Thread":{"Id":16,"LinkNext":[112,"pointer"],"!":64}},"globals":{"A":["0x10","uint8"],"P":[[1],"pointer"],"S":["x64","string"],"N":7},"contracts":{"Thread":1}}"#;
+        let json = br#"{"version":0,"baseline":"empty","types":{"Thread":{"Id":16,"LinkNext":[112,"pointer"],"!":64}},"globals":{"A":["0x10","uint8"],"P":[[1],"pointer"],"S":["x64","string"],"N":7},"contracts":{"Thread":1,"StackWalk":"c2"}}"#;
         let d = Descriptor::parse_json(json, &[5, 0xABCD]).unwrap();
         assert_eq!(d.field("Thread", "Id"), Some(16));
         assert_eq!(d.field("Thread", "LinkNext"), Some(112));
@@ -345,6 +347,7 @@ mod tests {
         assert_eq!(d.global("N"), Some(7));
         assert_eq!(d.string_globals.get("S").map(String::as_str), Some("x64"));
         assert_eq!(d.contract("Thread"), Some(1));
+        assert_eq!(d.contract("StackWalk"), Some(2));
     }
 
     #[test]

@@ -123,8 +123,11 @@ impl Names {
             // is then found by the frame rule once the walk knows whether `ip` is a return
             // address (lines.rs).
             if let (Some((ptr, size)), Some(layout)) = (block.debug_info, self.jit_layout) {
-                let blob = t.core.bytes_up_to(ptr, MAX_DEBUG_INFO).ok().and_then(crate::formats::r2r::jitted_blob);
-                if let Some(Ok(info)) = blob.map(|b| crate::formats::r2r::decode_debug_info_parts(crate::base::read::Reader::new(b, ptr.wrapping_add(1)), layout, false)) {
+                let whole = t.core.bytes_up_to(ptr, MAX_DEBUG_INFO).ok();
+                let flag_byte = layout.jitted_flag_byte();
+                let blob = if flag_byte { whole.and_then(crate::formats::r2r::jitted_blob) } else { whole };
+                let at = ptr.wrapping_add(u64::from(flag_byte));
+                if let Some(Ok(info)) = blob.map(|b| crate::formats::r2r::decode_debug_info_parts(crate::base::read::Reader::new(b, at), layout, false)) {
                     f.jit_map = Some((crate::base::ilmap::public_map(&info.bounds, size), size));
                 }
             }

@@ -81,6 +81,12 @@ pub fn threads(t: Target<'_, '_>, notes: &mut Vec<String>) -> Result<Vec<Runtime
     let store = t.core.u64(t.global("ThreadStore")?)?;
     let link_next = t.d.field("Thread", "LinkNext").ok_or(Error::nowhere(ErrorKind::NotFound, "Thread::LinkNext"))?;
     let mut link = t.ptr(store, "ThreadStore", "FirstThreadLink")?;
+    // .NET 9 and 10 chain the threads' `LinkNext` fields (a thread is its link minus that
+    // field's offset); 11.0 chains the threads themselves. The layout whose first thread has an
+    // OS id of one of the core's threads is the one taken (measured: 10.0.12 the first, 11.0.0
+    // the second).
+    let is_core_thread = |thread: u64| t.ptr(thread, "Thread", "OSId").is_ok_and(|id| t.core.threads().iter().any(|c| u64::from(c.tid) == id));
+    let direct = link != 0 && !is_core_thread(link.wrapping_sub(link_next)) && is_core_thread(link);
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     while link != 0 {
@@ -88,7 +94,7 @@ pub fn threads(t: Target<'_, '_>, notes: &mut Vec<String>) -> Result<Vec<Runtime
             notes.push(format!("the thread list loops or is too long at 0x{link:x}; {} threads read", out.len()));
             break;
         }
-        let thread = link.wrapping_sub(link_next);
+        let thread = if direct { link } else { link.wrapping_sub(link_next) };
         match read_thread(t, thread) {
             Ok(th) => out.push(th),
             Err(e) => {
@@ -96,7 +102,7 @@ pub fn threads(t: Target<'_, '_>, notes: &mut Vec<String>) -> Result<Vec<Runtime
                 break;
             }
         }
-        link = match t.core.u64(link) {
+        link = match t.core.u64(if direct { link.wrapping_add(link_next) } else { link }) {
             Ok(l) => l,
             Err(e) => {
                 notes.push(format!("the thread list ends early: {}{}", e.message(), e.location));
