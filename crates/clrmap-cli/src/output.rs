@@ -179,25 +179,105 @@ pub fn read_file(path: &std::path::Path) -> Result<crate::mapped::MappedFile, Cl
 /// Write one frame: llvm-symbolizer's layout (function, `file:line:column`, blank line) or a JSON
 /// line.
 pub fn write_frame(f: &clrmap::symbolizer::Frame<'_>, json: bool, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    if json {
-        // The line is built in a buffer kept between lines, then written at once: one call
-        // through `out` a line, not one a token.
-        return LINE.with_borrow_mut(|line| {
-            line.clear();
-            serde_json::to_writer(&mut *line, f).map_err(json_io)?;
-            line.push(b'\n');
-            out.write_all(line)
-        });
-    }
-    writeln!(out, "{}", Text(f.at.method.unwrap_or("??")))?;
+    // The answer is built in a buffer kept between answers, then written at once: one call
+    // through `out` an answer, not one a token, and no formatting machinery for the common case.
+    LINE.with_borrow_mut(|line| {
+        line.clear();
+        if json {
+            frame_json(line, f);
+        } else {
+            frame_text(line, f);
+        }
+        out.write_all(line)
+    })
+}
+
+/// [`write_frame`]'s text layout: the method, then `file:line:column` (or `??:0:0`), then an
+/// empty line.
+fn frame_text(line: &mut Vec<u8>, f: &clrmap::symbolizer::Frame<'_>) {
+    push_text(line, f.at.method.unwrap_or("??"));
+    line.push(b'\n');
     match (f.at.file, f.at.line) {
-        (Some(file), Some(line)) => writeln!(out, "{}:{line}:{}\n", Text(file), f.at.column.unwrap_or(0)),
-        _ => out.write_all(b"??:0:0\n\n"),
+        (Some(file), Some(n)) => {
+            push_text(line, file);
+            line.push(b':');
+            push_u64(line, u64::from(n));
+            line.push(b':');
+            push_u64(line, u64::from(f.at.column.unwrap_or(0)));
+            line.extend_from_slice(b"\n\n");
+        }
+        _ => line.extend_from_slice(b"??:0:0\n\n"),
+    }
+}
+
+/// [`write_frame`]'s JSON line: the bytes serde_json writes for [`clrmap::symbolizer::Frame`]
+/// (its fields in order, the location's flattened into it, `source_link` only when known),
+/// written by hand (serde's flattened map and its writer cost most of the command's time).
+fn frame_json(line: &mut Vec<u8>, f: &clrmap::symbolizer::Frame<'_>) {
+    let at = &f.at;
+    line.extend_from_slice(b"{\"address\":");
+    push_u64(line, f.address);
+    json_field_str(line, b",\"module\":", at.module);
+    json_field_u32(line, b",\"token\":", at.token);
+    json_field_str(line, b",\"method\":", at.method);
+    json_field_u32(line, b",\"il_offset\":", at.il_offset);
+    json_field_str(line, b",\"file\":", at.file);
+    json_field_u32(line, b",\"line\":", at.line);
+    json_field_u32(line, b",\"column\":", at.column);
+    json_field_u32(line, b",\"end_line\":", at.end_line);
+    json_field_u32(line, b",\"end_column\":", at.end_column);
+    if let Some(link) = f.source_link {
+        line.extend_from_slice(b",\"source_link\":");
+        clrmap::json::string(line, link);
+    }
+    line.extend_from_slice(b"}\n");
+}
+
+fn json_field_str(line: &mut Vec<u8>, key: &[u8], value: Option<&str>) {
+    line.extend_from_slice(key);
+    match value {
+        Some(v) => clrmap::json::string(line, v),
+        None => line.extend_from_slice(b"null"),
+    }
+}
+
+fn json_field_u32(line: &mut Vec<u8>, key: &[u8], value: Option<u32>) {
+    line.extend_from_slice(key);
+    match value {
+        Some(v) => push_u64(line, u64::from(v)),
+        None => line.extend_from_slice(b"null"),
+    }
+}
+
+/// `n` in decimal, as `Display` (and serde_json) write it.
+fn push_u64(line: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut used = 0usize;
+    for d in digits.iter_mut().rev() {
+        *d = b'0'.saturating_add(u8::try_from(n % 10).unwrap_or(0));
+        n /= 10;
+        used = used.saturating_add(1);
+        if n == 0 {
+            break;
+        }
+    }
+    line.extend_from_slice(digits.get(digits.len().saturating_sub(used)..).unwrap_or(&[]));
+}
+
+/// `s` as [`Text`] writes it, appended to `line`.
+fn push_text(line: &mut Vec<u8>, s: &str) {
+    // Printable ASCII with no backslash stands as it is ([`escape_str`]'s own first case).
+    if s.bytes().all(|b| (0x20..0x7F).contains(&b) && b != b'\\') {
+        line.extend_from_slice(s.as_bytes());
+    } else {
+        use std::io::Write as _;
+        // Writing to a Vec cannot fail.
+        let _ = write!(line, "{}", Text(s));
     }
 }
 
 thread_local! {
-    /// A JSON answer line being written (see [`write_frame`]).
+    /// An answer being written (see [`write_frame`]).
     static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -530,6 +610,52 @@ mod tests {
                     assert_eq!(String::from_utf8(bytes).unwrap(), Text(s).to_string(), "{s:?} cut at {a}, {b}");
                 }
             }
+        }
+    }
+
+    /// Frames that cover every field's two states and the escapes of both layouts.
+    fn frames() -> Vec<clrmap::symbolizer::Frame<'static>> {
+        use clrmap::symbolizer::{Frame, SourceLocation};
+        let full = SourceLocation {
+            module: Some("Frames.dll"),
+            token: Some(0x0600_000A),
+            method: Some("Ns.Type`1::Method"),
+            il_offset: Some(23),
+            file: Some("/_/src/Frames.cs"),
+            line: Some(128),
+            column: Some(13),
+            end_line: Some(129),
+            end_column: Some(u32::MAX),
+        };
+        let odd = SourceLocation { method: Some("M\"\\x\u{1}\u{85}\n\u{202e}é"), file: Some("C:\\src\\A.cs"), module: Some("a\tb"), ..full };
+        vec![
+            Frame { address: 0, ..Frame::default() },
+            Frame { address: u64::MAX, at: full, source_link: Some("https://x/\"y\""), code_start: Some(1), native_offset: Some(2), function_id: Some(3), ..Frame::default() },
+            Frame { address: 10, at: full, ..Frame::default() },
+            Frame { address: 99, at: odd, ..Frame::default() },
+            Frame { address: 7, at: SourceLocation { file: None, ..full }, ..Frame::default() },
+            Frame { address: 8, at: SourceLocation { line: None, column: None, ..full }, ..Frame::default() },
+        ]
+    }
+
+    #[test]
+    fn a_frame_is_written_as_serde_and_the_formatter_write_it() {
+        use std::io::Write as _;
+        for f in frames() {
+            let mut json = Vec::new();
+            write_frame(&f, true, &mut json).unwrap();
+            let mut serde = serde_json::to_vec(&f).unwrap();
+            serde.push(b'\n');
+            assert_eq!(String::from_utf8_lossy(&json), String::from_utf8_lossy(&serde));
+            let mut text = Vec::new();
+            write_frame(&f, false, &mut text).unwrap();
+            let mut by_fmt = Vec::new();
+            writeln!(by_fmt, "{}", Text(f.at.method.unwrap_or("??"))).unwrap();
+            match (f.at.file, f.at.line) {
+                (Some(file), Some(line)) => writeln!(by_fmt, "{}:{line}:{}\n", Text(file), f.at.column.unwrap_or(0)).unwrap(),
+                _ => by_fmt.extend_from_slice(b"??:0:0\n\n"),
+            }
+            assert_eq!(String::from_utf8_lossy(&text), String::from_utf8_lossy(&by_fmt));
         }
     }
 }

@@ -8,8 +8,12 @@
 //! written to target/tmp and streamed from there, as the CLI does: the symbolizer's pass (bodies)
 //! and the profile's pass (samples), then each format written to a sink.
 //!
-//! Prints MB/s and the process's peak resident memory (VmHWM). Run:
-//! `cargo bench -p clrmap --bench flame` (FLAME_BENCH_MIB=256 for a quicker run).
+//! Prints MB/s by the wall clock and per CPU-second (user + system time of the process, from
+//! /proc/self/stat, over the reading and writing only), and the process's peak resident memory
+//! (VmHWM). Run:
+//! `cargo bench -p clrmap --bench flame` (FLAME_BENCH_MIB=256 for a quicker run;
+//! FLAME_BENCH_COLLAPSED_ONLY=1 to stop after the collapsed format, for a profile of it alone;
+//! FLAME_BENCH_KEEP=1 to leave the trace in target/tmp for a whole-process run of `clrmap flame`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::arithmetic_side_effects, clippy::indexing_slicing, clippy::panic)]
 
 use std::io::{BufReader, BufWriter, Write};
@@ -23,6 +27,17 @@ use clrmap::symbolizer::{Options, Symbolizer};
 fn peak_kb() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+/// The process's CPU time so far (user + system), in seconds, from /proc/self/stat (clock ticks
+/// of 1/100 s, the kernel's USER_HZ on Linux).
+fn cpu_s() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = s.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // After the command's closing parenthesis: state is field 3, utime 14 and stime 15.
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
 fn main() {
@@ -78,6 +93,7 @@ fn main() {
     let size = std::fs::metadata(&path).unwrap().len();
     eprintln!("trace: {size} bytes in {:.1?} (written), peak {} KB", t.elapsed(), peak_kb());
     let t = Instant::now();
+    let cpu0 = cpu_s();
     let sym = Symbolizer::open(&path, symbols).unwrap();
     let opened = t.elapsed();
     let (profile, fault) = Profile::read(&sym, BufReader::with_capacity(1 << 20, std::fs::File::open(&path).unwrap()), false).unwrap();
@@ -86,15 +102,17 @@ fn main() {
     let mut sink = std::io::sink();
     profile.write(Format::Collapsed, "bench", &mut sink).unwrap();
     let total = t.elapsed();
+    let cpu = cpu_s() - cpu0;
     let mb = size as f64 / 1e6;
     println!(
-        "flame collapsed: {size} bytes, {} samples, {} stacks: symbolizer pass {:.2?}, samples pass {:.2?}, written {:.2?}: {:.0} MB/s; peak RSS {} KB",
+        "flame collapsed: {size} bytes, {} samples, {} stacks: symbolizer pass {:.2?}, samples pass {:.2?}, written {:.2?}: {:.0} MB/s; CPU {cpu:.2} s, {:.0} MB per CPU-second; peak RSS {} KB",
         profile.stats().samples,
         profile.stats().stacks,
         opened,
         read - opened,
         total - read,
         mb / total.as_secs_f64(),
+        mb / cpu.max(0.01),
         peak_kb()
     );
     for (format, name) in [(Format::Speedscope, "speedscope"), (Format::Pprof, "pprof")] {
@@ -102,8 +120,18 @@ fn main() {
         profile.write(format, "bench", &mut sink).unwrap();
         println!("  {name} written in {:.2?}", t.elapsed());
     }
+    let keep = std::env::var_os("FLAME_BENCH_KEEP").is_some();
+    if std::env::var_os("FLAME_BENCH_COLLAPSED_ONLY").is_some() {
+        if !keep {
+            let _ = std::fs::remove_file(&path);
+        }
+        return;
+    }
     let per_thread = Instant::now();
+    let cpu0 = cpu_s();
     let (p2, _) = Profile::read(&sym, BufReader::with_capacity(1 << 20, std::fs::File::open(&path).unwrap()), true).unwrap();
-    println!("  samples pass per thread: {:.2?} ({} stacks); peak RSS {} KB", per_thread.elapsed(), p2.stats().stacks, peak_kb());
-    let _ = std::fs::remove_file(&path);
+    println!("  samples pass per thread: {:.2?}, CPU {:.2} s ({} stacks); peak RSS {} KB", per_thread.elapsed(), cpu_s() - cpu0, p2.stats().stacks, peak_kb());
+    if !keep {
+        let _ = std::fs::remove_file(&path);
+    }
 }

@@ -21,7 +21,7 @@ fn frames() -> Vec<(u32, u32)> {
     text.lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
-            (f.len() > 6 && (f[0] == "F" || f[0] == "E") && f[4] == "Frames.dll").then(|| (u32::from_str_radix(f[3], 16).unwrap(), f[6].parse().unwrap()))
+            (f.len() > 6 && (f[0] == "F" || f[0] == "E") && f[4] == "Frames.dll").then(|| (u32::from_str_radix(f[3].trim_start_matches("0x"), 16).unwrap(), f[6].parse().unwrap()))
         })
         .collect()
 }

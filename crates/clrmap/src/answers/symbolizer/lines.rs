@@ -2,7 +2,9 @@
 //! when the method is first asked about, once per SequencePoints blob (many MethodDebugInformation
 //! rows may name one blob), and laid out for binary search. Document names are decoded once per
 //! name blob, within a budget. Opening a module costs nothing per method, so a command that asks
-//! about a few methods, or about none (`perf map`), never pays for the others.
+//! about a few methods, or about none (`perf map`), never pays for the others; the first method
+//! asked about makes one empty slot per MethodDebugInformation row, so that a method already
+//! decoded is found by its row alone, with no lock, hash or reference count.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -59,8 +61,6 @@ struct MethodPoints {
 struct Decoded {
     /// (blob index, blob names its InitialDocument) → points.
     blobs: HashMap<(u32, bool), BlobPoints>,
-    /// MethodDef row → its points (`None`: no row, no points or a malformed blob).
-    methods: HashMap<u32, Option<MethodPoints>>,
     names: DocumentNames,
 }
 
@@ -76,6 +76,9 @@ pub(crate) struct ModuleLines {
     links: Box<[OnceLock<Option<Arc<str>>>]>,
     /// The PDB's SourceLink map (`None`: none, or one that does not parse).
     link_map: OnceLock<Option<crate::formats::pdb::sources::SourceLink>>,
+    /// MethodDef row − 1 → its points, once asked for (`None`: no row, no points or a malformed
+    /// blob); the slots are made when the first method is asked about.
+    methods: OnceLock<Box<[OnceLock<Option<MethodPoints>>]>>,
     decoded: Mutex<Decoded>,
 }
 
@@ -85,7 +88,7 @@ impl ModuleLines {
         let documents = PortablePdb::parse(&pdb)?.document_count();
         let links = (0..documents).map(|_| OnceLock::new()).collect();
         let documents = (0..documents).map(|_| OnceLock::new()).collect();
-        Ok(ModuleLines { pdb, documents, links, link_map: OnceLock::new(), decoded: Mutex::new(Decoded::default()) })
+        Ok(ModuleLines { pdb, documents, links, link_map: OnceLock::new(), methods: OnceLock::new(), decoded: Mutex::new(Decoded::default()) })
     }
 
     /// The portable PDB's bytes.
@@ -118,14 +121,18 @@ impl ModuleLines {
     }
 
     /// A method's points, decoding its blob if no earlier method named it.
-    fn method(&self, rid: u32) -> Option<MethodPoints> {
-        let mut decoded = self.decoded.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(known) = decoded.methods.get(&rid) {
-            return known.clone();
-        }
-        let found = self.decode(&mut decoded, rid);
-        decoded.methods.insert(rid, found.clone());
-        found
+    fn method(&self, rid: u32) -> Option<&MethodPoints> {
+        let slots = self.methods.get_or_init(|| {
+            let count = PortablePdb::parse(&self.pdb).map_or(0, |p| p.method_count());
+            (0..count).map(|_| OnceLock::new()).collect()
+        });
+        // A row past the table has no MethodDebugInformation row, so no points.
+        let slot = slots.get(rid.checked_sub(1)? as usize)?;
+        slot.get_or_init(|| {
+            let mut decoded = self.decoded.lock().unwrap_or_else(PoisonError::into_inner);
+            self.decode(&mut decoded, rid)
+        })
+        .as_ref()
     }
 
     fn decode(&self, decoded: &mut Decoded, rid: u32) -> Option<MethodPoints> {

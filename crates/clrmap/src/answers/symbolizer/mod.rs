@@ -299,8 +299,12 @@ impl Symbolizer {
     }
 
     /// Answer one address.
+    #[inline]
     pub fn symbolize(&self, address: u64, kind: FrameKind) -> Frame<'_> {
-        self.frame(address, kind, true).0
+        // Filled in place: the answer is large, and a copy per address shows in a profile.
+        let mut frame = Frame { address, ..Frame::default() };
+        self.fill(&mut frame, kind, true);
+        frame
     }
 
     /// The module of the body at `index`.
@@ -311,9 +315,16 @@ impl Symbolizer {
     /// [`Self::symbolize`], with the body's index; the line only when `with_line`.
     fn frame(&self, address: u64, kind: FrameKind, with_line: bool) -> (Frame<'_>, Option<usize>) {
         let mut frame = Frame { address, ..Frame::default() };
+        let index = self.fill(&mut frame, kind, with_line);
+        (frame, index)
+    }
+
+    /// Fill `frame` (only its address set) as [`Self::frame`] answers it; the body's index.
+    fn fill<'s>(&'s self, frame: &mut Frame<'s>, kind: FrameKind, with_line: bool) -> Option<usize> {
+        let address = frame.address;
         let lookup = code_index::lookup_address(address, kind);
-        let Some(index) = self.code.index_at(address, kind) else { return (frame, None) };
-        let Some(body) = self.code.body(index) else { return (frame, None) };
+        let index = self.code.index_at(address, kind)?;
+        let body = self.code.body(index)?;
         let start = body.start.or(body.rva.map(u64::from)).unwrap_or(0);
         // The IL offset is looked up at the call for ReturnAddress, at the return address
         // itself for 3.1's rule.
@@ -332,7 +343,7 @@ impl Symbolizer {
             frame.code_start = Some(start);
             frame.native_offset = Some(offset);
             frame.function_id = body.function_id.or(Some(start));
-            return (frame, Some(index));
+            return Some(index);
         }
         frame.at.il_offset = Some(il);
         frame.code_start = Some(start);
@@ -340,9 +351,9 @@ impl Symbolizer {
         frame.region = region;
         frame.function_id = body.function_id.or(Some(start));
         if with_line {
-            self.set_line(&mut frame, index, il);
+            self.set_line(frame, index, il);
         }
-        (frame, Some(index))
+        Some(index)
     }
 
     /// A frame's line: the body at `index`'s, at IL offset `il`, by the runtime's rule (cleared

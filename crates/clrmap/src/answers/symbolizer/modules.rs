@@ -132,7 +132,10 @@ impl Modules {
 
     /// An address in a module without lines was answered: the image's notes are now worth saying.
     pub(super) fn missed_lines(&self) {
-        self.missed_lines.store(true, Ordering::Relaxed);
+        // Read first: a store per answer would write the shared line every time.
+        if !self.missed_lines.load(Ordering::Relaxed) {
+            self.missed_lines.store(true, Ordering::Relaxed);
+        }
     }
 
     /// A module's line table, loaded when first asked for: from the PDB [`crate::symbols::module`]

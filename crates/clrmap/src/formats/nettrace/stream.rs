@@ -175,6 +175,30 @@ impl<R: Read> Input<R> {
 
 /// LEB128 unsigned (7 bits per byte, least significant first), at most 10 bytes.
 fn varint(r: &mut Reader<'_>) -> Result<u64> {
+    // The common cases, one or two bytes (ids, small deltas, sizes), and then any varint whole
+    // in the bytes left: read from the slice, one skip.
+    match r.as_slice() {
+        [b, ..] if b & 0x80 == 0 => {
+            let v = u64::from(*b);
+            r.skip(1, "a varint")?;
+            return Ok(v);
+        }
+        [b0, b1, ..] if b1 & 0x80 == 0 => {
+            let v = u64::from(b0 & 0x7F) | u64::from(*b1) << 7;
+            r.skip(2, "a varint")?;
+            return Ok(v);
+        }
+        _ => {}
+    }
+    let mut v = 0u64;
+    for (i, &b) in r.as_slice().iter().take(10).enumerate() {
+        v |= u64::from(b & 0x7F).checked_shl(u32::try_from(i).unwrap_or(0).saturating_mul(7)).unwrap_or(0);
+        if b & 0x80 == 0 {
+            r.skip(i.saturating_add(1), "a varint")?;
+            return Ok(v);
+        }
+    }
+    // Cut or too long: the byte-by-byte reading names the fault.
     let at = r.offset();
     let mut v = 0u64;
     for shift in (0..70).step_by(7) {
@@ -237,6 +261,8 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
     let mut metadata: IntMap<u32, EventMeta> = IntMap::default();
     // Events counted by metadata id while reading (no allocation per event), named at the end.
     let mut counts: IntMap<u32, u64> = IntMap::default();
+    // One block's body at a time, in one buffer kept from block to block.
+    let mut body = Vec::new();
     loop {
         // An object: BeginPrivateObject, its type (BeginPrivateObject NullReference version
         // minReaderVersion name EndObject), its payload, EndObject. A lone NullReference ends it.
@@ -292,7 +318,7 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
             input.skip(pad, "block padding")?;
             let body_at = input.offset;
             // Read what there is: a file cut inside a block still yields that block's whole events.
-            let mut body = Vec::new();
+            body.clear();
             (&mut input.r).take(u64::from(size)).read_to_end(&mut body).map_err(|_| Error::new(ErrorKind::Truncated, body_at, "a block body"))?;
             input.offset = input.offset.saturating_add(body.len() as u64);
             let cut = body.len() < size as usize;

@@ -167,8 +167,13 @@ impl Builder<'_> {
             return None;
         }
         let key = usize::try_from(key).ok()?;
-        let t = match self.dense_threads.get(&thread) {
-            Some(&t) => t as usize,
+        // A thread's samples come in runs: the last thread's arrays are known without a hash.
+        let known = match self.last_thread {
+            Some((last, t)) if last == thread => Some(t),
+            _ => self.dense_threads.get(&thread).map(|&t| t as usize),
+        };
+        let t = match known {
+            Some(t) => t,
             None => {
                 if self.dense.len() >= 256 {
                     return None;
@@ -180,6 +185,7 @@ impl Builder<'_> {
                 t
             }
         };
+        self.last_thread = Some((thread, t));
         let v = self.dense.get_mut(t)?;
         if v.len() <= key {
             let grow = key.saturating_add(1).saturating_sub(v.len());
@@ -232,6 +238,8 @@ struct Builder<'s> {
     /// ...and the node, read only when a stack is first seen and when counts are added up.
     dense_nodes: Vec<Vec<u32>>,
     dense_threads: IntMap<u64, u32>,
+    /// The last thread counted in the arrays, and its index there.
+    last_thread: Option<(u64, usize)>,
     dense_entries: usize,
     unknown_names: usize,
     /// The location `[unknown]`, once made.
@@ -278,6 +286,7 @@ impl Profile {
             dense: Vec::new(),
             dense_nodes: Vec::new(),
             dense_threads: IntMap::default(),
+            last_thread: None,
             dense_entries: 0,
             unknown_names: 0,
             unknown_loc: None,
