@@ -215,6 +215,41 @@ fn gnu_hash(name: &[u8]) -> u32 {
     name.iter().fold(5381u32, |h, &c| h.wrapping_mul(33).wrapping_add(u32::from(c)))
 }
 
+/// The tables of a loaded image's dynamic section that symbol lookups need (addresses in the
+/// process).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct DynamicTables {
+    /// `DT_SYMTAB`: the dynamic symbols (`Elf64_Sym`, 24 bytes each).
+    pub symtab: u64,
+    /// `DT_STRTAB`: their names.
+    pub strtab: u64,
+    /// `DT_GNU_HASH`: the GNU hash table (the gABI's extension), which also bounds their number.
+    pub gnu_hash: u64,
+}
+
+/// Read the dynamic section at `dynamic` of the image loaded with `bias` (at most `MAX_DYN`
+/// entries, to `DT_NULL`); `None` when it lacks one of the tables.
+pub(super) fn dynamic_tables(core: &Core<'_>, dynamic: u64, bias: u64) -> Result<Option<DynamicTables>> {
+    let (mut symtab, mut strtab, mut gnu) = (None, None, None);
+    for i in 0..MAX_DYN {
+        let at = dynamic.wrapping_add(i.wrapping_mul(16));
+        let (tag, val) = (core.u64(at)?, core.u64(at.wrapping_add(8))?);
+        // ld.so relocates these entries in place; an unrelocated one is an offset from the bias.
+        let val = if val < bias { val.wrapping_add(bias) } else { val };
+        match u32::try_from(tag) {
+            Ok(elf::DT_NULL) => break,
+            Ok(elf::DT_SYMTAB) => symtab = Some(val),
+            Ok(elf::DT_STRTAB) => strtab = Some(val),
+            Ok(elf::DT_GNU_HASH) => gnu = Some(val),
+            _ => {}
+        }
+    }
+    Ok(match (symtab, strtab, gnu) {
+        (Some(symtab), Some(strtab), Some(gnu_hash)) => Some(DynamicTables { symtab, strtab, gnu_hash }),
+        _ => None,
+    })
+}
+
 /// A dynamic symbol's address, through the image's own tables as the core holds them.
 pub fn symbol_in_core(core: &Core<'_>, base: u64, name: &str) -> Result<u64> {
     let not_found = || Error::at_address(ErrorKind::NotFound, base, "the runtime's exported contract descriptor");
@@ -240,21 +275,7 @@ pub fn symbol_in_core(core: &Core<'_>, base: u64, name: &str) -> Result<u64> {
     }
     let bias = bias.unwrap_or(base);
     let dynamic = dynamic.ok_or_else(not_found)?.wrapping_add(bias);
-    let (mut symtab, mut strtab, mut gnu) = (None, None, None);
-    for i in 0..MAX_DYN {
-        let at = dynamic.wrapping_add(i.wrapping_mul(16));
-        let (tag, val) = (core.u64(at)?, core.u64(at.wrapping_add(8))?);
-        // ld.so relocates these entries in place; an unrelocated one is an offset from the bias.
-        let val = if val < bias { val.wrapping_add(bias) } else { val };
-        match u32::try_from(tag) {
-            Ok(elf::DT_NULL) => break,
-            Ok(elf::DT_SYMTAB) => symtab = Some(val),
-            Ok(elf::DT_STRTAB) => strtab = Some(val),
-            Ok(elf::DT_GNU_HASH) => gnu = Some(val),
-            _ => {}
-        }
-    }
-    let (Some(symtab), Some(strtab), Some(gnu)) = (symtab, strtab, gnu) else { return Err(not_found()) };
+    let Some(DynamicTables { symtab, strtab, gnu_hash: gnu }) = dynamic_tables(core, dynamic, bias)? else { return Err(not_found()) };
     // DT_GNU_HASH: nbuckets, symoffset, bloom_size, bloom_shift, bloom[bloom_size] (u64),
     // buckets[nbuckets] (u32), chain[] (u32, bit 0 ends a bucket's run).
     let nbuckets = core.u32(gnu)?;

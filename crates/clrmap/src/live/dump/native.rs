@@ -16,14 +16,13 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use object::Endianness;
 
 use super::core::Core;
+use super::descriptor::{dynamic_tables, DynamicTables};
 use super::target::Context;
 
 /// The most `.eh_frame` bytes taken from one module (libcoreclr's is about 1 MiB).
 const MAX_EH_FRAME: usize = 64 << 20;
 /// The most dynamic symbols kept for one module.
 const MAX_SYMBOLS: u32 = 1 << 20;
-/// The most dynamic-section entries read.
-const MAX_DYN: u64 = 4096;
 /// The most modules whose tables are kept.
 const MAX_MODULES: usize = 1024;
 /// The most dynamic symbols kept over all modules of one core.
@@ -206,21 +205,7 @@ fn load<'a>(core: &Core<'a>, base: u64, max_symbols: usize) -> Option<Module<'a>
 /// entries were read (at most `max`). Their number is what the GNU hash table's chains end at (the
 /// gABI's DT_GNU_HASH extension).
 fn symbols(core: &Core<'_>, dynamic: u64, bias: u64, max: usize) -> (Vec<(u64, u64, String)>, usize) {
-    let (mut symtab, mut strtab, mut gnu) = (None, None, None);
-    for i in 0..MAX_DYN {
-        let at = dynamic.wrapping_add(i.wrapping_mul(16));
-        let (Ok(tag), Ok(val)) = (core.u64(at), core.u64(at.wrapping_add(8))) else { break };
-        // ld.so relocates these entries in place; an unrelocated one is an offset from the bias.
-        let val = if val < bias { val.wrapping_add(bias) } else { val };
-        match u32::try_from(tag) {
-            Ok(elf::DT_NULL) => break,
-            Ok(elf::DT_SYMTAB) => symtab = Some(val),
-            Ok(elf::DT_STRTAB) => strtab = Some(val),
-            Ok(elf::DT_GNU_HASH) => gnu = Some(val),
-            _ => {}
-        }
-    }
-    let (Some(symtab), Some(strtab), Some(gnu)) = (symtab, strtab, gnu) else { return (Vec::new(), 0) };
+    let Ok(Some(DynamicTables { symtab, strtab, gnu_hash: gnu })) = dynamic_tables(core, dynamic, bias) else { return (Vec::new(), 0) };
     let count = gnu_symbol_count(core, gnu).unwrap_or(0).min(MAX_SYMBOLS).min(u32::try_from(max).unwrap_or(u32::MAX));
     let mut out = Vec::new();
     for i in 0..u64::from(count) {
