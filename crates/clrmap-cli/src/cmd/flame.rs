@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::Args;
 
-use clrmap::profile::{Format, Profile};
+use clrmap::profile::{Format, Profile, ReadOptions};
 use clrmap::symbolizer::{Options, Symbolizer};
 
 use crate::output::{CliError, Text};
@@ -74,6 +74,11 @@ pub struct FlameArgs {
     /// blocked on a lock), and so is time in native code, which the sampler marks apart.
     #[arg(long)]
     pub running: bool,
+    /// Give each managed frame its IL offset, as `Method [IL_001a] (File.cs:LINE)`: a frame is
+    /// then one place in a method's IL rather than one line, and a frame whose module has no PDB
+    /// still says where in the method it was.
+    #[arg(long)]
+    pub il_offsets: bool,
 }
 
 /// Run it. A torn trace gives the profile of every whole sample before the cut, with a warning
@@ -94,7 +99,8 @@ pub fn run(a: FlameArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let file = clrmap::fs::open_input(&a.trace).map_err(crate::open::open_error)?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
     let reading = crate::progress::Reading::new(file, crate::progress::Progress::bytes(total, "sampling stacks"));
-    let (profile, fault) = Profile::read_running(&sym, BufReader::with_capacity(1 << 20, reading), format.per_thread(), clrmap::profile::MAX_NODES, a.running).map_err(CliError::input)?;
+    let options = ReadOptions { per_thread: format.per_thread(), running: a.running, il_offsets: a.il_offsets, ..ReadOptions::default() };
+    let (profile, fault) = Profile::read_with(&sym, BufReader::with_capacity(1 << 20, reading), &options).map_err(CliError::input)?;
     let shown = a.trace.display().to_string();
     if let Some(f) = fault {
         // Said once by the symbolizer's open when the same fault stopped it too.

@@ -56,6 +56,47 @@ fn collapsed_to_stdout_names_the_hot_line() {
     assert!(lines.iter().filter(|(s, _)| s.contains("Hot::OwnLoop")).all(|(s, _)| s.starts_with("Hot::Main (Hot.cs:")), "{lines:?}");
 }
 
+/// `--il-offsets`: every Hot.dll frame reads `Method [IL_xxxx] (Hot.cs:LINE)`, the line being the
+/// one `clrmap pdb lines` (the PDB's sequence points, read apart from the symbolizer) gives that
+/// IL offset, and the split by offset keeps every sample of each line.
+#[test]
+fn il_offsets_split_frames_by_offset_and_keep_their_lines() {
+    let o = clrmap(&["pdb", "lines", "tests/fixtures/perf/Hot.dll", "--json"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let mut points: std::collections::HashMap<String, Vec<(u64, u64)>> = Default::default();
+    for v in stdout(&o).lines().skip(1).map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()) {
+        let visible = v["points"].as_array().unwrap().iter().filter(|p| p["hidden"] != true);
+        points.insert(v["name"].as_str().unwrap().to_owned(), visible.map(|p| (p["il"].as_u64().unwrap(), p["start_line"].as_u64().unwrap())).collect());
+    }
+    let line_of = |method: &str, il: u64| points[method].iter().rfind(|(at, _)| *at <= il).map(|p| p.1);
+    let plain = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf"]);
+    let o = clrmap(&["flame", TRACE, "--symbol-path", "tests/fixtures/perf", "--il-offsets"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let (plain, with_il) = (collapsed_lines(&stdout(&plain)), collapsed_lines(&stdout(&o)));
+    let mut by_line: std::collections::HashMap<String, u64> = Default::default();
+    let mut hot_frames = 0;
+    for (stack, n) in &with_il {
+        let mut plain_stack = Vec::new();
+        for frame in stack.split(';') {
+            let Some((method, rest)) = frame.split_once(" [IL_") else {
+                assert!(!frame.starts_with("Hot::"), "a Hot.dll frame without its IL offset: {frame}");
+                plain_stack.push(frame.to_owned());
+                continue;
+            };
+            let (hex, rest) = rest.split_once("] (Hot.cs:").unwrap_or_else(|| panic!("{frame}"));
+            let il = u64::from_str_radix(hex, 16).unwrap();
+            let line: u64 = rest.strip_suffix(')').unwrap().parse().unwrap();
+            assert_eq!(Some(line), line_of(method, il), "{frame}");
+            hot_frames += 1;
+            plain_stack.push(format!("{method} (Hot.cs:{line})"));
+        }
+        *by_line.entry(plain_stack.join(";")).or_default() += n;
+    }
+    assert!(hot_frames > 2, "{with_il:?}");
+    let plain: std::collections::HashMap<String, u64> = plain.into_iter().collect();
+    assert_eq!(by_line, plain);
+}
+
 #[test]
 fn output_files_are_written_whole() {
     let d = dir("output");

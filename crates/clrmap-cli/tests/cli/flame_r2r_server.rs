@@ -3,8 +3,9 @@
 //! framework's assemblies are), whose PDB is nowhere on disk: only a loopback SSQP symbol server
 //! (`tests/symsrv/server.py`) holds it. The hot frame gets its IL offset from the image's maps
 //! either way, and its line only from the server; without it, a note says the PDB was not found.
-//! flame's formats print no IL offset: it is read with `clrmap symbolize --json` at the hot
-//! method's most sampled address, the symbolizer flame uses, under the same leaf rule.
+//! The IL offset is read with `clrmap symbolize --json` at the hot method's most sampled address,
+//! the symbolizer flame uses, under the same leaf rule; `flame --il-offsets` must print the same
+//! offset, with and without the PDB, and put each offset on the line the PDB gives it.
 //! The oracles: the runtime's own `StackTrace(true)`, printed by the program from the hot line
 //! (its line, and the IL offset it reports, which `clrmap pdb lines` maps to the same line), and
 //! the line read from the source.
@@ -111,14 +112,15 @@ fn stacktrace_frame(out: &str) -> (u32, u32) {
 }
 
 /// The line `clrmap pdb lines ASSEMBLY --pdb PDB --json` gives IL offset `il` of `method`: that
-/// of the last sequence point at or before it.
+/// of the last visible sequence point at or before it.
 fn pdb_line(assembly: &Path, pdb: &Path, method: &str, il: u64) -> Option<u64> {
     let o = clrmap_alone(&["pdb", "lines", s(assembly), "--pdb", s(pdb), "--json"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
     let m: serde_json::Value = text.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["name"] == method).unwrap_or_else(|| panic!("{method} in {text}"));
     let points = m["points"].as_array().unwrap();
-    let at = points.iter().rfind(|p| p["il"].as_u64().unwrap() <= il)?;
+    // Hidden points are passed over, as the runtime's StackTrace passes them over.
+    let at = points.iter().rfind(|p| p["il"].as_u64().unwrap() <= il && p["hidden"] != true)?;
     at["start_line"].as_u64()
 }
 
@@ -142,6 +144,28 @@ fn leaves_of(stacks: &[(Vec<String>, u64)], method: &str) -> HashMap<String, u64
         if leaf == method || leaf.starts_with(&format!("{method} (")) {
             *by.entry(leaf.clone()).or_default() += n;
         }
+    }
+    by
+}
+
+/// The samples of each leaf frame of `method` flame printed with `--il-offsets`, by (IL offset,
+/// line): every such leaf must read `method [IL_xxxx]` or `method [IL_xxxx] (R2rLib.cs:LINE)`.
+fn il_leaves_of(stacks: &[(Vec<String>, u64)], method: &str) -> HashMap<(u64, Option<u64>), u64> {
+    let mut by = HashMap::new();
+    for (frames, n) in stacks {
+        let leaf = frames.last().unwrap();
+        let Some(rest) = leaf.strip_prefix(&format!("{method} [IL_")) else {
+            assert!(!leaf.starts_with(method), "a frame of {method} without its IL offset: {leaf}");
+            continue;
+        };
+        let (hex, rest) = rest.split_once(']').unwrap_or_else(|| panic!("{leaf}"));
+        assert!(hex.len() >= 4 && hex.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{leaf}");
+        let il = u64::from_str_radix(hex, 16).unwrap();
+        let line = match rest {
+            "" => None,
+            r => Some(r.strip_prefix(" (R2rLib.cs:").and_then(|r| r.strip_suffix(')')).unwrap_or_else(|| panic!("{leaf}")).parse().unwrap()),
+        };
+        *by.entry((il, line)).or_default() += n;
     }
     by
 }
@@ -254,6 +278,16 @@ fn a_ready_to_run_frame_gets_its_line_from_a_symbol_server() {
         assert!(stderr(&o).contains(&note), "{host}: {}", stderr(&o));
         let alone = leaves_of(&collapsed(&out), HOT_METHOD);
         assert_eq!(alone.keys().collect::<Vec<_>>(), vec![HOT_METHOD], "{host}: {alone:?}");
+        // With --il-offsets and no PDB: the frame still says where in the method it was, the IL
+        // offset `symbolize` gives the hottest address (which the PDB, read apart, puts on the
+        // HOT line), and no sample is lost to the split.
+        let out = dir.join("alone-il.collapsed");
+        let o = clrmap_alone(&["flame", s(&trace), "--il-offsets", "-o", s(&out)]);
+        assert_eq!(code(&o), Some(0), "{host}: {}", stderr(&o));
+        let alone_il = il_leaves_of(&collapsed(&out), HOT_METHOD);
+        assert!(alone_il.keys().all(|(_, l)| l.is_none()), "{host}: a line without a PDB: {alone_il:?}");
+        assert!(alone_il.get(&(no_il.unwrap(), None)).is_some_and(|&n| n >= count), "{host}: IL {no_il:?} has fewer than {count} samples: {alone_il:?}");
+        assert_eq!(alone_il.values().sum::<u64>(), alone.values().sum::<u64>(), "{host}: {alone_il:?}");
 
         // With the server: the same IL offset, now with the HOT line, which the PDB gives it.
         let server = Server::start(&root, "ok", None);
@@ -277,6 +311,18 @@ fn a_ready_to_run_frame_gets_its_line_from_a_symbol_server() {
         // Every sample of the method kept, now split by line.
         assert_eq!(served.values().sum::<u64>(), alone.values().sum::<u64>(), "{host}");
         assert!(*top_n >= count, "{host}: {top_n} < {count}");
+        // --il-offsets with the server: each frame has both, and each IL offset is on the line
+        // the PDB gives it (read by `clrmap pdb lines`); the same offsets as without the PDB.
+        let out = dir.join("server-il.collapsed");
+        let o = clrmap_alone(&["flame", s(&trace), "--il-offsets", "--symbol-server", &server.url, "--cache", s(&cache), "-o", s(&out)]);
+        assert_eq!(code(&o), Some(0), "{host}: {}", stderr(&o));
+        let served_il = il_leaves_of(&collapsed(&out), HOT_METHOD);
+        for (&(il_at, l), n) in &served_il {
+            assert_eq!(l, pdb_line(&il.join("R2rLib.dll"), &pdb, HOT_METHOD, il_at), "{host}: IL {il_at:#x} ({n} samples)");
+            assert_eq!(alone_il.get(&(il_at, None)), Some(n), "{host}: IL {il_at:#x}: {alone_il:?} {served_il:?}");
+        }
+        assert_eq!(served_il.len(), alone_il.len(), "{host}: {served_il:?}");
+        assert!(served_il.contains_key(&(no_il.unwrap(), Some(line))), "{host}: {served_il:?}");
         eprintln!("{host}: {count} samples at {address:#x} ({kind:?}): IL {il_off:?}, line {line}; the runtime's StackTrace: IL {rt_il}, line {rt_line}; flame: {served:?}");
     }
 }

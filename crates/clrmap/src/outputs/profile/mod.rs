@@ -105,18 +105,54 @@ pub struct FrameInfo {
     pub file: Option<String>,
     /// The line.
     pub line: Option<u32>,
+    /// The frame's IL offset, as `StackFrame.GetILOffset()` reports it; kept only when asked
+    /// ([`ReadOptions::il_offsets`]), since it splits a method's frames by offset.
+    pub il_offset: Option<u32>,
 }
 
 impl FrameInfo {
-    /// `Method (File.cs:LINE)`: the file's last path component; `Method` without a line.
+    /// The frame's name as a function: `Method`, or `Method [IL_001a]` with its IL offset (in
+    /// ildasm's label notation, lowercase hex, at least four digits).
+    pub fn label(&self) -> String {
+        match self.il_offset {
+            Some(il) => format!("{} [IL_{il:04x}]", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// `Method (File.cs:LINE)`: the file's last path component; `Method` without a line;
+    /// `Method [IL_001a] (File.cs:LINE)` with its IL offset ([`Self::label`]).
     pub fn text(&self) -> String {
         match (&self.file, self.line) {
             (Some(f), Some(l)) => {
                 let base = f.rsplit(['/', '\\']).next().unwrap_or(f);
-                format!("{} ({base}:{l})", self.name)
+                format!("{} ({base}:{l})", self.label())
             }
-            _ => self.name.clone(),
+            _ => self.label(),
         }
+    }
+}
+
+/// How a profile is read ([`Profile::read_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// One call tree per thread, or all threads merged.
+    pub per_thread: bool,
+    /// The call tree's bound in nodes (at most [`MAX_NODES`]): past it, samples count at their
+    /// deepest known caller ([`Stats::folded`]).
+    pub max_nodes: usize,
+    /// Count only the samples the sampler took while their thread ran managed code
+    /// ([`Profile::read_running`]).
+    pub running: bool,
+    /// Give each managed frame its IL offset ([`FrameInfo::il_offset`]): a frame is then one IL
+    /// offset of a method, not one line, and a frame without a line (no PDB) still says where in
+    /// the method it was.
+    pub il_offsets: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { per_thread: false, max_nodes: MAX_NODES, running: false, il_offsets: false }
     }
 }
 
@@ -227,6 +263,7 @@ struct Builder<'s> {
     sym: &'s Symbolizer,
     caller: FrameKind,
     inlines: bool,
+    il_offsets: bool,
     address_locs: IntMap<(u64, bool), u32>,
     /// (thread, stack key) → the stack's leaf node and the samples counted here since they were
     /// last added to it (one memory access per sample).
@@ -276,11 +313,19 @@ impl Profile {
     /// cooperative mode as the runtime stopped it, and external when it was in preemptive mode:
     /// blocked in a wait or a system call, or running native code.
     pub fn read_running<R: Read>(sym: &Symbolizer, trace: R, per_thread: bool, max_nodes: usize, running: bool) -> Result<(Profile, Option<Error>)> {
+        Self::read_with(sym, trace, &ReadOptions { per_thread, max_nodes, running, il_offsets: false })
+    }
+
+    /// Read a trace's samples as `options` say ([`Self::read`] and the others are this with
+    /// fewer options).
+    pub fn read_with<R: Read>(sym: &Symbolizer, trace: R, options: &ReadOptions) -> Result<(Profile, Option<Error>)> {
+        let ReadOptions { per_thread, max_nodes, running, il_offsets } = *options;
         let mut p = Profile { per_thread, max_nodes: max_nodes.min(MAX_NODES), ..Profile::default() };
         let mut b = Builder {
             sym,
             caller: FrameKind::ReturnAddress.for_runtime(sym.runtime_major()),
             inlines: sym.has_inline_trees(),
+            il_offsets,
             address_locs: IntMap::default(),
             stack_nodes: IntMap::default(),
             dense: Vec::new(),
@@ -475,10 +520,14 @@ impl Profile {
         }
         let (frame, inlined) = if b.inlines { b.sym.symbolize_inlined(address, kind) } else { (b.sym.symbolize(address, kind), Vec::new()) };
         let mut bucket = false;
+        let keep_il = b.il_offsets;
+        let il = move |offset: Option<u32>| offset.filter(|_| keep_il);
         let physical = match (frame.at.method, frame.at.token) {
-            (Some(m), _) => FrameInfo { name: m.to_owned(), file: frame.at.file.map(str::to_owned), line: frame.at.line },
+            (Some(m), _) => FrameInfo { name: m.to_owned(), file: frame.at.file.map(str::to_owned), line: frame.at.line, il_offset: il(frame.at.il_offset) },
             // A body with no name: its module and token.
-            (None, Some(t)) => FrameInfo { name: format!("{}!0x{t:08x}", frame.at.module.unwrap_or("??")), file: frame.at.file.map(str::to_owned), line: frame.at.line },
+            (None, Some(t)) => {
+                FrameInfo { name: format!("{}!0x{t:08x}", frame.at.module.unwrap_or("??")), file: frame.at.file.map(str::to_owned), line: frame.at.line, il_offset: il(frame.at.il_offset) }
+            }
             (None, None) => {
                 self.stats.unknown_frames = self.stats.unknown_frames.saturating_add(1);
                 let name = if b.unknown_names < MAX_UNKNOWN_NAMES {
@@ -488,12 +537,12 @@ impl Profile {
                     bucket = true;
                     "[unknown]".to_owned()
                 };
-                FrameInfo { name, file: None, line: None }
+                FrameInfo { name, file: None, line: None, il_offset: None }
             }
         };
         frames.push(self.frame(physical));
         for f in inlined.iter().rev() {
-            let info = FrameInfo { name: f.at.method.unwrap_or("[inlined]").to_owned(), file: f.at.file.map(str::to_owned), line: f.at.line };
+            let info = FrameInfo { name: f.at.method.unwrap_or("[inlined]").to_owned(), file: f.at.file.map(str::to_owned), line: f.at.line, il_offset: il(f.at.il_offset) };
             frames.push(self.frame(info));
         }
         let loc = match self.location_ids.get(&frames) {

@@ -122,7 +122,7 @@ impl Profile {
         let mut function_of: HashMap<(i64, i64), u64> = HashMap::new();
         let mut frame_function: Vec<u64> = Vec::with_capacity(self.frames.len());
         for f in &self.frames {
-            let name = strings.id(&f.name);
+            let name = strings.id(&f.label());
             let file = strings.id(f.file.as_deref().unwrap_or(""));
             let id = *function_of.entry((name, file)).or_insert_with(|| {
                 let id = (functions.len() as u64).saturating_add(1);
