@@ -178,10 +178,12 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
         }
         report
     };
+    let max_frames = if options.max_frames == 0 { 10_000 } else { options.max_frames };
     let (path, d) = match open_runtime(&core) {
         Ok(found) => found,
         Err(note) => {
             report.notes.push(note);
+            native_only(&core, &mut by_tid, max_frames, &mut report.notes);
             return Ok(finish(report, by_tid, &core));
         }
     };
@@ -196,14 +198,13 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
     };
     let can_walk = d.contract("ExecutionManager").is_some() && d.contract("StackWalk").is_some();
     if !can_walk {
-        report.notes.push("the runtime's descriptor has no ExecutionManager or StackWalk contract (so .NET 9): threads are listed without frames".to_owned());
+        report.notes.push("the runtime's descriptor has no ExecutionManager or StackWalk contract (so .NET 9): managed frames cannot be walked; each thread has its native frames".to_owned());
     }
     if core.machine() != Machine::X64 && can_walk {
         report.notes.push("managed frames are unwound on x64 only".to_owned());
     }
     let mut names = names::Names::for_runtime(&path);
     let mut natives = native::Natives::new(&core);
-    let max_frames = if options.max_frames == 0 { 10_000 } else { options.max_frames };
     for rt in threads {
         let entry = by_tid.entry(rt.os_id).or_insert_with(|| DumpThread { os_id: rt.os_id, ..DumpThread::default() });
         entry.managed_id = Some(rt.managed_id);
@@ -219,15 +220,35 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
         };
         walk::walk(t, &rt, &regs, max_frames, &mut names, Some(&mut natives), entry);
     }
-    if core.machine() == Machine::X64 {
+    if !can_walk {
+        native_only(&core, &mut by_tid, max_frames, &mut report.notes);
+    } else if core.machine() == Machine::X64 {
         for entry in by_tid.values_mut().filter(|e| e.managed_id.is_none()) {
             if let Some(regs) = core.threads().iter().find(|c| u64::from(c.tid) == entry.os_id).map(|c| c.regs.clone()) {
-                walk::walk_native(t, &regs, max_frames, &mut natives, entry);
+                walk::walk_native(Some(t), &regs, max_frames, &mut natives, entry);
             }
         }
     }
     names.name_frames(by_tid.values_mut().flat_map(|t| t.frames.iter_mut()));
     Ok(finish(report, by_tid, &core))
+}
+
+/// Every thread's native frames, for a core whose runtime gives no code map (none at all, or a
+/// descriptor before .NET 10): each thread from where it stopped, by its modules' CFI, up to the
+/// first frame in no file's mapping (jitted code, which only the runtime's data can walk).
+fn native_only(core: &Core<'_>, by_tid: &mut BTreeMap<u64, DumpThread>, max_frames: usize, notes: &mut Vec<String>) {
+    if core.machine() != Machine::X64 {
+        return;
+    }
+    let mut natives = native::Natives::new(core);
+    for entry in by_tid.values_mut() {
+        if let Some(regs) = core.threads().iter().find(|c| u64::from(c.tid) == entry.os_id).map(|c| c.regs.clone()) {
+            walk::walk_native(None, &regs, max_frames, &mut natives, entry);
+        }
+    }
+    if by_tid.values().any(|t| !t.frames.is_empty()) {
+        notes.push("native frames only: each thread's frames end where its caller is managed code (jitted or ReadyToRun), which only the runtime's own data could walk past".to_owned());
+    }
 }
 
 /// libcoreclr.so in a core, and its contract descriptor; or the note that says why there is none.

@@ -114,6 +114,12 @@ impl<'c, 'a> Natives<'c, 'a> {
         self.modules.get(&base)?.as_ref()
     }
 
+    /// Whether `ip` lies in an ELF module whose unwind tables the core holds: native code, not
+    /// jitted code (anonymous memory) nor a ReadyToRun image (a PE file's mapping).
+    pub fn in_native_module(&mut self, ip: u64) -> bool {
+        self.module(ip).is_some()
+    }
+
     /// What `ip` is: its module and, when it lies inside one, its function's symbol.
     pub fn name(&mut self, ip: u64) -> NativeName {
         let Some(m) = self.module(ip) else {

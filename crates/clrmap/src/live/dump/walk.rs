@@ -103,7 +103,7 @@ pub(super) fn walk(t: Target<'_, '_>, rt: &RuntimeThread, regs: &[u64], max_fram
                 if let Some(n) = natives.as_deref_mut() {
                     let limit = next.map_or(u64::MAX, |(c, _)| c.sp());
                     let room = max_frames.saturating_sub(out.frames.len().saturating_add(crossed.len()));
-                    native_frames(t, n, ctx, exact, limit, room, &mut native);
+                    native_frames(Some(t), n, ctx, exact, limit, room, &mut native);
                 }
                 // Innermost first: the native frames and the explicit frames crossed, by their
                 // place on the stack (both lists already rise).
@@ -138,14 +138,24 @@ pub(super) fn walk(t: Target<'_, '_>, rt: &RuntimeThread, regs: &[u64], max_fram
 /// `limit` (the stack pointer of the managed frame the runtime's frame chain leads to); at most
 /// `room`. A native frame whose caller cannot be unwound is still listed: it is where the thread
 /// was.
-fn native_frames(t: Target<'_, '_>, n: &mut Natives<'_, '_>, ctx: Context, exact: bool, limit: u64, room: usize, out: &mut Vec<DumpFrame>) {
+///
+/// Native means outside the runtime's code map, where `t` has one. Without it (no descriptor, or
+/// one without a code map: before .NET 10), a caller is followed only while it lies in an ELF
+/// module the core holds: jitted code (anonymous memory) and ReadyToRun code (a PE image's
+/// mapping) stop the walk, since no CFI describes them and only the runtime's own data could go
+/// on.
+fn native_frames(t: Option<Target<'_, '_>>, n: &mut Natives<'_, '_>, ctx: Context, exact: bool, limit: u64, room: usize, out: &mut Vec<DumpFrame>) {
     let (mut c, mut exact) = (ctx, exact);
     for _ in 0..room.min(MAX_NATIVE_FRAMES) {
         let name = n.name(if exact { c.ip } else { c.ip.wrapping_sub(1) });
         let offset = if exact { name.offset } else { name.offset.wrapping_add(1) };
         out.push(DumpFrame { kind: "native".to_owned(), ip: c.ip, sp: c.sp(), symbol: name.symbol, module: name.module, native_offset: Some(offset), leaf: exact, ..DumpFrame::default() });
         let Some(caller) = n.unwind(&c, exact) else { return };
-        if caller.sp() <= c.sp() || caller.sp() >= limit || !matches!(code::find(t, caller.ip.wrapping_sub(1)), Ok(None)) {
+        let native = match t {
+            Some(t) => matches!(code::find(t, caller.ip.wrapping_sub(1)), Ok(None)),
+            None => n.in_native_module(caller.ip.wrapping_sub(1)),
+        };
+        if caller.sp() <= c.sp() || caller.sp() >= limit || !native {
             return;
         }
         c = caller;
@@ -153,9 +163,10 @@ fn native_frames(t: Target<'_, '_>, n: &mut Natives<'_, '_>, ctx: Context, exact
     }
 }
 
-/// A thread the runtime does not know (its own native threads, the host's): its native frames
-/// alone, by their CFI.
-pub(super) fn walk_native(t: Target<'_, '_>, regs: &[u64], max_frames: usize, natives: &mut Natives<'_, '_>, out: &mut DumpThread) {
+/// A thread the runtime does not know (its own native threads, the host's), or any thread of a
+/// core whose runtime gives no code map (`t` is then `None`): its native frames alone, by their
+/// CFI.
+pub(super) fn walk_native(t: Option<Target<'_, '_>>, regs: &[u64], max_frames: usize, natives: &mut Natives<'_, '_>, out: &mut DumpThread) {
     let Some(ctx) = Context::from_user_regs(regs) else {
         out.notes.push("the thread's registers are incomplete".to_owned());
         return;
