@@ -4,9 +4,12 @@
 // exception thrown through nested frames, for the runtime's own crash dump. Before "ready", the
 // thread inside framework code prints the runtime's own stack trace of the comparer's callers
 // ("S", method, IL offset, line per frame): the IL offsets and lines a dump's frames must show.
+// One more thread sits inside a signal handler, for the native unwind through the kernel's signal
+// frame.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
+using System.Runtime.InteropServices;
 using System.Text;
 using System.Threading;
 using System.Threading.Tasks;
@@ -123,6 +126,31 @@ namespace Dumpee
         }
     }
 
+    // A thread inside a signal handler: SIGUSR1's handler is libc's own `sleep` (it takes the signal
+    // number, 10, as its seconds), raised on this thread over and over, so whenever the dump is
+    // taken the thread is in `sleep`, below the kernel's signal frame, below `raise`.
+    public static class Signals
+    {
+        [DllImport("libc.so.6", EntryPoint = "signal")]
+        static extern IntPtr Signal(int signo, IntPtr handler);
+
+        [DllImport("libc.so.6", EntryPoint = "raise")]
+        static extern int Raise(int signo);
+
+        public static readonly ManualResetEventSlim Installed = new ManualResetEventSlim();
+
+        public static void SleepInHandler()
+        {
+            IntPtr sleep = NativeLibrary.GetExport(NativeLibrary.Load("libc.so.6"), "sleep");
+            Signal(10, sleep);
+            Installed.Set();
+            while (true)
+            {
+                Raise(10);
+            }
+        }
+    }
+
     public static class Program
     {
         static void Thrower(int n)
@@ -168,6 +196,9 @@ namespace Dumpee
             Blocking.Inside.Wait();
             Task<int> chain = Chains.Outer();
             Chains.Reached.Wait();
+            new Thread(Signals.SleepInHandler) { IsBackground = true, Name = "signal" }.Start();
+            Signals.Installed.Wait();
+            Thread.Sleep(200);
             Console.Write(Blocking.Callers.ToString());
             Console.WriteLine("ready " + Environment.ProcessId);
             Console.Out.Flush();

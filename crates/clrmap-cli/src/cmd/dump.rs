@@ -70,11 +70,13 @@ fn write_text(r: &clrmap::dump::DumpReport, out: &mut dyn Write) -> std::io::Res
                     write!(out, " at {}:{line}:{}", Text(file), f.column.unwrap_or(0))?;
                 }
                 writeln!(out)?;
-            } else if f.kind == "native" {
-                // `libc.so.6!read+0x12`, or `libfoo.so+0x1234` outside every symbol.
+            } else if f.kind == "native" || f.kind == "signal" {
+                // `libc.so.6!read+0x12`, or `libfoo.so+0x1234` outside every symbol; the signal
+                // return trampoline marked as such.
                 let module = f.module.as_deref().map_or("??", |m| m.rsplit('/').next().unwrap_or(m));
                 let at = f.symbol.as_deref().map_or_else(|| Text(module).to_string(), |m| format!("{}!{}", Text(module), Text(m)));
-                writeln!(out, "  {:016x} {:016x} {at}+0x{:x}", f.sp, f.ip, f.native_offset.unwrap_or(0))?;
+                let signal = if f.kind == "signal" { " <signal frame>" } else { "" };
+                writeln!(out, "  {:016x} {:016x} {at}+0x{:x}{signal}", f.sp, f.ip, f.native_offset.unwrap_or(0))?;
             } else {
                 writeln!(out, "  {:016x} {:016x} [{}]", f.sp, f.ip, Text(&f.kind))?;
             }

@@ -334,12 +334,14 @@ impl Symbolizer {
         let module = self.module_of(index);
         // The body's own module name first: one module may be named by several paths.
         frame.at.module = body.module.as_deref().or(module.and_then(|m| m.name.as_deref()));
-        frame.at.token = Some(body.token);
+        // Token 0: a dynamic method (an IL stub), which no module's metadata holds.
+        frame.at.token = (body.token != 0).then_some(body.token);
         frame.at.method = body.name.as_deref();
         if body.map.is_empty() && body.rva.is_none() {
-            // A ReadyToRun method a trace names without its map (that is in its image), or a
-            // jitted body the runtime gave a map of no entries (a runtime-async thunk): the
-            // method, and no IL offset or line rather than a guess.
+            // A ReadyToRun method a trace names without its map (that is in its image), a jitted
+            // body the runtime gave a map of no entries (a runtime-async thunk), or a dynamic
+            // method (an IL stub, sent with no map): the method, and no IL offset or line rather
+            // than a guess.
             frame.code_start = Some(start);
             frame.native_offset = Some(offset);
             frame.function_id = body.function_id.or(Some(start));

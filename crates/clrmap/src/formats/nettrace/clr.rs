@@ -263,6 +263,9 @@ fn names_from_text(namespace: &str, method: &str, signature: &str) -> (String, O
     (name, full)
 }
 
+/// The ModuleID of a body in no module's metadata (a dynamic method): no ModuleLoad names it.
+const NO_MODULE: u64 = u64::MAX;
+
 /// Pairs maps with bodies while events stream by.
 #[derive(Debug, Default)]
 pub struct MethodTable {
@@ -300,8 +303,13 @@ impl MethodTable {
         // Without the module's metadata (named again from it in `read_code_bodies_partial`):
         // the runtime's text, in the contract's notation as far as it allows.
         let (name, full_name) = names_from_text(&m.namespace, &m.name, &m.signature);
+        // A dynamic method (MethodFlags bit 0: an IL stub, a DynamicMethod) has no metadata in
+        // any module: the runtime's text (`dynamicClass::IL_STUB_PInvoke`) is its only name, and
+        // no token or module is given, so nothing renames it from a module file. The runtime
+        // sends stubs no IL map, and they are kept without one.
+        let dynamic = m.flags & 1 != 0;
         self.bodies.push(CodeBody {
-            token: m.token,
+            token: if dynamic { 0 } else { m.token },
             rva: None,
             code_size: m.size,
             name: Some(name),
@@ -317,10 +325,13 @@ impl MethodTable {
             pid: None,
             map: Vec::new(),
         });
-        self.body_module.push(m.module_id);
+        self.body_module.push(if dynamic { NO_MODULE } else { m.module_id });
         self.body_owner.push(m.namespace.clone());
         self.body_code_id.push(m.native_code_id);
         let i = self.bodies.len().saturating_sub(1);
+        if dynamic {
+            self.mapped.insert(i);
+        }
         self.by_key.insert(key, i);
         i
     }

@@ -108,8 +108,10 @@ pub struct ExceptionInfo {
 #[derive(Clone, Debug, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DumpFrame {
-    /// `managed`, `native` (code outside the runtime's code map, unwound by its module's CFI), or
-    /// the kind of an explicit runtime frame (`InlinedCallFrame`, ...).
+    /// `managed`, `native` (code outside the runtime's code map, unwound by its module's CFI),
+    /// `signal` (the kernel's signal frame: the C library's return trampoline, whose caller is the
+    /// code the signal interrupted, where it stood), or the kind of an explicit runtime frame
+    /// (`InlinedCallFrame`, ...).
     pub kind: String,
     /// The instruction pointer (a return address for every frame but the innermost).
     pub ip: u64,

@@ -133,7 +133,9 @@ impl Names {
             }
             if let Some((token, module, dynamic)) = method_desc(t, md) {
                 if let Some(name) = dynamic {
-                    f.method = Some(name);
+                    // Named as the runtime's own method events name a dynamic method (their
+                    // namespace is `dynamicClass`), so a core and a trace agree.
+                    f.method = Some(format!("dynamicClass::{name}"));
                 } else {
                     f.token = Some(token);
                     f.module = module_path(t, module);

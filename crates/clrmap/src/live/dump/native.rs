@@ -4,13 +4,18 @@
 //!
 //! Everything is read from the core's own memory: a full dump holds each loaded module's
 //! read-only segments, so no file on disk can be of another build. A module whose tables the core
-//! lacks, or a rule this reader does not evaluate (a DWARF expression, as in the kernel's signal
-//! return trampoline), ends the native stretch; the walk then goes on through the runtime's
-//! explicit frames, as it did before this reader existed.
+//! lacks, or a rule this reader does not evaluate, ends the native stretch; the walk then goes on
+//! through the runtime's explicit frames, as it did before this reader existed.
+//!
+//! Rules written as DWARF expressions are evaluated (DWARF 5 §6.4.2; gimli's evaluator, with the
+//! core's memory and the frame's registers): the C library's signal return trampoline
+//! (`__restore_rt`) describes the interrupted frame that way, its CFA and every register read from
+//! the `ucontext_t` the kernel pushed. Its CIE is marked a signal frame (augmentation `S`), so the
+//! interrupted frame's `ip` is where that thread stopped, not a return address.
 
 use std::collections::HashMap;
 
-use gimli::{BaseAddresses, CfaRule, EhFrame, EhFrameHdr, LittleEndian, Register, RegisterRule, UnwindContext, UnwindSection};
+use gimli::{BaseAddresses, CfaRule, EhFrame, EhFrameHdr, EndianSlice, EvaluationResult, Expression, LittleEndian, Location, Register, RegisterRule, UnwindContext, UnwindSection, Value};
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::Endianness;
@@ -47,6 +52,46 @@ fn context_index(r: Register) -> Option<usize> {
 
 /// DWARF's number for the return address column on x86-64.
 const RETURN_ADDRESS: Register = Register(16);
+/// The most operations one CFI expression may run (glibc's trampoline's are one or two).
+const MAX_EXPRESSION_STEPS: u32 = 256;
+
+/// The value of a CFI expression: `initial` pushed first (the CFA, for a register's rule; none for
+/// the CFA's own), registers from `reg`, memory from the core. A register rule's expression gives
+/// the address where the register is saved (`DW_CFA_expression`) or its value
+/// (`DW_CFA_val_expression`); both are the top of the stack here. Anything the core or the frame
+/// cannot answer is `None`.
+fn evaluate(core: &Core<'_>, expr: Expression<EndianSlice<'_, LittleEndian>>, initial: Option<u64>, reg: impl Fn(Register) -> Option<u64>) -> Option<u64> {
+    // .eh_frame expressions use the CIE's address size; the version only matters to operations
+    // CFI may not use.
+    let encoding = gimli::Encoding { format: gimli::Format::Dwarf32, version: 4, address_size: 8 };
+    let mut eval = expr.evaluation(encoding);
+    eval.set_max_iterations(MAX_EXPRESSION_STEPS);
+    if let Some(v) = initial {
+        eval.set_initial_value(v);
+    }
+    let mut step = eval.evaluate().ok()?;
+    for _ in 0..MAX_EXPRESSION_STEPS {
+        step = match step {
+            EvaluationResult::Complete => break,
+            EvaluationResult::RequiresMemory { address, size, .. } => {
+                let bytes = core.bytes(address, usize::from(size)).ok()?;
+                let mut word = [0u8; 8];
+                word.get_mut(..bytes.len())?.copy_from_slice(bytes);
+                eval.resume_with_memory(Value::Generic(u64::from_le_bytes(word))).ok()?
+            }
+            EvaluationResult::RequiresRegister { register, .. } => eval.resume_with_register(Value::Generic(reg(register)?)).ok()?,
+            _ => return None,
+        };
+    }
+    if !matches!(step, EvaluationResult::Complete) {
+        return None;
+    }
+    match eval.result().first()?.location {
+        Location::Address { address } => Some(address),
+        Location::Value { value } => value.to_u64(!0).ok(),
+        _ => None,
+    }
+}
 
 /// A module's unwind tables and symbols, as the core holds them.
 struct Module<'a> {
@@ -136,8 +181,10 @@ impl<'c, 'a> Natives<'c, 'a> {
     /// The caller's context of the native frame `ctx` (x86-64), by its module's CFI: `None` where
     /// the core lacks the tables, the address has no entry, a rule is not one this reader
     /// evaluates, or the return address is undefined (the outermost frame). `exact`: `ctx.ip` is
-    /// where the thread stopped rather than a return address (looked up one byte back).
-    pub fn unwind(&mut self, ctx: &Context, exact: bool) -> Option<Context> {
+    /// where the thread stopped rather than a return address (looked up one byte back). The
+    /// caller's own `exact` comes with it: true past a signal frame, whose caller was interrupted
+    /// where it stood.
+    pub fn unwind(&mut self, ctx: &Context, exact: bool) -> Option<(Context, bool)> {
         let pc = if exact { ctx.ip } else { ctx.ip.wrapping_sub(1) };
         let core = self.core;
         let base = self.module_base(pc)?;
@@ -147,35 +194,46 @@ impl<'c, 'a> Natives<'c, 'a> {
         let hdr = EhFrameHdr::new(m.hdr, LittleEndian).parse(&bases, 8).ok()?;
         let table = hdr.table()?;
         let eh_frame = EhFrame::new(m.eh_frame, LittleEndian);
-        let row = table.unwind_info_for_address(&eh_frame, &bases, &mut self.unwind, pc, EhFrame::cie_from_offset).ok()?;
+        let fde = table.fde_for_address(&eh_frame, &bases, pc, EhFrame::cie_from_offset).ok()?;
+        let signal_frame = fde.cie().is_signal_trampoline();
+        let row = fde.unwind_info_for_address(&eh_frame, &bases, &mut self.unwind, pc).ok()?;
         let reg = |r: Register| context_index(r).and_then(|i| ctx.regs.get(i).copied());
         let cfa = match row.cfa() {
             CfaRule::RegisterAndOffset { register, offset } => reg(*register)?.wrapping_add_signed(*offset),
-            CfaRule::Expression(_) => return None,
+            CfaRule::Expression(e) => evaluate(core, e.get(&eh_frame).ok()?, None, reg)?,
+        };
+        // A register's value in the caller by its rule; `None` for a rule that keeps it (the
+        // same value, or undefined) or one this reader cannot follow (`Err`).
+        let value = |rule: &RegisterRule<usize>| -> Result<Option<u64>, ()> {
+            Ok(Some(match rule {
+                RegisterRule::Offset(n) => core.u64(cfa.wrapping_add_signed(*n)).map_err(drop)?,
+                RegisterRule::ValOffset(n) => cfa.wrapping_add_signed(*n),
+                RegisterRule::Register(from) => reg(*from).ok_or(())?,
+                RegisterRule::Expression(e) => core.u64(evaluate(core, e.get(&eh_frame).map_err(drop)?, Some(cfa), reg).ok_or(())?).map_err(drop)?,
+                RegisterRule::ValExpression(e) => evaluate(core, e.get(&eh_frame).map_err(drop)?, Some(cfa), reg).ok_or(())?,
+                RegisterRule::SameValue | RegisterRule::Undefined => return Ok(None),
+                _ => return Err(()),
+            }))
         };
         let mut caller = *ctx;
-        for (r, rule) in row.registers() {
-            let Some(i) = context_index(*r) else { continue };
-            let value = match rule {
-                RegisterRule::Offset(n) => core.u64(cfa.wrapping_add_signed(*n)).ok()?,
-                RegisterRule::ValOffset(n) => cfa.wrapping_add_signed(*n),
-                RegisterRule::Register(from) => reg(*from)?,
-                RegisterRule::SameValue | RegisterRule::Undefined => continue,
-                _ => return None,
-            };
-            if let Some(slot) = caller.regs.get_mut(i) {
-                *slot = value;
-            }
-        }
-        caller.ip = match row.register(RETURN_ADDRESS) {
-            RegisterRule::Offset(n) => core.u64(cfa.wrapping_add_signed(n)).ok()?,
-            _ => return None,
-        };
-        // The caller's stack pointer is the CFA: the value it had before the call.
+        // The caller's stack pointer is the CFA (the value it had before the call), unless a rule
+        // says otherwise (a signal frame restores the interrupted one's).
         if let Some(sp) = caller.regs.get_mut(4) {
             *sp = cfa;
         }
-        (caller.ip != 0).then_some(caller)
+        for (r, rule) in row.registers() {
+            let Some(i) = context_index(*r) else { continue };
+            if let Some(v) = value(rule).ok()? {
+                if let Some(slot) = caller.regs.get_mut(i) {
+                    *slot = v;
+                }
+            }
+        }
+        caller.ip = match row.register(RETURN_ADDRESS) {
+            rule @ (RegisterRule::Offset(_) | RegisterRule::Expression(_) | RegisterRule::ValExpression(_)) => value(&rule).ok()??,
+            _ => return None,
+        };
+        (caller.ip != 0).then_some((caller, signal_frame))
     }
 }
 

@@ -150,16 +150,24 @@ fn native_frames(t: Option<Target<'_, '_>>, n: &mut Natives<'_, '_>, ctx: Contex
         let name = n.name(if exact { c.ip } else { c.ip.wrapping_sub(1) });
         let offset = if exact { name.offset } else { name.offset.wrapping_add(1) };
         out.push(DumpFrame { kind: "native".to_owned(), ip: c.ip, sp: c.sp(), symbol: name.symbol, module: name.module, native_offset: Some(offset), leaf: exact, ..DumpFrame::default() });
-        let Some(caller) = n.unwind(&c, exact) else { return };
+        let Some((caller, caller_exact)) = n.unwind(&c, exact) else { return };
+        if caller_exact {
+            // Its CIE says it is a signal frame: the C library's return trampoline, below the
+            // frame the signal interrupted.
+            if let Some(f) = out.last_mut() {
+                f.kind = "signal".to_owned();
+            }
+        }
+        let at = if caller_exact { caller.ip } else { caller.ip.wrapping_sub(1) };
         let native = match t {
-            Some(t) => matches!(code::find(t, caller.ip.wrapping_sub(1)), Ok(None)),
-            None => n.in_native_module(caller.ip.wrapping_sub(1)),
+            Some(t) => matches!(code::find(t, at), Ok(None)),
+            None => n.in_native_module(at),
         };
         if caller.sp() <= c.sp() || caller.sp() >= limit || !native {
             return;
         }
         c = caller;
-        exact = false;
+        exact = caller_exact;
     }
 }
 
