@@ -111,3 +111,106 @@ pub fn encode_stored(nodes: &[RawNode], mappings: &[RawMapping]) -> Vec<u8> {
     }
     w.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::inlines::{Parent, NO_CALL_SITE};
+
+    /// One node and one mapping, written by hand from the layout (not by [`encode_stored`]):
+    /// counts 1, 1; Method 0x12345678 as eight nibbles lowest first and a zero high half;
+    /// ILOffset +1 from PROLOG (0xFFFFFFFF, signed 2), Child and Sibling 0; NativeOffset 5,
+    /// Inlinee 0, ILOffset 3 (+5 from PROLOG: signed 10, nibbles 9 2), Source 1.
+    #[test]
+    fn a_chunk_written_by_hand_reads() {
+        let bytes = [0x11, 0x78, 0x56, 0x34, 0x12, 0, 0, 0, 0, 0x02, 0x50, 0x90, 0x12];
+        let t = InlineTree::parse_stored(Reader::new(&bytes, 0x100)).unwrap();
+        assert_eq!(t.nodes().len(), 1);
+        assert_eq!((t.nodes()[0].method_id, t.nodes()[0].il_offset, t.nodes()[0].parent), (0x1234_5678, NO_CALL_SITE, Parent::Root));
+        assert_eq!(t.mappings(), &[RichMapping { native_offset: 5, inlinee: 0, il_offset: 3, source: 1 }]);
+        assert_eq!(encode_stored(&[RawNode { method: 0x1234_5678, il_offset: NO_CALL_SITE, child: 0, sibling: 0 }], &[RawMapping { il_offset: 3, inlinee: 0, native_offset: 5, source: 1 }]), bytes);
+    }
+
+    use crate::formats::inlines::RichMapping;
+
+    fn two_levels() -> (Vec<RawNode>, Vec<RawMapping>) {
+        let nodes = vec![
+            RawNode { method: 0x7f4b_48ca_4000, il_offset: NO_CALL_SITE, child: 1, sibling: 0 },
+            RawNode { method: 0x7f4b_48ca_4100, il_offset: 8, child: 2, sibling: 3 },
+            RawNode { method: 0x7f4b_48ca_4200, il_offset: 3, child: 0, sibling: 0 },
+            RawNode { method: 0x7f4b_48ca_4300, il_offset: 0x20, child: 0, sibling: 0 },
+        ];
+        let mappings = vec![
+            RawMapping { il_offset: 0, inlinee: 0, native_offset: 0, source: 0 },
+            RawMapping { il_offset: 0x10, inlinee: 2, native_offset: 0x30, source: 4 },
+            RawMapping { il_offset: 0, inlinee: 1, native_offset: 0x3d, source: 1 },
+            RawMapping { il_offset: 2, inlinee: 3, native_offset: 0x50, source: 1 },
+            RawMapping { il_offset: 0xFFFF_FFFD, inlinee: 0, native_offset: 0x60, source: 0 },
+        ];
+        (nodes, mappings)
+    }
+
+    /// Deltas that go down as well as up (IL offsets, links, and the EPILOG sentinel) read back
+    /// as written, and the chain is the tree's.
+    #[test]
+    fn a_tree_of_two_levels_reads_back_with_its_chain() {
+        let (nodes, mappings) = two_levels();
+        let t = InlineTree::parse_stored(Reader::new(&encode_stored(&nodes, &mappings), 0)).unwrap();
+        assert_eq!(t.nodes().iter().map(|n| (n.method_id, n.il_offset)).collect::<Vec<_>>(), nodes.iter().map(|n| (n.method, n.il_offset)).collect::<Vec<_>>());
+        assert_eq!(t.nodes()[2].parent, Parent::Node(1));
+        assert_eq!(t.nodes()[3].parent, Parent::Node(0));
+        assert_eq!(t.mappings().len(), 5);
+        assert_eq!(t.mappings()[4].il_offset, 0xFFFF_FFFD);
+        let chain = t.chain(0x35);
+        assert_eq!(chain.steps.iter().map(|s| (s.node, s.il_offset)).collect::<Vec<_>>(), [(2, 0x10), (1, 3), (0, 8)]);
+    }
+
+    /// A hostile count is refused at the count, before anything is allocated for it.
+    #[test]
+    fn a_count_past_the_chunk_is_refused_at_the_count() {
+        let mut w = crate::formats::r2r::NibbleWriter::default();
+        w.unsigned(u32::MAX);
+        w.unsigned(0);
+        let mut bytes = w.finish();
+        bytes.extend_from_slice(&[0; 32]);
+        let e = InlineTree::parse_stored(Reader::new(&bytes, 0x40)).unwrap_err();
+        assert_eq!((e.kind, e.offset()), (ErrorKind::BadDebugInfo, Some(0x40)));
+        // Mappings too: 4 nibbles each at the least.
+        let mut w = crate::formats::r2r::NibbleWriter::default();
+        w.unsigned(0);
+        w.unsigned(17);
+        let mut bytes = w.finish();
+        bytes.extend_from_slice(&[0; 33]);
+        assert_eq!(InlineTree::parse_stored(Reader::new(&bytes, 0)).unwrap_err().kind, ErrorKind::BadDebugInfo);
+    }
+
+    /// A chunk cut short, one with a byte after its last mapping, a Source wider than a byte and
+    /// a link into a node that does not exist are each an error, never a panic.
+    #[test]
+    fn faults_are_errors() {
+        let (nodes, mappings) = two_levels();
+        let whole = encode_stored(&nodes, &mappings);
+        for cut in 0..whole.len() {
+            assert!(InlineTree::parse_stored(Reader::new(&whole[..cut], 0)).is_err(), "cut at {cut}");
+        }
+        let mut longer = whole.clone();
+        longer.push(0);
+        assert_eq!(InlineTree::parse_stored(Reader::new(&longer, 0)).unwrap_err().offset(), Some(whole.len() as u64));
+        // One node, one mapping whose Source is 0x100.
+        let mut w = crate::formats::r2r::NibbleWriter::default();
+        w.unsigned(1);
+        w.unsigned(1);
+        w.fixed_u32(0x1000);
+        w.fixed_u32(0);
+        for v in [2, 0, 0, 0, 0, 4, 0x100] {
+            w.unsigned(v);
+        }
+        let wide = w.finish();
+        let e = InlineTree::parse_stored(Reader::new(&wide, 0)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadDebugInfo);
+        assert!(e.message().contains("Source"), "{}", e.message());
+        let mut bad_link = nodes.clone();
+        bad_link[2].child = 9;
+        assert_eq!(InlineTree::parse_stored(Reader::new(&encode_stored(&bad_link, &mappings), 0)).unwrap_err().kind, ErrorKind::BadDebugInfo);
+    }
+}
