@@ -1,12 +1,12 @@
 //! ELF cores: the whole dump reader (headers, notes, memory, the runtime's descriptor, threads
-//! and frames) over arbitrary bytes, and `symbolize`'s answers for addresses taken from the input
+//! and frames, with their inline trees) over arbitrary bytes, and `symbolize`'s answers for addresses taken from the input
 //! itself. It must end, without a panic, in an error or a report.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(report) = clrmap::dump::analyze(data, &clrmap::dump::Options { max_frames: 256 }) {
+    if let Ok(report) = clrmap::dump::analyze(data, &clrmap::dump::Options { max_frames: 256, inlines: true }) {
         assert!(report.threads.iter().all(|t| t.frames.len() <= 256 * 2));
     }
     // Addresses from the input's last bytes: one answer each, in order.

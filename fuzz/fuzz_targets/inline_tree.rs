@@ -1,4 +1,4 @@
-//! The JIT's inline trees (event 189 blobs and payload runs), hostile: parsing never panics or
+//! The JIT's inline trees (event 189 blobs and payload runs, and stored rich chunks), hostile: parsing never panics or
 //! loops, every tree it accepts is a forest whose chains end at node 0 or say their parent is
 //! unknown, orphan recovery keeps that so, and the chunk collector never panics. The checks are
 //! the library's own `clrmap::inlines::fuzzcheck::fuzz_check`, which the stable replay runs too

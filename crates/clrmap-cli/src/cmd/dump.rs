@@ -17,6 +17,11 @@ pub struct DumpArgs {
     /// One JSON document: the runtime, every thread with its frames, and the notes.
     #[arg(long)]
     pub json: bool,
+    /// Also list the methods the JIT inlined into each jitted frame, innermost first, above it
+    /// (for a process run with DOTNET_RichDebugInfo=1: the runtime then keeps each body's inline
+    /// tree, and the core holds it).
+    #[arg(long)]
+    pub inlines: bool,
     /// The most frames listed a thread.
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub max_frames: usize,
@@ -30,7 +35,7 @@ pub struct DumpArgs {
 /// lacks is a note in the output.
 pub fn run(a: DumpArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let bytes = crate::output::read_file(&a.core)?;
-    let mut report = clrmap::dump::analyze(&bytes, &clrmap::dump::Options { max_frames: a.max_frames }).map_err(|error| CliError::Input { error, json: a.json })?;
+    let mut report = clrmap::dump::analyze(&bytes, &clrmap::dump::Options { max_frames: a.max_frames, inlines: a.inlines }).map_err(|error| CliError::Input { error, json: a.json })?;
     clrmap::dump::add_lines(&mut report, &a.symbols.paths(None));
     if a.json {
         serde_json::to_writer_pretty(&mut *out, &report).map_err(|e| CliError::Io(std::io::Error::other(e)))?;
@@ -55,6 +60,19 @@ fn write_text(r: &clrmap::dump::DumpReport, out: &mut dyn Write) -> std::io::Res
             writeln!(out, "  exception {} at 0x{:x}: {}", Text(e.type_name.as_deref().unwrap_or("?")), e.address, Text(e.message.as_deref().unwrap_or("")))?;
         }
         for f in &t.frames {
+            for i in &f.inlined {
+                write!(out, "  {:016x} {:016x} [inlined] {}", f.sp, f.ip, Text(i.method.as_deref().unwrap_or("??")))?;
+                if let Some(m) = &i.module {
+                    write!(out, " [{}]", Text(m.rsplit('/').next().unwrap_or(m)))?;
+                }
+                if let Some(il) = i.il_offset {
+                    write!(out, " IL_{il:04x}")?;
+                }
+                if let (Some(file), Some(line)) = (&i.file, i.line) {
+                    write!(out, " at {}:{line}:{}", Text(file), i.column.unwrap_or(0))?;
+                }
+                writeln!(out)?;
+            }
             if f.kind == "managed" {
                 write!(out, "  {:016x} {:016x} {}", f.sp, f.ip, Text(f.method.as_deref().unwrap_or("??")))?;
                 if let Some(off) = f.native_offset {

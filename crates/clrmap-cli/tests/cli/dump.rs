@@ -433,6 +433,126 @@ fn symbolize_core_10_equals_symbolize_trace() {
     let _ = std::fs::remove_file(core);
 }
 
+/// tests/dotnet/dump/Inlined.cs built by csc against `rt`'s framework, optimized (the JIT does not
+/// inline into debuggable code), with a runtimeconfig for exactly `rt`.
+fn inlined_program(rt: &Runtime) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-dump-inlines").join(rt.label());
+    std::fs::create_dir_all(&dir).unwrap();
+    let dll = dir.join("Inlined.dll");
+    let mut c = Command::new(dotnet_file("roslyn/csc"));
+    c.args(["-nologo", "-noconfig", "-nostdlib", "-deterministic", "-optimize+", "-debug:portable", "-target:exe"]);
+    for a in ["System.Private.CoreLib", "System.Runtime", "System.Console"] {
+        c.arg(format!("-r:{}", rt.file(&format!("{a}.dll")).display()));
+    }
+    c.arg(format!("-out:{}", dll.display())).arg(repo_root().join("tests/dotnet/dump/Inlined.cs"));
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "csc: {}", String::from_utf8_lossy(&out.stdout));
+    std::fs::write(dir.join("Inlined.runtimeconfig.json"), rt.runtimeconfig()).unwrap();
+    dll
+}
+
+/// The line of tests/dotnet/dump/Inlined.cs that holds `marker`, and the lines of the method
+/// `name` (from its signature to the next method's attribute).
+fn inlined_cs_lines(marker: &str, name: &str) -> (u64, std::ops::Range<u64>) {
+    let text = std::fs::read_to_string(repo_root().join("tests/dotnet/dump/Inlined.cs")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |pred: &dyn Fn(&str) -> bool, from: usize| lines.iter().enumerate().skip(from).find(|(_, l)| pred(l)).map(|(i, _)| i).unwrap();
+    let marked = at(&|l| l.contains(marker), 0) as u64 + 1;
+    let start = at(&|l| l.contains(&format!(" {name}(")), 0);
+    let end = at(&|l| l.trim_start().starts_with("[MethodImpl") || l.contains("static int Main"), start + 1);
+    (marked, start as u64 + 1..end as u64 + 1)
+}
+
+/// `dump --inlines`: a process run with DOTNET_RichDebugInfo=1 under `clrmap trace collect
+/// --inlines` (which records the runtime's event 189, the JIT's inline trees) is dumped while
+/// parked inside code the JIT inlined two levels deep (Inner into Middle into Outer,
+/// tests/dotnet/dump/Inlined.cs). Every jitted frame's inlined frames, read from the debug info
+/// the core holds, are the ones `symbolize --inlines TRACE --return-address` gives the same
+/// address: same methods, IL offsets and lines, innermost first, and the frame itself at the same
+/// IL offset and line. The parked frame's chain is Inner at its call to Park, then Middle at its
+/// call to Inner, then Outer at its call to Middle, each a line of its own method's source.
+#[test]
+#[ignore = "needs .NET"]
+fn dump_inlines_10_equals_symbolize_inlines_trace() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = runtime("10.0");
+    let dll = inlined_program(&rt);
+    let (core, trace) = (dll.with_file_name("inlined.core"), dll.with_file_name("inlined.nettrace"));
+    let _ = std::fs::remove_file(&core);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(["trace", "collect", "--inlines", "-o", trace.to_str().unwrap(), "--"])
+        .arg(&rt.dotnet)
+        .arg(&dll)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut child_out = BufReader::new(child.stdout.take().unwrap());
+    let pid = loop {
+        let mut line = String::new();
+        assert!(child_out.read_line(&mut line).unwrap() > 0, "Inlined ended before it was ready");
+        if let Some(pid) = line.trim().strip_prefix("ready ") {
+            break pid.to_owned();
+        }
+    };
+    let out = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(&core).arg(&pid).output().unwrap();
+    let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+    let status = child.wait().unwrap();
+    assert!(out.status.success() && core.is_file(), "createdump: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(status.success(), "trace collect: {status}");
+    let o = clrmap(&["dump", core.to_str().unwrap(), "--json", "--inlines"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // Every jitted frame but each thread's innermost: return addresses.
+    let mut frames = Vec::new();
+    for t in r["threads"].as_array().unwrap() {
+        for (i, f) in t["frames"].as_array().unwrap().iter().enumerate() {
+            if i > 0 && f["kind"] == "managed" && f["code"] == "jit" {
+                frames.push(f.clone());
+            }
+        }
+    }
+    let mut args = vec!["symbolize".to_owned(), trace.to_str().unwrap().to_owned(), "--inlines".to_owned(), "--return-address".to_owned(), "--json".to_owned()];
+    args.extend(frames.iter().map(|f| format!("0x{:x}", f["ip"].as_u64().unwrap())));
+    let o = clrmap(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let answers: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), frames.len());
+    let at = |v: &serde_json::Value| (v["method"].clone(), v["token"].clone(), v["il_offset"].clone(), v["file"].clone(), v["line"].clone(), v["column"].clone());
+    let chain = |v: &serde_json::Value| v["inlined"].as_array().map(|a| a.iter().map(at).collect::<Vec<_>>()).unwrap_or_default();
+    let mut with_inlines = 0;
+    for (f, t) in frames.iter().zip(&answers) {
+        assert_eq!(chain(f), chain(t), "inlined frames, core vs trace, at 0x{:x}:\n{f:#}\n{t:#}", f["ip"].as_u64().unwrap());
+        assert_eq!(at(f), at(t), "the frame, core vs trace");
+        with_inlines += usize::from(!chain(f).is_empty());
+    }
+    eprintln!("measured: {} jitted return addresses of the core answered as the trace answers them with --inlines, {with_inlines} with inlined frames", frames.len());
+    // The parked frame: Outer, with Inner then Middle inlined, each at a line of its own method.
+    let outer = frames.iter().find(|f| f["method"] == "Inlined.Program::Outer").expect("a frame of Outer");
+    let inlined = outer["inlined"].as_array().expect("Outer's inlined frames");
+    let names: Vec<&str> = inlined.iter().map(|i| i["method"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Inlined.Program::Inner", "Inlined.Program::Middle"]);
+    for (frame, marker, name) in [(&inlined[0], "INNER-PARK", "Inner"), (&inlined[1], "MIDDLE-CALL", "Middle"), (outer, "OUTER-CALL", "Outer")] {
+        let (line, body) = inlined_cs_lines(marker, name);
+        assert!(frame["file"].as_str().unwrap().ends_with("Inlined.cs"), "{frame}");
+        assert_eq!(frame["line"].as_u64(), Some(line), "{name}: {frame}");
+        assert!(body.contains(&line), "{name}'s line {line} is in its body {body:?}");
+        assert!(frame["il_offset"].is_u64(), "{name}: {frame}");
+    }
+    // The text lists them above their frame.
+    let o = clrmap(&["dump", core.to_str().unwrap(), "--inlines"]);
+    let text = stdout(&o);
+    let inner = text.find("[inlined] Inlined.Program::Inner").expect("Inner in the text");
+    let middle = text.find("[inlined] Inlined.Program::Middle").expect("Middle in the text");
+    let outer_at = text.find(" Inlined.Program::Outer +0x").expect("Outer in the text");
+    assert!(inner < middle && middle < outer_at, "{text}");
+    // Without --inlines, the same frames and no inlined ones.
+    let plain = report(&core);
+    assert!(!serde_json::to_string(&plain).unwrap().contains("\"inlined\""));
+    let _ = std::fs::remove_file(core);
+}
+
 #[test]
 #[ignore = "needs .NET"]
 fn dump_crash_10_names_the_exception() {

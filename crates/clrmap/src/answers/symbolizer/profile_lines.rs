@@ -103,9 +103,7 @@ impl BodyTree {
 /// (docs/rich-debug-info.md). So a mapping before the last flat boundary at or before `offset` is stale,
 /// and the flat map rules there.
 pub(super) fn current(tree: &InlineTree, map: &[MapEntry], offset: u32) -> bool {
-    let Some(m) = tree.mapping_at(offset) else { return false };
-    let boundary = map.iter().flat_map(|e| [e.native_start, e.native_end]).filter(|&b| b <= offset).max().unwrap_or(0);
-    m.native_offset >= boundary
+    tree.holds_at(map, offset)
 }
 
 /// The position of one native offset by the module's rule.

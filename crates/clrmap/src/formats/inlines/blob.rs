@@ -2,15 +2,24 @@
 //! (raw.rs, docs/rich-debug-info.md §2). Only the bytes are read here; what they mean as a tree
 //! is checked in tree.rs.
 
-use super::raw::{RawMapping, RawNode, MAPPING_SIZE, NODE_SIZE};
+use super::raw::{RawMapping, RawNode, MAPPING_INLINEE_AT, MAPPING_SIZE, NODE_CHILD_AT, NODE_SIBLING_AT, NODE_SIZE};
 use crate::base::read::{ErrorKind, Reader, Result};
 
-/// The blob's records with the absolute offset of each record's first byte, so that the tree's
-/// checks can name the field at fault.
+/// The records of a tree, whatever their encoding (this wire blob, or the stored chunk of
+/// stored.rs), with the absolute offsets of the fields the tree's checks may name at fault.
 #[derive(Debug, Default)]
 pub(crate) struct Blob {
-    pub nodes: Vec<(u64, RawNode)>,
+    /// Each node and where its `Child` and `Sibling` fields are.
+    pub nodes: Vec<(NodeAt, RawNode)>,
+    /// Each mapping and where its `Inlinee` field is.
     pub mappings: Vec<(u64, RawMapping)>,
+}
+
+/// Where a node's link fields are (absolute offsets).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NodeAt {
+    pub child: u64,
+    pub sibling: u64,
 }
 
 /// Read a whole blob. Every fault is `bad_debug_info` at the field's first byte:
@@ -45,7 +54,7 @@ pub(crate) fn read_blob(blob: Reader<'_>) -> Result<Blob> {
         let il_offset = r.u32("an inline tree node's ILOffset").map_err(bad)?;
         let child = r.u32("an inline tree node's Child").map_err(bad)?;
         let sibling = r.u32("an inline tree node's Sibling").map_err(bad)?;
-        nodes.push((at, RawNode { method, il_offset, child, sibling }));
+        nodes.push((NodeAt { child: at.saturating_add(NODE_CHILD_AT), sibling: at.saturating_add(NODE_SIBLING_AT) }, RawNode { method, il_offset, child, sibling }));
     }
     let mut mappings = Vec::with_capacity(n_maps as usize);
     for _ in 0..n_maps {
@@ -55,7 +64,7 @@ pub(crate) fn read_blob(blob: Reader<'_>) -> Result<Blob> {
         let inlinee = r.u32("a rich mapping's Inlinee").map_err(bad)?;
         let native_offset = r.u32("a rich mapping's NativeOffset").map_err(bad)?;
         let source = r.u8("a rich mapping's Source").map_err(bad)?;
-        mappings.push((at, RawMapping { il_offset, inlinee, native_offset, source }));
+        mappings.push((at.saturating_add(MAPPING_INLINEE_AT), RawMapping { il_offset, inlinee, native_offset, source }));
     }
     if !r.is_empty() {
         return Err(r.error(ErrorKind::BadDebugInfo, "the end of the blob after its last mapping"));

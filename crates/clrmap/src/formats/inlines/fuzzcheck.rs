@@ -46,7 +46,7 @@ pub fn check_tree(t: &InlineTree) {
 }
 
 /// The target: the input is a blob (parsed, checked, its orphans recovered by an arbitrary but
-/// deterministic rule, checked again), then the same bytes as a run of event payloads
+/// deterministic rule, checked again), then a stored rich chunk (parsed and checked), then the same bytes as a run of event payloads
 /// (`u16 length` + payload; bit 15 of the length makes it a MethodDetails payload) fed to a
 /// collector, whose trees are all checked.
 pub fn fuzz_check(data: &[u8]) {
@@ -61,6 +61,10 @@ pub fn fuzz_check(data: &[u8]) {
                 _ => None,
             }
         });
+        check_tree(&t);
+    }
+    // The same bytes as a stored rich chunk (what a core holds).
+    if let Ok(t) = InlineTree::parse_stored(Reader::new(data, 0)) {
         check_tree(&t);
     }
     let mut c = InlineCollector::new();

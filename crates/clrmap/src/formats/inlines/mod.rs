@@ -9,8 +9,9 @@
 //! [`Inlines`]: one [`InlineTree`] per (MethodID, NativeCodeId), and the details by MethodID.
 //! [`InlineTree::chain`] answers native offset → inline chain, innermost first.
 //!
-//! * raw.rs: the wire records and their sources; blob.rs: reading a blob; tree.rs: the checks
-//!   and the chain; details.rs: MethodDetails; assemble.rs: chunk reassembly; il.rs: the IL
+//! * raw.rs: the wire records and their sources; blob.rs: reading a blob; stored.rs: the same
+//!   records as the runtime stores them with a jitted body's debug info
+//!   ([`InlineTree::parse_stored`], what a core holds); tree.rs: the checks and the chain; details.rs: MethodDetails; assemble.rs: chunk reassembly; il.rs: the IL
 //!   evidence that recovers the parents dotnet/runtime#98755 cut off ([`il::recover_tree`]).
 //!
 //! Hostile input never loops or panics: every count is checked against the bytes left before
@@ -26,11 +27,13 @@ mod details;
 pub mod fuzzcheck;
 pub mod il;
 pub mod raw;
+mod stored;
 mod tree;
 
 use std::collections::HashMap;
 
 pub use details::MethodDetails;
+pub use stored::encode_stored;
 pub use tree::{Chain, ChainStep, InlineNode, InlineTree, Parent, RichMapping, MAX_INLINE_DEPTH, NO_CALL_SITE};
 
 use crate::base::read::{Error, Reader, Result};

@@ -7,7 +7,6 @@
 //! parse time: after that, no query can loop.
 
 use super::blob::{read_blob, Blob};
-use super::raw::{MAPPING_INLINEE_AT, NODE_CHILD_AT, NODE_SIBLING_AT};
 use crate::base::read::{Error, ErrorKind, Reader, Result};
 
 /// The deepest inline nesting accepted (levels below the root). The JIT stops inlining far sooner
@@ -131,21 +130,24 @@ impl InlineTree {
     /// - `too_deep`: a node more than [`MAX_INLINE_DEPTH`] levels below the first node of its
     ///   tree (at the link into it).
     pub fn parse(blob: Reader<'_>) -> Result<InlineTree> {
-        let head = blob;
-        let Blob { nodes: raw, mappings: raw_maps } = read_blob(blob)?;
+        Self::from_records(blob.offset(), read_blob(blob)?)
+    }
+
+    /// The tree of decoded records (the wire blob's, or a stored chunk's: stored.rs), checked as
+    /// [`Self::parse`] says; `head` is where the node count is (for a tree without nodes).
+    pub(crate) fn from_records(head: u64, records: Blob) -> Result<InlineTree> {
+        let Blob { nodes: raw, mappings: raw_maps } = records;
         let n = raw.len();
         if n == 0 {
             // The JIT always reports its root context (a tier-0 body has a lone root).
-            return Err(head.error(ErrorKind::BadDebugInfo, "an inline tree with its root node"));
+            return Err(Error::new(ErrorKind::BadDebugInfo, head, "an inline tree with its root node"));
         }
         let bad = |at: u64, what: &'static str| Error::new(ErrorKind::BadDebugInfo, at, what);
         // Ordinals in range, and at most one link into each node. `incoming[i]` is the offset of
         // the one field that links to i (for errors about i).
         let mut incoming: Vec<u64> = vec![u64::MAX; n];
         for (at, node) in &raw {
-            for (link, field, what) in
-                [(node.child, at.saturating_add(NODE_CHILD_AT), "a Child ordinal below the node count"), (node.sibling, at.saturating_add(NODE_SIBLING_AT), "a Sibling ordinal below the node count")]
-            {
+            for (link, field, what) in [(node.child, at.child, "a Child ordinal below the node count"), (node.sibling, at.sibling, "a Sibling ordinal below the node count")] {
                 if link == 0 {
                     continue;
                 }
@@ -158,7 +160,7 @@ impl InlineTree {
         }
         if let Some((at, root)) = raw.first() {
             if root.sibling != 0 {
-                return Err(bad(at.saturating_add(NODE_SIBLING_AT), "a root node without a sibling"));
+                return Err(bad(at.sibling, "a root node without a sibling"));
             }
         }
         // Parents and depths by walking from each node no link reaches: node 0 first, then the
@@ -231,7 +233,7 @@ impl InlineTree {
         let mut mappings = Vec::with_capacity(raw_maps.len());
         for (at, m) in &raw_maps {
             if m.inlinee as usize >= n {
-                return Err(bad(at.saturating_add(MAPPING_INLINEE_AT), "an Inlinee ordinal below the node count"));
+                return Err(bad(*at, "an Inlinee ordinal below the node count"));
             }
             mappings.push(RichMapping { native_offset: m.native_offset, inlinee: m.inlinee, il_offset: m.il_offset, source: m.source });
         }
@@ -256,6 +258,16 @@ impl InlineTree {
     pub fn mapping_at(&self, native_offset: u32) -> Option<&RichMapping> {
         let i = self.mappings.partition_point(|m| m.native_offset <= native_offset);
         self.mappings.get(i.checked_sub(1)?)
+    }
+
+    /// Does the mapping in force at `native_offset` still hold there? Mappings are points, not
+    /// ranges: one holds from its native offset up to the next mapping, clipped by the flat map's
+    /// boundaries (docs/rich-debug-info.md), so a mapping before the last boundary of `map` at or
+    /// before the offset is stale, and the flat map rules there. `false` before the first mapping.
+    pub fn holds_at(&self, map: &[crate::base::ilmap::MapEntry], native_offset: u32) -> bool {
+        let Some(m) = self.mapping_at(native_offset) else { return false };
+        let boundary = map.iter().flat_map(|e| [e.native_start, e.native_end]).filter(|&b| b <= native_offset).max().unwrap_or(0);
+        m.native_offset >= boundary
     }
 
     /// Forget every call site (each node's `il_offset` but node 0's becomes [`NO_CALL_SITE`]):

@@ -175,6 +175,46 @@ pub fn jitted_blob(blob: &[u8]) -> Option<&[u8]> {
     }
 }
 
+/// A jitted body's debug info as the runtime keeps it ([`jitted_debug_info`]).
+#[derive(Clone, Copy, Debug)]
+pub struct JittedDebugInfo<'a> {
+    /// From the header of sizes on: what [`decode`] reads in the runtime's layout.
+    pub info: Reader<'a>,
+    /// The rich debug info chunk (the JIT's inline tree and rich mappings, stored when the process
+    /// ran with `DOTNET_RichDebugInfo=1`), where there is one: decoded by the inline trees'
+    /// reader (`formats::inlines`, `InlineTree::parse_stored`).
+    pub rich: Option<Reader<'a>>,
+}
+
+/// A jitted body's debug info split into the part [`decode`] reads and its rich debug info.
+///
+/// With a flag byte ([`DebugInfoLayout::jitted_flag_byte`], .NET 10; dotnet/runtime
+/// `debuginfostore.cpp`, `CompressBoundariesAndVars` and `RestoreRichDebugInfo`): the byte's bit
+/// 0 says OSR patchpoint info follows, bit 1 (`EXTRA_DEBUG_INFO_RICH`) that rich debug info
+/// follows, as a little-endian u32 size and that many bytes; the header and chunks come after.
+/// A body with patchpoint info, or an unknown flag bit, is not read (`None`): the patchpoint
+/// info's size is in a structure this reader does not decode, and no IL offset is better than a
+/// wrong one. Without a flag byte (the fat header, .NET 11), the rich chunk is the header's own
+/// (`None` when the header cannot be read). A rich size past the blob is `None` too.
+pub fn jitted_debug_info(blob: Reader<'_>, layout: DebugInfoLayout) -> Option<JittedDebugInfo<'_>> {
+    if !layout.jitted_flag_byte() {
+        let rich = split(blob, layout).ok()?.rich;
+        return Some(JittedDebugInfo { info: blob, rich: (!rich.is_empty()).then_some(rich) });
+    }
+    let mut r = blob;
+    let flags = r.u8("the debug info's flag byte").ok()?;
+    if flags & !2 != 0 {
+        return None;
+    }
+    let rich = if flags & 2 != 0 {
+        let size = r.u32("the rich debug info's size").ok()?;
+        Some(r.split(usize::try_from(size).ok()?, "the rich debug info inside the debug info").ok()?)
+    } else {
+        None
+    };
+    Some(JittedDebugInfo { info: r, rich })
+}
+
 /// The bounds, variables and extra chunks of one method, as stored (native order).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DebugInfo {
@@ -542,6 +582,13 @@ impl NibbleWriter {
         for i in (0..groups).rev() {
             let data = ((v >> i.saturating_mul(3)) & 7) as u8;
             self.nibble(if i > 0 { data | 8 } else { data });
+        }
+    }
+
+    /// Append a value whole: eight nibbles, the lowest first (`WriteUnencodedU32`).
+    pub fn fixed_u32(&mut self, v: u32) {
+        for i in 0..8u32 {
+            self.nibble(u8::try_from((v >> i.wrapping_mul(4)) & 0xF).unwrap_or(0));
         }
     }
 

@@ -153,3 +153,34 @@ fn a_jitted_blob_is_read_after_a_clear_flag_byte_and_not_with_extras() {
     assert_eq!(jitted_blob(&[2, 0x3c]), None);
     assert_eq!(jitted_blob(&[]), None);
 }
+
+#[test]
+fn a_jitted_blobs_rich_debug_info_is_found_after_the_flag_byte_or_in_the_fat_header() {
+    let l10 = DebugInfoLayout::BITPACKED2;
+    // .NET 10: flag 2, the rich chunk's u32 size, the chunk, then the header (offsets stay absolute).
+    let blob = [2, 3, 0, 0, 0, 0xA1, 0xA2, 0xA3, 0x3c, 0x3a];
+    let j = jitted_debug_info(Reader::new(&blob, 0x1000), l10).unwrap();
+    assert_eq!(j.rich.map(|r| (r.offset(), r.as_slice())), Some((0x1005, &[0xA1, 0xA2, 0xA3][..])));
+    assert_eq!((j.info.offset(), j.info.as_slice()), (0x1008, &[0x3c, 0x3a][..]));
+    // A clear flag byte: no rich chunk, the rest as before.
+    let j = jitted_debug_info(Reader::new(&[0, 0x3c, 0x3a], 0), l10).unwrap();
+    assert!(j.rich.is_none());
+    assert_eq!(j.info.as_slice(), &[0x3c, 0x3a]);
+    // Patchpoint info (not read), an unknown flag, a size past the blob, no byte at all: none.
+    for bad in [&[1, 0x3c][..], &[3, 0, 0, 0, 0], &[4, 0x3c], &[2, 9, 0, 0, 0, 1, 2], &[2, 1, 0], &[]] {
+        assert!(jitted_debug_info(Reader::new(bad, 0), l10).is_none(), "{bad:?}");
+    }
+    // .NET 11: no flag byte; the fat header's fifth size is the rich chunk's.
+    let mut w = NibbleWriter::default();
+    for v in [0, 0, 0, 0, 0, 3, 0] {
+        w.unsigned(v);
+    }
+    let mut fat = w.finish();
+    let header = fat.len();
+    fat.extend_from_slice(&[0xB1, 0xB2, 0xB3]);
+    let j = jitted_debug_info(Reader::new(&fat, 0), DebugInfoLayout::FAT3).unwrap();
+    assert_eq!(j.rich.map(|r| (r.offset(), r.as_slice())), Some((header as u64, &[0xB1, 0xB2, 0xB3][..])));
+    assert_eq!(j.info.offset(), 0);
+    // The fat header with no rich chunk, and the slim one: none.
+    assert!(jitted_debug_info(Reader::new(&[0x00, 0x00, 0x00, 0x00], 0), DebugInfoLayout::FAT3).unwrap().rich.is_none());
+}

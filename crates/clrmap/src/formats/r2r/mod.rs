@@ -23,8 +23,8 @@ mod synthetic;
 
 pub use debuginfo::{
     async_info, bitpacked_bounds, decode as decode_debug_info, decode_parts as decode_debug_info_parts, encode_async_info, encode_bitpacked_bounds, encode_nibble_bounds, encode_vars, jitted_blob,
-    nibble_bounds, nibble_vars, number_first_vars, split as split_debug_info, AsyncSuspension, BoundsLayout, Chunks, DebugInfo, DebugInfoLayout, HeaderLayout, NibbleWriter, Var, VarLoc, VarsLayout,
-    NEWEST_PROVEN_MAJOR,
+    jitted_debug_info, nibble_bounds, nibble_vars, number_first_vars, split as split_debug_info, AsyncSuspension, BoundsLayout, Chunks, DebugInfo, DebugInfoLayout, HeaderLayout, JittedDebugInfo,
+    NibbleWriter, Var, VarLoc, VarsLayout, NEWEST_PROVEN_MAJOR,
 };
 pub use image::{section, EntryPoint, ReadyToRunImage, RuntimeFunction, READYTORUN_SIGNATURE};
 pub use machine::{Machine, Os};

@@ -249,6 +249,23 @@ impl<'a> Nibbles<'a> {
         Ok(if u & 1 == 0 { mag } else { mag.wrapping_neg() })
     }
 
+    /// A value written whole, not compressed: eight nibbles, the lowest first (nibblestream.h
+    /// `ReadUnencodedU32`).
+    pub fn fixed_u32(&mut self) -> Result<u32> {
+        let at = self.next_byte();
+        let mut v = 0u32;
+        for i in 0..8u32 {
+            let n = self.nibble().ok_or(Error::new(ErrorKind::Truncated, at, "eight nibbles of a whole value inside its bound"))?;
+            v |= u32::from(n) << i.wrapping_mul(4);
+        }
+        Ok(v)
+    }
+
+    /// How many nibbles are left.
+    pub fn nibbles_left(&self) -> usize {
+        self.data.len().saturating_mul(2).saturating_sub(self.pos)
+    }
+
     /// Absolute offset of the next whole byte (a half-read byte counts as read: `Flush`).
     pub fn next_byte(&self) -> u64 {
         self.base.saturating_add(self.pos.div_ceil(2) as u64)

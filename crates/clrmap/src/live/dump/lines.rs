@@ -21,17 +21,24 @@ use crate::symbols::source::SymbolPaths;
 /// frames keep their method and native offset.
 pub fn add_lines(report: &mut DumpReport, symbols: &SymbolPaths) {
     let mut by_module: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
-    let mut jitted: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
+    // Jitted frames and inlined frames (`None`: the frame itself; `Some(i)`: its i-th inlined
+    // frame), by module.
+    let mut jitted: BTreeMap<String, Vec<(usize, usize, Option<usize>)>> = BTreeMap::new();
     for (ti, t) in report.threads.iter().enumerate() {
         for (fi, f) in t.frames.iter().enumerate() {
             match (&f.module, f.rva, f.il_offset) {
                 (Some(path), Some(_), _) => by_module.entry(path.clone()).or_default().push((ti, fi)),
-                (Some(path), None, Some(_)) => jitted.entry(path.clone()).or_default().push((ti, fi)),
+                (Some(path), None, Some(_)) => jitted.entry(path.clone()).or_default().push((ti, fi, None)),
                 _ => {}
+            }
+            for (ii, i) in f.inlined.iter().enumerate() {
+                if let (Some(path), Some(_)) = (&i.module, i.il_offset) {
+                    jitted.entry(path.clone()).or_default().push((ti, fi, Some(ii)));
+                }
             }
         }
     }
-    // Jitted frames: the line at their IL offset in their module's PDB.
+    // Jitted and inlined frames: the line at their IL offset in their module's PDB.
     let mut files = crate::formats::metadata::ModuleFiles::default();
     for (path, frames) in jitted {
         let Some(bytes) = files.read(&path) else { continue };
@@ -43,13 +50,26 @@ pub fn add_lines(report: &mut DumpReport, symbols: &SymbolPaths) {
                 continue;
             }
         };
-        for (ti, fi) in frames {
+        for (ti, fi, ii) in frames {
             let Some(f) = report.threads.get_mut(ti).and_then(|t| t.frames.get_mut(fi)) else { continue };
-            if let (Some(token), Some(il)) = (f.token, f.il_offset) {
-                if let Some((line, column, file)) = lines.line(token, il) {
-                    f.line = Some(line);
-                    f.column = Some(column);
-                    f.file = file.map(str::to_owned);
+            match ii {
+                None => {
+                    if let (Some(token), Some(il)) = (f.token, f.il_offset) {
+                        if let Some((line, column, file)) = lines.line(token, il) {
+                            f.line = Some(line);
+                            f.column = Some(column);
+                            f.file = file.map(str::to_owned);
+                        }
+                    }
+                }
+                Some(ii) => {
+                    let Some(i) = f.inlined.get_mut(ii) else { continue };
+                    if let (Some(token), Some(il)) = (i.token, i.il_offset) {
+                        if let Some((line, column, end_line, end_column, file)) = lines.span(token, il) {
+                            (i.line, i.column, i.end_line, i.end_column) = (Some(line), Some(column), Some(end_line), Some(end_column));
+                            i.file = file.map(str::to_owned);
+                        }
+                    }
                 }
             }
         }

@@ -18,6 +18,7 @@
 pub mod code;
 pub mod core;
 pub mod descriptor;
+mod inlined;
 mod lines;
 pub mod names;
 pub mod native;
@@ -40,6 +41,9 @@ use crate::base::read::Result;
 pub struct Options {
     /// The most frames listed on one thread (0: the default, 10 000).
     pub max_frames: usize,
+    /// Give each jitted frame whose body has an inline tree (a process run with
+    /// `DOTNET_RichDebugInfo=1`) its inlined frames ([`DumpFrame::inlined`]; docs/dumps.md).
+    pub inlines: bool,
 }
 
 /// A whole dump's answer.
@@ -153,6 +157,11 @@ pub struct DumpFrame {
     /// The column.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub column: Option<u32>,
+    /// With [`Options::inlines`]: the methods the JIT inlined into this frame's body whose code
+    /// holds `ip` (looked up by the frame rule), innermost first, as `symbolize --inlines` lists
+    /// them; the frame itself is then at the outermost call site where that is known.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
+    pub inlined: Vec<DumpInlinedFrame>,
     /// `ip` is where the thread stopped (the innermost frame, or one a fault or redirection
     /// saved), not a return address: looked up as is rather than at `ip - 1`.
     #[cfg_attr(feature = "serde", serde(skip))]
@@ -161,6 +170,38 @@ pub struct DumpFrame {
     /// (turned into `il_offset` once `leaf` is known).
     #[cfg_attr(feature = "serde", serde(skip))]
     pub jit_map: Option<(Vec<crate::base::ilmap::MapEntry>, u32)>,
+    /// Jitted code with [`Options::inlines`]: the body's inline tree from the runtime's debug
+    /// info, and its nodes' methods (turned into `inlined` once `leaf` is known).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub jit_inlines: Option<Box<inlined::BodyInlines>>,
+}
+
+/// One inlined frame of a [`DumpFrame`]: the fields `symbolize --inlines --json` gives an
+/// inlined frame (every one written, `null` where unknown), with the module's path as the dump's
+/// frames give it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct DumpInlinedFrame {
+    /// The inlinee's module's path.
+    pub module: Option<String>,
+    /// Its MethodDef token.
+    pub token: Option<u32>,
+    /// `Ns.Type::Method`.
+    pub method: Option<String>,
+    /// The IL offset in the inlinee: the rich mapping's for the innermost, the call site of the
+    /// frame inside it for the others (`None` where the runtime did not give it and the IL does
+    /// not settle it).
+    pub il_offset: Option<u32>,
+    /// The source file, as the inlinee's PDB names it.
+    pub file: Option<String>,
+    /// The line.
+    pub line: Option<u32>,
+    /// The column.
+    pub column: Option<u32>,
+    /// The end line.
+    pub end_line: Option<u32>,
+    /// The end column.
+    pub end_column: Option<u32>,
 }
 
 /// Read a core: its threads, and for a .NET process with a descriptor, every managed thread's
@@ -206,6 +247,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
         report.notes.push("managed frames are unwound on x64 only".to_owned());
     }
     let mut names = names::Names::for_runtime(&path);
+    names.inlines = options.inlines;
     let mut natives = native::Natives::new(&core);
     for rt in threads {
         let entry = by_tid.entry(rt.os_id).or_insert_with(|| DumpThread { os_id: rt.os_id, ..DumpThread::default() });
@@ -231,6 +273,7 @@ pub fn analyze(data: &[u8], options: &Options) -> Result<DumpReport> {
             }
         }
     }
+    inlined::add_inlined(by_tid.values_mut().flat_map(|t| t.frames.iter_mut()), names.runtime_major);
     names.name_frames(by_tid.values_mut().flat_map(|t| t.frames.iter_mut()));
     Ok(finish(report, by_tid, &core))
 }

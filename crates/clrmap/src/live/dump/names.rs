@@ -32,6 +32,10 @@ pub struct Names {
     /// How the runtime's debug info of jitted code is laid out (by its major version); `None`
     /// where no layout is known, and jitted frames get no IL offset.
     pub jit_layout: Option<crate::formats::r2r::DebugInfoLayout>,
+    /// Read jitted bodies' inline trees (`dump --inlines`).
+    pub inlines: bool,
+    /// The runtime's major version.
+    pub runtime_major: Option<u16>,
 }
 
 /// The most bytes of one jitted method's debug info read (its encoding ends it; a blob runs
@@ -42,7 +46,8 @@ impl Names {
     /// Names for a core of the runtime at `path` (libcoreclr.so's): its major version decides
     /// how jitted code's debug info is laid out.
     pub(super) fn for_runtime(path: &str) -> Names {
-        Names { jit_layout: crate::base::ilmap::runtime_major("", Some(path)).and_then(crate::formats::r2r::DebugInfoLayout::for_jitted_code), ..Names::default() }
+        let runtime_major = crate::base::ilmap::runtime_major("", Some(path));
+        Names { jit_layout: runtime_major.and_then(crate::formats::r2r::DebugInfoLayout::for_jitted_code), runtime_major, ..Names::default() }
     }
 
     fn file(&mut self, path: &str) -> Option<std::sync::Arc<Vec<u8>>> {
@@ -60,23 +65,27 @@ impl Names {
         bytes
     }
 
-    /// Name every frame that has a module and a token but no name yet: each module's metadata is
-    /// parsed once for all its frames.
+    /// Name every frame (and inlined frame) that has a module and a token but no name yet: each
+    /// module's metadata is parsed once for all its frames.
     pub fn name_frames<'f>(&mut self, frames: impl Iterator<Item = &'f mut DumpFrame>) {
-        let mut by_module: HashMap<String, Vec<&'f mut DumpFrame>> = HashMap::new();
+        let mut by_module: HashMap<String, Vec<(&'f mut Option<String>, u32)>> = HashMap::new();
         for f in frames {
-            if let (None, Some(_), Some(path)) = (&f.method, f.token, &f.module) {
-                by_module.entry(path.clone()).or_default().push(f);
+            for i in f.inlined.iter_mut() {
+                if let (None, Some(token), Some(path)) = (&i.method, i.token, &i.module) {
+                    by_module.entry(path.clone()).or_default().push((&mut i.method, token));
+                }
+            }
+            if let (None, Some(token), Some(path)) = (&f.method, f.token, &f.module) {
+                by_module.entry(path.clone()).or_default().push((&mut f.method, token));
             }
         }
         for (path, frames) in by_module {
             let Some(bytes) = self.file(&path) else { continue };
             let Ok(md) = Metadata::parse(&bytes) else { continue };
-            for f in frames {
-                let Some(token) = f.token else { continue };
+            for (method, token) in frames {
                 let key = (path.clone(), token);
                 let name = self.names.entry(key).or_insert_with(|| md.method_name(token)).clone();
-                f.method = name;
+                *method = name;
             }
         }
     }
@@ -124,11 +133,16 @@ impl Names {
             // address (lines.rs).
             if let (Some((ptr, size)), Some(layout)) = (block.debug_info, self.jit_layout) {
                 let whole = t.core.bytes_up_to(ptr, MAX_DEBUG_INFO).ok();
-                let flag_byte = layout.jitted_flag_byte();
-                let blob = if flag_byte { whole.and_then(crate::formats::r2r::jitted_blob) } else { whole };
-                let at = ptr.wrapping_add(u64::from(flag_byte));
-                if let Some(Ok(info)) = blob.map(|b| crate::formats::r2r::decode_debug_info_parts(crate::base::read::Reader::new(b, at), layout, false)) {
-                    f.jit_map = Some((crate::base::ilmap::public_map(&info.bounds, size), size));
+                let parts = whole.and_then(|b| crate::formats::r2r::jitted_debug_info(crate::base::read::Reader::new(b, ptr), layout));
+                if let Some(Ok(info)) = parts.map(|p| crate::formats::r2r::decode_debug_info_parts(p.info, layout, false)) {
+                    let map = crate::base::ilmap::public_map(&info.bounds, size);
+                    // The inline tree the runtime stored beside it (a malformed one is left out:
+                    // the frame keeps its flat answer).
+                    if let Some(Ok(tree)) = parts.and_then(|p| p.rich).filter(|_| self.inlines).map(crate::formats::inlines::InlineTree::parse_stored) {
+                        let methods = tree.nodes().iter().map(|n| node_method(t, n.method_id)).collect();
+                        f.jit_inlines = Some(Box::new(super::inlined::BodyInlines { tree, methods, map: map.clone(), code_size: size }));
+                    }
+                    f.jit_map = Some((map, size));
                 }
             }
             if let Some((token, module, dynamic)) = method_desc(t, md) {
@@ -172,6 +186,15 @@ impl Names {
         }
         info
     }
+}
+
+/// An inline tree node's method, by its MethodDesc.
+fn node_method(t: Target<'_, '_>, md: u64) -> Option<super::inlined::NodeMethod> {
+    let (token, module, dynamic) = method_desc(t, md)?;
+    Some(match dynamic {
+        Some(name) => super::inlined::NodeMethod { token: None, module: None, name: Some(name) },
+        None => super::inlined::NodeMethod { token: Some(token), module: module_path(t, module), name: None },
+    })
 }
 
 /// A `System.String` object's text.
