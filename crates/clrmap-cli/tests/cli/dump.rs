@@ -436,19 +436,76 @@ fn symbolize_core_10_equals_symbolize_trace() {
 /// tests/dotnet/dump/Inlined.cs built by csc against `rt`'s framework, optimized (the JIT does not
 /// inline into debuggable code), with a runtimeconfig for exactly `rt`.
 fn inlined_program(rt: &Runtime) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-dump-inlines").join(rt.label());
+    optimized_program(rt, "Inlined", "cli-dump-inlines")
+}
+
+/// tests/dotnet/dump/NAME.cs built by csc against `rt`'s framework, optimized (Release), with a
+/// portable PDB and a runtimeconfig for exactly `rt`, in `subdir` of the tests' scratch folder.
+fn optimized_program(rt: &Runtime, name: &str, subdir: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(subdir).join(rt.label());
     std::fs::create_dir_all(&dir).unwrap();
-    let dll = dir.join("Inlined.dll");
+    let dll = dir.join(format!("{name}.dll"));
     let mut c = Command::new(dotnet_file("roslyn/csc"));
     c.args(["-nologo", "-noconfig", "-nostdlib", "-deterministic", "-optimize+", "-debug:portable", "-target:exe"]);
-    for a in ["System.Private.CoreLib", "System.Runtime", "System.Console"] {
+    for a in ["System.Private.CoreLib", "System.Runtime", "System.Console", "System.Diagnostics.StackTrace"] {
         c.arg(format!("-r:{}", rt.file(&format!("{a}.dll")).display()));
     }
-    c.arg(format!("-out:{}", dll.display())).arg(repo_root().join("tests/dotnet/dump/Inlined.cs"));
+    c.arg(format!("-out:{}", dll.display())).arg(repo_root().join(format!("tests/dotnet/dump/{name}.cs")));
     let out = c.output().unwrap();
     assert!(out.status.success(), "csc: {}", String::from_utf8_lossy(&out.stdout));
-    std::fs::write(dir.join("Inlined.runtimeconfig.json"), rt.runtimeconfig()).unwrap();
+    std::fs::write(dir.join(format!("{name}.runtimeconfig.json")), rt.runtimeconfig()).unwrap();
     dll
+}
+
+/// Jitted debug info with OSR patchpoint info (tests/dotnet/dump/Osr.cs, Release: `Loop` and
+/// `Main` are tier-0 code with patchpoints, parked inside their loops): their frames get the IL
+/// offsets and lines the runtime's own stack trace printed before the dump, on 10.0 (patchpoint
+/// info after the flag byte) and 11.0 (in the fat header).
+#[test]
+#[ignore = "needs .NET"]
+fn dump_tier0_frames_with_patchpoints_have_the_runtimes_il_offsets() {
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for rt in [runtime("10.0"), runtime_11()] {
+        let dll = optimized_program(&rt, "Osr", "cli-dump-osr");
+        let core = dll.with_file_name("osr.core");
+        let _ = std::fs::remove_file(&core);
+        let mut child = Command::new(&rt.dotnet).arg(&dll).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut printed = Vec::new();
+        let pid = loop {
+            let mut line = String::new();
+            assert!(out.read_line(&mut line).unwrap() > 0, "Osr ended before it was ready: {printed:?}");
+            if let Some(pid) = line.trim().strip_prefix("ready ") {
+                break pid.to_owned();
+            }
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() == 4 && f[0] == "S" {
+                printed.push((f[1].to_owned(), f[2].parse::<u64>().unwrap(), f[3].parse::<u64>().unwrap()));
+            }
+        };
+        let o = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(&core).arg(&pid).output().unwrap();
+        let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(o.status.success() && core.is_file(), "createdump: {}", String::from_utf8_lossy(&o.stderr));
+        let r = clrmap(&["dump", core.to_str().unwrap(), "--json", "--symbol-path", dll.parent().unwrap().to_str().unwrap()]);
+        assert_eq!(code(&r), Some(0), "{}", stderr(&r));
+        let r: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
+        let frames: Vec<(String, u64, u64)> = r["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["frames"].as_array().unwrap().iter())
+            .filter_map(|f| {
+                let m = f["method"].as_str()?.strip_prefix("Program::")?;
+                Some((m.to_owned(), f["il_offset"].as_u64().unwrap_or(u64::MAX), f["line"].as_u64().unwrap_or(0)))
+            })
+            .filter(|f| f.0 != "Park")
+            .collect();
+        assert_eq!(printed.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["Loop", "Main"], "{}", rt.label());
+        assert_eq!(frames, printed, "{}: clrmap's frames against the runtime's stack trace", rt.label());
+        let _ = std::fs::remove_file(core);
+    }
 }
 
 /// The line of tests/dotnet/dump/Inlined.cs that holds `marker`, and the lines of the method

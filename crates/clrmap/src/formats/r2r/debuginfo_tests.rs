@@ -166,8 +166,29 @@ fn a_jitted_blobs_rich_debug_info_is_found_after_the_flag_byte_or_in_the_fat_hea
     let j = jitted_debug_info(Reader::new(&[0, 0x3c, 0x3a], 0), l10).unwrap();
     assert!(j.rich.is_none());
     assert_eq!(j.info.as_slice(), &[0x3c, 0x3a]);
-    // Patchpoint info (not read), an unknown flag, a size past the blob, no byte at all: none.
-    for bad in [&[1, 0x3c][..], &[3, 0, 0, 0, 0], &[4, 0x3c], &[2, 9, 0, 0, 0, 1, 2], &[2, 1, 0], &[]] {
+    // Patchpoint info, as a 10.0.12 core holds it: 40 bytes with the local count at 16, then 4
+    // bytes per local, skipped; with a rich chunk after it.
+    let mut pp = vec![1u8];
+    pp.extend_from_slice(&[0xEE; 16]);
+    pp.extend_from_slice(&2u32.to_le_bytes());
+    pp.extend_from_slice(&[0xEE; 20 + 8]);
+    pp.extend_from_slice(&[0x3c, 0x3a]);
+    let j = jitted_debug_info(Reader::new(&pp, 0), l10).unwrap();
+    assert!(j.rich.is_none());
+    assert_eq!((j.info.offset(), j.info.as_slice()), (49, &[0x3c, 0x3a][..]));
+    pp[0] = 3;
+    pp.truncate(49);
+    pp.extend_from_slice(&[1, 0, 0, 0, 0xA1, 0x3c]);
+    let j = jitted_debug_info(Reader::new(&pp, 0), l10).unwrap();
+    assert_eq!(j.rich.map(|r| r.as_slice()), Some(&[0xA1][..]));
+    assert_eq!(j.info.as_slice(), &[0x3c]);
+    // Patchpoint info cut short or naming too many locals, an unknown flag, a size past the
+    // blob, no byte at all: none.
+    let mut many = vec![1u8];
+    many.extend_from_slice(&[0; 16]);
+    many.extend_from_slice(&0x1_0000u32.to_le_bytes());
+    many.extend_from_slice(&[0; 0x40]);
+    for bad in [&[1, 0x3c][..], &pp[..40], &many, &[3, 0, 0, 0, 0], &[4, 0x3c], &[2, 9, 0, 0, 0, 1, 2], &[2, 1, 0], &[]] {
         assert!(jitted_debug_info(Reader::new(bad, 0), l10).is_none(), "{bad:?}");
     }
     // .NET 11: no flag byte; the fat header's fifth size is the rich chunk's.
