@@ -72,6 +72,8 @@ pub struct PeImage<'a> {
     machine: u16,
     is_64: bool,
     cor20: Option<Cor20Header>,
+    /// The COM descriptor data directory: where the CLI header is.
+    cli: Directory,
     debug: Directory,
 }
 
@@ -161,12 +163,13 @@ impl<'a> PeImage<'a> {
         let sections = nt.sections(data, offset).map_err(|_| bad(offset, "a section table"))?;
         let machine = nt.file_header().machine.get(LE);
         let _ = nt.optional_header().magic();
-        let mut image = PeImage { data, sections, machine, is_64, cor20: None, debug: Directory::default() };
+        let mut image = PeImage { data, sections, machine, is_64, cor20: None, cli: Directory::default(), debug: Directory::default() };
         if let Some(dir) = dirs.get(IMAGE_DIRECTORY_ENTRY_DEBUG) {
             image.debug = dir.into();
         }
         if let Some(dir) = dirs.get(IMAGE_DIRECTORY_ENTRY_COM_DESCRIPTOR) {
             let (rva, size) = dir.address_range();
+            image.cli = Directory { rva, size };
             if rva != 0 && size != 0 {
                 image.cor20 = Some(image.read_cor20(rva)?);
             }
@@ -216,6 +219,15 @@ impl<'a> PeImage<'a> {
     /// The CLI header, or `bad_image` if this is not a .NET image.
     pub fn require_cor20(&self) -> Result<&Cor20Header> {
         self.cor20.as_ref().ok_or_else(|| bad(0, "a CLI (COR20) header"))
+    }
+
+    /// The file range (offset, length) of the CLI header's 72 bytes, if the image has one and a
+    /// section's raw data holds its RVA (the length is not checked against the section's).
+    pub fn cli_header_range(&self) -> Option<(u32, u32)> {
+        if self.cli.rva == 0 || self.cli.size == 0 {
+            return None;
+        }
+        Some((self.rva_to_offset(self.cli.rva)?, COR20_SIZE))
     }
 
     /// The file offset of an RVA, if a section's raw data holds it.

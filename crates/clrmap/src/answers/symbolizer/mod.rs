@@ -40,7 +40,7 @@ mod vars;
 
 use std::path::Path;
 
-use crate::base::ilmap::{runtime_il_offset, CodeBody, IlOffset, MapStore};
+use crate::base::ilmap::{CodeBody, IlOffset, MapStore};
 use crate::base::read::Error;
 use crate::formats::pe::PeImage;
 use crate::symbols::locate::{find_pdb, SymbolPaths};
@@ -330,7 +330,7 @@ impl Symbolizer {
         // itself for 3.1's rule.
         let at = if kind == FrameKind::ReturnAddress { lookup } else { address };
         let offset = u32::try_from(at.saturating_sub(start)).unwrap_or(u32::MAX);
-        let (region, il) = runtime_il_offset(&body.map, body.code_size, offset);
+        let (region, il) = self.code.store().runtime_il_offset(index, offset);
         let module = self.module_of(index);
         // The body's own module name first: one module may be named by several paths.
         frame.at.module = body.module.as_deref().or(module.and_then(|m| m.name.as_deref()));

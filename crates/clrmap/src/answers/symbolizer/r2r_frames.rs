@@ -11,7 +11,7 @@
 //! is its image body's RVA, with the same token, gets that body's map; the frame rule then
 //! answers it as it answers the image itself.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use super::source::RecordedPdbs;
@@ -42,21 +42,42 @@ pub(super) fn fill_from_images(bodies: &mut [CodeBody], pdbs: &RecordedPdbs, sym
         let module = RecordedModule { name, path: Some(Path::new(&path)), recorded: Some(recorded), mvid: None };
         let Some(bytes) = module.assembly(symbols) else { continue };
         let Ok(image) = ReadyToRunImage::parse(&bytes) else { continue };
-        let Ok(image_bodies) = image.code_bodies() else { continue };
-        filled = filled.saturating_add(fill_module(bodies, &list, &image_bodies));
+        // The image's bodies (token, RVA), all of them checked, give the load address; then
+        // only the bodies at the recorded starts get their maps made.
+        let mut starts = Vec::new();
+        if image.code_bodies_where(|_| false, |b| starts.extend(b.rva.map(|rva| (b.token, rva)))).is_err() {
+            continue;
+        }
+        let Some(base) = load_address(bodies, &list, &starts) else { continue };
+        let wanted: HashSet<u32> = list.iter().filter_map(|&i| bodies.get(i)).filter_map(|b| rva_from(b, base)).collect();
+        let mut image_bodies = Vec::new();
+        let keep = |b: CodeBody| {
+            if b.rva.is_some_and(|rva| wanted.contains(&rva)) {
+                image_bodies.push(b);
+            }
+        };
+        if image.code_bodies_where(|rva| wanted.contains(&rva), keep).is_err() {
+            continue;
+        }
+        filled = filled.saturating_add(give_maps(bodies, &list, base, &image_bodies));
     }
     filled
 }
 
 /// One module: the load address the recorded starts agree on, then each body's map by its RVA.
+#[cfg(test)]
 fn fill_module(bodies: &mut [CodeBody], list: &[usize], image_bodies: &[CodeBody]) -> usize {
+    let starts: Vec<(u32, u32)> = image_bodies.iter().filter_map(|b| Some((b.token, b.rva?))).collect();
+    let Some(base) = load_address(bodies, list, &starts) else { return 0 };
+    give_maps(bodies, list, base, image_bodies)
+}
+
+/// The load address most of the recorded starts (`list` in `bodies`) agree on, by the image's
+/// bodies (`starts`: token and RVA): each token with one body in the image votes `start - rva`.
+fn load_address(bodies: &[CodeBody], list: &[usize], starts: &[(u32, u32)]) -> Option<u64> {
     let mut rvas_of: HashMap<u32, Vec<u32>> = HashMap::new();
-    let mut at_rva: HashMap<u32, &CodeBody> = HashMap::new();
-    for b in image_bodies {
-        if let Some(rva) = b.rva {
-            rvas_of.entry(b.token).or_default().push(rva);
-            at_rva.entry(rva).or_insert(b);
-        }
+    for &(token, rva) in starts {
+        rvas_of.entry(token).or_default().push(rva);
     }
     let mut votes: HashMap<u64, usize> = HashMap::new();
     for b in list.iter().filter_map(|&i| bodies.get(i)) {
@@ -67,11 +88,27 @@ fn fill_module(bodies: &mut [CodeBody], list: &[usize], image_bodies: &[CodeBody
             }
         }
     }
-    let Some((base, _)) = votes.into_iter().max_by_key(|&(base, n)| (n, core::cmp::Reverse(base))) else { return 0 };
+    votes.into_iter().max_by_key(|&(base, n)| (n, core::cmp::Reverse(base))).map(|(base, _)| base)
+}
+
+/// A recorded body's RVA in an image loaded at `base`.
+fn rva_from(b: &CodeBody, base: u64) -> Option<u32> {
+    b.start.and_then(|s| s.checked_sub(base)).and_then(|r| u32::try_from(r).ok())
+}
+
+/// Each recorded body (`list` in `bodies`) whose RVA at `base` is an image body's (the first
+/// of `image_bodies` there) with the same token gets that body's map. Gives how many did.
+fn give_maps(bodies: &mut [CodeBody], list: &[usize], base: u64, image_bodies: &[CodeBody]) -> usize {
+    let mut at_rva: HashMap<u32, &CodeBody> = HashMap::new();
+    for b in image_bodies {
+        if let Some(rva) = b.rva {
+            at_rva.entry(rva).or_insert(b);
+        }
+    }
     let mut filled = 0usize;
     for &i in list {
         let Some(b) = bodies.get_mut(i) else { continue };
-        let rva = b.start.and_then(|s| s.checked_sub(base)).and_then(|r| u32::try_from(r).ok());
+        let rva = rva_from(b, base);
         let Some(found) = rva.and_then(|r| at_rva.get(&r)).filter(|f| f.token == b.token) else { continue };
         b.map = found.map.clone();
         b.rva = found.rva;

@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 
-use super::model::{CodeBody, CorDebugIlToNativeMap};
+use super::model::{CodeBody, CorDebugIlToNativeMap, IlOffset};
+use super::symbolize::RuntimeIlIndex;
 
 /// `S_OK`.
 pub const S_OK: i32 = 0;
@@ -29,6 +30,8 @@ pub struct MapStore {
     by_start: HashMap<u64, usize>,
     /// (start, end, index) sorted by start, for address look-ups.
     ranges: Vec<(u64, u64, usize)>,
+    /// Each body's IL offsets by native offset, as `runtime_il_offset` answers them.
+    il: RuntimeIlIndex,
 }
 
 impl MapStore {
@@ -47,6 +50,9 @@ impl MapStore {
             }
         }
         store.ranges.sort_unstable();
+        for b in &bodies {
+            store.il.push(&b.map, b.code_size);
+        }
         store.bodies = bodies;
         store
     }
@@ -83,6 +89,13 @@ impl MapStore {
         let i = self.ranges.partition_point(|r| r.0 <= address);
         let (start, end, idx) = *self.ranges.get(i.checked_sub(1)?)?;
         (address >= start && address < end).then_some(idx)
+    }
+
+    /// [`super::runtime_il_offset`] of the body at `index` (in [`MapStore::bodies`]) at native
+    /// `offset`, by a binary search made when the store was; `(None, 0)` for no such body.
+    #[inline]
+    pub fn runtime_il_offset(&self, index: usize, offset: u32) -> (Option<IlOffset>, u32) {
+        self.il.answer(index, offset)
     }
 
     /// `GetILToNativeMapping(functionId, cMap, pcMap, map)`: forwards to Map2 with ReJITID 0.

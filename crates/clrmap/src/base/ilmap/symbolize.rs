@@ -72,14 +72,90 @@ pub fn native_to_il(map: &[MapEntry], code_size: u32, offset: u32, policy: Polic
 /// offset that no entry holds IL 0 (`MAPPING_NO_INFO`). `offset` is the one to look up: a caller
 /// with a return address subtracts one first where the runtime does.
 pub fn runtime_il_offset(map: &[MapEntry], code_size: u32, offset: u32) -> (Option<IlOffset>, u32) {
-    let holds = |e: &&MapEntry| {
-        offset >= e.native_start && (offset < e.native_end || (e.native_end == code_size && e.native_end > 0) || (e.native_start == 0 && e.native_end == 0 && e.il != IlOffset::Prolog))
-    };
-    match map.iter().find(holds).map(|e| e.il) {
+    let holds = |e: &&MapEntry| offset >= e.native_start && (offset < e.native_end || holds_to_the_end(e, code_size));
+    runtime_answer(map, map.iter().find(holds))
+}
+
+/// Whether `e` holds every offset from its start on, by [`runtime_il_offset`]'s rule.
+fn holds_to_the_end(e: &MapEntry, code_size: u32) -> bool {
+    (e.native_end == code_size && e.native_end > 0) || (e.native_start == 0 && e.native_end == 0 && e.il != IlOffset::Prolog)
+}
+
+/// [`runtime_il_offset`]'s answer when `found` is the first entry of `map` that holds the offset.
+fn runtime_answer(map: &[MapEntry], found: Option<&MapEntry>) -> (Option<IlOffset>, u32) {
+    match found.map(|e| e.il) {
         Some(IlOffset::Il(v)) => (Some(IlOffset::Il(v)), v),
         Some(IlOffset::Epilog) => (Some(IlOffset::Epilog), last_il(map).unwrap_or(0)),
         Some(other) => (Some(other), 0),
         None => (None, 0),
+    }
+}
+
+/// [`runtime_il_offset`] for many bodies, answered by a binary search instead of a scan of the
+/// map: each body's native offsets split where an entry starts or ends, and within each piece
+/// the first entry that holds an offset (and so the answer) is the same, found once when the
+/// index is made.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RuntimeIlIndex {
+    /// Per body: its pieces' range in `starts` and `answers`.
+    bodies: Vec<(usize, usize)>,
+    /// Each piece's first native offset, ascending within a body (the first is 0).
+    starts: Vec<u32>,
+    /// Each piece's answer.
+    answers: Vec<(Option<IlOffset>, u32)>,
+}
+
+impl RuntimeIlIndex {
+    /// Add a body's map (bodies are numbered in the order they are added).
+    pub(crate) fn push(&mut self, map: &[MapEntry], code_size: u32) {
+        let first = self.starts.len();
+        // Where each entry stops holding (`None`: never), and the piece boundaries.
+        let ends: Vec<Option<u32>> = map.iter().map(|e| if holds_to_the_end(e, code_size) { None } else { Some(e.native_end) }).collect();
+        let mut cuts: Vec<u32> = Vec::with_capacity(map.len().saturating_mul(2).saturating_add(1));
+        cuts.push(0);
+        for (e, end) in map.iter().zip(&ends) {
+            cuts.push(e.native_start);
+            cuts.extend(*end);
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        // The entries by start; a sweep over the cuts keeps those started in a heap by their
+        // place in the map, dropping those that have stopped holding as they reach the top.
+        let mut by_start: Vec<usize> = (0..map.len()).collect();
+        by_start.sort_by_key(|&i| map.get(i).map_or(0, |e| e.native_start));
+        let mut next = by_start.iter().peekable();
+        let mut started = std::collections::BinaryHeap::new();
+        for &cut in &cuts {
+            while let Some(&&i) = next.peek() {
+                if map.get(i).is_some_and(|e| e.native_start <= cut) {
+                    started.push(std::cmp::Reverse(i));
+                    next.next();
+                } else {
+                    break;
+                }
+            }
+            while let Some(&std::cmp::Reverse(i)) = started.peek() {
+                if ends.get(i).copied().flatten().is_some_and(|end| end <= cut) {
+                    started.pop();
+                } else {
+                    break;
+                }
+            }
+            let found = started.peek().and_then(|&std::cmp::Reverse(i)| map.get(i));
+            self.starts.push(cut);
+            self.answers.push(runtime_answer(map, found));
+        }
+        self.bodies.push((first, self.starts.len()));
+    }
+
+    /// [`runtime_il_offset`] of the body numbered `body` at `offset`.
+    #[inline]
+    pub(crate) fn answer(&self, body: usize, offset: u32) -> (Option<IlOffset>, u32) {
+        let Some(&(first, end)) = self.bodies.get(body) else { return (None, 0) };
+        let Some(starts) = self.starts.get(first..end) else { return (None, 0) };
+        // The first cut is 0, so every offset is in a piece.
+        let piece = starts.partition_point(|&s| s <= offset).saturating_sub(1);
+        self.answers.get(first.saturating_add(piece)).copied().unwrap_or((None, 0))
     }
 }
 
@@ -114,6 +190,51 @@ mod tests {
             m(Epilog, 0x54, 0x56),
             m(NoMapping, 0x68, 0x6e),
         ]
+    }
+
+    /// The index answers every offset as the scan does, on maps of every shape the rule
+    /// branches on: overlapping, out of order, zero-length, ending at the code size, special values.
+    #[test]
+    fn the_index_answers_as_the_scan() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % u64::from(n)) as u32
+        };
+        let mut maps = vec![(max_map().to_vec(), 0x6e), (Vec::new(), 10), (vec![m(Il(3), 0, 0)], 0), (vec![m(Prolog, 0, 0), m(Il(1), 0, 0)], 8)];
+        for _ in 0..400 {
+            let code_size = next(40);
+            let map: Vec<MapEntry> = (0..next(12))
+                .map(|_| {
+                    let il = match next(6) {
+                        0 => Prolog,
+                        1 => Epilog,
+                        2 => NoMapping,
+                        _ => Il(next(20)),
+                    };
+                    let s = next(code_size + 4);
+                    let e = if next(4) == 0 { code_size } else { s.saturating_add(next(6)) };
+                    m(il, s, e.max(if next(5) == 0 { 0 } else { s }))
+                })
+                .collect();
+            maps.push((map, code_size));
+        }
+        let mut index = RuntimeIlIndex::default();
+        for (map, code_size) in &maps {
+            index.push(map, *code_size);
+        }
+        let mut seen_some = 0;
+        for (body, (map, code_size)) in maps.iter().enumerate() {
+            for offset in (0..code_size + 8).chain([u32::MAX - 1, u32::MAX]) {
+                let want = runtime_il_offset(map, *code_size, offset);
+                seen_some += usize::from(want.0.is_some());
+                assert_eq!(index.answer(body, offset), want, "map {map:?}, code size {code_size}, offset {offset}");
+            }
+        }
+        assert!(seen_some > 1000);
+        assert_eq!(index.answer(maps.len(), 0), (None, 0));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use core::fmt;
 use super::schema::table;
 use super::Metadata;
 use crate::base::read::{Error, ErrorKind, Reader, Result};
+use crate::formats::pe::PeImage;
 use crate::formats::signature::{skip_type, stream_one, TypeNames};
 
 /// Nesting deeper than this (enclosing types, TypeRef scopes, TypeSpecs inside modifiers) is
@@ -520,18 +521,25 @@ const MAX_MODULE_BYTES: u64 = 1 << 30;
 #[derive(Debug)]
 pub struct ModuleFiles {
     left: u64,
+    /// The last file [`Self::with`] read (its path and bytes), kept for the next call.
+    last: Option<(String, Vec<u8>)>,
 }
 
 impl Default for ModuleFiles {
     fn default() -> Self {
-        ModuleFiles { left: MAX_MODULE_BYTES }
+        ModuleFiles { left: MAX_MODULE_BYTES, last: None }
     }
 }
 
 impl ModuleFiles {
     /// A reader with a budget of `bytes` in all.
     pub fn with_budget(bytes: u64) -> Self {
-        ModuleFiles { left: bytes.min(MAX_MODULE_BYTES) }
+        ModuleFiles { left: bytes.min(MAX_MODULE_BYTES), last: None }
+    }
+
+    /// The path of the file [`Self::with`] read last: named again next, it is not read again.
+    pub fn last_path(&self) -> Option<&str> {
+        self.last.as_ref().map(|(p, _)| p.as_str())
     }
 
     /// The bytes of the regular file at `path`, if it fits the budget (which it then spends).
@@ -546,11 +554,83 @@ impl ModuleFiles {
         Some(bytes)
     }
 
-    /// Run `f` on the metadata of the module file at `path` (read whole, then dropped); `None`
-    /// when it cannot be read, does not fit the budget, or holds no metadata.
+    /// Run `f` on the metadata of the module file at `path` (kept until another file is read);
+    /// `None` when it cannot be read, does not fit the budget, or holds no metadata. Only what the metadata's
+    /// parse looks at is read (the PE headers, the CLI header and the metadata), into a buffer of
+    /// the file's size whose other bytes stay zero and cost no memory; the budget is spent by the
+    /// bytes read.
     pub fn with<T>(&mut self, path: &str, f: impl FnOnce(&Metadata<'_>) -> T) -> Option<T> {
-        let bytes = self.read(path)?;
-        let md = Metadata::parse(&bytes).ok()?;
+        if self.last_path() != Some(path) {
+            self.last = None;
+            let bytes = self.read_metadata(path)?;
+            self.last = Some((path.to_owned(), bytes));
+        }
+        let (_, bytes) = self.last.as_ref()?;
+        let md = Metadata::parse(bytes).ok()?;
         Some(f(&md))
+    }
+
+    /// The file at `path` as [`Self::with`] reads it: zeros, except the PE headers, the CLI
+    /// header and the metadata, each read where the bytes read before place it.
+    fn read_metadata(&mut self, path: &str) -> Option<Vec<u8>> {
+        let file = crate::base::fs::open_regular(std::path::Path::new(path)).ok()?;
+        let size = file.metadata().ok().filter(|m| m.is_file())?.len();
+        if size > MAX_MODULE_FILE {
+            return None;
+        }
+        let mut sparse = Sparse { file, bytes: vec![0; usize::try_from(size).ok()?], prefix: 0 };
+        // The DOS header and, in every image clrmap has seen, the NT headers and section table.
+        self.left = sparse.read(0, HEADERS_GUESS, self.left)?;
+        let le16 = |b: &[u8], at: u64| usize::try_from(at).ok().and_then(|i| b.get(i..i.checked_add(2)?)).map_or(0, |v| v.iter().rev().fold(0u64, |a, &x| a << 8 | u64::from(x)));
+        let nt = le16(&sparse.bytes, 0x3c) | le16(&sparse.bytes, 0x3e) << 16;
+        // PE signature (4), file header (20: sections at +2, optional header size at +16), the
+        // optional header, the section table (40 bytes a section).
+        let nt_end = nt.saturating_add(24);
+        self.left = sparse.read(0, nt_end, self.left)?;
+        let sections = le16(&sparse.bytes, nt.saturating_add(6));
+        let optional = le16(&sparse.bytes, nt.saturating_add(20));
+        self.left = sparse.read(0, nt_end.saturating_add(optional).saturating_add(sections.saturating_mul(40)), self.left)?;
+        let (at, len) = PeImage::parse(&sparse.bytes).ok()?.cli_header_range()?;
+        self.left = sparse.read(u64::from(at), u64::from(at).saturating_add(u64::from(len)), self.left)?;
+        let (at, len) = {
+            let pe = PeImage::parse(&sparse.bytes).ok()?;
+            let metadata = pe.require_cor20().ok()?.metadata;
+            (pe.rva_to_offset(metadata.rva)?, metadata.size)
+        };
+        self.left = sparse.read(u64::from(at), u64::from(at).saturating_add(u64::from(len)), self.left)?;
+        Some(sparse.bytes)
+    }
+}
+
+/// The first read of a module file: its headers, in one read.
+const HEADERS_GUESS: u64 = 4096;
+
+/// A file read in parts into a buffer of its size.
+struct Sparse {
+    file: std::fs::File,
+    bytes: Vec<u8>,
+    /// The bytes from the start already read.
+    prefix: u64,
+}
+
+impl Sparse {
+    /// Read `start..end` (within the file, past the prefix already read when it starts at 0),
+    /// spending `left`: what is left, or `None` when the bytes do not fit it or cannot be read.
+    fn read(&mut self, start: u64, end: u64, left: u64) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let size = self.bytes.len() as u64;
+        let end = end.min(size);
+        let start = if start == 0 { self.prefix } else { start };
+        if start >= end {
+            return Some(left);
+        }
+        let n = end.checked_sub(start)?;
+        let left = left.checked_sub(n)?;
+        let buf = self.bytes.get_mut(usize::try_from(start).ok()?..usize::try_from(end).ok()?)?;
+        self.file.read_exact_at(buf, start).ok()?;
+        if start == self.prefix {
+            self.prefix = end;
+        }
+        Some(left)
     }
 }

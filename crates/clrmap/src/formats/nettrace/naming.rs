@@ -265,6 +265,11 @@ pub(super) fn name_from_modules(bodies: &mut [CodeBody], owners: &[String], meth
             by_module.entry(p.clone()).or_default().push(i);
         }
     }
+    // The module read last for the value types first: it is still in memory.
+    let mut by_module: Vec<(String, Vec<usize>)> = by_module.into_iter().collect();
+    if let Some(head) = by_module.iter().position(|(m, _)| Some(m.as_str()) == files.last_path()).and_then(|at| by_module.get_mut(..=at)) {
+        head.rotate_right(1);
+    }
     for (module, list) in by_module {
         files.with(&module, |md| {
             for i in list {
@@ -301,6 +306,26 @@ mod tests {
         // Not a regular file: nothing read.
         assert!(ModuleFiles::default().read("/dev/zero").is_none());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Naming reads only the headers and the metadata of a module: the same names as the whole
+    /// file gives, for fewer bytes of the budget than the file holds.
+    #[test]
+    fn module_metadata_is_read_in_part_with_the_names_of_the_whole_file() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/frames/release-portable/Frames.dll");
+        let whole = std::fs::read(path).unwrap();
+        let md = crate::formats::metadata::Metadata::parse(&whole).unwrap();
+        let names = |md: &crate::formats::metadata::Metadata<'_>| (1..400u32).map(|row| md.method_name(0x0600_0000 | row)).collect::<Vec<_>>();
+        let want = names(&md);
+        assert!(want.iter().filter(|n| n.is_some()).count() > 10);
+        let size = whole.len() as u64;
+        let mut files = ModuleFiles::with_budget(size - 1);
+        assert_eq!(files.with(path, names), Some(want.clone()));
+        // Named again, the file is not read again; a whole read no longer fits what is left.
+        assert_eq!(files.with(path, names), Some(want));
+        assert!(files.read(path).is_none());
+        // Too small a budget for the headers and the metadata: nothing.
+        assert!(ModuleFiles::with_budget(4096).with(path, names).is_none());
     }
 
     #[test]

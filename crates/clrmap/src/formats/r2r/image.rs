@@ -274,6 +274,15 @@ impl<'a> ReadyToRunImage<'a> {
     /// Every code body with debug info, with its public map. FunctionID for an image source is
     /// the body's code-start RVA (documented in `ilmap::MapStore`).
     pub fn code_bodies(&self) -> Result<Vec<CodeBody>> {
+        let mut out = Vec::new();
+        self.code_bodies_where(|_| true, |b| out.push(b))?;
+        Ok(out)
+    }
+
+    /// [`Self::code_bodies`] for a caller that wants only some maps: every body is read and
+    /// checked as there (a fault in any is the same error), each is shown to `each`, and only a
+    /// body whose RVA `wanted` accepts gets its public map (the others have an empty one).
+    pub fn code_bodies_where(&self, mut wanted: impl FnMut(u32) -> bool, mut each: impl FnMut(CodeBody)) -> Result<()> {
         let entries = self.entry_points()?;
         let mut is_entry = vec![false; self.functions.len()];
         for e in &entries {
@@ -282,7 +291,6 @@ impl<'a> ReadyToRunImage<'a> {
             }
         }
         let debug = self.debug_array()?;
-        let mut out = Vec::with_capacity(entries.len());
         // One buffer for every method's raw bounds: only the public maps are kept.
         let mut bounds = Vec::new();
         for e in entries {
@@ -306,16 +314,9 @@ impl<'a> ReadyToRunImage<'a> {
             if bounds.last().is_some_and(|b| b.native_offset > code_size) {
                 return Err(Error::at_rva(ErrorKind::BadDebugInfo, entry.begin, "bounds inside the method's code"));
             }
-            out.push(CodeBody {
-                token: e.token,
-                rva: Some(entry.begin),
-                code_size,
-                map: public_map(&bounds, code_size),
-                kind: Some(crate::base::ilmap::CodeKind::R2r),
-                signature: e.signature,
-                ..CodeBody::default()
-            });
+            let map = if wanted(entry.begin) { public_map(&bounds, code_size) } else { Vec::new() };
+            each(CodeBody { token: e.token, rva: Some(entry.begin), code_size, map, kind: Some(crate::base::ilmap::CodeKind::R2r), signature: e.signature, ..CodeBody::default() });
         }
-        Ok(out)
+        Ok(())
     }
 }
