@@ -1,6 +1,7 @@
 //! Unit tests of the debug-info decoders (kept beside them, out of the decoder's own file).
 
 use super::*;
+use crate::formats::r2r::{jitted_blob, jitted_debug_info};
 
 fn prolog_example() -> Vec<Bound> {
     let b = |native_offset, il_offset, source| Bound { native_offset, il_offset, source: SourceTypes(source) };

@@ -14,6 +14,7 @@
 mod debuginfo;
 pub mod frames;
 mod image;
+mod jitted;
 pub mod machine;
 mod methodsig;
 pub mod native;
@@ -22,10 +23,11 @@ pub mod regs;
 mod synthetic;
 
 pub use debuginfo::{
-    async_info, bitpacked_bounds, decode as decode_debug_info, decode_parts as decode_debug_info_parts, encode_async_info, encode_bitpacked_bounds, encode_nibble_bounds, encode_vars, jitted_blob,
-    jitted_debug_info, nibble_bounds, nibble_vars, number_first_vars, split as split_debug_info, AsyncSuspension, BoundsLayout, Chunks, DebugInfo, DebugInfoLayout, HeaderLayout, JittedDebugInfo,
-    NibbleWriter, Var, VarLoc, VarsLayout, NEWEST_PROVEN_MAJOR,
+    async_info, bitpacked_bounds, decode as decode_debug_info, decode_parts as decode_debug_info_parts, encode_async_info, encode_bitpacked_bounds, encode_nibble_bounds, encode_vars, nibble_bounds,
+    nibble_vars, number_first_vars, split as split_debug_info, AsyncSuspension, BoundsLayout, Chunks, DebugInfo, DebugInfoLayout, HeaderLayout, NibbleWriter, Var, VarLoc, VarsLayout,
+    NEWEST_PROVEN_MAJOR,
 };
 pub use image::{section, EntryPoint, ReadyToRunImage, RuntimeFunction, READYTORUN_SIGNATURE};
+pub use jitted::{jitted_blob, jitted_debug_info, JittedDebugInfo, PATCHPOINT_INFO_SIZE};
 pub use machine::{Machine, Os};
 pub use methodsig::{instantiation_name, read_method_signature, MethodSig};
