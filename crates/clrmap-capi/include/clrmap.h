@@ -353,7 +353,7 @@ typedef struct ClrmapFrame {
    */
   uint32_t flags;
   /**
-   * The MethodDef token.
+   * The MethodDef token (0 for a dynamic method, such as an IL stub, which has none).
    */
   uint32_t token;
   /**

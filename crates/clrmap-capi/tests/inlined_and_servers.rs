@@ -28,7 +28,8 @@ fn c_fields(f: &ClrmapFrame) -> Fields {
     let method = f.flags & CLRMAP_FRAME_METHOD != 0;
     let line = f.flags & CLRMAP_FRAME_LINE != 0;
     let il = f.flags & CLRMAP_FRAME_IL_OFFSET != 0;
-    (text(f.module), method.then_some(f.token), text(f.method), il.then_some(f.il_offset), text(f.file), line.then_some(f.line), line.then_some(f.column))
+    // Token 0 is a dynamic method's: a known body with no token.
+    (text(f.module), (method && f.token != 0).then_some(f.token), text(f.method), il.then_some(f.il_offset), text(f.file), line.then_some(f.line), line.then_some(f.column))
 }
 
 #[test]

@@ -35,6 +35,7 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize_inlined(sym: *const ClrmapS
         }
         // SAFETY: `count` is non-null.
         unsafe { *count = n };
-        Ok(if f.at.token.is_some() { S_OK } else { S_FALSE })
+        // A body holds the address (a dynamic method's has no token).
+        Ok(if f.code_start.is_some() { S_OK } else { S_FALSE })
     })
 }

@@ -66,7 +66,7 @@ pub struct ClrmapFrame {
     pub address: u64,
     /// `CLRMAP_FRAME_METHOD` | `CLRMAP_FRAME_LINE`.
     pub flags: u32,
-    /// The MethodDef token.
+    /// The MethodDef token (0 for a dynamic method, such as an IL stub, which has none).
     pub token: u32,
     /// The IL offset the runtime reports for the frame.
     pub il_offset: u32,
@@ -173,7 +173,8 @@ impl ClrmapSymbolizer {
     #[allow(clippy::too_many_arguments)]
     fn c_frame(&self, address: u64, module: Option<&str>, token: Option<u32>, method: Option<&str>, il: Option<u32>, file: Option<&str>, line: [Option<u32>; 4]) -> ClrmapFrame {
         let [l, c, el, ec] = line;
-        let flags = if token.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if l.is_some() { CLRMAP_FRAME_LINE } else { 0 } | if il.is_some() { CLRMAP_FRAME_IL_OFFSET } else { 0 };
+        // A dynamic method (an IL stub) is a known body with a name and no token.
+        let flags = if token.is_some() || method.is_some() { CLRMAP_FRAME_METHOD } else { 0 } | if l.is_some() { CLRMAP_FRAME_LINE } else { 0 } | if il.is_some() { CLRMAP_FRAME_IL_OFFSET } else { 0 };
         ClrmapFrame {
             address,
             flags,
@@ -206,6 +207,6 @@ pub unsafe extern "C" fn clrmap_symbolizer_symbolize(sym: *const ClrmapSymbolize
         let frame = s.c_frame(address, f.at.module, f.at.token, f.at.method, f.at.il_offset, f.at.file, [f.at.line, f.at.column, f.at.end_line, f.at.end_column]);
         // SAFETY: `out` is non-null.
         unsafe { *out = frame };
-        Ok(if f.at.token.is_some() { S_OK } else { S_FALSE })
+        Ok(if f.code_start.is_some() { S_OK } else { S_FALSE })
     })
 }
