@@ -62,32 +62,14 @@ fn write_text(r: &clrmap::dump::DumpReport, out: &mut dyn Write) -> std::io::Res
         for f in &t.frames {
             for i in &f.inlined {
                 write!(out, "  {:016x} {:016x} [inlined] {}", f.sp, f.ip, Text(i.method.as_deref().unwrap_or("??")))?;
-                if let Some(m) = &i.module {
-                    write!(out, " [{}]", Text(m.rsplit('/').next().unwrap_or(m)))?;
-                }
-                if let Some(il) = i.il_offset {
-                    write!(out, " IL_{il:04x}")?;
-                }
-                if let (Some(file), Some(line)) = (&i.file, i.line) {
-                    write!(out, " at {}:{line}:{}", Text(file), i.column.unwrap_or(0))?;
-                }
-                writeln!(out)?;
+                write_place(out, i.module.as_deref(), i.il_offset, i.file.as_deref(), i.line, i.column)?;
             }
             if f.kind == "managed" {
                 write!(out, "  {:016x} {:016x} {}", f.sp, f.ip, Text(f.method.as_deref().unwrap_or("??")))?;
                 if let Some(off) = f.native_offset {
                     write!(out, " +0x{off:x}")?;
                 }
-                if let Some(m) = &f.module {
-                    write!(out, " [{}]", Text(m.rsplit('/').next().unwrap_or(m)))?;
-                }
-                if let Some(il) = f.il_offset {
-                    write!(out, " IL_{il:04x}")?;
-                }
-                if let (Some(file), Some(line)) = (&f.file, f.line) {
-                    write!(out, " at {}:{line}:{}", Text(file), f.column.unwrap_or(0))?;
-                }
-                writeln!(out)?;
+                write_place(out, f.module.as_deref(), f.il_offset, f.file.as_deref(), f.line, f.column)?;
             } else if f.kind == "native" || f.kind == "signal" {
                 // `libc.so.6!read+0x12`, or `libfoo.so+0x1234` outside every symbol; the signal
                 // return trampoline marked as such.
@@ -107,4 +89,19 @@ fn write_text(r: &clrmap::dump::DumpReport, out: &mut dyn Write) -> std::io::Res
         writeln!(out, "note: {}", Text(n))?;
     }
     Ok(())
+}
+
+/// The rest of a managed or inlined frame's line: ` [Module.dll] IL_001f at FILE:LINE:COLUMN`, each
+/// part where known, then the line's end.
+fn write_place(out: &mut dyn Write, module: Option<&str>, il: Option<u32>, file: Option<&str>, line: Option<u32>, column: Option<u32>) -> std::io::Result<()> {
+    if let Some(m) = module {
+        write!(out, " [{}]", Text(m.rsplit('/').next().unwrap_or(m)))?;
+    }
+    if let Some(il) = il {
+        write!(out, " IL_{il:04x}")?;
+    }
+    if let (Some(file), Some(line)) = (file, line) {
+        write!(out, " at {}:{line}:{}", Text(file), column.unwrap_or(0))?;
+    }
+    writeln!(out)
 }

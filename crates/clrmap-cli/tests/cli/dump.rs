@@ -375,30 +375,7 @@ fn symbolize_core_10_equals_symbolize_trace() {
     let rt = runtime("10.0");
     let dll = dumpee(&rt);
     let (core, trace) = (dll.with_file_name("traced.core"), dll.with_file_name("traced.nettrace"));
-    let _ = std::fs::remove_file(&core);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(["trace", "collect", "-o", trace.to_str().unwrap(), "--"])
-        .arg(&rt.dotnet)
-        .arg(&dll)
-        .arg("live")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut child_out = BufReader::new(child.stdout.take().unwrap());
-    let pid = loop {
-        let mut line = String::new();
-        assert!(child_out.read_line(&mut line).unwrap() > 0, "Dumpee ended before it was ready");
-        if let Some(pid) = line.trim().strip_prefix("ready ") {
-            break pid.to_owned();
-        }
-    };
-    let out = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(&core).arg(&pid).output().unwrap();
-    let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
-    let status = child.wait().unwrap();
-    assert!(out.status.success() && core.is_file(), "createdump: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(status.success(), "trace collect: {status}");
+    traced_core(&rt, &dll, &["live"], &[], &core, &trace);
     // Every managed frame's address but each thread's innermost: return addresses.
     let r = report(&core);
     let mut addresses = Vec::new();
@@ -431,6 +408,38 @@ fn symbolize_core_10_equals_symbolize_trace() {
     eprintln!("measured: {} addresses of the core answered as the trace answers them, {with_line} with a line", addresses.len());
     assert!(with_line > 200);
     let _ = std::fs::remove_file(core);
+}
+
+/// `dll` run with `app_args` under `clrmap trace collect [collect_args] -o TRACE`, dumped whole by
+/// createdump into `core` once it prints "ready PID", then let go (a line on its stdin); both the
+/// dump and the recording must succeed.
+fn traced_core(rt: &Runtime, dll: &Path, app_args: &[&str], collect_args: &[&str], core: &Path, trace: &Path) {
+    let _ = std::fs::remove_file(core);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(["trace", "collect"])
+        .args(collect_args)
+        .args(["-o", trace.to_str().unwrap(), "--"])
+        .arg(&rt.dotnet)
+        .arg(dll)
+        .args(app_args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut child_out = BufReader::new(child.stdout.take().unwrap());
+    let pid = loop {
+        let mut line = String::new();
+        assert!(child_out.read_line(&mut line).unwrap() > 0, "{} ended before it was ready", dll.display());
+        if let Some(pid) = line.trim().strip_prefix("ready ") {
+            break pid.to_owned();
+        }
+    };
+    let out = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(core).arg(&pid).output().unwrap();
+    let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
+    let status = child.wait().unwrap();
+    assert!(out.status.success() && core.is_file(), "createdump: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(status.success(), "trace collect: {status}");
 }
 
 /// tests/dotnet/dump/Inlined.cs built by csc against `rt`'s framework, optimized (the JIT does not
@@ -535,29 +544,7 @@ fn dump_inlines_10_equals_symbolize_inlines_trace() {
     let rt = runtime("10.0");
     let dll = inlined_program(&rt);
     let (core, trace) = (dll.with_file_name("inlined.core"), dll.with_file_name("inlined.nettrace"));
-    let _ = std::fs::remove_file(&core);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
-        .args(["trace", "collect", "--inlines", "-o", trace.to_str().unwrap(), "--"])
-        .arg(&rt.dotnet)
-        .arg(&dll)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut child_out = BufReader::new(child.stdout.take().unwrap());
-    let pid = loop {
-        let mut line = String::new();
-        assert!(child_out.read_line(&mut line).unwrap() > 0, "Inlined ended before it was ready");
-        if let Some(pid) = line.trim().strip_prefix("ready ") {
-            break pid.to_owned();
-        }
-    };
-    let out = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(&core).arg(&pid).output().unwrap();
-    let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
-    let status = child.wait().unwrap();
-    assert!(out.status.success() && core.is_file(), "createdump: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(status.success(), "trace collect: {status}");
+    traced_core(&rt, &dll, &[], &["--inlines"], &core, &trace);
     let o = clrmap(&["dump", core.to_str().unwrap(), "--json", "--inlines"]);
     assert_eq!(code(&o), Some(0), "{}", stderr(&o));
     let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
