@@ -2,8 +2,6 @@
 //! answer's bytes, from fields borrowed from the parsed symbols (no tree of values, no string
 //! copied per frame), and the answer's bound.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use super::ident::Ident;
 use super::lru::Slot;
 use super::ANSWER_STEP;
@@ -33,12 +31,29 @@ impl<'a> Bounded<'a> {
         Bounded { buf: Vec::new(), max, granted: 0, room }
     }
 
+    /// Room for `bytes` more, asked for now (within the bound), so that an answer of about that
+    /// size is written without growing its buffer by copying.
+    /// A guess only: where the server grants less room, nothing is reserved and the answer
+    /// grows as it is written.
+    pub(super) fn reserve(&mut self, bytes: u64) {
+        let want = u64::try_from(self.buf.len()).unwrap_or(u64::MAX).saturating_add(bytes).min(self.max);
+        // Room refused here is asked again as the answer really grows.
+        let _ = self.grow_to(want);
+    }
+
     /// Append `data`, asking for room as the buffer grows.
     pub(super) fn push(&mut self, data: &[u8]) -> Result<(), Stop> {
         let want = u64::try_from(self.buf.len().saturating_add(data.len())).unwrap_or(u64::MAX);
         if want > self.max {
             return Err(Stop::TooLarge);
         }
+        self.grow_to(want)?;
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// A buffer of at least `want` bytes' capacity (at most the bound), its room granted.
+    fn grow_to(&mut self, want: u64) -> Result<(), Stop> {
         // The room asked for is the buffer's capacity (what it really holds), grown by doubling
         // up to the bound.
         let cap = u64::try_from(self.buf.capacity()).unwrap_or(u64::MAX);
@@ -53,7 +68,6 @@ impl<'a> Bounded<'a> {
             let extra = usize::try_from(target).unwrap_or(usize::MAX).saturating_sub(self.buf.len());
             self.buf.reserve_exact(extra);
         }
-        self.buf.extend_from_slice(data);
         Ok(())
     }
 }
@@ -62,11 +76,11 @@ impl<'a> Bounded<'a> {
 /// not found. Every string is borrowed from the request's modules or the parsed symbols.
 #[derive(Clone, Debug, Default)]
 struct FrameOut<'a> {
-    module: Option<&'a str>,
+    module: Option<Json<'a>>,
     token: Option<u32>,
-    method: Option<&'a str>,
+    method: Option<Json<'a>>,
     il_offset: Option<u32>,
-    file: Option<&'a str>,
+    file: Option<Json<'a>>,
     line: Option<u32>,
     column: Option<u32>,
     end_line: Option<u32>,
@@ -79,19 +93,40 @@ struct FrameOut<'a> {
     error: Option<(&'static str, &'a str)>,
 }
 
+/// A string field: text to escape, or one a cache already holds as JSON (quotes included).
+#[derive(Clone, Copy, Debug)]
+enum Json<'a> {
+    Text(&'a str),
+    Escaped(&'a [u8]),
+}
+
+impl<'a> Json<'a> {
+    fn text(s: Option<&'a str>) -> Option<Json<'a>> {
+        s.map(Json::Text)
+    }
+}
+
+/// The bytes of a frame's object besides its strings, at most (every number at its longest).
+const FRAME_FIXED: usize = 160;
+
 impl FrameOut<'_> {
     /// The JSON object, in the field order clients have always seen.
     fn write(&self, out: &mut Vec<u8>) {
+        let lengths = [self.module, self.method, self.file].into_iter().flatten().map(|j| match j {
+            Json::Text(s) => s.len().saturating_add(2),
+            Json::Escaped(b) => b.len(),
+        });
+        out.reserve(lengths.fold(FRAME_FIXED, usize::saturating_add));
         out.extend_from_slice(b"{\"module\":");
-        opt_str(out, self.module);
+        opt_json(out, self.module);
         out.extend_from_slice(b",\"token\":");
         opt_u32(out, self.token);
         out.extend_from_slice(b",\"method\":");
-        opt_str(out, self.method);
+        opt_json(out, self.method);
         out.extend_from_slice(b",\"il_offset\":");
         opt_u32(out, self.il_offset);
         out.extend_from_slice(b",\"file\":");
-        opt_str(out, self.file);
+        opt_json(out, self.file);
         out.extend_from_slice(b",\"line\":");
         opt_u32(out, self.line);
         out.extend_from_slice(b",\"column\":");
@@ -125,7 +160,7 @@ impl FrameOut<'_> {
 }
 
 /// What one frame asks.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Ask {
     /// A jitted (or any IL) frame: token and IL offset, answered from the PDB.
     Il { token: u32, il: u32 },
@@ -143,25 +178,14 @@ pub(super) struct Found<'a> {
 }
 
 impl Found<'_> {
-    /// Write each frame's object, comma-separated (a comma first unless `first`), into `out`,
-    /// taking its bytes from `left` (shared by the runs written at once) every few frames: stop
-    /// (false) when `left` runs out.
-    pub(super) fn write_run(&self, asks: &[(usize, Ask)], first: bool, out: &mut Vec<u8>, left: &AtomicUsize) -> bool {
-        let mut counted = out.len();
+    /// Write each frame's object, comma-separated (a comma first unless `first`), into `out`.
+    pub(super) fn write_run(&self, asks: &[(usize, Ask)], first: bool, out: &mut Vec<u8>) {
         for (i, (module, ask)) in asks.iter().enumerate() {
             if i > 0 || !first {
                 out.push(b',');
             }
             self.write_frame(*module, *ask, out);
-            if i % 16 == 15 || i.saturating_add(1) == asks.len() {
-                let grew = out.len().saturating_sub(counted);
-                counted = out.len();
-                if left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| l.checked_sub(grew)).is_err() {
-                    return false;
-                }
-            }
         }
-        true
     }
 
     fn write_frame(&self, module: usize, ask: Ask, out: &mut Vec<u8>) {
@@ -170,7 +194,7 @@ impl Found<'_> {
             return FrameOut { error: Some(("bad_module", why)), ..FrameOut::default() }.write(out);
         }
         // Every slot a frame asks for was looked up before the first frame is written.
-        let unknown = || FrameOut { module: ident.name.as_deref(), ..FrameOut::default() };
+        let unknown = || FrameOut { module: name_of(ident), ..FrameOut::default() };
         match ask {
             Ask::Il { token, il } => match self.pdbs.get(module).and_then(Option::as_ref) {
                 Some(slot) => answer_il(ident, slot, token, il, self.context, out),
@@ -184,22 +208,30 @@ impl Found<'_> {
     }
 }
 
+/// The module's name as the request gave it, escaped once per request.
+fn name_of(ident: &Ident) -> Option<Json<'_>> {
+    match &ident.name_json {
+        Some(json) => Some(Json::Escaped(json)),
+        None => Json::text(ident.name.as_deref()),
+    }
+}
+
 fn missing<'a>(ident: &'a Ident, why: &'a str) -> FrameOut<'a> {
     // A Windows PDB where the module's PDB was: its own kind, with Sentry's words first.
     let kind = if why.starts_with(WINDOWS_PDB_MESSAGE) { "unsupported_pdb_format" } else { "not_found" };
-    FrameOut { module: ident.name.as_deref(), error: Some((kind, why)), ..FrameOut::default() }
+    FrameOut { module: name_of(ident), error: Some((kind, why)), ..FrameOut::default() }
 }
 
 fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32, context: u32, out: &mut Vec<u8>) {
     let pdb = match slot {
         Slot::Pdb(p) => p,
         Slot::Missing(why) => return FrameOut { token: Some(token), il_offset: Some(il), ..missing(ident, why) }.write(out),
-        Slot::Image(_) => return FrameOut { module: ident.name.as_deref(), token: Some(token), il_offset: Some(il), ..FrameOut::default() }.write(out),
+        Slot::Image(_) => return FrameOut { module: name_of(ident), token: Some(token), il_offset: Some(il), ..FrameOut::default() }.write(out),
     };
-    let method = pdb.method_name(token);
-    let mut f = FrameOut { module: ident.name.as_deref(), token: Some(token), method: method.as_deref(), il_offset: Some(il), ..FrameOut::default() };
+    let method = pdb.method_json(token).map(Json::Escaped);
+    let mut f = FrameOut { module: name_of(ident), token: Some(token), method, il_offset: Some(il), ..FrameOut::default() };
     if let Some(span) = pdb.lines.span_at(token, il) {
-        f.file = span.file;
+        f.file = span.file.map(|name| pdb.file_json(span.document, name).map_or(Json::Text(name), Json::Escaped));
         f.line = Some(span.line);
         f.column = Some(span.column);
         f.end_line = Some(span.end_line);
@@ -215,7 +247,7 @@ fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut V
     let sym = match slot {
         Slot::Image(s) => s,
         Slot::Missing(why) => return missing(ident, why).write(out),
-        Slot::Pdb(_) => return FrameOut { module: ident.name.as_deref(), ..FrameOut::default() }.write(out),
+        Slot::Pdb(_) => return FrameOut { module: name_of(ident), ..FrameOut::default() }.write(out),
     };
     // The frame rule for this image's runtime, as the CLI and the C ABI take it.
     let kind = FrameKind::from_return_address(kind != FrameKind::Leaf, sym.runtime_major());
@@ -224,11 +256,11 @@ fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut V
         // As `clrmap symbolize` answers: an RVA inside no body has every field null. Otherwise the
         // module's name as the request gave it (a file from a symbol server's cache is named in
         // lower case).
-        module: f.at.module.map(|m| ident.name.as_deref().unwrap_or(m)),
+        module: f.at.module.map(|m| name_of(ident).unwrap_or(Json::Text(m))),
         token: f.at.token,
-        method: f.at.method,
+        method: Json::text(f.at.method),
         il_offset: f.at.il_offset,
-        file: f.at.file,
+        file: Json::text(f.at.file),
         line: f.at.line,
         column: f.at.column,
         end_line: f.at.end_line,
@@ -260,12 +292,16 @@ fn number(out: &mut Vec<u8>, mut n: u32) {
             break;
         }
     }
-    out.extend_from_slice(digits.get(at..).unwrap_or(&[]));
+    // A byte at a time: a call to copy at most ten bytes costs more than the pushes.
+    for &d in digits.get(at..).unwrap_or(&[]) {
+        out.push(d);
+    }
 }
 
-fn opt_str(out: &mut Vec<u8>, v: Option<&str>) {
+fn opt_json(out: &mut Vec<u8>, v: Option<Json<'_>>) {
     match v {
-        Some(s) => string(out, s),
+        Some(Json::Text(s)) => string(out, s),
+        Some(Json::Escaped(b)) => out.extend_from_slice(b),
         None => out.extend_from_slice(b"null"),
     }
 }
@@ -300,10 +336,10 @@ mod tests {
     #[test]
     fn a_frame_object_is_valid_json_with_every_field() {
         let f = FrameOut {
-            module: Some("A.dll"),
+            module: Some(Json::Text("A.dll")),
             token: Some(0x0600_0001),
-            method: Some("N.C::M"),
-            file: Some("/src/\"x\".cs"),
+            method: Some(Json::Escaped(br#""N.C::M""#)),
+            file: Some(Json::Text("/src/\"x\".cs")),
             line: Some(3),
             source_link: Some("https://x/y.cs"),
             context: Some((vec!["a".into()], "b".into(), Vec::new())),

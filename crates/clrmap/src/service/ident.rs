@@ -13,6 +13,8 @@ use crate::symbols::locate::SymbolPaths;
 pub(super) struct Ident {
     /// The assembly's file name.
     pub(super) name: Option<String>,
+    /// `name` as a JSON string, quotes included: written into every frame of the module.
+    pub(super) name_json: Option<Vec<u8>>,
     /// The PDB's file name.
     pub(super) pdb: Option<String>,
     pub(super) guid: Option<[u8; 16]>,
@@ -55,7 +57,12 @@ impl Ident {
             (Some(code_id), _, _) if m.kind.as_deref().is_none_or(|k| k.starts_with("pe")) => parse_code_id(code_id),
             _ => None,
         };
-        Ok(Ident { name, pdb, guid, stamp, mvid, pe_key, bad: None })
+        let name_json = name.as_deref().map(|n| {
+            let mut json = Vec::with_capacity(n.len().saturating_add(2));
+            crate::base::json::string(&mut json, n);
+            json
+        });
+        Ok(Ident { name, name_json, pdb, guid, stamp, mvid, pe_key, bad: None })
     }
 
     /// The PDB's name: as given, else the assembly's with `.pdb`.

@@ -65,7 +65,9 @@ impl Service {
         };
         let size = u64::try_from(found.bytes.len().saturating_mul(2).saturating_add(assembly.as_ref().map_or(0, Vec::len))).unwrap_or(u64::MAX);
         let lines = ModuleSymbols::from_pdb(found.bytes).map_err(|e| format!("{}{}: {}", e.kind, e.location, e.message()))?;
-        Ok((Slot::Pdb(Arc::new(PdbModule::new(lines, assembly))), size))
+        let module = PdbModule::new(lines, assembly);
+        let size = size.saturating_add(module.slots_size());
+        Ok((Slot::Pdb(Arc::new(module)), size))
     }
 
     /// A module named by its assembly: the assembly in a symbol path (its MVID or PE key

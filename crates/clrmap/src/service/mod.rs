@@ -21,24 +21,24 @@ mod decode;
 mod ident;
 mod lookup;
 mod lru;
-mod parallel;
+mod pdb_module;
 pub mod request;
+pub mod scan;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::answers::symbolizer::{ModuleSymbols, Options, Symbolizer};
-use crate::formats::metadata::Metadata;
-use crate::formats::pdb::PortablePdb;
-use crate::formats::pe::PeImage;
+use crate::answers::symbolizer::{Options, Symbolizer};
 use crate::symbols::locate::SymbolPaths;
 use answer::{Ask, Bounded, Found, Stop};
 use decode::{ask_of, json_error, At};
 use ident::{ident_note, server_notes, windows_pdb_note, Ident};
 use lru::{Lru, Slot};
+use pdb_module::PdbModule;
+pub use pdb_module::{MAX_CONTEXT_SOURCE, SOURCE_CACHE};
 use request::{Num, Request};
+use scan::Asked;
 
 /// How long a module whose symbols were not found is remembered as missing (so a flood of frames
 /// for it costs one lookup, and a PDB published later is found soon after).
@@ -76,6 +76,13 @@ pub const DEFAULT_MAX_ANSWER: u64 = 64 << 20;
 /// systems clrmap reads). A module with a longer one is not looked up, and its frames answer
 /// `bad_module` with a null `module`: a long name is never repeated in an answer.
 pub const MAX_NAME: usize = 255;
+
+/// The frames written between two checks of the answer's bound and room.
+const RUN: usize = 16;
+
+/// The bytes of an answered frame, about (a line found, short names): what an answer's buffer is
+/// reserved for before the first frame is written.
+const FRAME_GUESS: u64 = 192;
 
 /// How much the answer grows between two asks for room (see [`Service::symbolicate_within`]).
 pub const ANSWER_STEP: u64 = 64 << 10;
@@ -147,63 +154,10 @@ pub struct Service {
     failures: AtomicU64,
 }
 
-/// A module's PDB, parsed, with its assembly's bytes where found (for method names).
-#[derive(Debug)]
-struct PdbModule {
-    lines: ModuleSymbols,
-    assembly: Option<Vec<u8>>,
-    names: Mutex<HashMap<u32, Option<Arc<str>>>>,
-    /// Embedded source texts by Document row, inflated once (`None`: none, or unreadable), within
-    /// [`SOURCE_CACHE`] bytes per module.
-    sources: Mutex<SourceTexts>,
-}
-
-/// Embedded source texts by Document row, and the bytes they hold.
-type SourceTexts = (HashMap<u32, Option<Arc<[u8]>>>, usize);
-
-/// The most bytes of embedded source one module keeps inflated; past it a text is inflated for
-/// each frame that needs it.
-pub const SOURCE_CACHE: usize = 16 << 20;
-
-/// The largest embedded source read for context lines.
-pub const MAX_CONTEXT_SOURCE: usize = 16 << 20;
-
 /// Context lines by default, and at most, on each side of a frame's line.
 pub const DEFAULT_CONTEXT: u32 = 5;
 /// See [`DEFAULT_CONTEXT`].
 pub const MAX_CONTEXT: u32 = 20;
-
-impl PdbModule {
-    fn new(lines: ModuleSymbols, assembly: Option<Vec<u8>>) -> PdbModule {
-        PdbModule { lines, assembly, names: Mutex::new(HashMap::new()), sources: Mutex::new((HashMap::new(), 0)) }
-    }
-
-    /// The embedded source of Document row `rid`, inflated.
-    fn source(&self, rid: u32) -> Option<Arc<[u8]>> {
-        let mut cache = self.sources.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(known) = cache.0.get(&rid) {
-            return known.clone();
-        }
-        let text: Option<Arc<[u8]>> = PortablePdb::parse(self.lines.pdb_bytes()).ok().and_then(|p| p.embedded_source(rid).ok().flatten()).and_then(|s| s.text(MAX_CONTEXT_SOURCE).ok()).map(Arc::from);
-        let len = text.as_ref().map_or(0, |t| t.len());
-        if cache.1.saturating_add(len) <= SOURCE_CACHE {
-            cache.1 = cache.1.saturating_add(len);
-            cache.0.insert(rid, text.clone());
-        }
-        text
-    }
-
-    fn method_name(&self, token: u32) -> Option<Arc<str>> {
-        let assembly = self.assembly.as_ref()?;
-        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(known) = names.get(&token) {
-            return known.clone();
-        }
-        let name = PeImage::parse(assembly).ok().and_then(|pe| Metadata::from_pe(&pe).ok()).and_then(|md| md.method_name(token)).map(Arc::from);
-        names.insert(token, name.clone());
-        name
-    }
-}
 
 impl Service {
     /// A service with this configuration.
@@ -254,6 +208,34 @@ impl Service {
 
     fn answer(&self, body: &[u8], room: &mut dyn FnMut(u64) -> bool, may_load: bool) -> Result<Answer, ServiceError> {
         let text = std::str::from_utf8(body).map_err(|e| ServiceError::new(400, "bad_utf8", format!("the body is not UTF-8: at byte {}", e.valid_up_to())))?;
+        // The cursor reads what clients send; serde reads (and names the errors of) the rest.
+        let asked = match scan::read_asked(text, self.config.max_frames) {
+            Some(asked) => asked,
+            None => self.read_with_serde(text)?,
+        };
+        let Asked { modules, groups: asks, nested, context_lines } = asked;
+        let context = match context_lines {
+            Some(Num(n)) if n > u64::from(MAX_CONTEXT) => return Err(ServiceError::new(400, "bad_value", format!("context_lines: {n} is over {MAX_CONTEXT}"))),
+            Some(Num(n)) => u32::try_from(n).unwrap_or(MAX_CONTEXT),
+            None => DEFAULT_CONTEXT,
+        };
+        let idents = modules.iter().enumerate().map(|(i, m)| Ident::from_module(m, i)).collect::<Result<Vec<_>, _>>()?;
+        drop(modules);
+        let total = asks.iter().map(Vec::len).fold(0usize, usize::saturating_add);
+        let mut out = Bounded::new(self.config.max_answer, room);
+        match self.write_answer(&mut out, &idents, &asks, nested, context, may_load) {
+            Ok(()) => Ok(Answer { body: out.buf, frames: u64::try_from(total).unwrap_or(u64::MAX) }),
+            Err(Stop::TooLarge) => {
+                Err(ServiceError::new(413, "answer_too_large", format!("the answer is over {} bytes (the service's --max-answer); send fewer frames in one request", self.config.max_answer)))
+            }
+            Err(Stop::Busy) => Err(ServiceError::new(503, "busy", "the service holds as many answer bytes as it may; retry later")),
+            Err(Stop::NotCached) => Err(ServiceError::new(503, NOT_CACHED, "a module is not in the LRU")),
+        }
+    }
+
+    /// A body the cursor left: read by serde's model, each frame checked in order, with the
+    /// service's errors (their kinds, and where).
+    fn read_with_serde(&self, text: &str) -> Result<Asked, ServiceError> {
         let max = self.config.max_frames;
         let request: Request = request::with_frame_budget(max, || serde_json::from_str(text)).map_err(|e| {
             if e.to_string().starts_with(request::TOO_MANY_FRAMES) {
@@ -264,41 +246,34 @@ impl Service {
                 json_error(e)
             }
         })?;
-        let context = match request.context_lines {
-            Some(Num(n)) if n > u64::from(MAX_CONTEXT) => return Err(ServiceError::new(400, "bad_value", format!("context_lines: {n} is over {MAX_CONTEXT}"))),
-            Some(Num(n)) => u32::try_from(n).unwrap_or(MAX_CONTEXT),
-            None => DEFAULT_CONTEXT,
-        };
+        let context_lines = request.context_lines;
+        if let Some(Num(n)) = context_lines.filter(|n| n.0 > u64::from(MAX_CONTEXT)) {
+            return Err(ServiceError::new(400, "bad_value", format!("context_lines: {n} is over {MAX_CONTEXT}")));
+        }
         let modules = request.modules.or(request.debug_meta.and_then(|d| d.images)).unwrap_or_default().0;
-        let idents = modules.iter().enumerate().map(|(i, m)| Ident::from_module(m, i)).collect::<Result<Vec<_>, _>>()?;
+        // The modules' own errors come before the frames'.
+        for (i, m) in modules.iter().enumerate() {
+            Ident::from_module(m, i)?;
+        }
         let (groups, nested) = match (request.frames, request.stacktraces) {
             (Some(frames), _) => (vec![frames.0], false),
             (None, Some(traces)) => (traces.into_iter().map(|t| t.frames.unwrap_or_default().0).collect(), true),
             (None, None) => return Err(ServiceError::new(400, "missing_field", "missing field `frames` (or `stacktraces`)")),
         };
         let total = groups.iter().map(Vec::len).fold(0usize, usize::saturating_add);
-        if total > self.config.max_frames {
-            return Err(ServiceError::new(413, "too_many_frames", format!("{total} frames; at most {} in one request", self.config.max_frames)));
+        if total > max {
+            return Err(ServiceError::new(413, "too_many_frames", format!("{total} frames; at most {max} in one request")));
         }
         // Check every frame before any lookup: a malformed request costs no I/O.
         let mut asks = Vec::with_capacity(groups.len());
         for (g, frames) in groups.iter().enumerate() {
             let mut group = Vec::with_capacity(frames.len());
             for (i, f) in frames.iter().enumerate() {
-                group.push(ask_of(f, At { group: g, index: i, nested }, idents.len())?);
+                group.push(ask_of(f, At { group: g, index: i, nested }, modules.len())?);
             }
             asks.push(group);
         }
-        drop(groups);
-        let mut out = Bounded::new(self.config.max_answer, room);
-        match self.write_answer(&mut out, &idents, &asks, nested, context, may_load) {
-            Ok(()) => Ok(Answer { body: out.buf, frames: u64::try_from(total).unwrap_or(u64::MAX) }),
-            Err(Stop::TooLarge) => {
-                Err(ServiceError::new(413, "answer_too_large", format!("the answer is over {} bytes (the service's --max-answer); send fewer frames in one request", self.config.max_answer)))
-            }
-            Err(Stop::Busy) => Err(ServiceError::new(503, "busy", "the service holds as many answer bytes as it may; retry later")),
-            Err(Stop::NotCached) => Err(ServiceError::new(503, NOT_CACHED, "a module is not in the LRU")),
-        }
+        Ok(Asked { modules, groups: asks, nested, context_lines })
     }
 
     /// Look up each module a frame asks about (its PDB for IL frames, its image for RVAs: once
@@ -323,7 +298,8 @@ impl Service {
             }
         }
         let found = Found { idents, pdbs: &pdbs, images: &images, context };
-        let max = usize::try_from(out.max).unwrap_or(usize::MAX);
+        let frames = asks.iter().map(Vec::len).fold(0usize, usize::saturating_add);
+        out.reserve(u64::try_from(frames).unwrap_or(u64::MAX).saturating_mul(FRAME_GUESS));
         out.push(if nested { b"{\"stacktraces\":[" } else { b"{" })?;
         let mut scratch = Vec::new();
         for (g, group) in asks.iter().enumerate() {
@@ -331,19 +307,11 @@ impl Service {
                 out.push(b",")?;
             }
             out.push(if nested { b"{\"frames\":[" } else { b"\"frames\":[" })?;
-            let parts = parallel::parts(group.len());
-            if parts > 1 {
-                for run in parallel::write_runs(&found, group, parts, max)? {
-                    out.push(&run)?;
-                }
-            } else {
-                // Frame by frame, so the answer's bound and room are checked as it grows.
-                let left = AtomicUsize::new(usize::MAX);
-                for (i, one) in group.chunks(1).enumerate() {
-                    scratch.clear();
-                    found.write_run(one, i == 0, &mut scratch, &left);
-                    out.push(&scratch)?;
-                }
+            // A run of frames at a time, so the answer's bound and room are checked as it grows.
+            for (i, run) in group.chunks(RUN).enumerate() {
+                scratch.clear();
+                found.write_run(run, i == 0, &mut scratch);
+                out.push(&scratch)?;
             }
             out.push(if nested { b"]}" } else { b"]" })?;
         }

@@ -7,7 +7,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 /// A body: modules and frames, or Sentry symbolicator's `stacktraces` of frames.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct Request {
     /// The modules frames refer to by index (`images` and Sentry's `debug_meta.images` too).
     #[serde(default, alias = "images")]
@@ -27,7 +27,7 @@ pub struct Request {
 }
 
 /// Sentry's `debug_meta`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct DebugMeta {
     /// Its debug images.
     #[serde(default)]
@@ -35,7 +35,7 @@ pub struct DebugMeta {
 }
 
 /// One stack trace of symbolicator's form.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct StacktraceIn {
     /// Its frames.
     #[serde(default)]
@@ -44,7 +44,7 @@ pub struct StacktraceIn {
 
 /// One module: docs/output.md#the-service's fields, Sentry's `pe_dotnet` debug image, the OpenTelemetry profiler's
 /// mapping.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct ModuleIn {
     /// The assembly's file name (`Orders.dll`).
     #[serde(default)]
@@ -84,7 +84,7 @@ pub struct ModuleIn {
 /// One frame: clrmap's own (`module`, `token`, `il_offset`), Sentry's (`addr_mode` `rel:N`,
 /// `function_id`, `instruction_addr`), or the OpenTelemetry profiler's (`address`: a JIT frame's
 /// `0xf` tag, method index and IL offset, or a ReadyToRun frame's RVA).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct FrameIn {
     /// The module's index: a JSON number. A string here (as Sentry's own `module` field is, a
     /// module's name) is never an index, even one of digits, and is ignored.
@@ -131,7 +131,7 @@ pub const MAX_MODULES: usize = 10_000;
 pub const TOO_MANY_MODULES: &str = "clrmap: over the module limit";
 
 /// A module list, counted as it is read.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Modules(pub Vec<ModuleIn>);
 
 struct ModulesVisitor;
@@ -175,7 +175,7 @@ pub fn with_frame_budget<T>(max: usize, parse: impl FnOnce() -> T) -> T {
 }
 
 /// A frame list, counted against the thread's budget as it is read.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Frames(pub Vec<FrameIn>);
 
 struct FramesVisitor;
