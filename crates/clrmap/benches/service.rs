@@ -1,7 +1,8 @@
 //! The symbolication service's own cost, in process, on one thread: `Service::symbolicate` on
 //! bodies of 1, 50 and 1000 frames of the committed Frames fixture (its PDB from a symbol path,
 //! already in the LRU), next to the line lookup it wraps (`ModuleSymbols::span_at` on the same
-//! frames). The ratio of the two per frame is what parsing and writing JSON cost.
+//! frames). The ratio of the two per frame is what parsing and writing JSON cost; two floors of the
+//! JSON alone (checking the request's syntax with serde_json, copying the answer) are beside them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::path::Path;
@@ -44,6 +45,12 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Elements(n as u64));
         g.bench_function(format!("symbolicate_{n}"), |bench| bench.iter(|| service.symbolicate(black_box(&b)).unwrap().body.len()));
     }
+    // Floors of the JSON alone, on the 1000-frame request and its answer: serde_json checking
+    // the request's syntax with no model (IgnoredAny), and copying the answer's bytes.
+    let b = body(&frames, 1000);
+    let answer = service.symbolicate(&b).unwrap().body;
+    g.bench_function("json_floor_validate_request_1000", |bench| bench.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&b)).is_ok()));
+    g.bench_function("json_floor_copy_answer_1000", |bench| bench.iter(|| black_box(black_box(&answer).to_vec())));
     let lines = ModuleSymbols::from_pdb(std::fs::read(dir.join("Frames.pdb")).unwrap()).unwrap();
     let queries: Vec<(u32, u32)> = (0..1000).map(|i| frames[i % frames.len()]).collect();
     g.throughput(Throughput::Elements(1000));
