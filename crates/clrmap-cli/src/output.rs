@@ -184,12 +184,66 @@ pub fn write_frame(f: &clrmap::symbolizer::Frame<'_>, json: bool, out: &mut dyn 
     LINE.with_borrow_mut(|line| {
         line.clear();
         if json {
-            frame_json(line, f);
+            frame_json(line, f, &mut clrmap::json::string);
         } else {
             frame_text(line, f);
         }
         out.write_all(line)
     })
+}
+
+/// Append one answer as [`write_frame`] writes it to `line`, for a caller that writes many
+/// answers in one buffer (`symbolize`'s stream of addresses): the same bytes, with each JSON
+/// string taken from `strings` when it was escaped before.
+pub fn push_frame(line: &mut Vec<u8>, f: &clrmap::symbolizer::Frame<'_>, json: bool, strings: &mut JsonStrings) {
+    if json {
+        frame_json(line, f, &mut |line: &mut Vec<u8>, s: &str| strings.push(line, s));
+    } else {
+        frame_text(line, f);
+    }
+}
+
+/// JSON strings escaped before, by where their text is: the answers to a stream of addresses
+/// name the same methods, files and modules again and again. An entry is used only when the
+/// text is the same as the one it was made from (compared, which costs less than escaping it
+/// again byte by byte), so a text that moved or changed is escaped afresh.
+#[derive(Debug)]
+pub struct JsonStrings {
+    /// `SLOTS` entries: where the text was, the text, and its JSON string (quotes included).
+    slots: Vec<(usize, String, Vec<u8>)>,
+}
+
+impl Default for JsonStrings {
+    fn default() -> Self {
+        JsonStrings { slots: vec![(0, String::new(), Vec::new()); JsonStrings::SLOTS] }
+    }
+}
+
+impl JsonStrings {
+    /// How many texts are kept (a power of two).
+    const SLOTS: usize = 4096;
+    /// Texts shorter than this are escaped each time (as fast as finding them).
+    const SHORT: usize = 8;
+
+    /// Append `s` as a JSON string, as [`clrmap::json::string`] writes it.
+    pub fn push(&mut self, line: &mut Vec<u8>, s: &str) {
+        if s.len() < Self::SHORT {
+            return clrmap::json::string(line, s);
+        }
+        let at = s.as_ptr().addr();
+        let slot = (at >> 4 ^ at >> 12) & (Self::SLOTS - 1);
+        let Some((key, text, json)) = self.slots.get_mut(slot) else { return clrmap::json::string(line, s) };
+        if *key == at && text.as_str() == s {
+            return line.extend_from_slice(json);
+        }
+        let start = line.len();
+        clrmap::json::string(line, s);
+        *key = at;
+        text.clear();
+        text.push_str(s);
+        json.clear();
+        json.extend_from_slice(line.get(start..).unwrap_or(&[]));
+    }
 }
 
 /// [`write_frame`]'s text layout: the method, then `file:line:column` (or `??:0:0`), then an
@@ -213,15 +267,15 @@ fn frame_text(line: &mut Vec<u8>, f: &clrmap::symbolizer::Frame<'_>) {
 /// [`write_frame`]'s JSON line: the bytes serde_json writes for [`clrmap::symbolizer::Frame`]
 /// (its fields in order, the location's flattened into it, `source_link` only when known),
 /// written by hand (serde's flattened map and its writer cost most of the command's time).
-fn frame_json(line: &mut Vec<u8>, f: &clrmap::symbolizer::Frame<'_>) {
+fn frame_json(line: &mut Vec<u8>, f: &clrmap::symbolizer::Frame<'_>, string: &mut impl FnMut(&mut Vec<u8>, &str)) {
     let at = &f.at;
     line.extend_from_slice(b"{\"address\":");
     push_u64(line, f.address);
-    json_field_str(line, b",\"module\":", at.module);
+    json_field_str(line, b",\"module\":", at.module, string);
     json_field_u32(line, b",\"token\":", at.token);
-    json_field_str(line, b",\"method\":", at.method);
+    json_field_str(line, b",\"method\":", at.method, string);
     json_field_u32(line, b",\"il_offset\":", at.il_offset);
-    json_field_str(line, b",\"file\":", at.file);
+    json_field_str(line, b",\"file\":", at.file, string);
     json_field_u32(line, b",\"line\":", at.line);
     json_field_u32(line, b",\"column\":", at.column);
     json_field_u32(line, b",\"end_line\":", at.end_line);
@@ -233,10 +287,10 @@ fn frame_json(line: &mut Vec<u8>, f: &clrmap::symbolizer::Frame<'_>) {
     line.extend_from_slice(b"}\n");
 }
 
-fn json_field_str(line: &mut Vec<u8>, key: &[u8], value: Option<&str>) {
+fn json_field_str(line: &mut Vec<u8>, key: &[u8], value: Option<&str>, string: &mut impl FnMut(&mut Vec<u8>, &str)) {
     line.extend_from_slice(key);
     match value {
-        Some(v) => clrmap::json::string(line, v),
+        Some(v) => string(line, v),
         None => line.extend_from_slice(b"null"),
     }
 }
@@ -636,6 +690,42 @@ mod tests {
             Frame { address: 7, at: SourceLocation { file: None, ..full }, ..Frame::default() },
             Frame { address: 8, at: SourceLocation { line: None, column: None, ..full }, ..Frame::default() },
         ]
+    }
+
+    #[test]
+    fn frames_pushed_with_kept_strings_are_write_frames_bytes() {
+        use clrmap::symbolizer::{Frame, SourceLocation};
+        let mut strings = JsonStrings::default();
+        // Each frame twice (the second time from the kept strings), in both layouts, and texts
+        // long enough to be kept, with characters JSON escapes, and short ones that are not kept.
+        let long = SourceLocation {
+            method: Some("Ns.Outer+Inner`2::Method(System.String, \"quoted\", \\back\u{1}, é)"),
+            file: Some("/home/user/src/a rather long/path/File.cs"),
+            ..SourceLocation::default()
+        };
+        let mut all = frames();
+        all.push(Frame { address: 5, at: long, ..Frame::default() });
+        for f in all.iter().chain(all.iter()) {
+            for json in [true, false] {
+                let mut pushed = b"before".to_vec();
+                push_frame(&mut pushed, f, json, &mut strings);
+                let mut written = b"before".to_vec();
+                write_frame(f, json, &mut written).unwrap();
+                assert_eq!(String::from_utf8_lossy(&pushed), String::from_utf8_lossy(&written));
+            }
+        }
+        // Another text at the same place (a buffer reused) is not taken for the one kept.
+        let mut text = String::with_capacity(64);
+        for content in ["First.Method(System.Int32, System.Int64)", "Other.Method(System.Int32, \"System\".Int)"] {
+            text.clear();
+            text.push_str(content);
+            let f = Frame { address: 1, at: SourceLocation { method: Some(text.as_str()), ..SourceLocation::default() }, ..Frame::default() };
+            let mut pushed = Vec::new();
+            push_frame(&mut pushed, &f, true, &mut strings);
+            let mut serde = serde_json::to_vec(&f).unwrap();
+            serde.push(b'\n');
+            assert_eq!(String::from_utf8_lossy(&pushed), String::from_utf8_lossy(&serde));
+        }
     }
 
     #[test]

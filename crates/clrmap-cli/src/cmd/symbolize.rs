@@ -10,7 +10,7 @@ use clrmap::read::Location;
 use clrmap::symbolizer::SourceKind;
 
 use crate::args::{parse_address, FrameArgs};
-use crate::output::{write_frame, write_frame_with_context, write_inlined, CliError, TextBytes, TokenError};
+use crate::output::{push_frame, write_frame, write_frame_with_context, write_inlined, CliError, JsonStrings, TextBytes, TokenError};
 
 /// `clrmap symbolize SOURCE [ADDRESS...]`
 #[derive(Debug, Args)]
@@ -96,6 +96,8 @@ impl std::fmt::Display for Place {
 /// `??` in text, as llvm-symbolizer does, so a driver that waits for one answer per line is
 /// never left waiting. Exit status 1 at the end when any input was bad.
 pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let mut out = Batched::new(out);
+    let out = &mut out;
     // With --pid there is no SOURCE: what clap took for one is the first address.
     let mut addresses = args.addresses.clone();
     let source = match (args.frame.pid, &args.source) {
@@ -120,12 +122,12 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     let (mut seen, mut bad) = (0u64, 0u64);
     let (image, mut warned) = (sym.kind() == SourceKind::ReadyToRun, false);
-    let mut answer = |input: Input<'_>, out: &mut dyn Write| -> std::io::Result<()> {
+    let mut answer = |input: Input<'_>, out: &mut Batched<'_>| -> std::io::Result<()> {
         seen = seen.saturating_add(1);
-        let text = std::str::from_utf8(input.bytes).map_err(|_| "not UTF-8 text".to_owned());
-        let address = match (input.overlong, text) {
+        let address = match (input.overlong, plain_hex(input.bytes)) {
             (Some(len), _) => Err(format!("a line of {len} bytes, longer than {MAX_LINE}: not an address")),
-            (None, text) => text.and_then(|t| parse_address(t, args.frame.hex)),
+            (None, Some(a)) => Ok(a),
+            (None, None) => std::str::from_utf8(input.bytes).map_err(|_| "not UTF-8 text".to_owned()).and_then(|t| parse_address(t, args.frame.hex)),
         };
         match address {
             Ok(a) => {
@@ -141,7 +143,7 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
                     let context = sym.context(a, kind, n, &args.source_root);
                     write_frame_with_context(&sym.symbolize(a, kind), context.as_ref(), args.json, out)
                 } else {
-                    write_frame(&sym.symbolize(a, kind), args.json, out)
+                    out.frame(&sym.symbolize(a, kind), args.json)
                 }
             }
             Err(why) => {
@@ -159,6 +161,7 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
         let stdin = std::io::stdin();
         read_lines(&mut BufReader::with_capacity(1 << 16, stdin.lock()), out, &mut answer)?;
     }
+    out.spill()?;
     crate::open::notes(&sym, args.json);
     if bad > 0 {
         out.flush()?;
@@ -167,6 +170,83 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
         return Err(CliError::Kinded { kind: "bad_address", message });
     }
     Ok(())
+}
+
+/// `0x` (or `0X`) and 1 to 16 hex digits: the address [`parse_address`] reads from them (with or
+/// without `--hex`), read without its checks; `None` for anything else, which goes to it.
+fn plain_hex(bytes: &[u8]) -> Option<u64> {
+    let digits = bytes.strip_prefix(b"0x").or_else(|| bytes.strip_prefix(b"0X"))?;
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |a, &b| {
+        let d = match b {
+            b'0'..=b'9' => b.wrapping_sub(b'0'),
+            b'a'..=b'f' => b.wrapping_sub(b'a').wrapping_add(10),
+            b'A'..=b'F' => b.wrapping_sub(b'A').wrapping_add(10),
+            _ => return None,
+        };
+        Some(a << 4 | u64::from(d))
+    })
+}
+
+/// How many bytes of answers [`Batched`] holds before it passes them on.
+const BATCH: usize = 1 << 16;
+
+/// The answers' writer: every answer is written into one buffer, passed on when it holds
+/// [`BATCH`] bytes, on `flush` and when dropped, so a stream of addresses costs one call through
+/// the output a batch (not one an answer) and no copy of each answer on its way there. What is
+/// written through `Write` (errors, other layouts) joins the same buffer, in order.
+struct Batched<'o> {
+    buf: Vec<u8>,
+    out: &'o mut dyn Write,
+    strings: JsonStrings,
+}
+
+impl<'o> Batched<'o> {
+    fn new(out: &'o mut dyn Write) -> Self {
+        Batched { buf: Vec::with_capacity(BATCH.saturating_add(MAX_LINE)), out, strings: JsonStrings::default() }
+    }
+
+    /// One answer in `write_frame`'s layout.
+    fn frame(&mut self, f: &clrmap::symbolizer::Frame<'_>, json: bool) -> std::io::Result<()> {
+        push_frame(&mut self.buf, f, json, &mut self.strings);
+        if self.buf.len() >= BATCH {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// Pass on what the buffer holds (without flushing the output).
+    fn spill(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+impl Write for Batched<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= BATCH {
+            self.spill()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.spill()?;
+        self.out.flush()
+    }
+}
+
+impl Drop for Batched<'_> {
+    fn drop(&mut self) {
+        // On an early return: what was answered still reaches the output, as before.
+        let _ = self.spill();
+    }
 }
 
 /// Report one bad input: text on stderr and a `??` answer on stdout, or a JSON error line on
@@ -189,7 +269,7 @@ fn bad_input(input: &Input<'_>, why: &str, json: bool, out: &mut dyn Write) -> s
 
 /// Read stdin's lines, each bounded by [`MAX_LINE`] (memory does not follow a line's length), and
 /// answer each one that is not blank.
-fn read_lines<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write, answer: &mut dyn FnMut(Input<'_>, &mut dyn Write) -> std::io::Result<()>) -> std::io::Result<()> {
+fn read_lines<R: Read, W: Write + ?Sized>(input: &mut BufReader<R>, out: &mut W, answer: &mut dyn FnMut(Input<'_>, &mut W) -> std::io::Result<()>) -> std::io::Result<()> {
     let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
     // The line's start offset in stdin, its full length, and its number.
     let (mut start, mut len, mut number) = (0u64, 0u64, 0u64);
@@ -199,6 +279,36 @@ fn read_lines<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write, answer: &m
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        if len == 0 {
+            // At a line's start: each whole line the buffer holds is answered where it is (the
+            // same bytes, offsets and numbers as below, without a copy). What is left (a line cut
+            // by the buffer's end, an overlong line, the last line without a newline) is read
+            // below.
+            let mut used = 0usize;
+            let whole_line = |used: usize| {
+                let ahead = buf.get(used..)?;
+                let ahead = ahead.get(..ahead.len().min(MAX_LINE.saturating_add(1)))?;
+                ahead.get(..ahead.iter().position(|&c| c == b'\n')?)
+            };
+            while let Some(text) = whole_line(used) {
+                number = number.saturating_add(1);
+                let lead = text.iter().take_while(|b| b.is_ascii_whitespace()).count();
+                let trimmed = text.get(lead..).unwrap_or(&[]).trim_ascii_end();
+                if !trimmed.is_empty() {
+                    let offset = start.saturating_add(lead as u64);
+                    answer(Input { bytes: trimmed, place: Place::Line(number), offset: Some(offset), overlong: None }, out)?;
+                }
+                start = start.saturating_add(text.len() as u64).saturating_add(1);
+                used = used.saturating_add(text.len()).saturating_add(1);
+            }
+            if used > 0 {
+                input.consume(used);
+                if input.buffer().is_empty() {
+                    out.flush()?;
+                }
+                continue;
+            }
+        }
         let eof = buf.is_empty();
         let (chunk, ended) = match buf.iter().position(|&b| b == b'\n') {
             Some(i) => (buf.get(..i).unwrap_or(&[]), true),
@@ -258,7 +368,7 @@ fn run_core(args: &SymbolizeArgs, core: &[u8], addresses: &[String], out: &mut d
     } else {
         let stdin = std::io::stdin();
         let mut sink = std::io::sink();
-        read_lines(&mut BufReader::with_capacity(1 << 16, stdin.lock()), &mut sink, &mut |input: Input<'_>, _: &mut dyn Write| {
+        read_lines(&mut BufReader::with_capacity(1 << 16, stdin.lock()), &mut sink, &mut |input: Input<'_>, _: &mut std::io::Sink| {
             if inputs.len() >= MAX_CORE_ADDRESSES {
                 return Err(std::io::Error::other(format!("more than {MAX_CORE_ADDRESSES} addresses for one core: give them in several runs")));
             }

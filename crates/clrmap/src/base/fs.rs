@@ -21,6 +21,16 @@ pub fn open_regular(path: &Path) -> io::Result<std::fs::File> {
 /// Read a regular file of at most `limit` bytes. Anything else (a directory, a device, a FIFO,
 /// a socket) is `InvalidInput`, found from the file's metadata before any read.
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    read_regular_into(path, limit, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read_regular`] into `bytes`, which is cleared first and keeps its memory: a caller that
+/// reads large files one after another (a trace's ReadyToRun images) pays for fresh pages once,
+/// not once a file. After an error `bytes` holds no file's bytes but maybe some of this one's.
+pub fn read_regular_into(path: &Path, limit: u64, bytes: &mut Vec<u8>) -> io::Result<()> {
+    bytes.clear();
     // Look before opening: opening a FIFO for reading blocks until someone writes to it.
     if !std::fs::metadata(path)?.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
@@ -35,9 +45,9 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     }
     // The length comes from the file system and is bounded above; read no more than it says
     // even if the file grows meanwhile.
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(meta.len()).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    bytes.reserve(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(meta.len()).read_to_end(bytes)?;
+    Ok(())
 }
 
 /// Open `path` for reading only if it is a regular file itself, not a link to one: the last

@@ -36,12 +36,6 @@ pub use crate::formats::pdb::RecordedPdb;
 use crate::formats::pdb::{PdbId, PortablePdb};
 use crate::formats::pe::PeImage;
 
-/// A candidate's bytes, or `None` if it cannot be read for any reason (candidates are guesses;
-/// only the files the user named are errors when unreadable).
-fn read_candidate(path: &Path) -> Option<Vec<u8>> {
-    read_regular(path, MAX_FILE).ok()
-}
-
 /// The GUID of the portable CodeView entry of the PE image in `file`, read from its headers, its
 /// debug directory and the entry's first bytes alone: a few KiB, whatever the file's size.
 /// `None` when the file is not a PE image with a CodeView `RSDS` entry, or cannot be read. A
@@ -115,13 +109,21 @@ pub fn peek_codeview_guid<F: std::io::Read + std::io::Seek>(file: &mut F) -> Opt
 /// headers, [`peek_codeview_guid`]) is `guid`; one with another is noted in `passed`. `None` also
 /// when it cannot be read or has no CodeView entry.
 pub fn read_candidate_assembly(path: &Path, guid: &[u8; 16], passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
-    let mut file = crate::base::fs::open_regular(path).ok()?;
-    let found = peek_codeview_guid(&mut file)?;
+    let mut bytes = Vec::new();
+    read_candidate_assembly_into(path, guid, passed, &mut bytes).then_some(bytes)
+}
+
+/// [`read_candidate_assembly`] into `bytes` (cleared, its memory reused: [`crate::base::fs::read_regular_into`]);
+/// `false` where that gives `None` (a candidate is a guess: one that cannot be read is no error).
+pub fn read_candidate_assembly_into(path: &Path, guid: &[u8; 16], passed: &mut Vec<PassedOver>, bytes: &mut Vec<u8>) -> bool {
+    bytes.clear();
+    let Some(mut file) = crate::base::fs::open_regular(path).ok() else { return false };
+    let Some(found) = peek_codeview_guid(&mut file) else { return false };
     if &found != guid {
         passed.push(PassedOver { path: path.to_owned(), guid: found, wanted: *guid, windows_pdb: false });
-        return None;
+        return false;
     }
-    read_candidate(path)
+    crate::base::fs::read_regular_into(path, MAX_FILE, bytes).is_ok()
 }
 
 /// Check that a PDB the user named belongs to an image: `pdb_mismatch` at the PDB's id if not,

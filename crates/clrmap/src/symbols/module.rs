@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::locate::{locate_pdb_noting, open_pdb_with, read_candidate_assembly, FoundPdb, PassedOver, SymbolPaths};
+use super::locate::{locate_pdb_noting, open_pdb_with, read_candidate_assembly_into, FoundPdb, PassedOver, SymbolPaths};
 use crate::base::fs::{read_regular, MAX_FILE};
 use crate::formats::metadata::Metadata;
 use crate::formats::pdb::RecordedPdb;
@@ -122,9 +122,15 @@ impl RecordedModule<'_> {
     /// A candidate assembly's bytes: with a recorded id, a file of another build is passed over
     /// from its headers alone.
     fn read_assembly(&self, path: &Path, passed: &mut Vec<PassedOver>) -> Option<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.read_assembly_into(path, passed, &mut bytes).then_some(bytes)
+    }
+
+    /// [`Self::read_assembly`] into `bytes` (cleared, its memory reused); `false` where that gives `None`.
+    fn read_assembly_into(&self, path: &Path, passed: &mut Vec<PassedOver>, bytes: &mut Vec<u8>) -> bool {
         match self.recorded {
-            Some(recorded) => read_candidate_assembly(path, &recorded.guid, passed),
-            None => read_regular(path, MAX_FILE).ok(),
+            Some(recorded) => read_candidate_assembly_into(path, &recorded.guid, passed, bytes),
+            None => crate::base::fs::read_regular_into(path, MAX_FILE, bytes).is_ok(),
         }
     }
 
@@ -172,17 +178,31 @@ impl RecordedModule<'_> {
     /// The bytes of the module's assembly of the recorded build: its CodeView GUID is the
     /// recorded PDB's (traces), its MVID the recorded one (captures).
     pub fn assembly(&self, symbols: &SymbolPaths) -> Option<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.assembly_into(symbols, &mut bytes).then_some(bytes)
+    }
+
+    /// [`Self::assembly`] into `bytes`, which is cleared and keeps its memory (a caller reading
+    /// many modules' assemblies one after another pays for fresh pages once); `false` where that
+    /// gives `None`, with `bytes` then holding no module's assembly.
+    pub fn assembly_into(&self, symbols: &SymbolPaths, bytes: &mut Vec<u8>) -> bool {
         for path in self.assembly_candidates(symbols) {
-            let Some(bytes) = self.read_assembly(&path, &mut Vec::new()) else { continue };
+            if !self.read_assembly_into(&path, &mut Vec::new(), bytes) {
+                continue;
+            }
             if let Some(want) = self.mvid {
-                let image = PeImage::parse(&bytes).ok()?;
+                let Ok(image) = PeImage::parse(bytes) else {
+                    bytes.clear();
+                    return false;
+                };
                 if Metadata::from_pe(&image).ok().and_then(|md| md.mvid()) != Some(want) {
                     continue;
                 }
             }
-            return Some(bytes);
+            return true;
         }
-        None
+        bytes.clear();
+        false
     }
 }
 

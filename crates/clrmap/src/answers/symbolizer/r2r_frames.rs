@@ -35,12 +35,17 @@ pub(super) fn fill_from_images(bodies: &mut [CodeBody], pdbs: &RecordedPdbs, sym
         }
     }
     let mut filled = 0usize;
+    // One buffer for every image, so that its pages are made once (the largest image's), not
+    // once an image.
+    let mut bytes = Vec::new();
     for (path, list) in by_module {
         // Without a recorded id an image of another build could not be told apart: none is used.
         let Some(recorded) = pdbs.get(&path) else { continue };
         let name = path.rsplit(['/', '\\']).next();
         let module = RecordedModule { name, path: Some(Path::new(&path)), recorded: Some(recorded), mvid: None };
-        let Some(bytes) = module.assembly(symbols) else { continue };
+        if !module.assembly_into(symbols, &mut bytes) {
+            continue;
+        }
         let Ok(image) = ReadyToRunImage::parse(&bytes) else { continue };
         // The image's bodies (token, RVA), all of them checked, give the load address; then
         // only the bodies at the recorded starts get their maps made.
