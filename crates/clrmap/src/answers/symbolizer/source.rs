@@ -79,7 +79,7 @@ pub fn read_trace<R: Read>(reader: R) -> Result<OpenedSource, Error> {
     let mut pdbs = HashMap::new();
     let mut runtime_major = None;
     let mut type_modules = HashMap::new();
-    let (bodies, mut trace_inlines, warning) = crate::formats::nettrace::read_code_bodies_and_inlines(reader, |e| {
+    let (bodies, mut trace_inlines, warning) = crate::formats::nettrace::read_code_bodies_and_inlines_clr(reader, |e| {
         runtime_major = runtime_major.or_else(|| crate::formats::nettrace::runtime_information(e).and_then(|r| r.major()));
         note_recorded_pdb(e, &mut pdbs);
         super::inlined::bulk_type_modules(e, &mut type_modules);

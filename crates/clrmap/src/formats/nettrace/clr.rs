@@ -564,11 +564,24 @@ pub fn read_code_bodies_partial_with<R: std::io::Read>(r: R, also: impl FnMut(&E
     read_all(r, also).map(|(bodies, _, fault)| (bodies, fault))
 }
 
+/// [`read_code_bodies_and_inlines`], showing `also` only the events of the runtime's own
+/// providers (runtime, rundown and private): those [`MethodTable`] reads. A trace's samples and
+/// other providers' events are read past without a call each.
+pub fn read_code_bodies_and_inlines_clr<R: std::io::Read>(r: R, also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::base::read::Error>)> {
+    read_all_where(r, |m| matches!(m.provider.as_str(), RUNTIME | RUNDOWN | PRIVATE), also)
+}
+
 /// The one pass behind [`read_code_bodies_partial_with`] and [`read_code_bodies_and_inlines`].
-fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::base::read::Error>)> {
+fn read_all<R: std::io::Read>(r: R, also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::base::read::Error>)> {
+    read_all_where(r, |_| true, also)
+}
+
+/// [`read_all`] over the events whose metadata `want` accepts (every event [`MethodTable`] and
+/// the runtime information need must be among them).
+fn read_all_where<R: std::io::Read>(r: R, want: impl Fn(&super::EventMeta) -> bool, mut also: impl FnMut(&Event<'_>)) -> Result<(Vec<CodeBody>, TraceInlines, Option<crate::base::read::Error>)> {
     let mut table = MethodTable::default();
     let mut reported_major = None;
-    let (stats, fault) = super::stream::read_events_partial(r, |e| {
+    let (stats, fault) = super::stream::read_events_partial_where(r, want, |e| {
         reported_major = reported_major.or_else(|| runtime_information(e).and_then(|i| i.major()));
         table.event(e);
         also(e);
@@ -615,6 +628,28 @@ fn read_all<R: std::io::Read>(r: R, mut also: impl FnMut(&Event<'_>)) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pass that shows `also` the runtime's own events only finds what the pass over every
+    /// event finds, and shows `also` exactly the runtime's events of the other.
+    #[test]
+    fn the_runtime_events_pass_finds_what_the_whole_pass_finds() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        for name in ["flame/hot-8.0.4.nettrace", "flame/hot-3.1.23.nettrace", "inlines/attach-8.0.4.nettrace"] {
+            let bytes = std::fs::read(root.join(name)).unwrap();
+            let seen = |e: &Event<'_>| (e.meta.provider.clone(), e.meta.event_id, e.timestamp, e.payload.offset());
+            let (mut all, mut clr) = (Vec::new(), Vec::new());
+            let (bodies, inlines, fault) = read_code_bodies_and_inlines(&bytes[..], |e| all.push(seen(e))).unwrap();
+            let (bodies2, inlines2, fault2) = read_code_bodies_and_inlines_clr(&bytes[..], |e| clr.push(seen(e))).unwrap();
+            assert!(!bodies.is_empty(), "{name}");
+            assert_eq!((bodies, fault), (bodies2, fault2), "{name}");
+            assert_eq!((inlines.code_ids, inlines.modules, inlines.named_r2r, inlines.runtime_major), (inlines2.code_ids, inlines2.modules, inlines2.named_r2r, inlines2.runtime_major), "{name}");
+            assert_eq!(inlines.inlines.trees().count(), inlines2.inlines.trees().count(), "{name}");
+            let others = all.len() - clr.len();
+            all.retain(|(p, ..)| matches!(p.as_str(), RUNTIME | RUNDOWN | PRIVATE));
+            assert_eq!(all, clr, "{name}");
+            assert!(others > 0, "{name}: the trace has other providers' events (the samples)");
+        }
+    }
 
     #[test]
     fn ends_are_rebuilt_in_native_order_and_il_order_is_kept() {

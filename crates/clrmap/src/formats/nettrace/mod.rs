@@ -13,8 +13,8 @@ mod stacks;
 mod stream;
 
 pub use clr::{
-    event_name, il_map, method_load, module_load, read_code_bodies, read_code_bodies_and_inlines, read_code_bodies_partial, read_code_bodies_partial_with, rebuild_map, runtime_information,
-    runtime_major, IlMapEvent, MethodLoad, MethodTable, ModuleLoad, RuntimeInformation, TraceInlines, RUNDOWN, RUNTIME,
+    event_name, il_map, method_load, module_load, read_code_bodies, read_code_bodies_and_inlines, read_code_bodies_and_inlines_clr, read_code_bodies_partial, read_code_bodies_partial_with,
+    rebuild_map, runtime_information, runtime_major, IlMapEvent, MethodLoad, MethodTable, ModuleLoad, RuntimeInformation, TraceInlines, RUNDOWN, RUNTIME,
 };
 pub use container::{check_type_version, MAX_BLOCK, NEWEST_BLOCK_VERSION, NEWEST_TRACE_VERSION};
 pub use framer::Framer;

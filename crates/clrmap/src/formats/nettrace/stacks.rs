@@ -199,10 +199,9 @@ pub fn read_samples<R: Read>(r: R, mut f: impl FnMut(&Sample<'_>)) -> Result<(St
     let table = RefCell::new(StackTable::default());
     let side_stats = RefCell::new(Stats::default());
     let (mut samples, mut empty, mut unknown) = (0u64, 0u64, 0u64);
+    // Only ThreadSample events reach `on_event` (asked once per metadata record).
+    let is_sample = |m: &super::EventMeta| m.event_id == 0 && m.provider == SAMPLE_PROFILER;
     let on_event = |e: &super::Event<'_>| {
-        if e.meta.event_id != 0 || e.meta.provider != SAMPLE_PROFILER {
-            return;
-        }
         let managed = e.payload.clone().u32("a ThreadSample's type").map(|t| t == SAMPLE_MANAGED).unwrap_or(false);
         let t = table.borrow();
         match t.get(e.stack_id) {
@@ -222,7 +221,7 @@ pub fn read_samples<R: Read>(r: R, mut f: impl FnMut(&Sample<'_>)) -> Result<(St
             let _ = table.borrow_mut().read_block(body, pointer_size, &mut side_stats.borrow_mut());
         }
     };
-    let fault = read_with(r, on_event, on_side, &mut stats).err();
+    let fault = read_with(r, is_sample, on_event, on_side, &mut stats).err();
     let c = side_stats.into_inner();
     stats.samples = samples;
     stats.empty_samples = empty;

@@ -228,20 +228,33 @@ pub fn utf16z(r: &mut Reader<'_>) -> Result<String> {
 /// absolute offset) is returned.
 pub fn read_events<R: Read>(r: R, f: impl FnMut(&Event<'_>)) -> Result<Stats> {
     let mut stats = Stats::default();
-    read_with(r, f, |_| {}, &mut stats)?;
+    read_with(r, |_| true, f, |_| {}, &mut stats)?;
     Ok(stats)
 }
 
 /// [`read_events`], returning what was counted (the process id included) also when the stream
 /// ends in a fault, with the fault beside it.
 pub fn read_events_partial<R: Read>(r: R, f: impl FnMut(&Event<'_>)) -> (Stats, Option<Error>) {
+    read_events_partial_where(r, |_| true, f)
+}
+
+/// [`read_events_partial`], showing `f` only the events whose metadata `want` accepts (asked
+/// once per metadata record, not per event); every event is still read and counted.
+pub(crate) fn read_events_partial_where<R: Read>(r: R, want: impl Fn(&EventMeta) -> bool, f: impl FnMut(&Event<'_>)) -> (Stats, Option<Error>) {
     let mut stats = Stats::default();
-    let fault = read_with(r, f, |_| {}, &mut stats).err();
+    let fault = read_with(r, want, f, |_| {}, &mut stats).err();
     (stats, fault)
 }
 
-/// The stream's objects: events to `f`, stack blocks and sequence points to `side`.
-pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: impl FnMut(Side<'_>), stats: &mut Stats) -> Result<()> {
+/// An event's metadata, and whether its events go to the reader's callback.
+struct Known {
+    meta: EventMeta,
+    wanted: bool,
+}
+
+/// The stream's objects: events whose metadata `want` accepts to `f`, stack blocks and sequence
+/// points to `side`.
+pub(crate) fn read_with<R: Read>(r: R, want: impl Fn(&EventMeta) -> bool, mut f: impl FnMut(&Event<'_>), mut side: impl FnMut(Side<'_>), stats: &mut Stats) -> Result<()> {
     let mut input = Input { r, offset: 0 };
     let mut magic = [0u8; 8];
     input.exact(&mut magic, "the Nettrace magic")?;
@@ -258,7 +271,7 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
     if sig != SERIALIZATION {
         return Err(bad(at, "!FastSerialization.1"));
     }
-    let mut metadata: IntMap<u32, EventMeta> = IntMap::default();
+    let mut metadata: IntMap<u32, Known> = IntMap::default();
     // Events counted by metadata id while reading (no allocation per event), named at the end.
     let mut counts: IntMap<u32, u64> = IntMap::default();
     // One block's body at a time, in one buffer kept from block to block.
@@ -271,7 +284,7 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
         if tag == TAG_NULL {
             stats.bytes = input.offset;
             for (id, n) in counts {
-                if let Some(m) = metadata.get(&id) {
+                if let Some(Known { meta: m, .. }) = metadata.get(&id) {
                     let c = stats.events.entry((m.provider.clone(), m.event_id, m.version)).or_default();
                     *c = c.saturating_add(n);
                 }
@@ -329,7 +342,7 @@ pub(crate) fn read_with<R: Read>(r: R, mut f: impl FnMut(&Event<'_>), mut side: 
                 "MetadataBlock" => {
                     let mut fresh = Vec::new();
                     let done = block_events(r, &metadata, &mut counts, stats, |e| fresh.extend(parse_metadata(e.payload).ok()), true);
-                    metadata.extend(fresh);
+                    metadata.extend(fresh.into_iter().map(|(id, meta)| (id, Known { wanted: want(&meta), meta })));
                     if !cut {
                         done?;
                     }
@@ -399,8 +412,111 @@ impl Drop for Run<'_> {
     }
 }
 
+/// The header fields an event carries over from the one before it (compressed headers).
+#[derive(Clone, Copy, Default)]
+struct Header {
+    metadata_id: u32,
+    capture_thread_id: u64,
+    thread_id: u64,
+    timestamp: u64,
+    payload_size: u32,
+    stack_id: u32,
+}
+
+/// A LEB128 unsigned at `*at` of `b` (as [`varint`] reads it), moving `*at` past it; `None` when
+/// it is cut or longer than 10 bytes.
+#[inline(always)]
+fn leb(b: &[u8], at: &mut usize) -> Option<u64> {
+    let x = *b.get(*at)?;
+    *at = at.wrapping_add(1);
+    if x & 0x80 == 0 {
+        return Some(u64::from(x));
+    }
+    let mut v = u64::from(x & 0x7F);
+    let mut shift = 7u32;
+    while shift < 70 {
+        let x = *b.get(*at)?;
+        *at = at.wrapping_add(1);
+        v |= u64::from(x & 0x7F).wrapping_shl(shift);
+        if x & 0x80 == 0 {
+            return Some(v);
+        }
+        shift = shift.wrapping_add(7);
+    }
+    None
+}
+
+/// An event's compressed header from the start of `b`, after `prev`: the header and its length.
+/// `None` for anything [`header_checked`] would refuse (a cut, a varint too long, an id or size
+/// past 32 bits), which then reads it again to name the fault.
+#[inline(always)]
+fn header(b: &[u8], prev: &Header) -> Option<(Header, usize)> {
+    let mut h = *prev;
+    let flags = *b.first()?;
+    let mut at = 1usize;
+    if flags & 0x01 != 0 {
+        h.metadata_id = u32::try_from(leb(b, &mut at)?).ok()?;
+    }
+    if flags & 0x02 != 0 {
+        leb(b, &mut at)?; // sequence number delta
+        h.capture_thread_id = leb(b, &mut at)?;
+        leb(b, &mut at)?; // processor number
+    }
+    if flags & 0x04 != 0 {
+        h.thread_id = leb(b, &mut at)?;
+    }
+    if flags & 0x08 != 0 {
+        h.stack_id = u32::try_from(leb(b, &mut at)?).unwrap_or(u32::MAX);
+    }
+    h.timestamp = h.timestamp.wrapping_add(leb(b, &mut at)?);
+    if flags & 0x10 != 0 {
+        at = at.checked_add(16)?; // an activity id
+    }
+    if flags & 0x20 != 0 {
+        at = at.checked_add(16)?; // a related activity id
+    }
+    if flags & 0x80 != 0 {
+        h.payload_size = u32::try_from(leb(b, &mut at)?).ok()?;
+    }
+    (at <= b.len()).then_some((h, at))
+}
+
+/// [`header`] through the reader, naming the fault (kind and offset) where it fails.
+#[cold]
+fn header_checked(r: &mut Reader<'_>, h: &mut Header) -> Result<()> {
+    let flags = r.u8("event header flags")?;
+    if flags & 0x01 != 0 {
+        let at = r.offset();
+        h.metadata_id = u32::try_from(varint(r)?).map_err(|_| bad(at, "a metadata id of 32 bits"))?;
+    }
+    if flags & 0x02 != 0 {
+        varint(r)?; // sequence number delta
+        h.capture_thread_id = varint(r)?;
+        varint(r)?; // processor number
+    }
+    if flags & 0x04 != 0 {
+        h.thread_id = varint(r)?;
+    }
+    if flags & 0x08 != 0 {
+        h.stack_id = u32::try_from(varint(r)?).unwrap_or(u32::MAX);
+    }
+    h.timestamp = h.timestamp.wrapping_add(varint(r)?);
+    if flags & 0x10 != 0 {
+        r.skip(16, "an activity id")?;
+    }
+    if flags & 0x20 != 0 {
+        r.skip(16, "a related activity id")?;
+    }
+    if flags & 0x80 != 0 {
+        let at = r.offset();
+        h.payload_size = u32::try_from(varint(r)?).map_err(|_| bad(at, "a payload size of 32 bits"))?;
+    }
+    Ok(())
+}
+
 /// The events of one Metadata or Event block (compressed headers; docs/format-notes.md#eventpipe-traces).
-fn block_events(body: Reader<'_>, metadata: &IntMap<u32, EventMeta>, counts: &mut IntMap<u32, u64>, stats: &mut Stats, mut f: impl FnMut(&Event<'_>), is_metadata: bool) -> Result<()> {
+/// Events whose metadata is not wanted are counted and not shown to `f`.
+fn block_events(body: Reader<'_>, metadata: &IntMap<u32, Known>, counts: &mut IntMap<u32, u64>, stats: &mut Stats, mut f: impl FnMut(&Event<'_>), is_metadata: bool) -> Result<()> {
     let mut r = body;
     let at = r.offset();
     let header_size = r.u16("the block header size")?;
@@ -412,54 +528,36 @@ fn block_events(body: Reader<'_>, metadata: &IntMap<u32, EventMeta>, counts: &mu
         return Ok(());
     }
     let meta_meta = METADATA_META.get_or_init(|| EventMeta { provider: String::new(), event_id: 0, version: 0 });
-    let (mut metadata_id, mut capture_thread_id, mut thread_id, mut timestamp, mut payload_size, mut stack_id) = (0u32, 0u64, 0u64, 0u64, 0u32, 0u32);
+    let mut h = Header::default();
     // Events of one kind come in runs: the last kind's metadata and count are kept at hand.
-    let mut last: Option<(u32, &EventMeta)> = None;
+    let mut last: Option<(u32, &EventMeta, bool)> = None;
     let mut run = Run { counts, id: 0, n: 0 };
     while !r.is_empty() {
-        let flags = r.u8("event header flags")?;
-        if flags & 0x01 != 0 {
-            let at = r.offset();
-            metadata_id = u32::try_from(varint(&mut r)?).map_err(|_| bad(at, "a metadata id of 32 bits"))?;
+        match header(r.as_slice(), &h) {
+            Some((next, n)) => {
+                h = next;
+                r.skip(n, "an event header")?;
+            }
+            None => header_checked(&mut r, &mut h)?,
         }
-        if flags & 0x02 != 0 {
-            varint(&mut r)?; // sequence number delta
-            capture_thread_id = varint(&mut r)?;
-            varint(&mut r)?; // processor number
-        }
-        if flags & 0x04 != 0 {
-            thread_id = varint(&mut r)?;
-        }
-        if flags & 0x08 != 0 {
-            stack_id = u32::try_from(varint(&mut r)?).unwrap_or(u32::MAX);
-        }
-        timestamp = timestamp.wrapping_add(varint(&mut r)?);
-        if flags & 0x10 != 0 {
-            r.skip(16, "an activity id")?;
-        }
-        if flags & 0x20 != 0 {
-            r.skip(16, "a related activity id")?;
-        }
-        if flags & 0x80 != 0 {
-            let at = r.offset();
-            payload_size = u32::try_from(varint(&mut r)?).map_err(|_| bad(at, "a payload size of 32 bits"))?;
-        }
-        let payload = r.split(payload_size as usize, "an event payload").map_err(|e| e.with_kind(ErrorKind::BadTrace))?;
-        let meta = match last {
-            _ if is_metadata => Some(meta_meta),
-            Some((id, m)) if id == metadata_id => Some(m),
+        let payload = r.split(h.payload_size as usize, "an event payload").map_err(|e| e.with_kind(ErrorKind::BadTrace))?;
+        let known = match last {
+            _ if is_metadata => Some((meta_meta, true)),
+            Some((id, m, wanted)) if id == h.metadata_id => Some((m, wanted)),
             _ => {
-                let m = metadata.get(&metadata_id);
-                last = m.map(|m| (metadata_id, m));
-                m
+                let k = metadata.get(&h.metadata_id).map(|k| (&k.meta, k.wanted));
+                last = k.map(|(m, wanted)| (h.metadata_id, m, wanted));
+                k
             }
         };
-        match meta {
-            Some(m) => {
+        match known {
+            Some((m, wanted)) => {
                 if !is_metadata {
-                    run.add(metadata_id);
+                    run.add(h.metadata_id);
                 }
-                f(&Event { meta: m, capture_thread_id, thread_id, timestamp, stack_id, payload });
+                if wanted {
+                    f(&Event { meta: m, capture_thread_id: h.capture_thread_id, thread_id: h.thread_id, timestamp: h.timestamp, stack_id: h.stack_id, payload });
+                }
             }
             None => stats.unknown_events = stats.unknown_events.saturating_add(1),
         }
@@ -502,6 +600,51 @@ mod tests {
         v.push(6);
         v.push(1);
         v
+    }
+
+    /// Random event headers, whole, cut and malformed: the slice reader and the checked reader
+    /// agree on each (the fields, the length read), and the slice reader gives up exactly where
+    /// the checked one names a fault.
+    #[test]
+    fn the_fast_header_reader_agrees_with_the_checked_one() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut whole, mut refused) = (0, 0);
+        for _ in 0..200_000 {
+            let mut b = vec![next() as u8];
+            // Fields as varints of 1 to 11 bytes (11: too long), values of any width.
+            for _ in 0..(next() % 9) {
+                let len = 1 + (next() % 11) as usize;
+                for i in 0..len {
+                    let byte = next() as u8 & 0x7F;
+                    b.push(if i + 1 < len { byte | 0x80 } else { byte });
+                }
+            }
+            let cut = (next() % (b.len() as u64 + 40)) as usize;
+            b.extend((0..40).map(|_| next() as u8));
+            b.truncate(cut.min(b.len()));
+            let prev = Header { metadata_id: 7, capture_thread_id: 8, thread_id: 9, timestamp: 10, payload_size: 11, stack_id: 12 };
+            let fast = header(&b, &prev);
+            let mut checked = prev;
+            let mut r = Reader::new(&b, 100);
+            let slow = header_checked(&mut r, &mut checked).map(|()| b.len() - r.len());
+            match (fast, slow) {
+                (Some((h, n)), Ok(m)) => {
+                    whole += 1;
+                    assert_eq!(n, m, "{b:02x?}");
+                    let f = |h: &Header| (h.metadata_id, h.capture_thread_id, h.thread_id, h.timestamp, h.payload_size, h.stack_id);
+                    assert_eq!(f(&h), f(&checked), "{b:02x?}");
+                }
+                (None, Err(_)) => refused += 1,
+                (fast, slow) => panic!("{b:02x?}: slice reader {:?}, checked reader {slow:?}", fast.map(|(_, n)| n)),
+            }
+        }
+        assert!(whole > 10_000 && refused > 10_000, "{whole} read, {refused} refused");
     }
 
     #[test]
