@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -41,6 +41,41 @@ fn dumpee(rt: &Runtime) -> PathBuf {
     dll
 }
 
+/// How long an app may take to print "ready PID".
+const READY_WITHIN: Duration = Duration::from_secs(180);
+
+/// The lines `child` printed before "ready PID", and the PID. An app that ends first, or is not
+/// ready within [`READY_WITHIN`] (it is killed then), fails the test rather than hanging it.
+fn until_ready(child: &mut Child, what: &str) -> (Vec<String>, String) {
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Lines after "ready" are read and dropped: the app never blocks on a full pipe.
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + READY_WITHIN;
+    let mut before = Vec::new();
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                let line = line.unwrap();
+                match line.trim().strip_prefix("ready ") {
+                    Some(pid) => return (before, pid.to_owned()),
+                    None => before.push(line),
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what} ended before it was ready: {before:?}"),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} was not ready within {READY_WITHIN:?}: {before:?}");
+            }
+        }
+    }
+}
+
 /// A full core of the live Dumpee, by `createdump -u` once it says it is ready.
 fn live_core(rt: &Runtime) -> PathBuf {
     let dll = dumpee(rt);
@@ -49,18 +84,8 @@ fn live_core(rt: &Runtime) -> PathBuf {
     let mut child = Command::new(&rt.dotnet).arg(&dll).arg("live").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
     // The runtime's stack trace of the framework thread's comparer comes first ("S" lines, kept
     // beside the core as callers.txt), then "ready PID".
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut callers = String::new();
-    let pid = loop {
-        let mut line = String::new();
-        if stdout.read_line(&mut line).unwrap() == 0 {
-            panic!("Dumpee ended before it was ready: {callers}");
-        }
-        match line.trim().strip_prefix("ready ") {
-            Some(pid) => break pid.to_owned(),
-            None => callers.push_str(&line),
-        }
-    };
+    let (before, pid) = until_ready(&mut child, "Dumpee");
+    let callers: String = before.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(dll.with_file_name("callers.txt"), &callers).unwrap();
     let out = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(&core).arg(&pid).output().unwrap();
     let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
@@ -427,14 +452,7 @@ fn traced_core(rt: &Runtime, dll: &Path, app_args: &[&str], collect_args: &[&str
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let mut child_out = BufReader::new(child.stdout.take().unwrap());
-    let pid = loop {
-        let mut line = String::new();
-        assert!(child_out.read_line(&mut line).unwrap() > 0, "{} ended before it was ready", dll.display());
-        if let Some(pid) = line.trim().strip_prefix("ready ") {
-            break pid.to_owned();
-        }
-    };
+    let (_, pid) = until_ready(&mut child, &dll.display().to_string());
     let out = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(core).arg(&pid).output().unwrap();
     let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
     let status = child.wait().unwrap();
@@ -479,19 +497,14 @@ fn dump_tier0_frames_with_patchpoints_have_the_runtimes_il_offsets() {
         let core = dll.with_file_name("osr.core");
         let _ = std::fs::remove_file(&core);
         let mut child = Command::new(&rt.dotnet).arg(&dll).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let (before, pid) = until_ready(&mut child, "Osr");
         let mut printed = Vec::new();
-        let pid = loop {
-            let mut line = String::new();
-            assert!(out.read_line(&mut line).unwrap() > 0, "Osr ended before it was ready: {printed:?}");
-            if let Some(pid) = line.trim().strip_prefix("ready ") {
-                break pid.to_owned();
-            }
+        for line in &before {
             let f: Vec<&str> = line.split_whitespace().collect();
             if f.len() == 4 && f[0] == "S" {
                 printed.push((f[1].to_owned(), f[2].parse::<u64>().unwrap(), f[3].parse::<u64>().unwrap()));
             }
-        };
+        }
         let o = Command::new(rt.file("createdump")).args(["-u", "-f"]).arg(&core).arg(&pid).output().unwrap();
         let _ = child.stdin.take().map(|mut s| s.write_all(b"\n"));
         let _ = child.kill();
