@@ -489,15 +489,23 @@ impl<'a> Cursor<'a> {
         if !self.open_or_null(b'[')? {
             return Some(None);
         }
-        // Room for as many frames as the bytes left would hold at a typical frame's size (its
-        // three fields, some 40 bytes), within the budget: a list is not grown by copying.
-        let left = self.text.len().saturating_sub(self.at) / TYPICAL_FRAME;
-        let mut out = Vec::with_capacity(left.min(self.frames_left).min(MAX_RESERVED));
+        // At the first frame, room for as many as the bytes left would hold at a typical frame's
+        // size (its three fields, some 40 bytes), within the budget: a list is not grown by
+        // copying. What a short list did not use is given back, so that a body of many short
+        // lists holds no more than its frames.
+        let mut out = Vec::new();
         self.items(|c| {
             c.frames_left = c.frames_left.checked_sub(1)?;
+            if out.capacity() == 0 {
+                let left = c.text.len().saturating_sub(c.at) / TYPICAL_FRAME;
+                out.reserve(left.min(c.frames_left.saturating_add(1)).min(MAX_RESERVED));
+            }
             out.push(each(c.frame()?)?);
             Some(())
         })?;
+        if out.capacity() > out.len().saturating_mul(2) {
+            out.shrink_to_fit();
+        }
         Some(Some(out))
     }
 

@@ -95,6 +95,20 @@ fn the_cursor_leaves_the_rest_to_serde() {
     assert_eq!(read(&modules, 10), None);
 }
 
+/// A body of many short lists holds about its frames, not a guess per list of the bytes left.
+#[test]
+fn short_lists_give_back_the_room_they_did_not_use() {
+    let one = r#"{"frames":[{"module":0,"token":1,"il_offset":0}]},{"frames":[]}"#;
+    let body = format!(r#"{{"modules":[{{}}],"stacktraces":[{}]}}"#, vec![one; 2000].join(","));
+    let asked = read_asked(&body, 100_000).unwrap_or_else(|| panic!("not read"));
+    assert_eq!(asked.groups.len(), 4000);
+    assert!(asked.groups.iter().all(|g| g.capacity() <= 2 * g.len()), "{:?}", asked.groups.iter().map(Vec::capacity).max());
+    // One long list is reserved once, for about its frames.
+    let long = format!(r#"{{"modules":[{{}}],"frames":[{}]}}"#, vec![r#"{"module":0,"token":1,"il_offset":0}"#; 1000].join(","));
+    let asked = read_asked(&long, 100_000).unwrap_or_else(|| panic!("not read"));
+    assert!(asked.groups.iter().all(|g| g.len() == 1000 && g.capacity() <= 2000));
+}
+
 /// Bodies cut, spliced and sprinkled with JSON's own bytes: wherever the cursor answers, serde
 /// gives the same request.
 #[test]
