@@ -250,16 +250,12 @@ impl Service {
         if let Some(Num(n)) = context_lines.filter(|n| n.0 > u64::from(MAX_CONTEXT)) {
             return Err(ServiceError::new(400, "bad_value", format!("context_lines: {n} is over {MAX_CONTEXT}")));
         }
-        let modules = request.modules.or(request.debug_meta.and_then(|d| d.images)).unwrap_or_default().0;
+        let (modules, lists) = request.chosen();
         // The modules' own errors come before the frames'.
         for (i, m) in modules.iter().enumerate() {
             Ident::from_module(m, i)?;
         }
-        let (groups, nested) = match (request.frames, request.stacktraces) {
-            (Some(frames), _) => (vec![frames.0], false),
-            (None, Some(traces)) => (traces.into_iter().map(|t| t.frames.unwrap_or_default().0).collect(), true),
-            (None, None) => return Err(ServiceError::new(400, "missing_field", "missing field `frames` (or `stacktraces`)")),
-        };
+        let (groups, nested) = lists.ok_or_else(|| ServiceError::new(400, "missing_field", "missing field `frames` (or `stacktraces`)"))?;
         let total = groups.iter().map(Vec::len).fold(0usize, usize::saturating_add);
         if total > max {
             return Err(ServiceError::new(413, "too_many_frames", format!("{total} frames; at most {max} in one request")));

@@ -26,6 +26,29 @@ pub struct Request {
     pub context_lines: Option<Num>,
 }
 
+/// The frame lists a request answers, and whether they are nested (`stacktraces`).
+pub(crate) type Lists<T> = Option<(Vec<Vec<T>>, bool)>;
+
+/// The service's rule for a request's parts, whichever reader read them: its modules are
+/// `modules` (or `images`), else `debug_meta.images`; its frame lists are `frames`, else each of
+/// `stacktraces` (nested; a trace without frames is an empty list); no lists when it has neither.
+pub(crate) fn chosen<T>(modules: Option<Vec<ModuleIn>>, images: Option<Vec<ModuleIn>>, frames: Option<Vec<T>>, traces: Option<Vec<Option<Vec<T>>>>) -> (Vec<ModuleIn>, Lists<T>) {
+    let lists = match (frames, traces) {
+        (Some(frames), _) => Some((vec![frames], false)),
+        (None, Some(traces)) => Some((traces.into_iter().map(Option::unwrap_or_default).collect(), true)),
+        (None, None) => None,
+    };
+    (modules.or(images).unwrap_or_default(), lists)
+}
+
+impl Request {
+    /// This request's modules and frame lists, by [`chosen`]'s rule.
+    pub(crate) fn chosen(self) -> (Vec<ModuleIn>, Lists<FrameIn>) {
+        let traces = self.stacktraces.map(|ts| ts.into_iter().map(|t| t.frames.map(|f| f.0)).collect());
+        chosen(self.modules.map(|m| m.0), self.debug_meta.and_then(|d| d.images).map(|m| m.0), self.frames.map(|f| f.0), traces)
+    }
+}
+
 /// Sentry's `debug_meta`.
 #[derive(Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct DebugMeta {

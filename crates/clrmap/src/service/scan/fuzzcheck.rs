@@ -23,12 +23,9 @@ pub fn check(body: &str, max_frames: usize) -> bool {
     };
     if let Some(asked) = asked {
         // The service's own reading of serde's request (Service::read_with_serde).
-        let modules = slow.modules.or(slow.debug_meta.and_then(|d| d.images)).unwrap_or_default().0;
-        let (groups, nested) = match (slow.frames, slow.stacktraces) {
-            (Some(frames), _) => (vec![frames.0], false),
-            (None, Some(traces)) => (traces.into_iter().map(|t| t.frames.unwrap_or_default().0).collect::<Vec<_>>(), true),
-            (None, None) => panic!("asks read from a body with no frames: {body:?}"),
-        };
+        let context_lines = slow.context_lines;
+        let (modules, lists) = slow.chosen();
+        let Some((groups, nested)) = lists else { panic!("asks read from a body with no frames: {body:?}") };
         let asks: Vec<Vec<_>> = groups
             .iter()
             .enumerate()
@@ -40,7 +37,7 @@ pub fn check(body: &str, max_frames: usize) -> bool {
                     .collect()
             })
             .collect();
-        assert_eq!((asked.modules, asked.groups, asked.nested, asked.context_lines), (modules, asks, nested, slow.context_lines), "{body:?}");
+        assert_eq!((asked.modules, asked.groups, asked.nested, asked.context_lines), (modules, asks, nested, context_lines), "{body:?}");
     }
     true
 }

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 
 use super::answer::Ask;
 use super::decode::{ask_of, At};
-use super::request::{parse_num, DebugMeta, FrameIn, Frames, Index, ModuleIn, Modules, Num, Request, StacktraceIn, MAX_MODULES};
+use super::request::{chosen, parse_num, DebugMeta, FrameIn, Frames, Index, ModuleIn, Modules, Num, Request, StacktraceIn, MAX_MODULES};
 
 /// The bytes of a typical frame (`{"module":0,"token":100663297,"il_offset":12},`).
 const TYPICAL_FRAME: usize = 40;
@@ -55,12 +55,8 @@ pub(super) fn read_asked(body: &str, max_frames: usize) -> Option<Asked> {
     // Where a frame is only matters for an error's message, and an error sends the body to serde.
     let at = At { group: 0, index: 0, nested: false };
     let r = read_as(body, max_frames, |f| ask_of(&f, at, usize::MAX).ok())?;
-    let modules = r.modules.or(r.debug_meta.flatten()).unwrap_or_default();
-    let (groups, nested) = match (r.frames, r.stacktraces) {
-        (Some(frames), _) => (vec![frames], false),
-        (None, Some(traces)) => (traces.into_iter().map(Option::unwrap_or_default).collect(), true),
-        (None, None) => return None,
-    };
+    let (modules, lists) = chosen(r.modules, r.debug_meta.flatten(), r.frames, r.stacktraces);
+    let (groups, nested) = lists?;
     if groups.iter().flatten().any(|(module, _)| *module >= modules.len()) {
         return None;
     }
@@ -475,11 +471,7 @@ impl<'a> Cursor<'a> {
                 _ => return c.skip_value(1),
             };
             seen.first(bit)?;
-            *slot = match c.scalar()? {
-                Value::Null => None,
-                Value::Str(s) => Some(s.into_owned()),
-                Value::Int(_) | Value::Bool(_) => return None,
-            };
+            *slot = text(c.scalar()?)?;
             Some(())
         })?;
         Some(m)
@@ -535,11 +527,7 @@ impl<'a> Cursor<'a> {
                 }
                 "addr_mode" => {
                     seen.first(7)?;
-                    f.addr_mode = match c.scalar()? {
-                        Value::Null => None,
-                        Value::Str(s) => Some(s.into_owned()),
-                        Value::Int(_) | Value::Bool(_) => return None,
-                    };
+                    f.addr_mode = text(c.scalar()?)?;
                     return Some(());
                 }
                 "return_address" => {
@@ -558,6 +546,15 @@ impl<'a> Cursor<'a> {
             Some(())
         })?;
         Some(f)
+    }
+}
+
+/// A string field's value: `Some(None)` for null, `None` where serde would refuse it.
+fn text(v: Value<'_>) -> Option<Option<String>> {
+    match v {
+        Value::Null => Some(None),
+        Value::Str(s) => Some(Some(s.into_owned())),
+        Value::Int(_) | Value::Bool(_) => None,
     }
 }
 
