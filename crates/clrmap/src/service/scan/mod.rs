@@ -27,6 +27,18 @@ pub const MAX_DEPTH: usize = 64;
 
 /// The request in `body`, or `None` where serde must read it (see the module's notes). At most
 /// `max_frames` frames in all its lists.
+///
+/// ```
+/// use clrmap::service::request::Num;
+/// use clrmap::service::scan;
+///
+/// let body = r#"{"modules":[{"name":"Orders.dll"}],"frames":[{"module":0,"token":"0x06000004","il_offset":27}]}"#;
+/// let request = scan::read(body, 1000).unwrap();
+/// let frame = &request.frames.unwrap().0[0];
+/// assert_eq!((frame.token, frame.il_offset), (Some(Num(0x0600_0004)), Some(Num(27))));
+/// // A negative token is left to serde's model, which names the error.
+/// assert!(scan::read(r#"{"frames":[{"module":0,"token":-1,"il_offset":0}]}"#, 1000).is_none());
+/// ```
 pub fn read(body: &str, max_frames: usize) -> Option<Request> {
     let r = read_as(body, max_frames, Some)?;
     Some(Request {
