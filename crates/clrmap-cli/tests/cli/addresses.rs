@@ -99,6 +99,58 @@ fn each_bad_line_is_one_bad_input_and_the_stream_goes_on() {
     assert_eq!((code(&o), stdout(&o), stderr(&o)), (Some(0), UNKNOWN.repeat(2), String::new()));
 }
 
+/// A tool that drives `symbolize` as it drives llvm-symbolizer writes one address and waits for
+/// its answer before the next: each answer (a bad input's too, its stderr line after it) reaches
+/// stdout while stdin stays open.
+#[test]
+fn each_answer_is_written_before_the_next_address_is() {
+    use std::io::{BufRead, BufReader};
+    let inner = answer(&format!("0x{INNER:X}"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_clrmap"))
+        .args(["symbolize", TRACE, "--symbol-path", SYMBOLS, "--return-address"])
+        .current_dir(repo_root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // stdout's and stderr's lines, each as it comes, from threads (a read never blocks the test).
+    let (lines, from) = std::sync::mpsc::channel::<(bool, String)>();
+    let readers: Vec<_> = [(false, Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>), (true, Box::new(child.stderr.take().unwrap()))]
+        .into_iter()
+        .map(|(is_err, pipe)| {
+            let lines = lines.clone();
+            std::thread::spawn(move || BufReader::new(pipe).lines().map_while(Result::ok).for_each(|l| drop(lines.send((is_err, l)))))
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let take =
+        |n: usize| -> Vec<(bool, String)> { (0..n).map(|_| from.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("an answer did not come while stdin was open")).collect() };
+    let text = |got: &[(bool, String)]| got.iter().map(|(_, l)| format!("{l}\n")).collect::<String>();
+    for _ in 0..3 {
+        writeln!(stdin, "0x{INNER:x}").unwrap();
+        stdin.flush().unwrap();
+        let got = take(3);
+        assert!(got.iter().all(|(is_err, _)| !is_err), "{got:?}");
+        assert_eq!(text(&got), inner);
+    }
+    // A bad input: its `??` answer on stdout first, then its line on stderr.
+    writeln!(stdin, "+16").unwrap();
+    stdin.flush().unwrap();
+    let got = take(4);
+    assert_eq!(text(&got[..3]), UNKNOWN);
+    assert!(got[..3].iter().all(|(is_err, _)| !is_err), "{got:?}");
+    assert!(got[3].0 && got[3].1.starts_with("error: bad_address at offset "), "{got:?}");
+    writeln!(stdin, "0x{INNER:x}").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(text(&take(3)), inner);
+    drop(stdin);
+    let status = child.wait().unwrap();
+    readers.into_iter().for_each(|r| r.join().unwrap());
+    assert_eq!(status.code(), Some(1), "one input was bad");
+}
+
 #[test]
 fn hex_reads_bare_hex_as_perf_script_prints_it() {
     let inner = answer(&format!("0x{INNER:X}"));

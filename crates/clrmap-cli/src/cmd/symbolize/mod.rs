@@ -1,6 +1,8 @@
 //! `clrmap symbolize`: addresses to method, IL offset and source line, in llvm-symbolizer's
 //! layout or as JSON lines (docs/output.md#symbolized-frames).
 
+mod pipeline;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 
@@ -8,6 +10,7 @@ use clap::Args;
 
 use clrmap::read::Location;
 use clrmap::symbolizer::SourceKind;
+use pipeline::Pipe;
 
 use crate::args::{parse_address, FrameArgs};
 use crate::output::{push_frame, write_frame, write_frame_with_context, write_inlined, CliError, JsonStrings, TextBytes, TokenError};
@@ -114,15 +117,45 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
             return run_core(&args, &bytes, &addresses, out);
         }
     }
-    let sym = args.frame.open_or_pid(source.as_deref())?;
-    let kind = args.frame.kind(&sym);
+    // Kept for the rest of the process: the reading half's thread borrows it, and is not waited
+    // for when writing fails (it may be blocked reading a terminal).
+    let sym: &'static clrmap::symbolizer::Symbolizer = Box::leak(Box::new(args.frame.open_or_pid(source.as_deref())?));
     if args.inlines && !sym.has_inline_trees() {
         // Said once; every answer is then the flat map's.
         eprintln!("note: the source carries no inline trees (a .NET 7+ process started with DOTNET_RichDebugInfo=1, traced with the runtime's private provider, or profiled by `clrmap profile`, has them; 3.1 never does): inlined frames cannot be told apart");
     }
+    let json = args.json;
+    let (to, from) = std::sync::mpsc::sync_channel(pipeline::BATCHES_IN_FLIGHT);
+    // The reading half: each input looked up on its own thread, the answers handed over in order.
+    let reader = std::thread::Builder::new().name("symbolize-read".into()).spawn(move || -> std::io::Result<(u64, u64)> {
+        let mut pipe = Pipe::new(to);
+        let read = answer_all(&args, sym, &addresses, &mut pipe);
+        let sent = pipe.send();
+        let counts = read?;
+        sent.map(|()| counts)
+    });
+    let reader = reader.map_err(CliError::Io)?;
+    // The writing half, here: an error writing (a closed pipe) is the command's at once.
+    pipeline::write_all(from, out, json)?;
+    let (seen, bad) = reader.join().map_err(|_| CliError::Io(std::io::Error::other("the addresses' reader stopped")))??;
+    out.spill()?;
+    crate::open::notes(sym, json);
+    if bad > 0 {
+        out.flush()?;
+        let each = if json { "each has an error line in its place on stdout" } else { "each is named above and answered ??" };
+        let message = format!("{bad} of {seen} inputs were not addresses ({each})");
+        return Err(CliError::Kinded { kind: "bad_address", message });
+    }
+    Ok(())
+}
+
+/// The reading half: every input (the ADDRESS arguments, else stdin's lines) answered into
+/// `pipe`, in order. Gives how many inputs there were and how many were not addresses.
+fn answer_all<'s>(args: &SymbolizeArgs, sym: &'s clrmap::symbolizer::Symbolizer, addresses: &[String], pipe: &mut Pipe<'s>) -> std::io::Result<(u64, u64)> {
+    let kind = args.frame.kind(sym);
     let (mut seen, mut bad) = (0u64, 0u64);
     let (image, mut warned) = (sym.kind() == SourceKind::ReadyToRun, false);
-    let mut answer = |input: Input<'_>, out: &mut Batched<'_>| -> std::io::Result<()> {
+    let mut answer = |input: Input<'_>, out: &mut Pipe<'s>| -> std::io::Result<()> {
         seen = seen.saturating_add(1);
         let address = match (input.overlong, plain_hex(input.bytes)) {
             (Some(len), _) => Err(format!("a line of {len} bytes, longer than {MAX_LINE}: not an address")),
@@ -143,33 +176,28 @@ pub fn run(args: SymbolizeArgs, out: &mut dyn Write) -> Result<(), CliError> {
                     let context = sym.context(a, kind, n, &args.source_root);
                     write_frame_with_context(&sym.symbolize(a, kind), context.as_ref(), args.json, out)
                 } else {
-                    out.frame(&sym.symbolize(a, kind), args.json)
+                    out.frame(sym.symbolize(a, kind))
                 }
             }
             Err(why) => {
                 bad = bad.saturating_add(1);
-                bad_input(&input, &why, args.json, out)
+                match bad_input(&input, &why, args.json, out)? {
+                    Some(line) => out.stderr(line),
+                    None => Ok(()),
+                }
             }
         }
     };
     if !addresses.is_empty() {
         for (i, a) in addresses.iter().enumerate() {
             let input = Input { bytes: a.trim().as_bytes(), place: Place::Argument(i.saturating_add(1)), offset: None, overlong: None };
-            answer(input, out)?;
+            answer(input, pipe)?;
         }
     } else {
         let stdin = std::io::stdin();
-        read_lines(&mut BufReader::with_capacity(1 << 16, stdin.lock()), out, &mut answer)?;
+        read_lines(&mut BufReader::with_capacity(1 << 16, stdin.lock()), pipe, &mut answer)?;
     }
-    out.spill()?;
-    crate::open::notes(&sym, args.json);
-    if bad > 0 {
-        out.flush()?;
-        let each = if args.json { "each has an error line in its place on stdout" } else { "each is named above and answered ??" };
-        let message = format!("{bad} of {seen} inputs were not addresses ({each})");
-        return Err(CliError::Kinded { kind: "bad_address", message });
-    }
-    Ok(())
+    Ok((seen, bad))
 }
 
 /// `0x` (or `0X`) and 1 to 16 hex digits: the address [`parse_address`] reads from them (with or
@@ -249,21 +277,19 @@ impl Drop for Batched<'_> {
     }
 }
 
-/// Report one bad input: text on stderr and a `??` answer on stdout, or a JSON error line on
-/// stdout in its place.
-fn bad_input(input: &Input<'_>, why: &str, json: bool, out: &mut dyn Write) -> std::io::Result<()> {
+/// Report one bad input: a `??` answer on stdout and the line to print on stderr once stdout is
+/// flushed (given back), or, with `json`, a JSON error line on stdout in its place.
+fn bad_input(input: &Input<'_>, why: &str, json: bool, out: &mut dyn Write) -> std::io::Result<Option<String>> {
     let location = input.offset.map_or(Location::Nowhere, Location::Offset);
     let echo = input.bytes.get(..ECHO).unwrap_or(input.bytes);
     let cut = if echo.len() < input.bytes.len() || input.overlong.is_some() { "..." } else { "" };
     if json {
         let error = TokenError { kind: "bad_address", input: format!("{}{cut}", String::from_utf8_lossy(echo)), location, message: format!("{}: {why}", input.place) };
-        writeln!(out, "{}", error.json())
+        writeln!(out, "{}", error.json())?;
+        Ok(None)
     } else {
-        // stdout first, so that what a reader of both sees is in order.
         out.write_all(b"??\n??:0:0\n\n")?;
-        out.flush()?;
-        eprintln!("error: bad_address{location}: {} is {}{cut}: {why}", input.place, TextBytes(echo));
-        Ok(())
+        Ok(Some(format!("error: bad_address{location}: {} is {}{cut}: {why}", input.place, TextBytes(echo))))
     }
 }
 
@@ -405,7 +431,11 @@ fn run_core(args: &SymbolizeArgs, core: &[u8], addresses: &[String], out: &mut d
             }
             Err(why) => {
                 bad = bad.saturating_add(1);
-                bad_input(&Input { bytes, place: *place, offset: *offset, overlong: *overlong }, why, args.json, out).map_err(CliError::Io)?;
+                if let Some(line) = bad_input(&Input { bytes, place: *place, offset: *offset, overlong: *overlong }, why, args.json, out).map_err(CliError::Io)? {
+                    // stdout first, so that what a reader of both sees is in order.
+                    out.flush().map_err(CliError::Io)?;
+                    eprintln!("{line}");
+                }
             }
         }
     }
