@@ -267,7 +267,8 @@ fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut V
     .write(out);
 }
 
-#[inline]
+// Inlined: a call per number (seven a frame) cost more than its digits.
+#[inline(always)]
 fn opt_u32(out: &mut Vec<u8>, v: Option<u32>) {
     match v {
         Some(n) => number(out, n),
@@ -292,7 +293,7 @@ fn pair(n: u32) -> [u8; 2] {
 /// A decimal number, without going through `fmt`. Below 10,000 (IL offsets, lines, columns),
 /// its four places as one word: two pairs of digits, shifted past the leading zeros and stored
 /// at once.
-#[inline]
+#[inline(always)]
 fn number(out: &mut Vec<u8>, n: u32) {
     if n < 10_000 {
         let [a, b] = pair(n / 100);

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use super::answer::Ask;
 use super::decode::{ask_of, At};
 use super::request::{chosen, parse_num, DebugMeta, FrameIn, Frames, Index, ModuleIn, Modules, Num, Request, StacktraceIn, MAX_MODULES};
+use digits::short_integer;
 
 /// The bytes of a typical frame (`{"module":0,"token":100663297,"il_offset":12},`).
 const TYPICAL_FRAME: usize = 40;
@@ -563,9 +564,9 @@ impl<'a> Cursor<'a> {
     }
 
     /// The common frame, `{"module":M,"token":T,"il_offset":I}` (whitespace wherever JSON allows
-    /// it, each number a plain integer of at most [`SHORT_DIGITS`] digits): its three numbers,
-    /// read with no key copied and no [`FrameIn`] made. `None` for any other frame, which
-    /// [`Cursor::frame`] then reads from the same place.
+    /// it, each number a plain integer of at most [`digits::SHORT_DIGITS`] digits): its three
+    /// numbers, read with no key copied and no [`FrameIn`] made. `None` for any other frame,
+    /// which [`Cursor::frame`] then reads from the same place.
     fn il_frame(&mut self) -> Option<(u64, u64, u64)> {
         if self.next()? != b'{' {
             return None;
@@ -649,28 +650,6 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The most digits [`short_integer`] reads: any number of them is below `u64::MAX`.
-const SHORT_DIGITS: usize = 19;
-
-/// A JSON integer of 1 to [`SHORT_DIGITS`] digits at the start of `bytes` (no sign, no leading
-/// zero before a digit) and its length; `None` for anything else, which [`Cursor::integer`]
-/// reads. Short enough that no digit needs an overflow check.
-fn short_integer(bytes: &[u8]) -> Option<(u64, usize)> {
-    let mut n = 0u64;
-    let mut len = 0usize;
-    for &b in bytes.iter().take(SHORT_DIGITS.saturating_add(1)) {
-        let d = b.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        // At most 19 digits: below 10^19, under u64::MAX, so nothing wraps.
-        n = n.wrapping_mul(10).wrapping_add(u64::from(d));
-        len = len.wrapping_add(1);
-    }
-    let leading_zero = len > 1 && bytes.first() == Some(&b'0');
-    (len > 0 && len <= SHORT_DIGITS && !leading_zero).then_some((n, len))
-}
-
 /// A string field's value: `Some(None)` for null, `None` where serde would refuse it.
 fn text(v: Value<'_>) -> Option<Option<String>> {
     match v {
@@ -701,6 +680,7 @@ impl Seen {
     }
 }
 
+mod digits;
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod fuzzcheck;
