@@ -2,7 +2,8 @@
 //! bodies of 1, 50 and 1000 frames of the committed Frames fixture (its PDB from a symbol path,
 //! already in the LRU), next to the line lookup it wraps (`ModuleSymbols::span_at` on the same
 //! frames). The ratio of the two per frame is what parsing and writing JSON cost; two floors of the
-//! JSON alone (checking the request's syntax with serde_json, copying the answer) are beside them.
+//! JSON alone (checking the request's syntax with serde_json, copying the answer) are beside them,
+//! and the cursor reading the request alone.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::path::Path;
@@ -51,6 +52,10 @@ fn bench(c: &mut Criterion) {
     let answer = service.symbolicate(&b).unwrap().body;
     g.bench_function("json_floor_validate_request_1000", |bench| bench.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&b)).is_ok()));
     g.bench_function("json_floor_copy_answer_1000", |bench| bench.iter(|| black_box(black_box(&answer).to_vec())));
+    // The service's own cursor reading the same request into serde's model (each frame a
+    // `FrameIn`, which the service's own reading does not make): what reading costs beside the floor.
+    let text = std::str::from_utf8(&b).unwrap();
+    g.bench_function("cursor_read_request_1000", |bench| bench.iter(|| clrmap::service::scan::read(black_box(text), 100_000).map(|r| r.frames.map(|f| f.0.len()))));
     let lines = ModuleSymbols::from_pdb(std::fs::read(dir.join("Frames.pdb")).unwrap()).unwrap();
     let queries: Vec<(u32, u32)> = (0..1000).map(|i| frames[i % frames.len()]).collect();
     g.throughput(Throughput::Elements(1000));

@@ -87,11 +87,15 @@ struct FrameOut<'a> {
     end_column: Option<u32>,
     /// The document's URL by the PDB's SourceLink map (no field when none).
     source_link: Option<&'a str>,
-    /// Sentry's context lines, from the source the PDB embeds (no fields when none).
-    context: Option<(Vec<String>, String, Vec<String>)>,
+    /// Sentry's context lines, from the source the PDB embeds (no fields when none). Boxed: a
+    /// frame without them (most) moves and drops a pointer, not three lists.
+    context: Option<Box<Context>>,
     /// (kind, message), when the module's symbols were not found.
     error: Option<(&'static str, &'a str)>,
 }
+
+/// Context lines: those before the frame's line, its own, those after.
+type Context = (Vec<String>, String, Vec<String>);
 
 /// A string field: text to escape, or one a cache already holds as JSON (quotes included).
 #[derive(Clone, Copy, Debug)]
@@ -106,17 +110,10 @@ impl<'a> Json<'a> {
     }
 }
 
-/// The bytes of a frame's object besides its strings, at most (every number at its longest).
-const FRAME_FIXED: usize = 160;
-
 impl FrameOut<'_> {
-    /// The JSON object, in the field order clients have always seen.
+    /// The JSON object, in the field order clients have always seen. `out` is a run's buffer,
+    /// used again for every run: it grows once, so no frame reserves its own room.
     fn write(&self, out: &mut Vec<u8>) {
-        let lengths = [self.module, self.method, self.file].into_iter().flatten().map(|j| match j {
-            Json::Text(s) => s.len().saturating_add(2),
-            Json::Escaped(b) => b.len(),
-        });
-        out.reserve(lengths.fold(FRAME_FIXED, usize::saturating_add));
         out.extend_from_slice(b"{\"module\":");
         opt_json(out, self.module);
         out.extend_from_slice(b",\"token\":");
@@ -139,7 +136,7 @@ impl FrameOut<'_> {
             out.extend_from_slice(b",\"source_link\":");
             string(out, link);
         }
-        if let Some((pre, this, post)) = &self.context {
+        if let Some((pre, this, post)) = self.context.as_deref() {
             if !pre.is_empty() {
                 out.extend_from_slice(b",\"pre_context\":");
                 strings(out, pre);
@@ -238,7 +235,7 @@ fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32, context: u32, out:
         f.end_column = Some(span.end_column);
         f.source_link = span.source_link;
         let text = Some(span.document).filter(|_| context > 0).and_then(|rid| pdb.source(rid));
-        f.context = text.and_then(|t| crate::formats::pdb::sources::context(&t, span.line, context, context, MAX_CONTEXT_LINE));
+        f.context = text.and_then(|t| crate::formats::pdb::sources::context(&t, span.line, context, context, MAX_CONTEXT_LINE)).map(Box::new);
     }
     f.write(out);
 }
@@ -270,6 +267,8 @@ fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut V
     .write(out);
 }
 
+// Inlined: a call per number (seven a frame) cost more than its digits.
+#[inline(always)]
 fn opt_u32(out: &mut Vec<u8>, v: Option<u32>) {
     match v {
         Some(n) => number(out, n),
@@ -277,25 +276,61 @@ fn opt_u32(out: &mut Vec<u8>, v: Option<u32>) {
     }
 }
 
-/// A decimal number, without going through `fmt`.
-fn number(out: &mut Vec<u8>, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    loop {
-        at = at.saturating_sub(1);
-        if let Some(d) = digits.get_mut(at) {
-            // The remainder is below 10.
-            *d = b'0'.saturating_add(u8::try_from(n % 10).unwrap_or(0));
-        }
-        n /= 10;
-        if n == 0 || at == 0 {
-            break;
+/// Each number below 100 as its two digits.
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// The two digits of `n` below 100.
+fn pair(n: u32) -> [u8; 2] {
+    let at = usize::try_from(n).unwrap_or(0).saturating_mul(2);
+    PAIRS.get(at..at.saturating_add(2)).and_then(|p| p.try_into().ok()).unwrap_or([b'0'; 2])
+}
+
+/// A decimal number, without going through `fmt`. Below 10,000 (IL offsets, lines, columns),
+/// its four places as one word: two pairs of digits, shifted past the leading zeros and stored
+/// at once.
+#[inline(always)]
+fn number(out: &mut Vec<u8>, n: u32) {
+    if n < 10_000 {
+        let [a, b] = pair(n / 100);
+        let [c, d] = pair(n % 100);
+        let len = 1u32.saturating_add(u32::from(n >= 10)).saturating_add(u32::from(n >= 100)).saturating_add(u32::from(n >= 1000));
+        let word = u32::from_le_bytes([a, b, c, d]).checked_shr(4u32.saturating_sub(len).saturating_mul(8)).unwrap_or(0);
+        let at = out.len();
+        out.extend_from_slice(&word.to_le_bytes());
+        out.truncate(at.saturating_add(usize::try_from(len).unwrap_or(4)));
+        return;
+    }
+    wide_number(out, n);
+}
+
+/// [`number`] at 10,000 and over (tokens): ten places appended at once (a store of a constant,
+/// with no call), the digits written over them two at a time, and cut back to the number's own.
+/// Written in place: digits built on the stack and copied out would be read back wider than they
+/// were written, which stalls the copy.
+fn wide_number(out: &mut Vec<u8>, n: u32) {
+    let len = n.checked_ilog10().map_or(1, |l| usize::try_from(l).unwrap_or(0).saturating_add(1));
+    let at = out.len();
+    out.extend_from_slice(&[b'0'; 10]);
+    let Some(digits) = out.get_mut(at..at.saturating_add(len)) else { return };
+    let (mut n, mut end) = (n, len);
+    while n >= 10 {
+        let pair = usize::try_from(n % 100).unwrap_or(0).saturating_mul(2);
+        n /= 100;
+        end = end.saturating_sub(2);
+        if let (Some(to), Some(from)) = (digits.get_mut(end..end.saturating_add(2)), PAIRS.get(pair..pair.saturating_add(2))) {
+            to.copy_from_slice(from);
         }
     }
-    // A byte at a time: a call to copy at most ten bytes costs more than the pushes.
-    for &d in digits.get(at..).unwrap_or(&[]) {
-        out.push(d);
+    // An odd count of digits leaves the first one.
+    if let (Some(d), 1) = (digits.get_mut(0), end) {
+        *d = b'0'.saturating_add(u8::try_from(n).unwrap_or(0));
     }
+    out.truncate(at.saturating_add(len));
 }
 
 fn opt_json(out: &mut Vec<u8>, v: Option<Json<'_>>) {
@@ -326,10 +361,19 @@ mod tests {
     #[test]
     // Strings are written by `base::json::string`, tested there against serde_json.
     fn numbers_are_written_as_serde_json_writes_them() {
-        for n in [0u32, 7, 10, 99, 100, 100663297, u32::MAX] {
-            let mut out = Vec::new();
+        // Each count of digits at its ends, and a spread of numbers between (after other bytes).
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let spread = std::iter::from_fn(|| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            Some(u32::try_from(seed >> 32).unwrap_or(0) >> (seed % 32))
+        });
+        let ends = (0..10u32).flat_map(|p| [10u32.pow(p), 10u32.pow(p) - 1, 10u32.pow(p) + 1]);
+        for n in ends.chain([0, 100663297, u32::MAX]).chain(spread.take(100_000)) {
+            let mut out = b"x".to_vec();
             number(&mut out, n);
-            assert_eq!(out, n.to_string().into_bytes());
+            assert_eq!(out, format!("x{n}").into_bytes());
         }
     }
 
@@ -342,7 +386,7 @@ mod tests {
             file: Some(Json::Text("/src/\"x\".cs")),
             line: Some(3),
             source_link: Some("https://x/y.cs"),
-            context: Some((vec!["a".into()], "b".into(), Vec::new())),
+            context: Some(Box::new((vec!["a".into()], "b".into(), Vec::new()))),
             error: Some(("not_found", "why")),
             ..FrameOut::default()
         };

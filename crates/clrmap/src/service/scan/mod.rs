@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use super::answer::Ask;
 use super::decode::{ask_of, At};
 use super::request::{chosen, parse_num, DebugMeta, FrameIn, Frames, Index, ModuleIn, Modules, Num, Request, StacktraceIn, MAX_MODULES};
+use digits::short_integer;
 
 /// The bytes of a typical frame (`{"module":0,"token":100663297,"il_offset":12},`).
 const TYPICAL_FRAME: usize = 40;
@@ -40,7 +41,7 @@ pub const MAX_DEPTH: usize = 64;
 /// assert!(scan::read(r#"{"frames":[{"module":0,"token":-1,"il_offset":0}]}"#, 1000).is_none());
 /// ```
 pub fn read(body: &str, max_frames: usize) -> Option<Request> {
-    let r = read_as(body, max_frames, Some)?;
+    let r = read_as(body, max_frames, &mut AsWritten)?;
     Some(Request {
         modules: r.modules.map(Modules),
         debug_meta: r.debug_meta.map(|images| DebugMeta { images: images.map(Modules) }),
@@ -64,15 +65,56 @@ pub(super) struct Asked {
 /// the request's modules (so no frame is kept as it was written); `None` for every other body,
 /// which serde reads (see the module's notes) and whose frames are checked one by one.
 pub(super) fn read_asked(body: &str, max_frames: usize) -> Option<Asked> {
-    // Where a frame is only matters for an error's message, and an error sends the body to serde.
-    let at = At { group: 0, index: 0, nested: false };
-    let r = read_as(body, max_frames, |f| ask_of(&f, at, usize::MAX).ok())?;
+    let r = read_as(body, max_frames, &mut Asks)?;
     let (modules, lists) = chosen(r.modules, r.debug_meta.flatten(), r.frames, r.stacktraces);
     let (groups, nested) = lists?;
     if groups.iter().flatten().any(|(module, _)| *module >= modules.len()) {
         return None;
     }
     Some(Asked { modules, groups, nested, context_lines: r.context_lines })
+}
+
+/// What a frame list's reader makes of each frame as it is read (`None`: the body goes to serde).
+trait Each {
+    type Out;
+
+    /// A frame as it was written.
+    fn frame(&mut self, f: FrameIn) -> Option<Self::Out>;
+
+    /// The common frame, `{"module":M,"token":T,"il_offset":I}`: what [`Each::frame`] makes of
+    /// it, without the [`FrameIn`] where a reader does not need one.
+    fn il(&mut self, module: u64, token: u64, il: u64) -> Option<Self::Out> {
+        self.frame(FrameIn { module: Some(Index(Some(module))), token: Some(Num(token)), il_offset: Some(Num(il)), ..FrameIn::default() })
+    }
+}
+
+/// Each frame kept as it was written ([`read`]).
+struct AsWritten;
+
+impl Each for AsWritten {
+    type Out = FrameIn;
+    fn frame(&mut self, f: FrameIn) -> Option<FrameIn> {
+        Some(f)
+    }
+}
+
+/// Each frame made what it asks ([`read_asked`]), against no module count yet (the modules'
+/// count is checked once they are all read).
+struct Asks;
+
+impl Each for Asks {
+    type Out = (usize, Ask);
+    fn frame(&mut self, f: FrameIn) -> Option<(usize, Ask)> {
+        // Where a frame is only matters for an error's message, and an error sends the body to serde.
+        ask_of(&f, At { group: 0, index: 0, nested: false }, usize::MAX).ok()
+    }
+
+    /// [`ask_of`]'s rule for a frame of these three fields alone: a module index below
+    /// `usize::MAX`, a token and an IL offset of 32 bits (the fuzz check holds the two equal).
+    fn il(&mut self, module: u64, token: u64, il: u64) -> Option<(usize, Ask)> {
+        let module = usize::try_from(module).ok().filter(|m| *m < usize::MAX)?;
+        Some((module, Ask::Il { token: u32::try_from(token).ok()?, il: u32::try_from(il).ok()? }))
+    }
 }
 
 /// A request's parts, each frame made a `T` as it is read (`None`: the body goes to serde).
@@ -86,9 +128,9 @@ struct Parts<T> {
     context_lines: Option<Num>,
 }
 
-fn read_as<T>(body: &str, max_frames: usize, mut each: impl FnMut(FrameIn) -> Option<T>) -> Option<Parts<T>> {
+fn read_as<E: Each>(body: &str, max_frames: usize, each: &mut E) -> Option<Parts<E::Out>> {
     let mut c = Cursor { text: body, at: 0, frames_left: max_frames, modules_left: MAX_MODULES };
-    let request = c.request(&mut each)?;
+    let request = c.request(each)?;
     c.ws();
     (c.at == body.len()).then_some(request)
 }
@@ -379,7 +421,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn request<T>(&mut self, each: &mut impl FnMut(FrameIn) -> Option<T>) -> Option<Parts<T>> {
+    fn request<E: Each>(&mut self, each: &mut E) -> Option<Parts<E::Out>> {
         if self.next()? != b'{' {
             return None;
         }
@@ -489,7 +531,7 @@ impl<'a> Cursor<'a> {
         Some(m)
     }
 
-    fn frames<T>(&mut self, each: &mut impl FnMut(FrameIn) -> Option<T>) -> Option<Option<Vec<T>>> {
+    fn frames<E: Each>(&mut self, each: &mut E) -> Option<Option<Vec<E::Out>>> {
         if !self.open_or_null(b'[')? {
             return Some(None);
         }
@@ -504,13 +546,60 @@ impl<'a> Cursor<'a> {
                 let left = c.text.len().saturating_sub(c.at) / TYPICAL_FRAME;
                 out.reserve(left.min(c.frames_left.saturating_add(1)).min(MAX_RESERVED));
             }
-            out.push(each(c.frame()?)?);
+            let start = c.at;
+            let frame = match c.il_frame() {
+                Some((module, token, il)) => each.il(module, token, il)?,
+                None => {
+                    c.at = start;
+                    each.frame(c.frame()?)?
+                }
+            };
+            out.push(frame);
             Some(())
         })?;
         if out.capacity() > out.len().saturating_mul(2) {
             out.shrink_to_fit();
         }
         Some(Some(out))
+    }
+
+    /// The common frame, `{"module":M,"token":T,"il_offset":I}` (whitespace wherever JSON allows
+    /// it, each number a plain integer of at most [`digits::SHORT_DIGITS`] digits): its three
+    /// numbers, read with no key copied and no [`FrameIn`] made. `None` for any other frame,
+    /// which [`Cursor::frame`] then reads from the same place.
+    fn il_frame(&mut self) -> Option<(u64, u64, u64)> {
+        if self.next()? != b'{' {
+            return None;
+        }
+        let module = self.keyed(b"\"module\"")?;
+        if self.next()? != b',' {
+            return None;
+        }
+        let token = self.keyed(b"\"token\"")?;
+        if self.next()? != b',' {
+            return None;
+        }
+        let il = self.keyed(b"\"il_offset\"")?;
+        // A `.` or an `e` after a number (a float) is not the `}` either.
+        (self.next()? == b'}').then_some((module, token, il))
+    }
+
+    /// The key `key` (quotes included), its colon and a short integer: the integer. The key's
+    /// length is a constant, so it is compared with no call.
+    fn keyed<const N: usize>(&mut self, key: &[u8; N]) -> Option<u64> {
+        self.ws();
+        let end = self.at.checked_add(N)?;
+        if <[u8; N]>::try_from(self.text.as_bytes().get(self.at..end)?).ok()? != *key {
+            return None;
+        }
+        self.at = end;
+        if self.next()? != b':' {
+            return None;
+        }
+        self.ws();
+        let (n, len) = short_integer(self.text.as_bytes().get(self.at..)?)?;
+        self.at = self.at.checked_add(len)?;
+        Some(n)
     }
 
     fn frame(&mut self) -> Option<FrameIn> {
@@ -591,6 +680,7 @@ impl Seen {
     }
 }
 
+mod digits;
 #[cfg(any(test, feature = "testing"))]
 #[doc(hidden)]
 pub mod fuzzcheck;

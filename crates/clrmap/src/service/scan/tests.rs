@@ -157,3 +157,44 @@ fn mutated_bodies_are_read_alike_or_left_to_serde() {
     // The mutations leave many bodies valid: the comparison is not empty.
     assert!(read_count > total / 20, "the cursor read {read_count} of {total}");
 }
+
+/// The common frame's own reader (`Cursor::il_frame`) against serde, at its edges: whitespace,
+/// numbers at and past its 19 digits, a float or a leading zero after its digits, the keys in
+/// another order or with a fourth, a token over 32 bits (read, but no ask).
+#[test]
+fn the_common_frame_is_read_as_serde_reads_it() {
+    let frame = |f: &str| format!(r#"{{"modules":[{{"name":"A.dll"}}],"frames":[{f},{{"module":0,"token":7,"il_offset":8}}]}}"#);
+    let read_alike = [
+        r#"{"module":0,"token":100663297,"il_offset":12}"#,
+        " {\t\"module\" :\n0 , \"token\"\r: 1 ,\"il_offset\": 0 } ",
+        r#"{"module":0,"token":9999999999999999999,"il_offset":0}"#,
+        r#"{"module":0,"token":10000000000000000000,"il_offset":0}"#,
+        r#"{"module":0,"token":18446744073709551615,"il_offset":0}"#,
+        r#"{"module":0,"token":4294967296,"il_offset":0}"#,
+        r#"{"token":1,"module":0,"il_offset":0}"#,
+        r#"{"module":0,"token":1,"il_offset":0,"in_app":true}"#,
+        r#"{"module":0,"token":"0x06000001","il_offset":0}"#,
+    ];
+    for f in read_alike {
+        let body = frame(f);
+        let request = both(&body, 10).unwrap_or_else(|| panic!("the cursor left {body} to serde"));
+        assert_eq!(request.frames.map(|f| f.0.len()), Some(2), "{body}");
+    }
+    let left = [
+        r#"{"module":0,"token":18446744073709551616,"il_offset":0}"#,
+        r#"{"module":0,"token":1,"il_offset":1.5}"#,
+        r#"{"module":0,"token":1,"il_offset":1e2}"#,
+        r#"{"module":0,"token":01,"il_offset":0}"#,
+        r#"{"module":0,"token":-1,"il_offset":0}"#,
+        r#"{"module":0,"token":1,"il_offset":0"#,
+        r#"{"module":0,"token":1,"token":2,"il_offset":0}"#,
+    ];
+    for f in left {
+        let body = frame(f);
+        assert_eq!(read(&body, 10), None, "{body}");
+    }
+    // The asks: the common frame's, and a token over 32 bits left to serde's frame checks.
+    let asked = read_asked(&frame(read_alike[0]), 10).map(|a| a.groups);
+    assert_eq!(asked, Some(vec![vec![(0, Ask::Il { token: 100663297, il: 12 }), (0, Ask::Il { token: 7, il: 8 })]]));
+    assert_eq!(read_asked(&frame(read_alike[5]), 10), None);
+}
