@@ -13,7 +13,9 @@
 #    Then the peer: for 1, 50 and 1000 frames per request, clrmap's answer to the request is saved
 #    and nginx serves that file for the same POST (a static file, as fast as an answer can be
 #    sent); each is loaded in turn in the same run, and the lines `bench: peer ...` give both
-#    rates, both p99s and clrmap's share of nginx's rate. BENCH_PEERS=0 leaves it out.
+#    rates, both p99s and clrmap's share of nginx's rate. nginx writes no access log, so the
+#    replica compared with it runs with --request-log off; `peer-clrmap-logged-1` is the default
+#    replica (a log line a request) at 1 frame. BENCH_PEERS=0 leaves it out.
 # 2. Scale-out: two replicas behind nginx, sharing one cache folder that both fill from a loopback
 #    symbol server (tests/symsrv/server.py) at once; the same load through nginx; then again with
 #    replica 1 killed (SIGKILL) half way. Checks: both replicas answered, every answer through
@@ -162,11 +164,18 @@ http {
 }
 EOF
     nginx -p "$WORK/nginx-static" -c "$WORK/nginx-static/nginx.conf" || fail "the static nginx did not start"
+    # Like with like: nginx writes no access log, so the replica compared with it writes no
+    # request log (--request-log off); the replica above (the default, a line a request) is
+    # loaded once more at 1 frame, for what the line costs.
+    P2=$(free_port)
+    serve "$P2" --symbol-path "$SYMS" --request-log off
+    PID2=${PIDS[-1]}
     echo "bench: load before the peers: $(cut -d' ' -f1-3 /proc/loadavg)"
     for n in 1 50 1000; do
         curl -sf --data-binary @"$WORK/by-name-$n.json" "http://127.0.0.1:$P1/symbolicate" > "$WORK/static/answer-$n.json" || fail "the $n-frame request failed"
+        curl -sf --data-binary @"$WORK/by-name-$n.json" "http://127.0.0.1:$P2/symbolicate" | cmp -s - "$WORK/static/answer-$n.json" || fail "the replica without a request log answers the $n-frame request otherwise"
         curl -sf --data-binary @"$WORK/by-name-$n.json" "http://127.0.0.1:$S/answer-$n.json" | cmp -s - "$WORK/static/answer-$n.json" || fail "nginx does not send the $n-frame answer"
-        RC=$(load "http://127.0.0.1:$P1/symbolicate" "$WORK/by-name-$n.json")
+        RC=$(load "http://127.0.0.1:$P2/symbolicate" "$WORK/by-name-$n.json")
         RN=$(load "http://127.0.0.1:$S/answer-$n.json" "$WORK/by-name-$n.json")
         report "peer-clrmap-$n" "$RC" "$n"
         report "peer-nginx-$n" "$RN" "$n"
@@ -176,6 +185,8 @@ rc, rn = c / (cd / 1e6), n / (nd / 1e6)
 print(f'bench: peer frames=$n clrmap_rate={rc:.0f}/s nginx_rate={rn:.0f}/s share={rc / rn * 100:.0f}% clrmap_frames_per_s={rc * $n:.0f} clrmap_p99_ms={$(field p99_us "$RC") / 1000:.2f} nginx_p99_ms={$(field p99_us "$RN") / 1000:.2f}')
 "
     done
+    report "peer-clrmap-logged-1" "$(load "http://127.0.0.1:$P1/symbolicate" "$WORK/by-name-1.json")" 1
+    kill "$PID2"
     echo "bench: load after the peers: $(cut -d' ' -f1-3 /proc/loadavg)"
     kill "$(cat "$WORK/nginx-static/nginx.pid")" 2> /dev/null || true
 fi

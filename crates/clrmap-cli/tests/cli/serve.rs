@@ -257,6 +257,34 @@ fn healthz_metrics_and_every_error_status() {
     assert!(logs.iter().all(|l| l["status"].is_u64() && l["ms"].is_f64() && l["path"].is_string()), "{logs:?}");
 }
 
+/// `--request-log off`: no line a request, while the service's own events are still written and
+/// `/metrics` still counts every request.
+#[test]
+fn request_log_off_writes_no_request_lines_and_still_counts() {
+    let s = Serve::start(&["--symbol-path", DEBUG, "--request-log", "off"]);
+    let body = r#"{"modules":[{"name":"Frames.dll"}],"frames":[{"module":0,"token":100663297,"il_offset":1}]}"#;
+    for _ in 0..5 {
+        let (status, v) = post_json(&s, "/symbolicate", body);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["frames"][0]["line"], 26, "{v}");
+    }
+    let (status, _, text) = curl(&[&s.url("/metrics")]);
+    assert_eq!(status, 200);
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.lines().any(|l| l == "clrmap_requests_total{endpoint=\"symbolicate\",status=\"200\"} 5"), "{text}");
+    // The same requests on a service with the default writes their lines (so the check below
+    // can fail), and this one wrote its first line only.
+    let logged = Serve::start(&["--symbol-path", DEBUG]);
+    assert_eq!(post_json(&logged, "/symbolicate", body).0, 200);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(logged.requests().len(), 1, "{:?}", logged.log.lock().unwrap());
+    assert!(s.requests().is_empty(), "{:?}", s.log.lock().unwrap());
+    assert_eq!(s.log.lock().unwrap().len(), 1, "only the listening line: {:?}", s.log.lock().unwrap());
+    // Anything else is a usage error (status 2).
+    let o = clrmap(&["serve", "--listen", "127.0.0.1:0", "--request-log", "sometimes"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+}
+
 #[test]
 fn symbolicate_answers_as_the_runtime_and_the_cli_in_each_form() {
     let s = Serve::start(&["--symbol-path", DEBUG]);
