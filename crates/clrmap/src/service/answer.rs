@@ -132,6 +132,11 @@ impl FrameOut<'_> {
         opt_u32(out, self.end_line);
         out.extend_from_slice(b",\"end_column\":");
         opt_u32(out, self.end_column);
+        self.write_tail(out);
+    }
+
+    /// The fields after `end_column` (each only where there is one), and the object's end.
+    fn write_tail(&self, out: &mut Vec<u8>) {
         if let Some(link) = self.source_link {
             out.extend_from_slice(b",\"source_link\":");
             string(out, link);
@@ -225,19 +230,51 @@ fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32, context: u32, out:
         Slot::Missing(why) => return FrameOut { token: Some(token), il_offset: Some(il), ..missing(ident, why) }.write(out),
         Slot::Image(_) => return FrameOut { module: name_of(ident), token: Some(token), il_offset: Some(il), ..FrameOut::default() }.write(out),
     };
-    let method = pdb.method_json(token).map(Json::Escaped);
-    let mut f = FrameOut { module: name_of(ident), token: Some(token), method, il_offset: Some(il), ..FrameOut::default() };
-    if let Some(span) = pdb.lines.span_at(token, il) {
-        f.file = span.file.map(|name| pdb.file_json(span.document, name).map_or(Json::Text(name), Json::Escaped));
-        f.line = Some(span.line);
-        f.column = Some(span.column);
-        f.end_line = Some(span.end_line);
-        f.end_column = Some(span.end_column);
-        f.source_link = span.source_link;
-        let text = Some(span.document).filter(|_| context > 0).and_then(|rid| pdb.source(rid));
-        f.context = text.and_then(|t| crate::formats::pdb::sources::context(&t, span.line, context, context, MAX_CONTEXT_LINE)).map(Box::new);
+    // Written from parts made once: the module's `{"module":NAME`, a MethodDef's
+    // `,"token":T,"method":NAME,"il_offset":`, a document's `,"file":NAME,"line":` and a
+    // sequence point's numbers, in FrameOut's order, so the bytes are FrameOut's.
+    ident.head.put(out);
+    let method = pdb.method_json(token);
+    match method {
+        Some(method) => method.head.put(out),
+        // Not a MethodDef the module's metadata has (or no metadata): no name.
+        None => {
+            out.extend_from_slice(b",\"token\":");
+            number(out, token);
+            out.extend_from_slice(b",\"method\":null,\"il_offset\":");
+        }
     }
-    f.write(out);
+    number(out, il);
+    let Some((at, span)) = pdb.lines.span_place_at(token, il) else {
+        return out.extend_from_slice(b",\"file\":null,\"line\":null,\"column\":null,\"end_line\":null,\"end_column\":null}");
+    };
+    match span.file.map(|name| (name, pdb.file_json(span.document, name))) {
+        Some((_, Some(file_json))) => file_json.put(out),
+        Some((name, None)) => {
+            out.extend_from_slice(b",\"file\":");
+            string(out, name);
+            out.extend_from_slice(b",\"line\":");
+        }
+        None => out.extend_from_slice(b",\"file\":null,\"line\":"),
+    }
+    if !method.is_some_and(|m| m.put_tail(at, out)) {
+        number(out, span.line);
+        out.extend_from_slice(b",\"column\":");
+        number(out, span.column);
+        out.extend_from_slice(b",\"end_line\":");
+        number(out, span.end_line);
+        out.extend_from_slice(b",\"end_column\":");
+        number(out, span.end_column);
+    }
+    if let Some(link) = span.source_link {
+        out.extend_from_slice(b",\"source_link\":");
+        string(out, link);
+    }
+    let text = Some(span.document).filter(|_| context > 0).and_then(|rid| pdb.source(rid));
+    match text.and_then(|t| crate::formats::pdb::sources::context(&t, span.line, context, context, MAX_CONTEXT_LINE)) {
+        Some(context) => FrameOut { context: Some(Box::new(context)), ..FrameOut::default() }.write_tail(out),
+        None => out.push(b'}'),
+    }
 }
 
 fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut Vec<u8>) {
@@ -294,7 +331,7 @@ fn pair(n: u32) -> [u8; 2] {
 /// its four places as one word: two pairs of digits, shifted past the leading zeros and stored
 /// at once.
 #[inline(always)]
-fn number(out: &mut Vec<u8>, n: u32) {
+pub(super) fn number(out: &mut Vec<u8>, n: u32) {
     if n < 10_000 {
         let [a, b] = pair(n / 100);
         let [c, d] = pair(n % 100);
@@ -375,6 +412,59 @@ mod tests {
             number(&mut out, n);
             assert_eq!(out, format!("x{n}").into_bytes());
         }
+    }
+
+    /// A frame written from the parts made once (the module's, the method's, each point's and
+    /// the document's) is, byte for byte, the frame [`FrameOut::write`] writes from the lookup's
+    /// fields: every method of the Frames fixture (and tokens past its table), at every IL
+    /// offset up to past each body, with context lines asked, twice (parts made, then reused).
+    #[test]
+    fn frames_from_parts_made_once_are_frame_out_s_bytes() {
+        use crate::answers::symbolizer::ModuleSymbols;
+        use crate::service::pdb_module::PdbModule;
+        use crate::service::request::ModuleIn;
+        use std::sync::Arc;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/frames/debug-portable");
+        let lines = |dir: &std::path::Path| ModuleSymbols::from_pdb(std::fs::read(dir.join("Frames.pdb")).unwrap()).unwrap();
+        let pdb = Arc::new(PdbModule::new(lines(&dir), Some(std::fs::read(dir.join("Frames.dll")).unwrap())));
+        let (slot, oracle) = (Slot::Pdb(pdb.clone()), lines(&dir));
+        let assembly = std::fs::read(dir.join("Frames.dll")).unwrap();
+        let image = crate::formats::pe::PeImage::parse(&assembly).unwrap();
+        let names = crate::formats::metadata::Metadata::from_pe(&image).unwrap();
+        let ident = Ident::from_module(&ModuleIn { name: Some("Fr\"ames.dll".into()), ..ModuleIn::default() }, 0).unwrap();
+        let mut frames = 0;
+        for _ in 0..2 {
+            for token in (0x0600_0000..0x0600_0040).chain([0x0700_0001, 0x06FF_FFFF]) {
+                for il in (0..200).chain([u32::MAX]) {
+                    let mut fast = Vec::new();
+                    answer_il(&ident, &slot, token, il, 3, &mut fast);
+                    let span = oracle.span_at(token, il);
+                    let name = names.method_name(token).map(|n| {
+                        let mut json = Vec::new();
+                        string(&mut json, &n);
+                        json
+                    });
+                    let want = FrameOut {
+                        module: name_of(&ident),
+                        token: Some(token),
+                        method: name.as_deref().map(Json::Escaped),
+                        il_offset: Some(il),
+                        file: span.and_then(|s| s.file).map(Json::Text),
+                        line: span.map(|s| s.line),
+                        column: span.map(|s| s.column),
+                        end_line: span.map(|s| s.end_line),
+                        end_column: span.map(|s| s.end_column),
+                        source_link: span.and_then(|s| s.source_link),
+                        ..FrameOut::default()
+                    };
+                    let mut slow = Vec::new();
+                    want.write(&mut slow);
+                    assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&slow), "token {token:#x} il {il}");
+                    frames += usize::from(span.is_some());
+                }
+            }
+        }
+        assert!(frames > 500, "{frames} frames with a line");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::piece::Piece;
 use super::request::{file_name, parse_debug_id, parse_guid, ModuleIn, Num};
 use super::{ServiceError, MAX_NAME};
 use crate::formats::pdb::WINDOWS_PDB_MESSAGE;
@@ -15,6 +16,9 @@ pub(super) struct Ident {
     pub(super) name: Option<String>,
     /// `name` as a JSON string, quotes included: written into every frame of the module.
     pub(super) name_json: Option<Vec<u8>>,
+    /// What every answered frame of the module begins with: `{"module":` and `name_json` (or
+    /// `null`), made once per request.
+    pub(super) head: Piece,
     /// The PDB's file name.
     pub(super) pdb: Option<String>,
     pub(super) guid: Option<[u8; 16]>,
@@ -62,7 +66,9 @@ impl Ident {
             crate::base::json::string(&mut json, n);
             json
         });
-        Ok(Ident { name, name_json, pdb, guid, stamp, mvid, pe_key, bad: None })
+        let mut head = b"{\"module\":".to_vec();
+        head.extend_from_slice(name_json.as_deref().unwrap_or(b"null"));
+        Ok(Ident { name, name_json, head: Piece::new(head), pdb, guid, stamp, mvid, pe_key, bad: None })
     }
 
     /// The PDB's name: as given, else the assembly's with `.pdb`.

@@ -22,6 +22,7 @@ mod ident;
 mod lookup;
 mod lru;
 mod pdb_module;
+mod piece;
 pub mod request;
 pub mod scan;
 
@@ -31,7 +32,7 @@ use std::time::Duration;
 
 use crate::answers::symbolizer::{Options, Symbolizer};
 use crate::symbols::locate::SymbolPaths;
-use answer::{Ask, Bounded, Found, Stop};
+use answer::{Bounded, Found, Stop};
 use decode::{ask_of, json_error, At};
 use ident::{ident_note, server_notes, windows_pdb_note, Ident};
 use lru::{Lru, Slot};
@@ -209,21 +210,20 @@ impl Service {
     fn answer(&self, body: &[u8], room: &mut dyn FnMut(u64) -> bool, may_load: bool) -> Result<Answer, ServiceError> {
         let text = std::str::from_utf8(body).map_err(|e| ServiceError::new(400, "bad_utf8", format!("the body is not UTF-8: at byte {}", e.valid_up_to())))?;
         // The cursor reads what clients send; serde reads (and names the errors of) the rest.
-        let asked = match scan::read_asked(text, self.config.max_frames) {
+        let mut asked = match scan::read_asked(text, self.config.max_frames) {
             Some(asked) => asked,
             None => self.read_with_serde(text)?,
         };
-        let Asked { modules, groups: asks, nested, context_lines } = asked;
-        let context = match context_lines {
+        let context = match asked.context_lines {
             Some(Num(n)) if n > u64::from(MAX_CONTEXT) => return Err(ServiceError::new(400, "bad_value", format!("context_lines: {n} is over {MAX_CONTEXT}"))),
             Some(Num(n)) => u32::try_from(n).unwrap_or(MAX_CONTEXT),
             None => DEFAULT_CONTEXT,
         };
-        let idents = modules.iter().enumerate().map(|(i, m)| Ident::from_module(m, i)).collect::<Result<Vec<_>, _>>()?;
-        drop(modules);
-        let total = asks.iter().map(Vec::len).fold(0usize, usize::saturating_add);
+        let idents = asked.modules.iter().enumerate().map(|(i, m)| Ident::from_module(m, i)).collect::<Result<Vec<_>, _>>()?;
+        drop(std::mem::take(&mut asked.modules));
+        let total = asked.groups.iter().map(Vec::len).fold(0usize, usize::saturating_add);
         let mut out = Bounded::new(self.config.max_answer, room);
-        match self.write_answer(&mut out, &idents, &asks, nested, context, may_load) {
+        match self.write_answer(&mut out, &idents, &asked, context, may_load) {
             Ok(()) => Ok(Answer { body: out.buf, frames: u64::try_from(total).unwrap_or(u64::MAX) }),
             Err(Stop::TooLarge) => {
                 Err(ServiceError::new(413, "answer_too_large", format!("the answer is over {} bytes (the service's --max-answer); send fewer frames in one request", self.config.max_answer)))
@@ -269,28 +269,27 @@ impl Service {
             }
             asks.push(group);
         }
-        Ok(Asked { modules, groups: asks, nested, context_lines })
+        let kinds = Asked::kinds_of(&asks);
+        Ok(Asked { modules, groups: asks, nested, context_lines, kinds })
     }
 
-    /// Look up each module a frame asks about (its PDB for IL frames, its image for RVAs: once
-    /// per request), then write every frame: `{"frames":[...]}`, or `{"stacktraces":[{"frames":
-    /// [...]},...]}` when `nested`.
-    fn write_answer(&self, out: &mut Bounded<'_>, idents: &[Ident], asks: &[Vec<(usize, Ask)>], nested: bool, context: u32, may_load: bool) -> Result<(), Stop> {
+    /// Look up each module a frame asks about (its PDB for IL frames, its image for RVAs, as
+    /// [`Asked::kinds`] says: once per request), then write every frame: `{"frames":[...]}`, or
+    /// `{"stacktraces":[{"frames":[...]},...]}` when `nested`.
+    fn write_answer(&self, out: &mut Bounded<'_>, idents: &[Ident], asked: &Asked, context: u32, may_load: bool) -> Result<(), Stop> {
+        let Asked { groups: asks, nested, kinds, .. } = asked;
+        let nested = *nested;
         let mut pdbs: Vec<Option<Slot>> = vec![None; idents.len()];
         let mut images: Vec<Option<Slot>> = vec![None; idents.len()];
-        for (module, ask) in asks.iter().flatten() {
-            let Some(ident) = idents.get(*module).filter(|i| i.bad.is_none()) else { continue };
-            match ask {
-                Ask::Il { .. } => {
-                    if let Some(slot @ None) = pdbs.get_mut(*module) {
-                        *slot = Some(self.lookup(ident.pdb_key(), may_load, || self.load_pdb(ident)).ok_or(Stop::NotCached)?);
-                    }
-                }
-                Ask::Rva { .. } => {
-                    if let Some(slot @ None) = images.get_mut(*module) {
-                        *slot = Some(self.lookup(ident.image_key(), may_load, || self.load_image(ident)).ok_or(Stop::NotCached)?);
-                    }
-                }
+        for ((ident, kind), (pdb, image)) in idents.iter().zip(kinds).zip(pdbs.iter_mut().zip(images.iter_mut())) {
+            if ident.bad.is_some() {
+                continue;
+            }
+            if kind & scan::ASKS_IL != 0 {
+                *pdb = Some(self.lookup(ident.pdb_key(), may_load, || self.load_pdb(ident)).ok_or(Stop::NotCached)?);
+            }
+            if kind & scan::ASKS_RVA != 0 {
+                *image = Some(self.lookup(ident.image_key(), may_load, || self.load_image(ident)).ok_or(Stop::NotCached)?);
             }
         }
         let found = Found { idents, pdbs: &pdbs, images: &images, context };

@@ -1,11 +1,14 @@
 //! A module's PDB as the service keeps it in the LRU: its lines, and what every frame of it needs
-//! written, kept once per method and per document in slots read without a lock: a method's name
-//! and a document's file name already as JSON strings (a frame copies them, it never escapes
-//! them again), and a document's embedded source, inflated once within [`SOURCE_CACHE`] bytes.
+//! written, kept once per method and per document in slots read without a lock: a method's token
+//! and name and a document's file name already as the answer's JSON, keys included (a frame
+//! copies them, it never escapes or formats them again), and a document's embedded source,
+//! inflated once within [`SOURCE_CACHE`] bytes.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use super::answer::number;
+use super::piece::{put_padded, Piece, CHUNK};
 use crate::answers::symbolizer::ModuleSymbols;
 use crate::formats::metadata::{table, Metadata};
 use crate::formats::pdb::PortablePdb;
@@ -26,15 +29,57 @@ type Slot<T> = OnceLock<Option<T>>;
 pub(super) struct PdbModule {
     pub(super) lines: ModuleSymbols,
     assembly: Option<Vec<u8>>,
-    /// By MethodDef row − 1: the method's name as a JSON string (`None`: it has none).
-    names: Box<[Slot<Box<[u8]>>]>,
-    /// By Document row − 1: the document's name as a JSON string.
-    files: Box<[OnceLock<Box<[u8]>>]>,
+    /// By MethodDef row − 1: [`PdbModule::method_json`].
+    methods: Box<[OnceLock<MethodJson>]>,
+    /// By Document row − 1: [`PdbModule::file_json`].
+    files: Box<[OnceLock<Piece>]>,
     /// By Document row − 1: its embedded source, inflated (`None`: none, or unreadable).
     sources: Box<[Slot<Arc<[u8]>>]>,
     /// The bytes `sources` holds.
     source_bytes: AtomicUsize,
+    /// The bytes the methods' [`MethodJson`] tails hold.
+    tail_bytes: AtomicUsize,
 }
+
+/// A method's parts of its frames' answers, made when a frame of it is first answered.
+#[derive(Debug)]
+pub(super) struct MethodJson {
+    /// `,"token":T,"method":NAME,"il_offset":`, the name `Ns.Type::Method` as a JSON string
+    /// (`null` where the assembly is not found or names none).
+    pub(super) head: Piece,
+    /// By sequence point, [`TAIL`] bytes each: what follows its document's `"line":`,
+    /// `L,"column":C,"end_line":EL,"end_column":EC`, and zeros.
+    tails: Box<[u8]>,
+    /// By sequence point: its tail's length (0: none kept, for a tail over [`TAIL`] bytes or a
+    /// module over [`TAILS_CACHE`]).
+    lens: Box<[u8]>,
+}
+
+impl MethodJson {
+    /// Append the tail of the method's point `at` (in [`ModuleSymbols::point_spans`]' order);
+    /// `false` where none is kept, and the caller writes the numbers.
+    ///
+    /// [`ModuleSymbols::point_spans`]: crate::answers::symbolizer::ModuleSymbols::point_spans
+    #[inline(always)]
+    pub(super) fn put_tail(&self, at: usize, out: &mut Vec<u8>) -> bool {
+        let len = self.lens.get(at).map_or(0, |&l| usize::from(l));
+        let start = at.saturating_mul(TAIL);
+        match self.tails.get(start..start.saturating_add(TAIL)) {
+            Some(tail) if len > 0 => {
+                put_padded(out, tail, len);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The bytes kept for one sequence point's tail: a line, a column, an end line and an end column
+/// below 100,000 each fit.
+const TAIL: usize = 2 * CHUNK;
+
+/// The most bytes of tails one module keeps; a method past it is answered without them.
+pub const TAILS_CACHE: usize = 4 << 20;
 
 impl PdbModule {
     pub(super) fn new(lines: ModuleSymbols, assembly: Option<Vec<u8>>) -> PdbModule {
@@ -44,18 +89,25 @@ impl PdbModule {
         PdbModule {
             lines,
             assembly,
-            names: (0..slots(methods)).map(|_| OnceLock::new()).collect(),
+            methods: (0..slots(methods)).map(|_| OnceLock::new()).collect(),
             files: (0..slots(documents)).map(|_| OnceLock::new()).collect(),
             sources: (0..slots(documents)).map(|_| OnceLock::new()).collect(),
             source_bytes: AtomicUsize::new(0),
+            tail_bytes: AtomicUsize::new(0),
         }
     }
 
-    /// What the slots cost in memory, for the LRU's count (their contents are counted by the
-    /// files' sizes: a name or a path is never longer than the file that holds it, twice over).
+    /// What the slots cost in memory, for the LRU's count: each slot, and what a filled one holds
+    /// besides its name (the keys, the token and the padding; a name or a path is counted by the files' sizes,
+    /// as it is never longer than the file that holds it, twice over).
     pub(super) fn slots_size(&self) -> u64 {
         let n = |len: usize, each: usize| u64::try_from(len.saturating_mul(each)).unwrap_or(u64::MAX);
-        n(self.names.len(), size_of::<Slot<Box<[u8]>>>()).saturating_add(n(self.files.len(), size_of::<OnceLock<Box<[u8]>>>())).saturating_add(n(self.sources.len(), size_of::<Slot<Arc<[u8]>>>()))
+        let slot = size_of::<OnceLock<MethodJson>>().saturating_add(CHUNK);
+        let tails = TAILS_CACHE.min(self.lines.pdb_bytes().len().saturating_mul(TAILS_PER_PDB_BYTE));
+        n(self.methods.len(), slot.saturating_add(TOKEN_KEYS.saturating_add(10)))
+            .saturating_add(n(tails, 1))
+            .saturating_add(n(self.files.len(), slot.saturating_add(FILE_KEYS)))
+            .saturating_add(n(self.sources.len(), size_of::<Slot<Arc<[u8]>>>()))
     }
 
     /// The embedded source of Document row `rid`, inflated.
@@ -74,29 +126,80 @@ impl PdbModule {
         text
     }
 
-    /// A MethodDef's name (`Ns.Type::Method`) as a JSON string, quotes included.
-    pub(super) fn method_json(&self, token: u32) -> Option<&[u8]> {
+    /// A MethodDef token's parts of its frames' answers ([`MethodJson`]). `None`: not a
+    /// MethodDef of this module's metadata.
+    pub(super) fn method_json(&self, token: u32) -> Option<&MethodJson> {
         if token >> 24 != u32::from(table::METHOD_DEF) {
             return None;
         }
-        let slot = self.names.get(usize::try_from((token & 0x00FF_FFFF).checked_sub(1)?).ok()?)?;
-        slot.get_or_init(|| {
-            let assembly = self.assembly.as_ref()?;
-            let name = PeImage::parse(assembly).ok().and_then(|pe| Metadata::from_pe(&pe).ok()).and_then(|md| md.method_name(token))?;
-            Some(json(&name))
-        })
-        .as_deref()
+        let slot = self.methods.get(usize::try_from((token & 0x00FF_FFFF).checked_sub(1)?).ok()?)?;
+        Some(slot.get_or_init(|| {
+            let name = self.assembly.as_ref().and_then(|a| PeImage::parse(a).ok()).and_then(|pe| Metadata::from_pe(&pe).ok()).and_then(|md| md.method_name(token));
+            let mut head = Vec::with_capacity(TOKEN_KEYS.saturating_add(10).saturating_add(name.as_ref().map_or(4, |n| n.len().saturating_add(2))));
+            head.extend_from_slice(b",\"token\":");
+            number(&mut head, token);
+            head.extend_from_slice(b",\"method\":");
+            match &name {
+                Some(name) => crate::base::json::string(&mut head, name),
+                None => head.extend_from_slice(b"null"),
+            }
+            head.extend_from_slice(b",\"il_offset\":");
+            let (tails, lens) = self.tails(token);
+            MethodJson { head: Piece::new(head), tails, lens }
+        }))
     }
 
-    /// Document row `rid`'s name, `name`, as a JSON string, quotes included.
-    pub(super) fn file_json(&self, rid: u32, name: &str) -> Option<&[u8]> {
+    /// A method's tails and their lengths ([`MethodJson`]), within the module's budget.
+    fn tails(&self, token: u32) -> (Box<[u8]>, Box<[u8]>) {
+        let points: Vec<[u32; 4]> = self.lines.point_spans(token).collect();
+        let bytes = points.len().saturating_mul(TAIL.saturating_add(1));
+        if bytes == 0 || self.tail_bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| held.checked_add(bytes).filter(|&sum| sum <= TAILS_CACHE)).is_err() {
+            return (Box::default(), Box::default());
+        }
+        let mut tails = Vec::with_capacity(points.len().saturating_mul(TAIL));
+        let mut lens = Vec::with_capacity(points.len());
+        let mut one = Vec::with_capacity(TAIL.saturating_mul(2));
+        for [line, column, end_line, end_column] in points {
+            one.clear();
+            number(&mut one, line);
+            one.extend_from_slice(b",\"column\":");
+            number(&mut one, column);
+            one.extend_from_slice(b",\"end_line\":");
+            number(&mut one, end_line);
+            one.extend_from_slice(b",\"end_column\":");
+            number(&mut one, end_column);
+            let kept = one.len() <= TAIL;
+            lens.push(if kept { u8::try_from(one.len()).unwrap_or(0) } else { 0 });
+            let at = tails.len();
+            if kept {
+                tails.extend_from_slice(&one);
+            }
+            tails.resize(at.saturating_add(TAIL), 0);
+        }
+        (tails.into_boxed_slice(), lens.into_boxed_slice())
+    }
+
+    /// Document row `rid`'s part of a frame's answer, `,"file":NAME,"line":`, its name `name` as
+    /// a JSON string. `None`: no such row.
+    pub(super) fn file_json(&self, rid: u32, name: &str) -> Option<&Piece> {
         let slot = self.files.get(usize::try_from(rid.checked_sub(1)?).ok()?)?;
-        Some(slot.get_or_init(|| json(name)))
+        Some(slot.get_or_init(|| {
+            let mut out = Vec::with_capacity(name.len().saturating_add(FILE_KEYS).saturating_add(2));
+            out.extend_from_slice(b",\"file\":");
+            crate::base::json::string(&mut out, name);
+            out.extend_from_slice(b",\"line\":");
+            Piece::new(out)
+        }))
     }
 }
 
-fn json(s: &str) -> Box<[u8]> {
-    let mut out = Vec::with_capacity(s.len().saturating_add(2));
-    crate::base::json::string(&mut out, s);
-    out.into_boxed_slice()
-}
+/// The bytes of `,"token":`, `,"method":` and `,"il_offset":`.
+const TOKEN_KEYS: usize = 32;
+
+/// What a module's PDB is counted for its tails (within [`TAILS_CACHE`]), per byte: a visible
+/// sequence point takes at least four bytes of its blob, and [`TAIL`] and a length byte in
+/// [`MethodJson`].
+const TAILS_PER_PDB_BYTE: usize = 17;
+
+/// The bytes of `,"file":` and `,"line":`.
+const FILE_KEYS: usize = 16;

@@ -169,17 +169,36 @@ impl ModuleLines {
     /// The runtime's line for an IL offset: the last visible point at or before it, and its
     /// document's name.
     pub fn line(&self, method: u32, il: u32) -> Option<(LinePoint, Option<&str>)> {
+        self.line_at(method, il).map(|(_, p, file)| (p, file))
+    }
+
+    /// [`ModuleLines::line`], and the point's place among the method's points (in
+    /// [`ModuleLines::points`]' order).
+    pub fn line_at(&self, method: u32, il: u32) -> Option<(usize, LinePoint, Option<&str>)> {
+        let m = self.method_of(method)?;
+        let n = m.points.partition_point(|p| p.il <= il);
+        let at = n.checked_sub(1)?;
+        let mut p = *m.points.get(at)?;
+        if p.document == 0 {
+            p.document = m.document;
+        }
+        Some((at, p, self.document(p.document)))
+    }
+
+    /// Every visible point of a method, in order, its document's row as [`ModuleLines::line`]
+    /// gives it (empty: no such method, or no points).
+    pub fn points(&self, method: u32) -> impl Iterator<Item = LinePoint> + '_ {
+        let m = self.method_of(method);
+        m.into_iter().flat_map(|m| m.points.iter().map(move |&p| LinePoint { document: if p.document == 0 { m.document } else { p.document }, ..p }))
+    }
+
+    /// A MethodDef token's points.
+    fn method_of(&self, method: u32) -> Option<&MethodPoints> {
         let rid = method & 0x00FF_FFFF;
         if method >> 24 != 0x06 || rid == 0 {
             return None;
         }
-        let m = self.method(rid)?;
-        let n = m.points.partition_point(|p| p.il <= il);
-        let mut p = *m.points.get(n.checked_sub(1)?)?;
-        if p.document == 0 {
-            p.document = m.document;
-        }
-        Some((p, self.document(p.document)))
+        self.method(rid)
     }
 
     /// A body's line table: for each native offset where the runtime's line changes, that line,

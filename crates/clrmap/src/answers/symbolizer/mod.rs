@@ -181,6 +181,19 @@ impl ModuleSymbols {
         Some(SpanAt { line: p.line, column: p.column, end_line: p.end_line, end_column: p.end_column, file, document: p.document, source_link: self.lines.source_link(p.document) })
     }
 
+    /// [`ModuleSymbols::span_at`], and the line's place among the method's points (in
+    /// [`ModuleSymbols::point_spans`]' order): for a caller that keeps something made per point.
+    pub(crate) fn span_place_at(&self, token: u32, il: u32) -> Option<(usize, SpanAt<'_>)> {
+        let (at, p, file) = self.lines.line_at(token, il)?;
+        Some((at, SpanAt { line: p.line, column: p.column, end_line: p.end_line, end_column: p.end_column, file, document: p.document, source_link: self.lines.source_link(p.document) }))
+    }
+
+    /// Each of a method's points, in order, as (line, column, end line, end column): what
+    /// [`ModuleSymbols::span_at`] gives at each.
+    pub(crate) fn point_spans(&self, token: u32) -> impl Iterator<Item = [u32; 4]> + '_ {
+        self.lines.points(token).map(|p| [p.line, p.column, p.end_line, p.end_column])
+    }
+
     /// The SourceLink URL of the document of a method's line at an IL offset.
     pub fn source_link(&self, token: u32, il: u32) -> Option<&str> {
         self.lines.source_link(self.document(token, il)?)

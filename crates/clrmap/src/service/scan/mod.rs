@@ -59,19 +59,57 @@ pub(super) struct Asked {
     pub(super) groups: Vec<Vec<(usize, Ask)>>,
     pub(super) nested: bool,
     pub(super) context_lines: Option<Num>,
+    /// By module index, what its frames ask of it ([`ASKS_IL`], [`ASKS_RVA`]): what to look up
+    /// before the first frame is written, with no second pass over the frames.
+    pub(super) kinds: Vec<u8>,
+}
+
+/// In [`Asked::kinds`]: a frame of the module asks its PDB (an IL frame).
+pub(super) const ASKS_IL: u8 = 1;
+/// In [`Asked::kinds`]: a frame of the module asks its image (an RVA).
+pub(super) const ASKS_RVA: u8 = 2;
+
+impl Asked {
+    /// [`Asked::kinds`] of these groups.
+    pub(super) fn kinds_of(groups: &[Vec<(usize, Ask)>]) -> Vec<u8> {
+        let mut kinds = Vec::new();
+        for (module, ask) in groups.iter().flatten() {
+            note_kind(&mut kinds, *module, ask);
+        }
+        kinds
+    }
+}
+
+/// Mark in `kinds` what `ask` asks of `module`; `None` past [`MAX_MODULES`] (no request has
+/// that module).
+fn note_kind(kinds: &mut Vec<u8>, module: usize, ask: &Ask) -> Option<()> {
+    if module >= MAX_MODULES {
+        return None;
+    }
+    if kinds.len() <= module {
+        kinds.resize(module.saturating_add(1), 0);
+    }
+    let kind = kinds.get_mut(module)?;
+    *kind |= match ask {
+        Ask::Il { .. } => ASKS_IL,
+        Ask::Rva { .. } => ASKS_RVA,
+    };
+    Some(())
 }
 
 /// The request in `body` read into [`Asked`], where every frame's ask is good and names one of
 /// the request's modules (so no frame is kept as it was written); `None` for every other body,
 /// which serde reads (see the module's notes) and whose frames are checked one by one.
 pub(super) fn read_asked(body: &str, max_frames: usize) -> Option<Asked> {
-    let r = read_as(body, max_frames, &mut Asks)?;
+    let mut asks = Asks { kinds: Vec::new() };
+    let r = read_as(body, max_frames, &mut asks)?;
     let (modules, lists) = chosen(r.modules, r.debug_meta.flatten(), r.frames, r.stacktraces);
     let (groups, nested) = lists?;
-    if groups.iter().flatten().any(|(module, _)| *module >= modules.len()) {
+    // Every module a frame names is one the request has (`kinds` ends at the highest named).
+    if asks.kinds.len() > modules.len() {
         return None;
     }
-    Some(Asked { modules, groups, nested, context_lines: r.context_lines })
+    Some(Asked { modules, groups, nested, context_lines: r.context_lines, kinds: asks.kinds })
 }
 
 /// What a frame list's reader makes of each frame as it is read (`None`: the body goes to serde).
@@ -99,21 +137,31 @@ impl Each for AsWritten {
 }
 
 /// Each frame made what it asks ([`read_asked`]), against no module count yet (the modules'
-/// count is checked once they are all read).
-struct Asks;
+/// count is checked once they are all read), and what each module is asked noted in `kinds`
+/// ([`Asked::kinds`]). A frame naming a module past [`MAX_MODULES`] sends the body to serde.
+struct Asks {
+    kinds: Vec<u8>,
+}
 
 impl Each for Asks {
     type Out = (usize, Ask);
     fn frame(&mut self, f: FrameIn) -> Option<(usize, Ask)> {
         // Where a frame is only matters for an error's message, and an error sends the body to serde.
-        ask_of(&f, At { group: 0, index: 0, nested: false }, usize::MAX).ok()
+        let (module, ask) = ask_of(&f, At { group: 0, index: 0, nested: false }, usize::MAX).ok()?;
+        note_kind(&mut self.kinds, module, &ask)?;
+        Some((module, ask))
     }
 
     /// [`ask_of`]'s rule for a frame of these three fields alone: a module index below
     /// `usize::MAX`, a token and an IL offset of 32 bits (the fuzz check holds the two equal).
     fn il(&mut self, module: u64, token: u64, il: u64) -> Option<(usize, Ask)> {
         let module = usize::try_from(module).ok().filter(|m| *m < usize::MAX)?;
-        Some((module, Ask::Il { token: u32::try_from(token).ok()?, il: u32::try_from(il).ok()? }))
+        let ask = Ask::Il { token: u32::try_from(token).ok()?, il: u32::try_from(il).ok()? };
+        // The common case, a module already noted for IL frames, costs one load and compare.
+        if self.kinds.get(module).is_none_or(|k| k & ASKS_IL == 0) {
+            note_kind(&mut self.kinds, module, &ask)?;
+        }
+        Some((module, ask))
     }
 }
 
@@ -568,6 +616,9 @@ impl<'a> Cursor<'a> {
     /// numbers, read with no key copied and no [`FrameIn`] made. `None` for any other frame,
     /// which [`Cursor::frame`] then reads from the same place.
     fn il_frame(&mut self) -> Option<(u64, u64, u64)> {
+        if let Some(compact) = self.compact_il_frame() {
+            return Some(compact);
+        }
         if self.next()? != b'{' {
             return None;
         }
@@ -582,6 +633,22 @@ impl<'a> Cursor<'a> {
         let il = self.keyed(b"\"il_offset\"")?;
         // A `.` or an `e` after a number (a float) is not the `}` either.
         (self.next()? == b'}').then_some((module, token, il))
+    }
+
+    /// [`Cursor::il_frame`] as serializers write it, with no whitespace: its constant parts
+    /// compared as whole slices, with no whitespace skipped between them. `None`: anything
+    /// else, which [`Cursor::il_frame`] reads from the same place.
+    fn compact_il_frame(&mut self) -> Option<(u64, u64, u64)> {
+        let bytes = self.text.as_bytes().get(self.at..)?;
+        let rest = bytes.strip_prefix(b"{\"module\":")?;
+        let (module, len) = short_integer(rest)?;
+        let rest = rest.get(len..)?.strip_prefix(b",\"token\":")?;
+        let (token, len) = short_integer(rest)?;
+        let rest = rest.get(len..)?.strip_prefix(b",\"il_offset\":")?;
+        let (il, len) = short_integer(rest)?;
+        let rest = rest.get(len..)?.strip_prefix(b"}")?;
+        self.at = self.text.len().checked_sub(rest.len())?;
+        Some((module, token, il))
     }
 
     /// The key `key` (quotes included), its colon and a short integer: the integer. The key's
