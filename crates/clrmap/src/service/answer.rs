@@ -212,7 +212,7 @@ impl Found<'_> {
 
 /// The module's name as the request gave it, escaped once per request.
 fn name_of(ident: &Ident) -> Option<Json<'_>> {
-    match &ident.name_json {
+    match ident.name_json() {
         Some(json) => Some(Json::Escaped(json)),
         None => Json::text(ident.name.as_deref()),
     }

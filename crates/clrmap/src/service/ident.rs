@@ -9,15 +9,16 @@ use super::{ServiceError, MAX_NAME};
 use crate::formats::pdb::WINDOWS_PDB_MESSAGE;
 use crate::symbols::locate::SymbolPaths;
 
+/// What [`Ident::head`] begins with.
+const HEAD_KEY: &[u8] = b"{\"module\":";
+
 /// One module of a request, as understood from its fields.
 #[derive(Debug, Default)]
 pub(super) struct Ident {
     /// The assembly's file name.
     pub(super) name: Option<String>,
-    /// `name` as a JSON string, quotes included: written into every frame of the module.
-    pub(super) name_json: Option<Vec<u8>>,
-    /// What every answered frame of the module begins with: `{"module":` and `name_json` (or
-    /// `null`), made once per request.
+    /// What every answered frame of the module begins with: `{"module":` and `name` as a JSON
+    /// string (or `null`), made once per request.
     pub(super) head: Piece,
     /// The PDB's file name.
     pub(super) pdb: Option<String>,
@@ -61,14 +62,18 @@ impl Ident {
             (Some(code_id), _, _) if m.kind.as_deref().is_none_or(|k| k.starts_with("pe")) => parse_code_id(code_id),
             _ => None,
         };
-        let name_json = name.as_deref().map(|n| {
-            let mut json = Vec::with_capacity(n.len().saturating_add(2));
-            crate::base::json::string(&mut json, n);
-            json
-        });
-        let mut head = b"{\"module\":".to_vec();
-        head.extend_from_slice(name_json.as_deref().unwrap_or(b"null"));
-        Ok(Ident { name, name_json, head: Piece::new(head), pdb, guid, stamp, mvid, pe_key, bad: None })
+        let mut head = Piece::buffer(name.as_ref().map_or(4, |n| n.len().saturating_add(2)).saturating_add(HEAD_KEY.len()));
+        head.extend_from_slice(HEAD_KEY);
+        match &name {
+            Some(name) => crate::base::json::string(&mut head, name),
+            None => head.extend_from_slice(b"null"),
+        }
+        Ok(Ident { name, head: Piece::new(head), pdb, guid, stamp, mvid, pe_key, bad: None })
+    }
+
+    /// `name` as a JSON string, quotes included (from [`Ident::head`]).
+    pub(super) fn name_json(&self) -> Option<&[u8]> {
+        self.name.as_ref().and_then(|_| self.head.bytes().get(HEAD_KEY.len()..))
     }
 
     /// The PDB's name: as given, else the assembly's with `.pdb`.

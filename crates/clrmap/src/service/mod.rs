@@ -269,7 +269,7 @@ impl Service {
             }
             asks.push(group);
         }
-        let kinds = Asked::kinds_of(&asks);
+        let kinds = scan::Kinds::of(&asks);
         Ok(Asked { modules, groups: asks, nested, context_lines, kinds })
     }
 
@@ -281,7 +281,8 @@ impl Service {
         let nested = *nested;
         let mut pdbs: Vec<Option<Slot>> = vec![None; idents.len()];
         let mut images: Vec<Option<Slot>> = vec![None; idents.len()];
-        for ((ident, kind), (pdb, image)) in idents.iter().zip(kinds).zip(pdbs.iter_mut().zip(images.iter_mut())) {
+        for (i, (ident, (pdb, image))) in idents.iter().zip(pdbs.iter_mut().zip(images.iter_mut())).enumerate() {
+            let kind = kinds.get(i);
             if ident.bad.is_some() {
                 continue;
             }

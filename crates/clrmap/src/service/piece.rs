@@ -14,10 +14,21 @@ pub(super) struct Piece {
 }
 
 impl Piece {
+    /// An empty buffer with room for `len` bytes and their padding: made a [`Piece`] with no
+    /// allocation besides its own.
+    pub(super) fn buffer(len: usize) -> Vec<u8> {
+        Vec::with_capacity(len.div_ceil(CHUNK).saturating_mul(CHUNK))
+    }
+
     pub(super) fn new(mut bytes: Vec<u8>) -> Piece {
         let len = bytes.len();
         bytes.resize(len.div_ceil(CHUNK).saturating_mul(CHUNK), 0);
         Piece { padded: bytes.into_boxed_slice(), len }
+    }
+
+    /// The bytes, without their padding.
+    pub(super) fn bytes(&self) -> &[u8] {
+        self.padded.get(..self.len).unwrap_or_default()
     }
 
     /// Append the bytes (the padding is written, then cut off).
@@ -58,7 +69,9 @@ mod tests {
         for len in 0..100usize {
             let bytes: Vec<u8> = (0..len).map(|i| u8::try_from(i % 250).unwrap_or(0).wrapping_add(1)).collect();
             let mut out = b"ab".to_vec();
-            Piece::new(bytes.clone()).put(&mut out);
+            let piece = Piece::new(bytes.clone());
+            assert_eq!(piece.bytes(), &bytes[..]);
+            piece.put(&mut out);
             assert_eq!(out.get(..2), Some(&b"ab"[..]));
             assert_eq!(out.get(2..), Some(&bytes[..]));
         }

@@ -59,54 +59,81 @@ pub(super) struct Asked {
     pub(super) groups: Vec<Vec<(usize, Ask)>>,
     pub(super) nested: bool,
     pub(super) context_lines: Option<Num>,
-    /// By module index, what its frames ask of it ([`ASKS_IL`], [`ASKS_RVA`]): what to look up
-    /// before the first frame is written, with no second pass over the frames.
-    pub(super) kinds: Vec<u8>,
+    /// By module index, what its frames ask of it: what to look up before the first frame is
+    /// written, with no second pass over the frames.
+    pub(super) kinds: Kinds,
 }
 
-/// In [`Asked::kinds`]: a frame of the module asks its PDB (an IL frame).
+/// In [`Kinds`]: a frame of the module asks its PDB (an IL frame).
 pub(super) const ASKS_IL: u8 = 1;
-/// In [`Asked::kinds`]: a frame of the module asks its image (an RVA).
+/// In [`Kinds`]: a frame of the module asks its image (an RVA).
 pub(super) const ASKS_RVA: u8 = 2;
 
-impl Asked {
-    /// [`Asked::kinds`] of these groups.
-    pub(super) fn kinds_of(groups: &[Vec<(usize, Ask)>]) -> Vec<u8> {
-        let mut kinds = Vec::new();
+/// What each module of a request is asked ([`ASKS_IL`], [`ASKS_RVA`]), by module index: the
+/// first 32 modules two bits each in a word, so that a request of a few modules allocates
+/// nothing for it (a one-frame request's cost is mostly such fixed costs).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Kinds {
+    low: u64,
+    high: Vec<u8>,
+    count: usize,
+}
+
+impl Kinds {
+    /// The kinds of these groups' asks.
+    pub(super) fn of(groups: &[Vec<(usize, Ask)>]) -> Kinds {
+        let mut kinds = Kinds::default();
         for (module, ask) in groups.iter().flatten() {
-            note_kind(&mut kinds, *module, ask);
+            // Every module a request's good frames name is below MAX_MODULES.
+            let _ = kinds.note(*module, ask);
         }
         kinds
     }
-}
 
-/// Mark in `kinds` what `ask` asks of `module`; `None` past [`MAX_MODULES`] (no request has
-/// that module).
-fn note_kind(kinds: &mut Vec<u8>, module: usize, ask: &Ask) -> Option<()> {
-    if module >= MAX_MODULES {
-        return None;
+    /// Note what `ask` asks of `module`; `None` past [`MAX_MODULES`] (no request has that
+    /// module).
+    #[inline(always)]
+    fn note(&mut self, module: usize, ask: &Ask) -> Option<()> {
+        let kind = match ask {
+            Ask::Il { .. } => ASKS_IL,
+            Ask::Rva { .. } => ASKS_RVA,
+        };
+        if module < 32 {
+            self.low |= u64::from(kind) << (module.saturating_mul(2));
+        } else {
+            if module >= MAX_MODULES {
+                return None;
+            }
+            let at = module.saturating_sub(32);
+            if self.high.len() <= at {
+                self.high.resize(at.saturating_add(1), 0);
+            }
+            *self.high.get_mut(at)? |= kind;
+        }
+        self.count = self.count.max(module.saturating_add(1));
+        Some(())
     }
-    if kinds.len() <= module {
-        kinds.resize(module.saturating_add(1), 0);
+
+    /// What `module` is asked.
+    pub(super) fn get(&self, module: usize) -> u8 {
+        if module < 32 {
+            u8::try_from((self.low >> module.saturating_mul(2)) & 3).unwrap_or(0)
+        } else {
+            self.high.get(module.saturating_sub(32)).copied().unwrap_or(0)
+        }
     }
-    let kind = kinds.get_mut(module)?;
-    *kind |= match ask {
-        Ask::Il { .. } => ASKS_IL,
-        Ask::Rva { .. } => ASKS_RVA,
-    };
-    Some(())
 }
 
 /// The request in `body` read into [`Asked`], where every frame's ask is good and names one of
 /// the request's modules (so no frame is kept as it was written); `None` for every other body,
 /// which serde reads (see the module's notes) and whose frames are checked one by one.
 pub(super) fn read_asked(body: &str, max_frames: usize) -> Option<Asked> {
-    let mut asks = Asks { kinds: Vec::new() };
+    let mut asks = Asks { kinds: Kinds::default() };
     let r = read_as(body, max_frames, &mut asks)?;
     let (modules, lists) = chosen(r.modules, r.debug_meta.flatten(), r.frames, r.stacktraces);
     let (groups, nested) = lists?;
-    // Every module a frame names is one the request has (`kinds` ends at the highest named).
-    if asks.kinds.len() > modules.len() {
+    // Every module a frame names is one the request has.
+    if asks.kinds.count > modules.len() {
         return None;
     }
     Some(Asked { modules, groups, nested, context_lines: r.context_lines, kinds: asks.kinds })
@@ -138,9 +165,9 @@ impl Each for AsWritten {
 
 /// Each frame made what it asks ([`read_asked`]), against no module count yet (the modules'
 /// count is checked once they are all read), and what each module is asked noted in `kinds`
-/// ([`Asked::kinds`]). A frame naming a module past [`MAX_MODULES`] sends the body to serde.
+/// ([`Kinds`]). A frame naming a module past [`MAX_MODULES`] sends the body to serde.
 struct Asks {
-    kinds: Vec<u8>,
+    kinds: Kinds,
 }
 
 impl Each for Asks {
@@ -148,7 +175,7 @@ impl Each for Asks {
     fn frame(&mut self, f: FrameIn) -> Option<(usize, Ask)> {
         // Where a frame is only matters for an error's message, and an error sends the body to serde.
         let (module, ask) = ask_of(&f, At { group: 0, index: 0, nested: false }, usize::MAX).ok()?;
-        note_kind(&mut self.kinds, module, &ask)?;
+        self.kinds.note(module, &ask)?;
         Some((module, ask))
     }
 
@@ -157,10 +184,7 @@ impl Each for Asks {
     fn il(&mut self, module: u64, token: u64, il: u64) -> Option<(usize, Ask)> {
         let module = usize::try_from(module).ok().filter(|m| *m < usize::MAX)?;
         let ask = Ask::Il { token: u32::try_from(token).ok()?, il: u32::try_from(il).ok()? };
-        // The common case, a module already noted for IL frames, costs one load and compare.
-        if self.kinds.get(module).is_none_or(|k| k & ASKS_IL == 0) {
-            note_kind(&mut self.kinds, module, &ask)?;
-        }
+        self.kinds.note(module, &ask)?;
         Some((module, ask))
     }
 }

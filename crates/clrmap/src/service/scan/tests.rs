@@ -198,3 +198,30 @@ fn the_common_frame_is_read_as_serde_reads_it() {
     assert_eq!(asked, Some(vec![vec![(0, Ask::Il { token: 100663297, il: 12 }), (0, Ask::Il { token: 7, il: 8 })]]));
     assert_eq!(read_asked(&frame(read_alike[5]), 10), None);
 }
+
+/// What each module is asked, noted while reading, is what a pass over the asks finds, at module
+/// indices in the word (below 32) and past it; a frame naming a module the request does not have,
+/// or one past the modules' budget, sends the body to serde.
+#[test]
+fn each_module_s_kinds_are_those_its_frames_ask() {
+    let modules = (0..40).map(|_| "{}").collect::<Vec<_>>().join(",");
+    let frames = [(0, "\"token\":1,\"il_offset\":2"), (31, "\"rva\":16"), (32, "\"token\":1,\"il_offset\":2"), (39, "\"rva\":16"), (39, "\"token\":3,\"il_offset\":4"), (0, "\"address\":4096")];
+    let list = frames.iter().map(|(m, rest)| format!("{{\"module\":{m},{rest}}}")).collect::<Vec<_>>().join(",");
+    let body = format!(r#"{{"modules":[{modules}],"frames":[{list}]}}"#);
+    let asked = read_asked(&body, 100).unwrap_or_else(|| panic!("not read: {body}"));
+    let want = |m: usize| match m {
+        0 | 39 => ASKS_IL | ASKS_RVA,
+        31 => ASKS_RVA,
+        32 => ASKS_IL,
+        _ => 0,
+    };
+    for m in 0..45 {
+        assert_eq!((m, asked.kinds.get(m)), (m, want(m)));
+        assert_eq!((m, Kinds::of(&asked.groups).get(m)), (m, want(m)));
+    }
+    assert_eq!(asked.kinds, Kinds::of(&asked.groups));
+    for past in [40usize, 10_000, 10_001] {
+        let body = format!(r#"{{"modules":[{modules}],"frames":[{{"module":{past},"token":1,"il_offset":2}}]}}"#);
+        assert!(read_asked(&body, 100).is_none(), "{past}");
+    }
+}
