@@ -417,7 +417,8 @@ mod tests {
     /// A frame written from the parts made once (the module's, the method's, each point's and
     /// the document's) is, byte for byte, the frame [`FrameOut::write`] writes from the lookup's
     /// fields: every method of the Frames fixture (and tokens past its table), at every IL
-    /// offset up to past each body, with context lines asked, twice (parts made, then reused).
+    /// offset up to past each body, with context lines asked, twice (parts made, then reused),
+    /// with the points' tails kept and with none kept.
     #[test]
     fn frames_from_parts_made_once_are_frame_out_s_bytes() {
         use crate::answers::symbolizer::ModuleSymbols;
@@ -426,45 +427,54 @@ mod tests {
         use std::sync::Arc;
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/frames/debug-portable");
         let lines = |dir: &std::path::Path| ModuleSymbols::from_pdb(std::fs::read(dir.join("Frames.pdb")).unwrap()).unwrap();
-        let pdb = Arc::new(PdbModule::new(lines(&dir), Some(std::fs::read(dir.join("Frames.dll")).unwrap())));
-        let (slot, oracle) = (Slot::Pdb(pdb.clone()), lines(&dir));
+        let pdb = |budget: Option<usize>| {
+            let module = PdbModule::new(lines(&dir), Some(std::fs::read(dir.join("Frames.dll")).unwrap()));
+            Slot::Pdb(Arc::new(match budget {
+                Some(b) => module.with_tail_budget(b),
+                None => module,
+            }))
+        };
+        let oracle = lines(&dir);
         let assembly = std::fs::read(dir.join("Frames.dll")).unwrap();
         let image = crate::formats::pe::PeImage::parse(&assembly).unwrap();
         let names = crate::formats::metadata::Metadata::from_pe(&image).unwrap();
         let ident = Ident::from_module(&ModuleIn { name: Some("Fr\"ames.dll".into()), ..ModuleIn::default() }, 0).unwrap();
         let mut frames = 0;
-        for _ in 0..2 {
-            for token in (0x0600_0000..0x0600_0040).chain([0x0700_0001, 0x06FF_FFFF]) {
-                for il in (0..200).chain([u32::MAX]) {
-                    let mut fast = Vec::new();
-                    answer_il(&ident, &slot, token, il, 3, &mut fast);
-                    let span = oracle.span_at(token, il);
-                    let name = names.method_name(token).map(|n| {
-                        let mut json = Vec::new();
-                        string(&mut json, &n);
-                        json
-                    });
-                    let want = FrameOut {
-                        module: name_of(&ident),
-                        token: Some(token),
-                        method: name.as_deref().map(Json::Escaped),
-                        il_offset: Some(il),
-                        file: span.and_then(|s| s.file).map(Json::Text),
-                        line: span.map(|s| s.line),
-                        column: span.map(|s| s.column),
-                        end_line: span.map(|s| s.end_line),
-                        end_column: span.map(|s| s.end_column),
-                        source_link: span.and_then(|s| s.source_link),
-                        ..FrameOut::default()
-                    };
-                    let mut slow = Vec::new();
-                    want.write(&mut slow);
-                    assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&slow), "token {token:#x} il {il}");
-                    frames += usize::from(span.is_some());
+        // The tails kept, and none kept (a module over its budget): the same bytes.
+        for slot in [pdb(None), pdb(Some(0))] {
+            for _ in 0..2 {
+                for token in (0x0600_0000..0x0600_0040).chain([0x0700_0001, 0x06FF_FFFF]) {
+                    for il in (0..200).chain([u32::MAX]) {
+                        let mut fast = Vec::new();
+                        answer_il(&ident, &slot, token, il, 3, &mut fast);
+                        let span = oracle.span_at(token, il);
+                        let name = names.method_name(token).map(|n| {
+                            let mut json = Vec::new();
+                            string(&mut json, &n);
+                            json
+                        });
+                        let want = FrameOut {
+                            module: name_of(&ident),
+                            token: Some(token),
+                            method: name.as_deref().map(Json::Escaped),
+                            il_offset: Some(il),
+                            file: span.and_then(|s| s.file).map(Json::Text),
+                            line: span.map(|s| s.line),
+                            column: span.map(|s| s.column),
+                            end_line: span.map(|s| s.end_line),
+                            end_column: span.map(|s| s.end_column),
+                            source_link: span.and_then(|s| s.source_link),
+                            ..FrameOut::default()
+                        };
+                        let mut slow = Vec::new();
+                        want.write(&mut slow);
+                        assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&slow), "token {token:#x} il {il}");
+                        frames += usize::from(span.is_some());
+                    }
                 }
             }
         }
-        assert!(frames > 500, "{frames} frames with a line");
+        assert!(frames > 1000, "{frames} frames with a line");
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub(super) struct PdbModule {
     source_bytes: AtomicUsize,
     /// The bytes the methods' [`MethodJson`] tails hold.
     tail_bytes: AtomicUsize,
+    /// The most they may hold: what the LRU counts for them ([`PdbModule::slots_size`]).
+    tail_budget: usize,
 }
 
 /// A method's parts of its frames' answers, made when a frame of it is first answered.
@@ -78,7 +80,8 @@ impl MethodJson {
 /// below 100,000 each fit.
 const TAIL: usize = 2 * CHUNK;
 
-/// The most bytes of tails one module keeps; a method past it is answered without them.
+/// The most bytes of tails one module keeps (and fewer for a small PDB: [`TAILS_PER_PDB_BYTE`]);
+/// a method past it is answered without them.
 pub const TAILS_CACHE: usize = 4 << 20;
 
 impl PdbModule {
@@ -86,6 +89,7 @@ impl PdbModule {
         let methods = assembly.as_deref().and_then(|a| PeImage::parse(a).ok()).and_then(|pe| Metadata::from_pe(&pe).ok()).map_or(0, |md| md.tables().rows(table::METHOD_DEF));
         let documents = PortablePdb::parse(lines.pdb_bytes()).map_or(0, |p| p.document_count());
         let slots = |n: u32| usize::try_from(n).unwrap_or(0);
+        let lines_len = lines.pdb_bytes().len();
         PdbModule {
             lines,
             assembly,
@@ -94,18 +98,26 @@ impl PdbModule {
             sources: (0..slots(documents)).map(|_| OnceLock::new()).collect(),
             source_bytes: AtomicUsize::new(0),
             tail_bytes: AtomicUsize::new(0),
+            tail_budget: TAILS_CACHE.min(lines_len.saturating_mul(TAILS_PER_PDB_BYTE)),
         }
     }
 
-    /// What the slots cost in memory, for the LRU's count: each slot, and what a filled one holds
-    /// besides its name (the keys, the token and the padding; a name or a path is counted by the files' sizes,
-    /// as it is never longer than the file that holds it, twice over).
+    /// This module with a tails' budget of `bytes` (a test of the frames written without them).
+    #[cfg(test)]
+    pub(super) fn with_tail_budget(mut self, bytes: usize) -> PdbModule {
+        self.tail_budget = bytes;
+        self
+    }
+
+    /// What the slots cost in memory, for the LRU's count: each slot, what a filled one holds
+    /// besides its name (the keys, the token and the padding; a name or a path is counted by the
+    /// files' sizes, as it is never longer than the file that holds it, twice over), and the
+    /// tails' budget.
     pub(super) fn slots_size(&self) -> u64 {
         let n = |len: usize, each: usize| u64::try_from(len.saturating_mul(each)).unwrap_or(u64::MAX);
         let slot = size_of::<OnceLock<MethodJson>>().saturating_add(CHUNK);
-        let tails = TAILS_CACHE.min(self.lines.pdb_bytes().len().saturating_mul(TAILS_PER_PDB_BYTE));
         n(self.methods.len(), slot.saturating_add(TOKEN_KEYS.saturating_add(10)))
-            .saturating_add(n(tails, 1))
+            .saturating_add(n(self.tail_budget, 1))
             .saturating_add(n(self.files.len(), slot.saturating_add(FILE_KEYS)))
             .saturating_add(n(self.sources.len(), size_of::<Slot<Arc<[u8]>>>()))
     }
@@ -153,7 +165,7 @@ impl PdbModule {
     fn tails(&self, token: u32) -> (Box<[u8]>, Box<[u8]>) {
         let points: Vec<[u32; 4]> = self.lines.point_spans(token).collect();
         let bytes = points.len().saturating_mul(TAIL.saturating_add(1));
-        if bytes == 0 || self.tail_bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| held.checked_add(bytes).filter(|&sum| sum <= TAILS_CACHE)).is_err() {
+        if bytes == 0 || self.tail_bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| held.checked_add(bytes).filter(|&sum| sum <= self.tail_budget)).is_err() {
             return (Box::default(), Box::default());
         }
         let mut tails = Vec::with_capacity(points.len().saturating_mul(TAIL));
@@ -196,9 +208,10 @@ impl PdbModule {
 /// The bytes of `,"token":`, `,"method":` and `,"il_offset":`.
 const TOKEN_KEYS: usize = 32;
 
-/// What a module's PDB is counted for its tails (within [`TAILS_CACHE`]), per byte: a visible
-/// sequence point takes at least four bytes of its blob, and [`TAIL`] and a length byte in
-/// [`MethodJson`].
+/// The bytes of tails a module may keep (within [`TAILS_CACHE`]) per byte of its PDB, and what
+/// the LRU counts for them: a visible sequence point takes at least four bytes of its blob, and
+/// [`TAIL`] and a length byte in [`MethodJson`]. Methods that share one blob each keep its
+/// points, so a PDB of such methods reaches the budget sooner; the count stays the bound.
 const TAILS_PER_PDB_BYTE: usize = 17;
 
 /// The bytes of `,"file":` and `,"line":`.
