@@ -187,6 +187,8 @@ impl ModuleLines {
 
     /// Every visible point of a method, in order, its document's row as [`ModuleLines::line`]
     /// gives it (empty: no such method, or no points).
+    // Only the service (built with `serde`) keeps something per point.
+    #[cfg(feature = "serde")]
     pub fn points(&self, method: u32) -> impl Iterator<Item = LinePoint> + '_ {
         let m = self.method_of(method);
         m.into_iter().flat_map(|m| m.points.iter().map(move |&p| LinePoint { document: if p.document == 0 { m.document } else { p.document }, ..p }))

@@ -183,6 +183,8 @@ impl ModuleSymbols {
 
     /// [`ModuleSymbols::span_at`], and the line's place among the method's points (in
     /// [`ModuleSymbols::point_spans`]' order): for a caller that keeps something made per point.
+    // Only the service (built with `serde`) keeps something per point.
+    #[cfg(feature = "serde")]
     pub(crate) fn span_place_at(&self, token: u32, il: u32) -> Option<(usize, SpanAt<'_>)> {
         let (at, p, file) = self.lines.line_at(token, il)?;
         Some((at, SpanAt { line: p.line, column: p.column, end_line: p.end_line, end_column: p.end_column, file, document: p.document, source_link: self.lines.source_link(p.document) }))
@@ -190,6 +192,8 @@ impl ModuleSymbols {
 
     /// Each of a method's points, in order, as (line, column, end line, end column): what
     /// [`ModuleSymbols::span_at`] gives at each.
+    // Only the service (built with `serde`) keeps something per point.
+    #[cfg(feature = "serde")]
     pub(crate) fn point_spans(&self, token: u32) -> impl Iterator<Item = [u32; 4]> + '_ {
         self.lines.points(token).map(|p| [p.line, p.column, p.end_line, p.end_column])
     }
