@@ -258,13 +258,7 @@ fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32, context: u32, out:
         None => out.extend_from_slice(b",\"file\":null,\"line\":"),
     }
     if !method.is_some_and(|m| m.put_tail(at, out)) {
-        number(out, span.line);
-        out.extend_from_slice(b",\"column\":");
-        number(out, span.column);
-        out.extend_from_slice(b",\"end_line\":");
-        number(out, span.end_line);
-        out.extend_from_slice(b",\"end_column\":");
-        number(out, span.end_column);
+        span_numbers(out, [span.line, span.column, span.end_line, span.end_column]);
     }
     if let Some(link) = span.source_link {
         out.extend_from_slice(b",\"source_link\":");
@@ -302,6 +296,18 @@ fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut V
         ..FrameOut::default()
     }
     .write(out);
+}
+
+/// What follows a frame's `"line":`: `L,"column":C,"end_line":EL,"end_column":EC` (a
+/// sequence point's tail, made once per point where it is kept: `PdbModule::method_json`).
+pub(super) fn span_numbers(out: &mut Vec<u8>, [line, column, end_line, end_column]: [u32; 4]) {
+    number(out, line);
+    out.extend_from_slice(b",\"column\":");
+    number(out, column);
+    out.extend_from_slice(b",\"end_line\":");
+    number(out, end_line);
+    out.extend_from_slice(b",\"end_column\":");
+    number(out, end_column);
 }
 
 // Inlined: a call per number (seven a frame) cost more than its digits.

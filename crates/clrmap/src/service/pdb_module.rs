@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::answer::number;
+use super::answer::{number, span_numbers};
 use super::piece::{put_padded, Piece, CHUNK};
 use crate::answers::symbolizer::ModuleSymbols;
 use crate::formats::metadata::{table, Metadata};
@@ -171,15 +171,9 @@ impl PdbModule {
         let mut tails = Vec::with_capacity(points.len().saturating_mul(TAIL));
         let mut lens = Vec::with_capacity(points.len());
         let mut one = Vec::with_capacity(TAIL.saturating_mul(2));
-        for [line, column, end_line, end_column] in points {
+        for point in points {
             one.clear();
-            number(&mut one, line);
-            one.extend_from_slice(b",\"column\":");
-            number(&mut one, column);
-            one.extend_from_slice(b",\"end_line\":");
-            number(&mut one, end_line);
-            one.extend_from_slice(b",\"end_column\":");
-            number(&mut one, end_column);
+            span_numbers(&mut one, point);
             let kept = one.len() <= TAIL;
             lens.push(if kept { u8::try_from(one.len()).unwrap_or(0) } else { 0 });
             let at = tails.len();
