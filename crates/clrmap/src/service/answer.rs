@@ -231,45 +231,41 @@ fn answer_il(ident: &Ident, slot: &Slot, token: u32, il: u32, context: u32, out:
         Slot::Image(_) => return FrameOut { module: name_of(ident), token: Some(token), il_offset: Some(il), ..FrameOut::default() }.write(out),
     };
     // Written from parts made once: the module's `{"module":NAME`, a MethodDef's
-    // `,"token":T,"method":NAME,"il_offset":`, a document's `,"file":NAME,"line":` and a
-    // sequence point's numbers, in FrameOut's order, so the bytes are FrameOut's.
+    // `,"token":T,"method":NAME,"il_offset":` (beside its points, so the method is found once
+    // for both), a document's `,"file":NAME,"line":` and `,"source_link":URL`, and a sequence
+    // point's numbers, in FrameOut's order, so the bytes are FrameOut's.
     ident.head.put(out);
-    let method = pdb.method_json(token);
-    match method {
-        Some(method) => method.head.put(out),
-        // Not a MethodDef the module's metadata has (or no metadata): no name.
-        None => {
-            out.extend_from_slice(b",\"token\":");
-            number(out, token);
-            out.extend_from_slice(b",\"method\":null,\"il_offset\":");
-        }
-    }
-    number(out, il);
-    let Some((at, span)) = pdb.lines.span_place_at(token, il) else {
-        return out.extend_from_slice(b",\"file\":null,\"line\":null,\"column\":null,\"end_line\":null,\"end_column\":null}");
+    let Some(method) = pdb.method_json(token) else {
+        // Not a MethodDef of the module's metadata or PDB: no name and no points.
+        out.extend_from_slice(b",\"token\":");
+        number(out, token);
+        out.extend_from_slice(b",\"method\":null,\"il_offset\":");
+        number(out, il);
+        return out.extend_from_slice(NO_LINE);
     };
-    match span.file.map(|name| (name, pdb.file_json(span.document, name))) {
-        Some((_, Some(file_json))) => file_json.put(out),
-        Some((name, None)) => {
-            out.extend_from_slice(b",\"file\":");
-            string(out, name);
-            out.extend_from_slice(b",\"line\":");
-        }
+    method.head.put(out);
+    number(out, il);
+    let Some((at, point)) = method.line_at(il) else { return out.extend_from_slice(NO_LINE) };
+    let document = pdb.document_json(point.document);
+    match document {
+        Some(document) => document.file.put(out),
         None => out.extend_from_slice(b",\"file\":null,\"line\":"),
     }
-    if !method.is_some_and(|m| m.put_tail(at, out)) {
-        span_numbers(out, [span.line, span.column, span.end_line, span.end_column]);
+    if !method.put_tail(at, out) {
+        span_numbers(out, [point.line, point.column, point.end_line, point.end_column]);
     }
-    if let Some(link) = span.source_link {
-        out.extend_from_slice(b",\"source_link\":");
-        string(out, link);
+    if let Some(link) = document.and_then(|d| d.link.as_ref()) {
+        link.put(out);
     }
-    let text = Some(span.document).filter(|_| context > 0).and_then(|rid| pdb.source(rid));
-    match text.and_then(|t| crate::formats::pdb::sources::context(&t, span.line, context, context, MAX_CONTEXT_LINE)) {
+    let text = Some(point.document).filter(|_| context > 0).and_then(|rid| pdb.source(rid));
+    match text.and_then(|t| crate::formats::pdb::sources::context(&t, point.line, context, context, MAX_CONTEXT_LINE)) {
         Some(context) => FrameOut { context: Some(Box::new(context)), ..FrameOut::default() }.write_tail(out),
         None => out.push(b'}'),
     }
 }
+
+/// What follows `"il_offset":N` in a frame with no line.
+const NO_LINE: &[u8] = b",\"file\":null,\"line\":null,\"column\":null,\"end_line\":null,\"end_column\":null}";
 
 fn answer_rva(ident: &Ident, slot: &Slot, rva: u32, kind: FrameKind, out: &mut Vec<u8>) {
     let sym = match slot {
@@ -433,8 +429,8 @@ mod tests {
         use std::sync::Arc;
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/frames/debug-portable");
         let lines = |dir: &std::path::Path| ModuleSymbols::from_pdb(std::fs::read(dir.join("Frames.pdb")).unwrap()).unwrap();
-        let pdb = |budget: Option<usize>| {
-            let module = PdbModule::new(lines(&dir), Some(std::fs::read(dir.join("Frames.dll")).unwrap()));
+        let pdb = |budget: Option<usize>, assembly: bool| {
+            let module = PdbModule::new(lines(&dir), assembly.then(|| std::fs::read(dir.join("Frames.dll")).unwrap()));
             Slot::Pdb(Arc::new(match budget {
                 Some(b) => module.with_tail_budget(b),
                 None => module,
@@ -446,15 +442,16 @@ mod tests {
         let names = crate::formats::metadata::Metadata::from_pe(&image).unwrap();
         let ident = Ident::from_module(&ModuleIn { name: Some("Fr\"ames.dll".into()), ..ModuleIn::default() }, 0).unwrap();
         let mut frames = 0;
-        // The tails kept, and none kept (a module over its budget): the same bytes.
-        for slot in [pdb(None), pdb(Some(0))] {
+        // The tails kept, none kept (a module over its budget), and no assembly found (no
+        // names): the same bytes.
+        for (slot, assembly) in [(pdb(None, true), true), (pdb(Some(0), true), true), (pdb(None, false), false)] {
             for _ in 0..2 {
                 for token in (0x0600_0000..0x0600_0040).chain([0x0700_0001, 0x06FF_FFFF]) {
                     for il in (0..200).chain([u32::MAX]) {
                         let mut fast = Vec::new();
                         answer_il(&ident, &slot, token, il, 3, &mut fast);
                         let span = oracle.span_at(token, il);
-                        let name = names.method_name(token).map(|n| {
+                        let name = names.method_name(token).filter(|_| assembly).map(|n| {
                             let mut json = Vec::new();
                             string(&mut json, &n);
                             json

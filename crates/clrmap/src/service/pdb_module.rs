@@ -1,7 +1,8 @@
 //! A module's PDB as the service keeps it in the LRU: its lines, and what every frame of it needs
 //! written, kept once per method and per document in slots read without a lock: a method's token
-//! and name and a document's file name already as the answer's JSON, keys included (a frame
-//! copies them, it never escapes or formats them again), and a document's embedded source,
+//! and name and a document's file name and link already as the answer's JSON, keys included (a
+//! frame copies them, it never escapes or formats them again), a method's points beside them (a
+//! frame finds its method once, for its line and its parts), and a document's embedded source,
 //! inflated once within [`SOURCE_CACHE`] bytes.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::answer::{number, span_numbers};
 use super::piece::{put_padded, Piece, CHUNK};
-use crate::answers::symbolizer::ModuleSymbols;
+use crate::answers::symbolizer::{LinePoint, MethodPoints, ModuleSymbols};
 use crate::formats::metadata::{table, Metadata};
 use crate::formats::pdb::PortablePdb;
 use crate::formats::pe::PeImage;
@@ -29,10 +30,11 @@ type Slot<T> = OnceLock<Option<T>>;
 pub(super) struct PdbModule {
     pub(super) lines: ModuleSymbols,
     assembly: Option<Vec<u8>>,
-    /// By MethodDef row − 1: [`PdbModule::method_json`].
+    /// By MethodDef row − 1, for every row of the assembly's table or the PDB's:
+    /// [`PdbModule::method_json`].
     methods: Box<[OnceLock<MethodJson>]>,
-    /// By Document row − 1: [`PdbModule::file_json`].
-    files: Box<[OnceLock<Piece>]>,
+    /// By Document row − 1: [`PdbModule::document_json`].
+    documents: Box<[OnceLock<DocumentJson>]>,
     /// By Document row − 1: its embedded source, inflated (`None`: none, or unreadable).
     sources: Box<[Slot<Arc<[u8]>>]>,
     /// The bytes `sources` holds.
@@ -49,6 +51,8 @@ pub(super) struct MethodJson {
     /// `,"token":T,"method":NAME,"il_offset":`, the name `Ns.Type::Method` as a JSON string
     /// (`null` where the assembly is not found or names none).
     pub(super) head: Piece,
+    /// Its points (`None`: none).
+    points: Option<MethodPoints>,
     /// By sequence point, [`TAIL`] bytes each: what follows its document's `"line":`,
     /// `L,"column":C,"end_line":EL,"end_column":EC`, and zeros.
     tails: Box<[u8]>,
@@ -57,11 +61,25 @@ pub(super) struct MethodJson {
     lens: Box<[u8]>,
 }
 
+/// A document's parts of its frames' answers, made when a frame in it is first answered.
+#[derive(Debug)]
+pub(super) struct DocumentJson {
+    /// `,"file":NAME,"line":` (`null` where its name could not be read).
+    pub(super) file: Piece,
+    /// `,"source_link":URL` (`None`: the PDB's SourceLink map gives it none).
+    pub(super) link: Option<Piece>,
+}
+
 impl MethodJson {
-    /// Append the tail of the method's point `at` (in [`ModuleSymbols::point_spans`]' order);
+    /// The method's line at an IL offset ([`MethodPoints::at`]: the runtime's rule), and its
+    /// place among the points (for [`MethodJson::put_tail`]).
+    #[inline(always)]
+    pub(super) fn line_at(&self, il: u32) -> Option<(usize, LinePoint)> {
+        self.points.as_ref()?.at(il)
+    }
+
+    /// Append the tail of the method's point `at` (as [`MethodJson::line_at`] places it);
     /// `false` where none is kept, and the caller writes the numbers.
-    ///
-    /// [`ModuleSymbols::point_spans`]: crate::answers::symbolizer::ModuleSymbols::point_spans
     #[inline(always)]
     pub(super) fn put_tail(&self, at: usize, out: &mut Vec<u8>) -> bool {
         let len = self.lens.get(at).map_or(0, |&l| usize::from(l));
@@ -86,15 +104,18 @@ pub const TAILS_CACHE: usize = 4 << 20;
 
 impl PdbModule {
     pub(super) fn new(lines: ModuleSymbols, assembly: Option<Vec<u8>>) -> PdbModule {
-        let methods = assembly.as_deref().and_then(|a| PeImage::parse(a).ok()).and_then(|pe| Metadata::from_pe(&pe).ok()).map_or(0, |md| md.tables().rows(table::METHOD_DEF));
-        let documents = PortablePdb::parse(lines.pdb_bytes()).map_or(0, |p| p.document_count());
+        let named = assembly.as_deref().and_then(|a| PeImage::parse(a).ok()).and_then(|pe| Metadata::from_pe(&pe).ok()).map_or(0, |md| md.tables().rows(table::METHOD_DEF));
+        let pdb = PortablePdb::parse(lines.pdb_bytes()).ok();
+        // A method with points but no name (no assembly found) has its slot too.
+        let methods = named.max(pdb.as_ref().map_or(0, |p| p.method_count()));
+        let documents = pdb.map_or(0, |p| p.document_count());
         let slots = |n: u32| usize::try_from(n).unwrap_or(0);
         let lines_len = lines.pdb_bytes().len();
         PdbModule {
             lines,
             assembly,
             methods: (0..slots(methods)).map(|_| OnceLock::new()).collect(),
-            files: (0..slots(documents)).map(|_| OnceLock::new()).collect(),
+            documents: (0..slots(documents)).map(|_| OnceLock::new()).collect(),
             sources: (0..slots(documents)).map(|_| OnceLock::new()).collect(),
             source_bytes: AtomicUsize::new(0),
             tail_bytes: AtomicUsize::new(0),
@@ -112,13 +133,14 @@ impl PdbModule {
     /// What the slots cost in memory, for the LRU's count: each slot, what a filled one holds
     /// besides its name (the keys, the token and the padding; a name or a path is counted by the
     /// files' sizes, as it is never longer than the file that holds it, twice over), and the
-    /// tails' budget.
+    /// tails' budget. A document's SourceLink URL is counted as its name is, though a map's
+    /// prefix may make it longer (as the lines' own copy of it always was).
     pub(super) fn slots_size(&self) -> u64 {
         let n = |len: usize, each: usize| u64::try_from(len.saturating_mul(each)).unwrap_or(u64::MAX);
         let slot = size_of::<OnceLock<MethodJson>>().saturating_add(CHUNK);
         n(self.methods.len(), slot.saturating_add(TOKEN_KEYS.saturating_add(10)))
             .saturating_add(n(self.tail_budget, 1))
-            .saturating_add(n(self.files.len(), slot.saturating_add(FILE_KEYS)))
+            .saturating_add(n(self.documents.len(), size_of::<OnceLock<DocumentJson>>().saturating_add(2 * CHUNK).saturating_add(DOCUMENT_KEYS)))
             .saturating_add(n(self.sources.len(), size_of::<Slot<Arc<[u8]>>>()))
     }
 
@@ -139,7 +161,7 @@ impl PdbModule {
     }
 
     /// A MethodDef token's parts of its frames' answers ([`MethodJson`]). `None`: not a
-    /// MethodDef of this module's metadata.
+    /// MethodDef of this module's metadata or PDB (so it has no points).
     pub(super) fn method_json(&self, token: u32) -> Option<&MethodJson> {
         if token >> 24 != u32::from(table::METHOD_DEF) {
             return None;
@@ -156,24 +178,26 @@ impl PdbModule {
                 None => head.extend_from_slice(b"null"),
             }
             head.extend_from_slice(b",\"il_offset\":");
-            let (tails, lens) = self.tails(token);
-            MethodJson { head: Piece::new(head), tails, lens }
+            let points = self.lines.method_points(token);
+            let (tails, lens) = self.tails(points.as_ref());
+            MethodJson { head: Piece::new(head), points, tails, lens }
         }))
     }
 
     /// A method's tails and their lengths ([`MethodJson`]), within the module's budget.
-    fn tails(&self, token: u32) -> (Box<[u8]>, Box<[u8]>) {
-        let points: Vec<[u32; 4]> = self.lines.point_spans(token).collect();
-        let bytes = points.len().saturating_mul(TAIL.saturating_add(1));
+    fn tails(&self, points: Option<&MethodPoints>) -> (Box<[u8]>, Box<[u8]>) {
+        let Some(points) = points else { return (Box::default(), Box::default()) };
+        let count = points.iter().count();
+        let bytes = count.saturating_mul(TAIL.saturating_add(1));
         if bytes == 0 || self.tail_bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| held.checked_add(bytes).filter(|&sum| sum <= self.tail_budget)).is_err() {
             return (Box::default(), Box::default());
         }
-        let mut tails = Vec::with_capacity(points.len().saturating_mul(TAIL));
-        let mut lens = Vec::with_capacity(points.len());
+        let mut tails = Vec::with_capacity(count.saturating_mul(TAIL));
+        let mut lens = Vec::with_capacity(count);
         let mut one = Vec::with_capacity(TAIL.saturating_mul(2));
-        for point in points {
+        for p in points.iter() {
             one.clear();
-            span_numbers(&mut one, point);
+            span_numbers(&mut one, [p.line, p.column, p.end_line, p.end_column]);
             let kept = one.len() <= TAIL;
             lens.push(if kept { u8::try_from(one.len()).unwrap_or(0) } else { 0 });
             let at = tails.len();
@@ -185,16 +209,26 @@ impl PdbModule {
         (tails.into_boxed_slice(), lens.into_boxed_slice())
     }
 
-    /// Document row `rid`'s part of a frame's answer, `,"file":NAME,"line":`, its name `name` as
-    /// a JSON string. `None`: no such row.
-    pub(super) fn file_json(&self, rid: u32, name: &str) -> Option<&Piece> {
-        let slot = self.files.get(usize::try_from(rid.checked_sub(1)?).ok()?)?;
+    /// Document row `rid`'s parts of a frame's answer ([`DocumentJson`]). `None`: no such row
+    /// (so no name and no link).
+    pub(super) fn document_json(&self, rid: u32) -> Option<&DocumentJson> {
+        let slot = self.documents.get(usize::try_from(rid.checked_sub(1)?).ok()?)?;
         Some(slot.get_or_init(|| {
-            let mut out = Vec::with_capacity(name.len().saturating_add(FILE_KEYS).saturating_add(2));
-            out.extend_from_slice(b",\"file\":");
-            crate::base::json::string(&mut out, name);
-            out.extend_from_slice(b",\"line\":");
-            Piece::new(out)
+            let name = self.lines.document_name(rid);
+            let mut file = Piece::buffer(name.map_or(4, |n| n.len().saturating_add(2)).saturating_add(DOCUMENT_KEYS));
+            file.extend_from_slice(b",\"file\":");
+            match name {
+                Some(name) => crate::base::json::string(&mut file, name),
+                None => file.extend_from_slice(b"null"),
+            }
+            file.extend_from_slice(b",\"line\":");
+            let link = self.lines.document_link(rid).map(|url| {
+                let mut link = Piece::buffer(url.len().saturating_add(2).saturating_add(DOCUMENT_KEYS));
+                link.extend_from_slice(b",\"source_link\":");
+                crate::base::json::string(&mut link, url);
+                Piece::new(link)
+            });
+            DocumentJson { file: Piece::new(file), link }
         }))
     }
 }
@@ -208,5 +242,5 @@ const TOKEN_KEYS: usize = 32;
 /// points, so a PDB of such methods reaches the budget sooner; the count stays the bound.
 const TAILS_PER_PDB_BYTE: usize = 17;
 
-/// The bytes of `,"file":` and `,"line":`.
-const FILE_KEYS: usize = 16;
+/// The bytes of `,"file":`, `,"line":` and `,"source_link":`.
+const DOCUMENT_KEYS: usize = 32;

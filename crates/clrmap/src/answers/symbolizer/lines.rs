@@ -52,9 +52,33 @@ type BlobPoints = Option<Arc<[LinePoint]>>;
 
 /// One method's decoded points: its blob's, and the row's Document for the points that use it.
 #[derive(Clone, Debug)]
-struct MethodPoints {
+pub(crate) struct MethodPoints {
     points: Arc<[LinePoint]>,
     document: u32,
+}
+
+impl MethodPoints {
+    /// The runtime's line for an IL offset: the last visible point at or before it, its
+    /// Document row filled in, and its place among the points.
+    #[inline]
+    pub(crate) fn at(&self, il: u32) -> Option<(usize, LinePoint)> {
+        let at = self.points.partition_point(|p| p.il <= il).checked_sub(1)?;
+        let p = *self.points.get(at)?;
+        Some((at, self.filled(p)))
+    }
+
+    /// Every point, in order, its Document row filled in as [`MethodPoints::at`] fills it.
+    // Only the service (built with `serde`) keeps something per point.
+    #[cfg(feature = "serde")]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = LinePoint> + '_ {
+        self.points.iter().map(|&p| self.filled(p))
+    }
+
+    /// A point whose document is 0 is in the row's Document.
+    #[inline(always)]
+    fn filled(&self, p: LinePoint) -> LinePoint {
+        LinePoint { document: if p.document == 0 { self.document } else { p.document }, ..p }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -156,7 +180,7 @@ impl ModuleLines {
     }
 
     /// The name of a Document row, decoded once per name blob.
-    fn document(&self, row: u32) -> Option<&str> {
+    pub(crate) fn document(&self, row: u32) -> Option<&str> {
         let slot = self.documents.get(row.checked_sub(1)? as usize)?;
         slot.get_or_init(|| {
             let pdb = PortablePdb::parse(&self.pdb).ok()?;
@@ -169,29 +193,16 @@ impl ModuleLines {
     /// The runtime's line for an IL offset: the last visible point at or before it, and its
     /// document's name.
     pub fn line(&self, method: u32, il: u32) -> Option<(LinePoint, Option<&str>)> {
-        self.line_at(method, il).map(|(_, p, file)| (p, file))
+        let (_, p) = self.method_of(method)?.at(il)?;
+        Some((p, self.document(p.document)))
     }
 
-    /// [`ModuleLines::line`], and the point's place among the method's points (in
-    /// [`ModuleLines::points`]' order).
-    pub fn line_at(&self, method: u32, il: u32) -> Option<(usize, LinePoint, Option<&str>)> {
-        let m = self.method_of(method)?;
-        let n = m.points.partition_point(|p| p.il <= il);
-        let at = n.checked_sub(1)?;
-        let mut p = *m.points.get(at)?;
-        if p.document == 0 {
-            p.document = m.document;
-        }
-        Some((at, p, self.document(p.document)))
-    }
-
-    /// Every visible point of a method, in order, its document's row as [`ModuleLines::line`]
-    /// gives it (empty: no such method, or no points).
-    // Only the service (built with `serde`) keeps something per point.
+    /// A MethodDef token's points, for a caller that keeps them beside what it makes per method
+    /// (`None`: no such method, or no points).
+    // Only the service (built with `serde`) keeps them.
     #[cfg(feature = "serde")]
-    pub fn points(&self, method: u32) -> impl Iterator<Item = LinePoint> + '_ {
-        let m = self.method_of(method);
-        m.into_iter().flat_map(|m| m.points.iter().map(move |&p| LinePoint { document: if p.document == 0 { m.document } else { p.document }, ..p }))
+    pub(crate) fn method_points(&self, method: u32) -> Option<MethodPoints> {
+        self.method_of(method).cloned()
     }
 
     /// A MethodDef token's points.

@@ -54,6 +54,8 @@ pub use crate::base::fs::OpenError;
 pub use frame_kind::FrameKind;
 pub use inlined::{bulk_type_modules, InlinedFrame, InlineeMethod, SourceInlines};
 use lines::ModuleLines;
+#[cfg(feature = "serde")]
+pub(crate) use lines::{LinePoint, MethodPoints};
 pub use lines::{SourceContext, MAX_CONTEXT_LINE};
 pub use source::{note_recorded_pdb, open_source, open_source_assuming, read_trace, OpenedSource, RecordedPdbs, SourceKind};
 pub use vars::{name_var, LocalNames, VarKind, VarName};
@@ -181,21 +183,26 @@ impl ModuleSymbols {
         Some(SpanAt { line: p.line, column: p.column, end_line: p.end_line, end_column: p.end_column, file, document: p.document, source_link: self.lines.source_link(p.document) })
     }
 
-    /// [`ModuleSymbols::span_at`], and the line's place among the method's points (in
-    /// [`ModuleSymbols::point_spans`]' order): for a caller that keeps something made per point.
-    // Only the service (built with `serde`) keeps something per point.
+    /// A MethodDef token's points (`None`: no such method, or no points), for a caller that keeps
+    /// them beside what it makes per method: [`ModuleSymbols::span_at`]'s line is
+    /// `method_points(token)?.at(il)`, its file [`ModuleSymbols::document_name`] and its link
+    /// [`ModuleSymbols::document_link`] of the point's document.
+    // Only the service (built with `serde`) keeps something per method.
     #[cfg(feature = "serde")]
-    pub(crate) fn span_place_at(&self, token: u32, il: u32) -> Option<(usize, SpanAt<'_>)> {
-        let (at, p, file) = self.lines.line_at(token, il)?;
-        Some((at, SpanAt { line: p.line, column: p.column, end_line: p.end_line, end_column: p.end_column, file, document: p.document, source_link: self.lines.source_link(p.document) }))
+    pub(crate) fn method_points(&self, token: u32) -> Option<lines::MethodPoints> {
+        self.lines.method_points(token)
     }
 
-    /// Each of a method's points, in order, as (line, column, end line, end column): what
-    /// [`ModuleSymbols::span_at`] gives at each.
-    // Only the service (built with `serde`) keeps something per point.
+    /// The name of Document row `row`, where it could be read.
     #[cfg(feature = "serde")]
-    pub(crate) fn point_spans(&self, token: u32) -> impl Iterator<Item = [u32; 4]> + '_ {
-        self.lines.points(token).map(|p| [p.line, p.column, p.end_line, p.end_column])
+    pub(crate) fn document_name(&self, row: u32) -> Option<&str> {
+        self.lines.document(row)
+    }
+
+    /// The SourceLink URL of Document row `row`.
+    #[cfg(feature = "serde")]
+    pub(crate) fn document_link(&self, row: u32) -> Option<&str> {
+        self.lines.source_link(row)
     }
 
     /// The SourceLink URL of the document of a method's line at an IL offset.
