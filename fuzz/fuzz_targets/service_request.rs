@@ -1,6 +1,7 @@
 //! `POST /symbolicate` bodies: the service's cursor and serde's model read every body the cursor
-//! reads alike (`service::scan::fuzzcheck`), and the service answers any body, without symbols,
-//! with an answer or an error of a stable kind, within its frame limit.
+//! reads alike (`service::scan::fuzzcheck`), the cursor reads no body that is not UTF-8, and the
+//! service answers any body, without symbols, with an answer or an error of a stable kind, within
+//! its frame limit.
 #![no_main]
 
 use clrmap::locate::SymbolPaths;
@@ -10,9 +11,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let Some((&max, body)) = data.split_first() else { return };
     let max = usize::from(max % 8) + 1;
-    if let Ok(text) = std::str::from_utf8(body) {
-        scan::fuzzcheck::check(text, max);
-    }
+    scan::fuzzcheck::check(body, max);
     let service = Service::new(Config::new(SymbolPaths::default(), 1 << 20, max));
     match service.symbolicate(body) {
         Ok(answer) => assert!(answer.frames <= max as u64),

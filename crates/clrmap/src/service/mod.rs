@@ -120,6 +120,11 @@ pub fn error_json(kind: &str, message: &str) -> String {
     crate::base::json::ErrorObject { kind, location: None, input: None, message }.line()
 }
 
+/// The body as text, or 400 `bad_utf8` naming the first byte that is not.
+fn utf8(body: &[u8]) -> Result<&str, ServiceError> {
+    std::str::from_utf8(body).map_err(|e| ServiceError::new(400, "bad_utf8", format!("the body is not UTF-8: at byte {}", e.valid_up_to())))
+}
+
 /// An answer: the body and how many frames it answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
@@ -208,11 +213,11 @@ impl Service {
     }
 
     fn answer(&self, body: &[u8], room: &mut dyn FnMut(u64) -> bool, may_load: bool) -> Result<Answer, ServiceError> {
-        let text = std::str::from_utf8(body).map_err(|e| ServiceError::new(400, "bad_utf8", format!("the body is not UTF-8: at byte {}", e.valid_up_to())))?;
-        // The cursor reads what clients send; serde reads (and names the errors of) the rest.
-        let mut asked = match scan::read_asked(text, self.config.max_frames) {
+        // The cursor reads what clients send (checking the UTF-8 of what it reads); serde reads
+        // (and names the errors of) the rest, after the whole body's UTF-8 is checked.
+        let mut asked = match scan::read_asked(body, self.config.max_frames) {
             Some(asked) => asked,
-            None => self.read_with_serde(text)?,
+            None => self.read_with_serde(utf8(body)?)?,
         };
         let context = match asked.context_lines {
             Some(Num(n)) if n > u64::from(MAX_CONTEXT) => return Err(ServiceError::new(400, "bad_value", format!("context_lines: {n} is over {MAX_CONTEXT}"))),
@@ -317,7 +322,7 @@ impl Service {
     /// Answer a `POST /stacktrace` body (docs/output.md#printed-stack-traces): the text with each frame whose PDB is found
     /// rewritten, every other byte unchanged.
     pub fn stacktrace(&self, body: &[u8]) -> Result<Answer, ServiceError> {
-        std::str::from_utf8(body).map_err(|e| ServiceError::new(400, "bad_utf8", format!("the body is not UTF-8: at byte {}", e.valid_up_to())))?;
+        utf8(body)?;
         let options = crate::answers::stacktrace::Options { dirs: self.config.paths.dirs.clone(), pdbs: Vec::new(), servers: self.config.paths.servers.clone() };
         let mut rewriter = crate::answers::stacktrace::Rewriter::new(options).map_err(|e| ServiceError::new(500, "internal", e.to_string()))?;
         let mut out = Vec::with_capacity(body.len());
@@ -382,6 +387,9 @@ mod tests {
         let kind = |body: &[u8]| s.symbolicate(body).err().map(|e| (e.status, e.kind));
         assert_eq!(kind(b"{"), Some((400, "bad_json")));
         assert_eq!(kind(b"\xff"), Some((400, "bad_utf8")));
+        // In a string the cursor reads: the whole body is then checked, and the byte named.
+        let name = s.symbolicate(b"{\"modules\":[{\"name\":\"A\xff.dll\"}],\"frames\":[]}").err();
+        assert_eq!(name.map(|e| (e.kind, e.message)), Some(("bad_utf8", "the body is not UTF-8: at byte 22".to_owned())));
         assert_eq!(kind(br#"{"modules":[]}"#), Some((400, "missing_field")));
         assert_eq!(kind(br#"{"modules":[],"frames":[{"module":0,"token":1,"il_offset":0}]}"#), Some((400, "bad_value")));
         assert_eq!(kind(br#"{"modules":[{}],"frames":[{"module":0,"il_offset":0}]}"#), Some((400, "missing_field")));

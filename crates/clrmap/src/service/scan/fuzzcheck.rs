@@ -9,9 +9,14 @@ use crate::service::decode::{ask_of, At};
 use crate::service::request::{with_frame_budget, Request};
 
 /// Read `body` with both readers (at most `max_frames` frames) and panic where the cursor's
-/// request is not serde's. Whether the cursor read it.
-pub fn check(body: &str, max_frames: usize) -> bool {
+/// request is not serde's, or where it reads a body that is not UTF-8. Whether the cursor read
+/// it.
+pub fn check(body: &[u8], max_frames: usize) -> bool {
     let asked = super::read_asked(body, max_frames);
+    let Ok(body) = std::str::from_utf8(body) else {
+        assert!(asked.is_none(), "asks read from a body that is not UTF-8: {body:?}");
+        return false;
+    };
     let Some(fast) = super::read(body, max_frames) else {
         assert!(asked.is_none(), "asks read from a body the cursor does not read: {body:?}");
         return false;

@@ -41,7 +41,7 @@ pub const MAX_DEPTH: usize = 64;
 /// assert!(scan::read(r#"{"frames":[{"module":0,"token":-1,"il_offset":0}]}"#, 1000).is_none());
 /// ```
 pub fn read(body: &str, max_frames: usize) -> Option<Request> {
-    let r = read_as(body, max_frames, &mut AsWritten)?;
+    let r = read_as(body.as_bytes(), max_frames, &mut AsWritten)?;
     Some(Request {
         modules: r.modules.map(Modules),
         debug_meta: r.debug_meta.map(|images| DebugMeta { images: images.map(Modules) }),
@@ -127,7 +127,7 @@ impl Kinds {
 /// The request in `body` read into [`Asked`], where every frame's ask is good and names one of
 /// the request's modules (so no frame is kept as it was written); `None` for every other body,
 /// which serde reads (see the module's notes) and whose frames are checked one by one.
-pub(super) fn read_asked(body: &str, max_frames: usize) -> Option<Asked> {
+pub(super) fn read_asked(body: &[u8], max_frames: usize) -> Option<Asked> {
     let mut asks = Asks { kinds: Kinds::default() };
     let r = read_as(body, max_frames, &mut asks)?;
     let (modules, lists) = chosen(r.modules, r.debug_meta.flatten(), r.frames, r.stacktraces);
@@ -200,15 +200,18 @@ struct Parts<T> {
     context_lines: Option<Num>,
 }
 
-fn read_as<E: Each>(body: &str, max_frames: usize, each: &mut E) -> Option<Parts<E::Out>> {
+fn read_as<E: Each>(body: &[u8], max_frames: usize, each: &mut E) -> Option<Parts<E::Out>> {
     let mut c = Cursor { text: body, at: 0, frames_left: max_frames, modules_left: MAX_MODULES };
     let request = c.request(each)?;
     c.ws();
     (c.at == body.len()).then_some(request)
 }
 
+/// Over the body's bytes, not a `str`: what it reads is valid UTF-8 without a pass over the
+/// whole body, as every byte outside a string must be one of JSON's ASCII bytes, and each string
+/// is checked when it is read or skipped. A body it does not read is checked whole by the caller.
 struct Cursor<'a> {
-    text: &'a str,
+    text: &'a [u8],
     at: usize,
     frames_left: usize,
     modules_left: usize,
@@ -224,7 +227,7 @@ enum Value<'a> {
 
 impl<'a> Cursor<'a> {
     fn peek(&self) -> Option<u8> {
-        self.text.as_bytes().get(self.at).copied()
+        self.text.get(self.at).copied()
     }
 
     fn ws(&mut self) {
@@ -243,41 +246,42 @@ impl<'a> Cursor<'a> {
 
     fn literal(&mut self, rest: &[u8]) -> Option<()> {
         let end = self.at.checked_add(rest.len())?;
-        (self.text.as_bytes().get(self.at..end)? == rest).then(|| self.at = end)
+        (self.text.get(self.at..end)? == rest).then(|| self.at = end)
     }
 
     /// A string's contents after its opening quote, with no escape in it.
     fn plain_string(&mut self) -> Option<&'a str> {
         let start = self.at;
-        let bytes = self.text.as_bytes().get(start..)?;
+        let bytes = self.text.get(start..)?;
         let len = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
         let end = start.checked_add(len)?;
-        if self.text.as_bytes().get(end) != Some(&b'"') {
+        if self.text.get(end) != Some(&b'"') {
             return None;
         }
         self.at = end.saturating_add(1);
-        // The quote is ASCII: the cut is on a character boundary of valid UTF-8.
-        self.text.get(start..end)
+        std::str::from_utf8(self.text.get(start..end)?).ok()
     }
 
     /// A string's contents after its opening quote, its escapes decoded as serde decodes them
     /// into a `String` (a `\u` surrogate only in a pair).
     fn string(&mut self) -> Option<Cow<'a, str>> {
         let start = self.at;
-        let bytes = self.text.as_bytes().get(start..)?;
+        let bytes = self.text.get(start..)?;
         let len = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
         let end = start.checked_add(len)?;
-        match self.text.as_bytes().get(end) {
+        match self.text.get(end) {
             Some(b'"') => return self.plain_string().map(Cow::Borrowed),
             Some(b'\\') => {}
             _ => return None,
         }
-        let mut out = String::from(self.text.get(start..end)?);
+        // Escapes are ASCII, so the bytes between two are whole characters where the string
+        // is valid UTF-8.
+        let mut out = String::from(std::str::from_utf8(self.text.get(start..end)?).ok()?);
         self.at = end;
         loop {
             let rest = self.text.get(self.at..)?;
-            let len = rest.bytes().position(|b| b == b'"' || b == b'\\' || b < 0x20)?;
-            out.push_str(rest.get(..len)?);
+            let len = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            out.push_str(std::str::from_utf8(rest.get(..len)?).ok()?);
             self.at = self.at.checked_add(len)?;
             match self.peek()? {
                 b'"' => {
@@ -324,7 +328,7 @@ impl<'a> Cursor<'a> {
     /// Four hex digits.
     fn hex4(&mut self) -> Option<u32> {
         let end = self.at.checked_add(4)?;
-        let digits = self.text.get(self.at..end)?;
+        let digits = std::str::from_utf8(self.text.get(self.at..end)?).ok()?;
         if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
         }
@@ -333,13 +337,15 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string's contents after its opening quote, skipped: escapes as serde ignores them
-    /// (any `\u` with four hex digits).
+    /// (any `\u` with four hex digits), and the bytes checked as UTF-8 (escapes are ASCII, so
+    /// the whole is valid where the parts between them are).
     fn skip_string(&mut self) -> Option<()> {
+        let start = self.at;
         loop {
             let b = self.peek()?;
             self.at = self.at.saturating_add(1);
             match b {
-                b'"' => return Some(()),
+                b'"' => return std::str::from_utf8(self.text.get(start..self.at)?).ok().map(drop),
                 b'\\' => {
                     let e = self.peek()?;
                     self.at = self.at.saturating_add(1);
@@ -347,7 +353,7 @@ impl<'a> Cursor<'a> {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
                         b'u' => {
                             let end = self.at.checked_add(4)?;
-                            if !self.text.as_bytes().get(self.at..end)?.iter().all(u8::is_ascii_hexdigit) {
+                            if !self.text.get(self.at..end)?.iter().all(u8::is_ascii_hexdigit) {
                                 return None;
                             }
                             self.at = end;
@@ -663,7 +669,7 @@ impl<'a> Cursor<'a> {
     /// compared as whole slices, with no whitespace skipped between them. `None`: anything
     /// else, which [`Cursor::il_frame`] reads from the same place.
     fn compact_il_frame(&mut self) -> Option<(u64, u64, u64)> {
-        let bytes = self.text.as_bytes().get(self.at..)?;
+        let bytes = self.text.get(self.at..)?;
         let rest = bytes.strip_prefix(b"{\"module\":")?;
         let (module, len) = short_integer(rest)?;
         let rest = rest.get(len..)?.strip_prefix(b",\"token\":")?;
@@ -680,7 +686,7 @@ impl<'a> Cursor<'a> {
     fn keyed<const N: usize>(&mut self, key: &[u8; N]) -> Option<u64> {
         self.ws();
         let end = self.at.checked_add(N)?;
-        if <[u8; N]>::try_from(self.text.as_bytes().get(self.at..end)?).ok()? != *key {
+        if <[u8; N]>::try_from(self.text.get(self.at..end)?).ok()? != *key {
             return None;
         }
         self.at = end;
@@ -688,7 +694,7 @@ impl<'a> Cursor<'a> {
             return None;
         }
         self.ws();
-        let (n, len) = short_integer(self.text.as_bytes().get(self.at..)?)?;
+        let (n, len) = short_integer(self.text.get(self.at..)?)?;
         self.at = self.at.checked_add(len)?;
         Some(n)
     }

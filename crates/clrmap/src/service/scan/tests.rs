@@ -9,7 +9,7 @@ fn serde(body: &str, max: usize) -> Result<Request, String> {
 
 /// The cursor's answer, checked against serde's wherever it gives one.
 fn both(body: &str, max: usize) -> Option<Request> {
-    let read_it = fuzzcheck::check(body, max);
+    let read_it = fuzzcheck::check(body.as_bytes(), max);
     let fast = read(body, max);
     assert_eq!(read_it, fast.is_some());
     fast
@@ -65,12 +65,12 @@ fn the_cursor_reads_what_clients_send_as_serde_does() {
     }
     // The service's own reading: straight into asks, for the bodies whose frames all ask well.
     for body in &READ[..3] {
-        assert!(read_asked(body, 1000).is_some(), "{body}");
+        assert!(read_asked(body.as_bytes(), 1000).is_some(), "{body}");
     }
-    let asked = read_asked(READ[1], 1000).map(|a| a.groups);
+    let asked = read_asked(READ[1].as_bytes(), 1000).map(|a| a.groups);
     assert_eq!(asked, Some(vec![vec![(0, Ask::Il { token: 0x0600_0001, il: 12 }), (0, Ask::Rva { rva: 4660, kind: crate::answers::symbolizer::FrameKind::ReturnAddress })]]));
     // A frame without its module's index is left to serde, which names it.
-    assert_eq!(read_asked(READ[3], 1000), None);
+    assert_eq!(read_asked(READ[3].as_bytes(), 1000), None);
     let r = both(READ[2], 1000).unwrap_or_default();
     let traces = r.stacktraces.unwrap_or_default();
     assert_eq!(traces.len(), 3);
@@ -100,12 +100,12 @@ fn the_cursor_leaves_the_rest_to_serde() {
 fn short_lists_give_back_the_room_they_did_not_use() {
     let one = r#"{"frames":[{"module":0,"token":1,"il_offset":0}]},{"frames":[]}"#;
     let body = format!(r#"{{"modules":[{{}}],"stacktraces":[{}]}}"#, vec![one; 2000].join(","));
-    let asked = read_asked(&body, 100_000).unwrap_or_else(|| panic!("not read"));
+    let asked = read_asked(body.as_bytes(), 100_000).unwrap_or_else(|| panic!("not read"));
     assert_eq!(asked.groups.len(), 4000);
     assert!(asked.groups.iter().all(|g| g.capacity() <= 2 * g.len()), "{:?}", asked.groups.iter().map(Vec::capacity).max());
     // One long list is reserved once, for about its frames.
     let long = format!(r#"{{"modules":[{{}}],"frames":[{}]}}"#, vec![r#"{"module":0,"token":1,"il_offset":0}"#; 1000].join(","));
-    let asked = read_asked(&long, 100_000).unwrap_or_else(|| panic!("not read"));
+    let asked = read_asked(long.as_bytes(), 100_000).unwrap_or_else(|| panic!("not read"));
     assert!(asked.groups.iter().all(|g| g.len() == 1000 && g.capacity() <= 2000));
 }
 
@@ -194,9 +194,9 @@ fn the_common_frame_is_read_as_serde_reads_it() {
         assert_eq!(read(&body, 10), None, "{body}");
     }
     // The asks: the common frame's, and a token over 32 bits left to serde's frame checks.
-    let asked = read_asked(&frame(read_alike[0]), 10).map(|a| a.groups);
+    let asked = read_asked(frame(read_alike[0]).as_bytes(), 10).map(|a| a.groups);
     assert_eq!(asked, Some(vec![vec![(0, Ask::Il { token: 100663297, il: 12 }), (0, Ask::Il { token: 7, il: 8 })]]));
-    assert_eq!(read_asked(&frame(read_alike[5]), 10), None);
+    assert_eq!(read_asked(frame(read_alike[5]).as_bytes(), 10), None);
 }
 
 /// What each module is asked, noted while reading, is what a pass over the asks finds, at module
@@ -208,7 +208,7 @@ fn each_module_s_kinds_are_those_its_frames_ask() {
     let frames = [(0, "\"token\":1,\"il_offset\":2"), (31, "\"rva\":16"), (32, "\"token\":1,\"il_offset\":2"), (39, "\"rva\":16"), (39, "\"token\":3,\"il_offset\":4"), (0, "\"address\":4096")];
     let list = frames.iter().map(|(m, rest)| format!("{{\"module\":{m},{rest}}}")).collect::<Vec<_>>().join(",");
     let body = format!(r#"{{"modules":[{modules}],"frames":[{list}]}}"#);
-    let asked = read_asked(&body, 100).unwrap_or_else(|| panic!("not read: {body}"));
+    let asked = read_asked(body.as_bytes(), 100).unwrap_or_else(|| panic!("not read: {body}"));
     let want = |m: usize| match m {
         0 | 39 => ASKS_IL | ASKS_RVA,
         31 => ASKS_RVA,
@@ -222,6 +222,31 @@ fn each_module_s_kinds_are_those_its_frames_ask() {
     assert_eq!(asked.kinds, Kinds::of(&asked.groups));
     for past in [40usize, 10_000, 10_001] {
         let body = format!(r#"{{"modules":[{modules}],"frames":[{{"module":{past},"token":1,"il_offset":2}}]}}"#);
-        assert!(read_asked(&body, 100).is_none(), "{past}");
+        assert!(read_asked(body.as_bytes(), 100).is_none(), "{past}");
+    }
+}
+
+/// The cursor reads bytes, and checks UTF-8 only where strings are: a body it reads is valid
+/// UTF-8, and one with a byte that is not (in a name, a key, an escaped or a skipped string, or
+/// between values), or with a character cut at its end, is left to the service's check of the
+/// whole body. Each body is read once it is mended, so the byte alone is what stops it.
+#[test]
+fn the_cursor_reads_no_body_that_is_not_utf8() {
+    let shapes = [
+        r#"{"modules":[{"name":"A@.dll"}],"frames":[{"module":0,"token":1,"il_offset":0}]}"#,
+        r#"{"modules":[{"name":"A\n@.dll"}],"frames":[{"module":0,"token":1,"il_offset":0}]}"#,
+        r#"{"modules":[{"name":"A.dll","x@":1}],"frames":[{"module":0,"token":1,"il_offset":0}]}"#,
+        r#"{"modules":[{"name":"A.dll"}],"frames":[{"module":0,"token":1,"il_offset":0,"skipped":"a\"@"}]}"#,
+        r#"{"modules":[{"name":"A.dll"}],"frames":[{"module":0,"token":1,"il_offset":0}]}@"#,
+        r#"{"modules":[{"name":"A.dll","code_file":"C:\\@\\A.dll"}],"frames":[{"module":0,"token":1,"il_offset":0}]}"#,
+    ];
+    for shape in shapes {
+        let mended = shape.replace('@', "é");
+        assert!(fuzzcheck::check(mended.as_bytes(), 10) || mended.ends_with('é'), "{mended}");
+        for bad in [&b"\xff"[..], b"\xc3", b"\xe9", b"\xed\xa0\x80", b"\xc3\xa9\xa9"] {
+            let body: Vec<u8> = shape.as_bytes().split(|&b| b == b'@').collect::<Vec<_>>().join(bad);
+            assert!(!fuzzcheck::check(&body, 10), "{}", String::from_utf8_lossy(&body));
+            assert_eq!(read_asked(&body, 10), None);
+        }
     }
 }
