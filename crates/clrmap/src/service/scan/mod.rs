@@ -625,7 +625,7 @@ impl<'a> Cursor<'a> {
                 out.reserve(left.min(c.frames_left.saturating_add(1)).min(MAX_RESERVED));
             }
             let start = c.at;
-            let frame = match c.il_frame() {
+            let frame = match c.compact_il_frame().or_else(|| c.il_frame()) {
                 Some((module, token, il)) => each.il(module, token, il)?,
                 None => {
                     c.at = start;
@@ -646,9 +646,6 @@ impl<'a> Cursor<'a> {
     /// numbers, read with no key copied and no [`FrameIn`] made. `None` for any other frame,
     /// which [`Cursor::frame`] then reads from the same place.
     fn il_frame(&mut self) -> Option<(u64, u64, u64)> {
-        if let Some(compact) = self.compact_il_frame() {
-            return Some(compact);
-        }
         if self.next()? != b'{' {
             return None;
         }
@@ -668,6 +665,7 @@ impl<'a> Cursor<'a> {
     /// [`Cursor::il_frame`] as serializers write it, with no whitespace: its constant parts
     /// compared as whole slices, with no whitespace skipped between them. `None`: anything
     /// else, which [`Cursor::il_frame`] reads from the same place.
+    #[inline(always)]
     fn compact_il_frame(&mut self) -> Option<(u64, u64, u64)> {
         let bytes = self.text.get(self.at..)?;
         let rest = bytes.strip_prefix(b"{\"module\":")?;
