@@ -295,24 +295,11 @@ impl<'de> Deserialize<'de> for Index {
     }
 }
 
-/// A GUID from 32 hex digits in `Guid.ToString("N")` order, or the dashed `D` form: its bytes in
-/// GUID byte order (Data1..Data3 little-endian), as a CodeView entry and a PDB id hold them.
+/// A GUID from 32 hex digits in `Guid.ToString("N")` order, or the dashed `D` form (braces
+/// allowed around it): its bytes in GUID byte order (Data1..Data3 little-endian), as a CodeView
+/// entry and a PDB id hold them. [`crate::guid::Guid::parse`]'s rule.
 pub fn parse_guid(text: &str) -> Option<[u8; 16]> {
-    let hex: String = text.trim_start_matches('{').trim_end_matches('}').chars().filter(|c| *c != '-').collect();
-    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let mut n = [0u8; 16];
-    for (i, slot) in n.iter_mut().enumerate() {
-        let at = i.checked_mul(2)?;
-        *slot = u8::from_str_radix(hex.get(at..at.checked_add(2)?)?, 16).ok()?;
-    }
-    let [a0, a1, a2, a3, b0, b1, c0, c1, rest @ ..] = n;
-    let mut out = [0u8; 16];
-    for (slot, b) in out.iter_mut().zip([a3, a2, a1, a0, b1, b0, c1, c0].into_iter().chain(rest)) {
-        *slot = b;
-    }
-    Some(out)
+    crate::base::guid::Guid::parse(text).map(|g| g.0)
 }
 
 /// A PDB id as Sentry and SSQP write it, in any case: the GUID dashed (`0c1033f7-8632-492e-91c6-c314b72e1920`,

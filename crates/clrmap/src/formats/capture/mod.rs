@@ -420,8 +420,10 @@ mod tests {
         let bytes = [0x33, 0x22, 0x11, 0x00, 0x55, 0x44, 0x77, 0x66, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff];
         assert_eq!(parse_mvid(text), Some(bytes));
         assert_eq!(parse_mvid("{00112233-4455-6677-8899-AABBCCDDEEFF}"), Some(bytes));
+        // Every form the library reads a GUID in (`Guid::parse`), the dashless one too.
+        assert_eq!(parse_mvid("00112233445566778899aabbccddeeff"), Some(bytes));
         assert_eq!(mvid_text(&bytes), text);
-        for bad in ["", "00112233445566778899aabbccddeeff", "0011223-34455-6677-8899-aabbccddeeff", "0011223g-4455-6677-8899-aabbccddeeff"] {
+        for bad in ["", "{00112233445566778899aabbccddeeff}", "0011223-34455-6677-8899-aabbccddeeff", "0011223g-4455-6677-8899-aabbccddeeff"] {
             assert_eq!(parse_mvid(bad), None, "{bad}");
         }
         let with = format!("{{\"kind\":\"jit\",\"function_id\":1,\"module\":\"/a/A.dll\",\"mvid\":\"{text}\",\"token\":1,\"start\":4096,\"code_size\":8,\"body\":0,\"map\":[]}}\n");

@@ -138,8 +138,8 @@ pub fn mvid_text(mvid: &[u8; 16]) -> String {
     crate::base::guid::Guid(*mvid).to_string()
 }
 
-/// The bytes of a GUID's text form ([`mvid_text`]; braces and upper case accepted); `None` for
-/// anything else.
+/// The bytes of a GUID's text form ([`mvid_text`]; in braces, in upper case, or as 32 digits
+/// with no dashes: [`crate::guid::Guid::parse`]); `None` for anything else.
 pub fn parse_mvid(text: &str) -> Option<[u8; 16]> {
     crate::base::guid::Guid::parse(text).map(|g| g.0)
 }
