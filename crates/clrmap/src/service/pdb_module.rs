@@ -30,9 +30,13 @@ type Slot<T> = OnceLock<Option<T>>;
 pub(super) struct PdbModule {
     pub(super) lines: ModuleSymbols,
     assembly: Option<Vec<u8>>,
-    /// By MethodDef row − 1, for every row of the assembly's table or the PDB's:
-    /// [`PdbModule::method_json`].
+    /// By MethodDef row − 1, for the rows of the assembly's table: [`PdbModule::method_json`].
     methods: Box<[OnceLock<MethodJson>]>,
+    /// The PDB's rows past those (all of them when no assembly is found), boxed: a PDB's table
+    /// may be longer than its assembly's, and an unfilled boxed slot costs a pointer, where a
+    /// [`MethodJson`] costs ten (the first table's slots are not boxed: a frame would pay for the
+    /// pointer).
+    past: Box<[OnceLock<Box<MethodJson>>]>,
     /// By Document row − 1: [`PdbModule::document_json`].
     documents: Box<[OnceLock<DocumentJson>]>,
     /// By Document row − 1: its embedded source, inflated (`None`: none, or unreadable).
@@ -104,10 +108,10 @@ pub const TAILS_CACHE: usize = 4 << 20;
 
 impl PdbModule {
     pub(super) fn new(lines: ModuleSymbols, assembly: Option<Vec<u8>>) -> PdbModule {
-        let named = assembly.as_deref().and_then(|a| PeImage::parse(a).ok()).and_then(|pe| Metadata::from_pe(&pe).ok()).map_or(0, |md| md.tables().rows(table::METHOD_DEF));
+        let methods = assembly.as_deref().and_then(|a| PeImage::parse(a).ok()).and_then(|pe| Metadata::from_pe(&pe).ok()).map_or(0, |md| md.tables().rows(table::METHOD_DEF));
         let pdb = PortablePdb::parse(lines.pdb_bytes()).ok();
         // A method with points but no name (no assembly found) has its slot too.
-        let methods = named.max(pdb.as_ref().map_or(0, |p| p.method_count()));
+        let past = pdb.as_ref().map_or(0, |p| p.method_count()).saturating_sub(methods);
         let documents = pdb.map_or(0, |p| p.document_count());
         let slots = |n: u32| usize::try_from(n).unwrap_or(0);
         let lines_len = lines.pdb_bytes().len();
@@ -115,6 +119,7 @@ impl PdbModule {
             lines,
             assembly,
             methods: (0..slots(methods)).map(|_| OnceLock::new()).collect(),
+            past: (0..slots(past)).map(|_| OnceLock::new()).collect(),
             documents: (0..slots(documents)).map(|_| OnceLock::new()).collect(),
             sources: (0..slots(documents)).map(|_| OnceLock::new()).collect(),
             source_bytes: AtomicUsize::new(0),
@@ -137,8 +142,11 @@ impl PdbModule {
     /// prefix may make it longer (as the lines' own copy of it always was).
     pub(super) fn slots_size(&self) -> u64 {
         let n = |len: usize, each: usize| u64::try_from(len.saturating_mul(each)).unwrap_or(u64::MAX);
-        let slot = size_of::<OnceLock<MethodJson>>().saturating_add(CHUNK);
-        n(self.methods.len(), slot.saturating_add(TOKEN_KEYS.saturating_add(10)))
+        let slot = size_of::<OnceLock<MethodJson>>().saturating_add(CHUNK).saturating_add(TOKEN_KEYS.saturating_add(10));
+        // A boxed one: the pointer, and the box with its allocation's header.
+        let boxed = slot.saturating_add(size_of::<OnceLock<Box<MethodJson>>>()).saturating_add(16);
+        n(self.methods.len(), slot)
+            .saturating_add(n(self.past.len(), boxed))
             .saturating_add(n(self.tail_budget, 1))
             .saturating_add(n(self.documents.len(), size_of::<OnceLock<DocumentJson>>().saturating_add(2 * CHUNK).saturating_add(DOCUMENT_KEYS)))
             .saturating_add(n(self.sources.len(), size_of::<Slot<Arc<[u8]>>>()))
@@ -166,22 +174,28 @@ impl PdbModule {
         if token >> 24 != u32::from(table::METHOD_DEF) {
             return None;
         }
-        let slot = self.methods.get(usize::try_from((token & 0x00FF_FFFF).checked_sub(1)?).ok()?)?;
-        Some(slot.get_or_init(|| {
-            let name = self.assembly.as_ref().and_then(|a| PeImage::parse(a).ok()).and_then(|pe| Metadata::from_pe(&pe).ok()).and_then(|md| md.method_name(token));
-            let mut head = Vec::with_capacity(TOKEN_KEYS.saturating_add(10).saturating_add(name.as_ref().map_or(4, |n| n.len().saturating_add(2))));
-            head.extend_from_slice(b",\"token\":");
-            number(&mut head, token);
-            head.extend_from_slice(b",\"method\":");
-            match &name {
-                Some(name) => crate::base::json::string(&mut head, name),
-                None => head.extend_from_slice(b"null"),
-            }
-            head.extend_from_slice(b",\"il_offset\":");
-            let points = self.lines.method_points(token);
-            let (tails, lens) = self.tails(points.as_ref());
-            MethodJson { head: Piece::new(head), points, tails, lens }
-        }))
+        let row = usize::try_from((token & 0x00FF_FFFF).checked_sub(1)?).ok()?;
+        match self.methods.get(row) {
+            Some(slot) => Some(slot.get_or_init(|| self.make_method_json(token))),
+            None => Some(self.past.get(row.checked_sub(self.methods.len())?)?.get_or_init(|| Box::new(self.make_method_json(token)))),
+        }
+    }
+
+    /// A method's parts, made from its name and its points when a frame of it is first answered.
+    fn make_method_json(&self, token: u32) -> MethodJson {
+        let name = self.assembly.as_ref().and_then(|a| PeImage::parse(a).ok()).and_then(|pe| Metadata::from_pe(&pe).ok()).and_then(|md| md.method_name(token));
+        let mut head = Vec::with_capacity(TOKEN_KEYS.saturating_add(10).saturating_add(name.as_ref().map_or(4, |n| n.len().saturating_add(2))));
+        head.extend_from_slice(b",\"token\":");
+        number(&mut head, token);
+        head.extend_from_slice(b",\"method\":");
+        match &name {
+            Some(name) => crate::base::json::string(&mut head, name),
+            None => head.extend_from_slice(b"null"),
+        }
+        head.extend_from_slice(b",\"il_offset\":");
+        let points = self.lines.method_points(token);
+        let (tails, lens) = self.tails(points.as_ref());
+        MethodJson { head: Piece::new(head), points, tails, lens }
     }
 
     /// A method's tails and their lengths ([`MethodJson`]), within the module's budget.
