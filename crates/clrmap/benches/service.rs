@@ -3,7 +3,8 @@
 //! already in the LRU), next to the line lookup it wraps (`ModuleSymbols::span_at` on the same
 //! frames). The ratio of the two per frame is what parsing and writing JSON cost; two floors of the
 //! JSON alone (checking the request's syntax with serde_json, copying the answer) are beside them,
-//! and the cursor reading the request alone.
+//! and the cursor reading the request alone. `-- --alternate` times the 1000-frame request and its
+//! lookups in turn instead ([`alternate`]).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::path::Path;
@@ -11,7 +12,9 @@ use std::path::Path;
 use clrmap::locate::SymbolPaths;
 use clrmap::service::{Config, Service};
 use clrmap::symbolizer::ModuleSymbols;
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use std::time::{Duration, Instant};
+
+use criterion::{black_box, criterion_group, Criterion, Throughput};
 
 fn root() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
@@ -63,5 +66,43 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
+/// `-- --alternate [N]`: one `symbolicate` of the 1000 frames, then the 1000 lookups, in turn, N
+/// times (3,000 by default), and the fastest and the 10th percentile of each and their ratios.
+/// Criterion times its benchmarks seconds apart, and a shared machine's speed can move by 2×
+/// within seconds; taken in turn, the two see the same machine (BENCHMARKS.md's measure of the
+/// service's cost against the lookup's).
+fn alternate(times: usize) {
+    let dir = root().join("tests/fixtures/frames/debug-portable");
+    let frames = frames();
+    let service = Service::new(Config::new(SymbolPaths { pdb: None, dirs: vec![dir.clone()], servers: None }, 256 << 20, 100_000));
+    let b = body(&frames, 1000);
+    assert_eq!(service.symbolicate(&b).unwrap().frames, 1000);
+    let lines = ModuleSymbols::from_pdb(std::fs::read(dir.join("Frames.pdb")).unwrap()).unwrap();
+    let queries: Vec<(u32, u32)> = (0..1000).map(|i| frames[i % frames.len()]).collect();
+    let (mut answers, mut lookups) = (Vec::with_capacity(times), Vec::with_capacity(times));
+    for _ in 0..times {
+        let t = Instant::now();
+        black_box(service.symbolicate(black_box(&b)).unwrap().body.len());
+        answers.push(t.elapsed());
+        let t = Instant::now();
+        black_box(queries.iter().filter_map(|&(t, il)| lines.span_at(black_box(t), il)).map(|s| s.line).fold(0u32, u32::wrapping_add));
+        lookups.push(t.elapsed());
+    }
+    answers.sort();
+    lookups.sort();
+    let at = |v: &[Duration], q: usize| v[(v.len() - 1) * q / 100].as_secs_f64() * 1e6;
+    println!("symbolicate_1000 fastest {:.1} µs, 10th percentile {:.1} µs", at(&answers, 0), at(&answers, 10));
+    println!("span_at_1000     fastest {:.1} µs, 10th percentile {:.1} µs", at(&lookups, 0), at(&lookups, 10));
+    println!("ratio            fastest {:.2}×, 10th percentile {:.2}×", at(&answers, 0) / at(&lookups, 0), at(&answers, 10) / at(&lookups, 10));
+}
+
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    let mut args = std::env::args().skip_while(|a| a != "--alternate");
+    if args.next().is_some() {
+        return alternate(args.next().map_or(3000, |n| n.parse().expect("--alternate N: a number")));
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
